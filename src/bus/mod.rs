@@ -1,0 +1,113 @@
+//! The Redis pub/sub subscriber: one connection on the configured channels, messages handed on
+//! in bus order; when Redis goes away it reconnects with backoff and subscribes again.
+
+use std::{sync::Arc, time::Duration};
+
+use backon::{BackoffBuilder, ExponentialBuilder};
+use futures_util::StreamExt;
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use crate::metrics::Metrics;
+
+/// One message as it came off the bus.
+#[derive(Debug, Clone)]
+pub struct BusMessage {
+    pub channel: String,
+    pub payload: Arc<str>,
+}
+
+/// What the subscriber needs.
+pub struct Subscriber {
+    pub client: redis::Client,
+    pub channels: Vec<String>,
+    /// Larger messages are skipped and counted.
+    pub max_message_bytes: usize,
+    pub metrics: Arc<Metrics>,
+}
+
+impl Subscriber {
+    /// Delivers bus messages to `tx` until `token` is cancelled or the receiver is gone.
+    pub async fn run(self, tx: mpsc::Sender<BusMessage>, token: CancellationToken) {
+        let backoff = || {
+            ExponentialBuilder::default()
+                .with_min_delay(Duration::from_millis(100))
+                .with_max_delay(Duration::from_secs(5))
+                .with_jitter()
+                .without_max_times()
+                .build()
+        };
+        let mut delays = backoff();
+        let mut first = true;
+        loop {
+            match self.subscribe().await {
+                Ok(pubsub) => {
+                    if !first {
+                        self.metrics.bus_reconnects.inc();
+                    }
+                    first = false;
+                    tracing::info!(channels = self.channels.len(), "subscribed to the bus");
+                    delays = backoff();
+                    if !self.forward(pubsub, &tx, &token).await {
+                        return;
+                    }
+                    tracing::warn!("bus connection lost; reconnecting");
+                }
+                Err(e) => tracing::warn!(error = %e, "cannot subscribe to the bus; retrying"),
+            }
+            let wait = delays.next().unwrap_or(Duration::from_secs(5));
+            tokio::select! {
+                () = tokio::time::sleep(wait) => {}
+                () = token.cancelled() => return,
+            }
+        }
+    }
+
+    async fn subscribe(&self) -> redis::RedisResult<redis::aio::PubSub> {
+        let mut pubsub =
+            tokio::time::timeout(Duration::from_secs(5), self.client.get_async_pubsub())
+                .await
+                .map_err(|_| {
+                    redis::RedisError::from(std::io::Error::from(std::io::ErrorKind::TimedOut))
+                })??;
+        pubsub.subscribe(&self.channels).await?;
+        Ok(pubsub)
+    }
+
+    /// Forwards until the connection ends (`true`: reconnect) or the relay stops (`false`).
+    async fn forward(
+        &self,
+        pubsub: redis::aio::PubSub,
+        tx: &mpsc::Sender<BusMessage>,
+        token: &CancellationToken,
+    ) -> bool {
+        let mut stream = pubsub.into_on_message();
+        loop {
+            let msg = tokio::select! {
+                m = stream.next() => m,
+                () = token.cancelled() => return false,
+            };
+            let Some(msg) = msg else { return true };
+            self.metrics.bus_messages.inc();
+            let bytes = msg.get_payload_bytes();
+            if bytes.len() > self.max_message_bytes {
+                self.metrics.skip("oversized");
+                tracing::debug!(bytes = bytes.len(), "skipping an oversized bus message");
+                continue;
+            }
+            let Ok(text) = std::str::from_utf8(bytes) else {
+                self.metrics.skip("not_utf8");
+                tracing::debug!("skipping a bus message that is not UTF-8");
+                continue;
+            };
+            let m = BusMessage {
+                channel: msg.get_channel_name().to_string(),
+                payload: Arc::from(text),
+            };
+            tokio::select! {
+                r = tx.send(m) => if r.is_err() { return false },
+                () = token.cancelled() => return false,
+            }
+        }
+    }
+}

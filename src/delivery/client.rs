@@ -1,0 +1,118 @@
+//! The HTTP client: one pooled keep-alive reqwest client, no redirects, a timeout per attempt,
+//! and only 2xx counted as success.
+
+use std::time::Duration;
+
+/// Most of a receiver's answer the relay reads (it is thrown away; reading a little lets the
+/// connection be reused).
+const MAX_RESPONSE_BYTES: usize = 4 * 1024;
+
+/// Why one attempt failed.
+#[derive(Debug, thiserror::Error)]
+pub enum DeliveryError {
+    #[error("receiver answered HTTP {0}")]
+    Status(u16),
+    #[error("no answer within the request timeout")]
+    Timeout,
+    #[error("could not connect: {0}")]
+    Connect(String),
+    #[error("request failed: {0}")]
+    Request(String),
+}
+
+impl DeliveryError {
+    /// Every failure is retried by the schedule; kept as a method so that a future non-retryable
+    /// case has one place to go.
+    pub fn should_retry(&self) -> bool {
+        true
+    }
+
+    /// A bounded metric label.
+    pub fn reason(&self) -> String {
+        match self {
+            Self::Status(code) => code.to_string(),
+            Self::Timeout => "timeout".into(),
+            Self::Connect(_) => "connect".into(),
+            Self::Request(_) => "request".into(),
+        }
+    }
+
+    fn from_reqwest(e: &reqwest::Error) -> Self {
+        if e.is_timeout() {
+            Self::Timeout
+        } else if e.is_connect() {
+            Self::Connect(error_chain(e))
+        } else {
+            Self::Request(error_chain(e))
+        }
+    }
+}
+
+fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut s = e.to_string();
+    let mut src = e.source();
+    while let Some(inner) = src {
+        s.push_str(": ");
+        s.push_str(&inner.to_string());
+        src = inner.source();
+    }
+    s
+}
+
+/// Sends callbacks.
+#[derive(Clone)]
+pub struct CallbackClient {
+    http: reqwest::Client,
+}
+
+impl CallbackClient {
+    /// # Errors
+    /// When the TLS back end cannot be set up.
+    pub fn new(timeout: Duration) -> Result<Self, reqwest::Error> {
+        // reqwest is built without a bundled crypto provider; ring is installed once for the
+        // process (a second call finds it installed, which is fine).
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let builder = reqwest::Client::builder()
+            .redirect(reqwest::redirect::Policy::none())
+            .timeout(timeout)
+            .connect_timeout(timeout)
+            .pool_idle_timeout(Duration::from_secs(60))
+            .user_agent(concat!("hookrelay/", env!("CARGO_PKG_VERSION")));
+        Ok(Self {
+            http: builder.build()?,
+        })
+    }
+
+    /// POSTs one form body; `Ok` only for a 2xx answer.
+    ///
+    /// # Errors
+    /// Any other status, a timeout, or a connection or protocol error.
+    pub async fn post(&self, url: &str, body: bytes::Bytes) -> Result<u16, DeliveryError> {
+        let mut resp = self
+            .http
+            .post(url)
+            .header(
+                reqwest::header::CONTENT_TYPE,
+                "application/x-www-form-urlencoded",
+            )
+            .body(body)
+            .send()
+            .await
+            .map_err(|e| DeliveryError::from_reqwest(&e))?;
+        let status = resp.status().as_u16();
+        // Read a little of the answer so the connection can go back to the pool; a longer
+        // answer is cut off (the connection is then closed).
+        let mut read = 0;
+        while read < MAX_RESPONSE_BYTES {
+            match resp.chunk().await {
+                Ok(Some(chunk)) => read += chunk.len(),
+                Ok(None) | Err(_) => break,
+            }
+        }
+        if (200..300).contains(&status) {
+            Ok(status)
+        } else {
+            Err(DeliveryError::Status(status))
+        }
+    }
+}

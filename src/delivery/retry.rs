@@ -1,0 +1,60 @@
+//! Retry policy: how long to wait after the k-th failed attempt, and when to give up.
+
+use std::time::Duration;
+
+/// The schedule of one hook.
+#[derive(Debug, Clone)]
+pub struct RetryPolicy {
+    intervals: Vec<Duration>,
+    /// Permanent hooks never give up: they go on at the last interval.
+    permanent: bool,
+}
+
+impl RetryPolicy {
+    pub fn new(intervals_ms: &[u64], permanent: bool) -> Self {
+        Self {
+            intervals: intervals_ms
+                .iter()
+                .map(|ms| Duration::from_millis(*ms))
+                .collect(),
+            permanent,
+        }
+    }
+
+    /// The wait before the next attempt after `failures` failed attempts (1-based), or `None`
+    /// when the hook should be given up.
+    pub fn next_delay(&self, failures: usize) -> Option<Duration> {
+        match self.intervals.get(failures.saturating_sub(1)) {
+            Some(d) => Some(*d),
+            None if self.permanent => self.intervals.last().copied(),
+            None => None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn schedule_then_give_up() {
+        let p = RetryPolicy::new(&[100, 200, 300], false);
+        let waits: Vec<_> = (1..=4).map(|k| p.next_delay(k)).collect();
+        assert_eq!(
+            waits,
+            vec![
+                Some(Duration::from_millis(100)),
+                Some(Duration::from_millis(200)),
+                Some(Duration::from_millis(300)),
+                None
+            ]
+        );
+    }
+
+    #[test]
+    fn permanent_goes_on_at_last_interval() {
+        let p = RetryPolicy::new(&[100, 200], true);
+        assert_eq!(p.next_delay(3), Some(Duration::from_millis(200)));
+        assert_eq!(p.next_delay(1000), Some(Duration::from_millis(200)));
+    }
+}

@@ -1,0 +1,51 @@
+//! Events: [`decode`] turns a bus message into a [`decode::Message`], [`catalogue`] maps it to a
+//! processed webhook event, and [`mapping`] keeps the internal -> external id tables those events
+//! need (persisted by [`persist`]).
+
+pub mod catalogue;
+pub mod decode;
+pub mod mapping;
+pub mod persist;
+
+use std::sync::{Arc, OnceLock};
+
+use crate::delivery::sign::form_encode;
+
+/// A text sent to hooks, with its form encoding computed once and shared by every hook.
+#[derive(Debug)]
+pub struct Payload {
+    text: Arc<str>,
+    encoded: OnceLock<String>,
+}
+
+impl Payload {
+    pub fn new(text: impl Into<Arc<str>>) -> Self {
+        Self {
+            text: text.into(),
+            encoded: OnceLock::new(),
+        }
+    }
+
+    pub fn text(&self) -> &str {
+        &self.text
+    }
+
+    /// The text form-encoded (`application/x-www-form-urlencoded`), computed on first use.
+    pub fn form_encoded(&self) -> &str {
+        self.encoded.get_or_init(|| form_encode(&self.text))
+    }
+}
+
+/// One processed event, ready for matching and delivery; shared (`Arc`) by every hook it goes to.
+#[derive(Debug)]
+pub struct Event {
+    /// The processed id, e.g. `user-joined`.
+    pub id: String,
+    pub internal_meeting_id: Option<String>,
+    /// Used to match meeting-bound hooks.
+    pub external_meeting_id: Option<String>,
+    /// The processed event JSON (what normal hooks get).
+    pub processed: Payload,
+    /// The bus message exactly as received (what getRaw hooks get).
+    pub raw: Payload,
+}

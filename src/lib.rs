@@ -1,0 +1,26 @@
+//! hookrelay: a drop-in replacement for BigBlueButton's webhooks service.
+//!
+//! Codemap, in data-flow order:
+//! - [`bus`]: subscribes to BBB's Redis pub/sub channels, hands on raw messages in bus order.
+//! - [`event`]: [`event::decode`] parses a message, [`event::mapping`] keeps internal -> external
+//!   ids, [`event::catalogue`] maps it to a processed webhook event.
+//! - [`hooks`]: the hook records ([`hooks::store`] in Redis, [`hooks::registry`] in memory) and
+//!   [`hooks::matcher`], which picks the hooks an event goes to.
+//! - [`delivery`]: per-hook FIFO queues, retries, signing and the HTTP client.
+//! - [`api`]: `hooks/create`, `hooks/destroy`, `hooks/list` (BBB checksum, BBB XML).
+//! - [`metrics`]: the Prometheus endpoint.
+//! - [`pipeline`]: wires the stages; [`config`] and [`shutdown`] serve it.
+
+pub mod api;
+pub mod bus;
+pub mod config;
+pub mod delivery;
+pub mod event;
+pub mod hooks;
+pub mod metrics;
+pub mod pipeline;
+pub mod shutdown;
+
+pub use config::Config;
+pub use pipeline::{Listeners, run};
+pub use shutdown::Shutdown;

@@ -1,0 +1,142 @@
+//! Prometheus metrics: the relay's own series ([`Metrics`]) and the `/metrics` endpoint.
+
+use std::sync::Arc;
+
+use axum::{Router, extract::State, http::header, response::IntoResponse, routing::get};
+use prometheus_client::{
+    encoding::{EncodeLabelSet, text::encode},
+    metrics::{counter::Counter, family::Family, gauge::Gauge},
+    registry::Registry,
+};
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ReasonLabel {
+    pub reason: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct EventLabel {
+    pub event: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ApiLabels {
+    pub call: String,
+    pub returncode: String,
+    pub message_key: String,
+}
+
+/// Every series the relay exports. Labels are bounded: never a URL (it may carry tokens), never
+/// a free-form id.
+#[derive(Default)]
+pub struct Metrics {
+    registry: Registry,
+    pub bus_messages: Counter,
+    pub bus_skipped: Family<ReasonLabel, Counter>,
+    pub bus_reconnects: Counter,
+    pub events_mapped: Family<EventLabel, Counter>,
+    pub callbacks_delivered: Counter,
+    pub callback_failures: Family<ReasonLabel, Counter>,
+    pub hooks_removed: Counter,
+    pub hooks_registered: Gauge,
+    pub meeting_mappings: Gauge,
+    pub user_mappings: Gauge,
+    pub api_requests: Family<ApiLabels, Counter>,
+}
+
+impl Metrics {
+    pub fn new() -> Arc<Self> {
+        let mut m = Metrics::default();
+        let r = &mut m.registry;
+        r.register(
+            "hookrelay_bus_messages",
+            "Messages received from the bus",
+            m.bus_messages.clone(),
+        );
+        r.register(
+            "hookrelay_bus_skipped",
+            "Bus messages skipped, by reason",
+            m.bus_skipped.clone(),
+        );
+        r.register(
+            "hookrelay_bus_reconnects",
+            "Times the bus subscription was made again after a loss",
+            m.bus_reconnects.clone(),
+        );
+        r.register(
+            "hookrelay_events_mapped",
+            "Processed events produced, by event id",
+            m.events_mapped.clone(),
+        );
+        r.register(
+            "hookrelay_callbacks_delivered",
+            "Callbacks answered with 2xx",
+            m.callbacks_delivered.clone(),
+        );
+        r.register(
+            "hookrelay_callback_failures",
+            "Failed callback attempts, by reason (status code, timeout, connect, request)",
+            m.callback_failures.clone(),
+        );
+        r.register(
+            "hookrelay_hooks_removed",
+            "Hooks removed after their retry schedule ran out",
+            m.hooks_removed.clone(),
+        );
+        r.register(
+            "hookrelay_hooks_registered",
+            "Hooks registered",
+            m.hooks_registered.clone(),
+        );
+        r.register(
+            "hookrelay_meeting_mappings",
+            "Internal to external meeting id mappings held",
+            m.meeting_mappings.clone(),
+        );
+        r.register(
+            "hookrelay_user_mappings",
+            "Internal to external user id mappings held",
+            m.user_mappings.clone(),
+        );
+        r.register(
+            "hookrelay_api_requests",
+            "Hooks API calls answered, by call, returncode and messageKey",
+            m.api_requests.clone(),
+        );
+        Arc::new(m)
+    }
+
+    /// Counts a skipped bus message.
+    pub fn skip(&self, reason: &str) {
+        self.bus_skipped
+            .get_or_create(&ReasonLabel {
+                reason: reason.to_string(),
+            })
+            .inc();
+    }
+
+    /// The text exposition.
+    pub fn render(&self) -> String {
+        let mut out = String::new();
+        // Writing into a String cannot fail.
+        let _ = encode(&mut out, &self.registry);
+        out
+    }
+}
+
+/// `GET /metrics`.
+pub fn router(metrics: Arc<Metrics>) -> Router {
+    Router::new()
+        .route("/metrics", get(serve))
+        .with_state(metrics)
+}
+
+async fn serve(State(m): State<Arc<Metrics>>) -> impl IntoResponse {
+    (
+        [(
+            header::CONTENT_TYPE,
+            "application/openmetrics-text; version=1.0.0; charset=utf-8",
+        )],
+        m.render(),
+    )
+}

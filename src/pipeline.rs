@@ -1,0 +1,308 @@
+//! Wires the stages top to bottom: bus -> decode -> mapping -> catalogue -> matcher -> per-hook
+//! queues -> signed delivery, plus the API and metrics servers. The only module that knows them
+//! all.
+
+use std::{sync::Arc, time::Duration};
+
+use redis::aio::{ConnectionManager, ConnectionManagerConfig};
+use serde_json::Value;
+use tokio::{net::TcpListener, sync::mpsc};
+use tokio_util::sync::CancellationToken;
+
+use crate::{
+    api::{self, ApiState},
+    bus::{BusMessage, Subscriber},
+    config::Config,
+    delivery::{
+        Timestamps,
+        client::CallbackClient,
+        now_ms,
+        queue::{DeliveryContext, Dispatcher},
+    },
+    event::{Event, Payload, catalogue, decode, mapping::Mappings, persist},
+    hooks::{HookStore, Registry, matcher},
+    metrics::{EventLabel, Metrics},
+    shutdown::Shutdown,
+};
+
+/// How often expired mappings are dropped and closed queues pruned.
+const SWEEP_EVERY: Duration = Duration::from_secs(10);
+/// Bus messages buffered between the subscriber and the processing task.
+const BUS_BUFFER: usize = 65_536;
+
+/// The sockets the relay serves on, bound by the caller (tests bind port 0).
+pub struct Listeners {
+    pub api: TcpListener,
+    pub metrics: Option<TcpListener>,
+}
+
+impl Listeners {
+    /// Binds the addresses of the configuration.
+    ///
+    /// # Errors
+    /// When an address cannot be bound.
+    pub async fn bind(config: &Config) -> std::io::Result<Self> {
+        let api = TcpListener::bind(config.api.bind).await?;
+        let metrics = match config.metrics.bind {
+            Some(addr) => Some(TcpListener::bind(addr).await?),
+            None => None,
+        };
+        Ok(Self { api, metrics })
+    }
+}
+
+/// Runs the relay until `shutdown` is triggered and every task has finished.
+///
+/// # Errors
+/// When the Redis URL is unusable or the HTTP client cannot be built. Redis being down is not
+/// an error: the relay waits for it.
+pub async fn run(config: Config, listeners: Listeners, shutdown: Shutdown) -> anyhow::Result<()> {
+    let token = shutdown.token().clone();
+    let tracker = shutdown.tracker().clone();
+    let metrics = Metrics::new();
+    let client = redis::Client::open(config.redis.url.as_str())?;
+
+    let Some(conn) = connect(&client, &token).await else {
+        return Ok(());
+    };
+    let registry = Arc::new(Registry::default());
+    let store = Arc::new(HookStore::new(
+        conn.clone(),
+        registry.clone(),
+        &config.delivery.permanent_hooks,
+    ));
+    let restored = retry_until_ok(&token, "restore hooks", || {
+        store.restore(&config.delivery.permanent_hooks)
+    })
+    .await;
+    let Some(restored) = restored else {
+        return Ok(());
+    };
+    metrics.hooks_registered.set(restored as i64);
+    let meetings = retry_until_ok(&token, "restore meeting mappings", || {
+        let mut c = conn.clone();
+        async move { persist::load_meetings(&mut c).await }
+    })
+    .await;
+    let Some(meetings) = meetings else {
+        return Ok(());
+    };
+    tracing::info!(
+        hooks = restored,
+        meetings = meetings.len(),
+        "state restored from Redis"
+    );
+
+    let (writes_tx, writes_rx) = mpsc::unbounded_channel();
+    tracker.spawn(persist::run_writer(conn.clone(), writes_rx, token.clone()));
+    let mut mappings = Mappings::new(
+        config.mapping.inactivity_timeout_s.saturating_mul(1000),
+        Some(writes_tx),
+    );
+    mappings.restore(meetings);
+
+    let api_state = Arc::new(ApiState {
+        store: store.clone(),
+        secret: config.bbb.secret.clone(),
+        path: config.api.path.trim_end_matches('/').to_string(),
+        algorithms: config.api.checksum_algorithms.clone(),
+        metrics: metrics.clone(),
+    });
+    serve(
+        &tracker,
+        &token,
+        listeners.api,
+        api::router(api_state),
+        "api",
+    );
+    if let Some(l) = listeners.metrics {
+        serve(
+            &tracker,
+            &token,
+            l,
+            crate::metrics::router(metrics.clone()),
+            "metrics",
+        );
+    }
+
+    let delivery = Arc::new(DeliveryContext {
+        client: CallbackClient::new(Duration::from_millis(config.delivery.request_timeout_ms))?,
+        store: store.clone(),
+        secret: config.bbb.secret.clone(),
+        algorithm: config.delivery.checksum_algorithm,
+        compat: config.delivery.compat,
+        domain: config.bbb.server_domain.clone(),
+        retry_intervals_ms: config.delivery.retry_intervals_ms.clone(),
+        timestamps: Timestamps::default(),
+        metrics: metrics.clone(),
+        token: token.clone(),
+        tracker: tracker.clone(),
+    });
+    let (bus_tx, bus_rx) = mpsc::channel(BUS_BUFFER);
+    let subscriber = Subscriber {
+        client,
+        channels: config.redis.channels.clone(),
+        max_message_bytes: config.redis.max_message_bytes,
+        metrics: metrics.clone(),
+    };
+    tracker.spawn(subscriber.run(bus_tx, token.clone()));
+    let processor = Processor {
+        mappings,
+        dispatcher: Dispatcher::new(delivery),
+        registry,
+        metrics,
+    };
+    tracker.spawn(processor.run(bus_rx, token.clone()));
+
+    token.cancelled().await;
+    tracker.close();
+    tracker.wait().await;
+    tracing::info!("stopped");
+    Ok(())
+}
+
+/// The processing stage: one task, so mappings change in bus order before the next message.
+struct Processor {
+    mappings: Mappings,
+    dispatcher: Dispatcher,
+    registry: Arc<Registry>,
+    metrics: Arc<Metrics>,
+}
+
+impl Processor {
+    async fn run(mut self, mut rx: mpsc::Receiver<BusMessage>, token: CancellationToken) {
+        let mut sweep = tokio::time::interval(SWEEP_EVERY);
+        loop {
+            tokio::select! {
+                biased;
+                () = token.cancelled() => return,
+                m = rx.recv() => match m {
+                    Some(m) => self.process(&m),
+                    None => return,
+                },
+                _ = sweep.tick() => self.sweep(),
+            }
+        }
+    }
+
+    fn process(&mut self, msg: &BusMessage) {
+        let decoded = match decode::decode(&msg.payload) {
+            Ok(d) => d,
+            Err(e) => {
+                tracing::debug!(channel = %msg.channel, error = %e, "skipping a bus message");
+                self.metrics.skip(e.reason());
+                return;
+            }
+        };
+        let mapped = match catalogue::map(&decoded, &self.mappings) {
+            Ok(Some(m)) => m,
+            Ok(None) => {
+                self.metrics.skip("unmapped");
+                return;
+            }
+            Err(e) => {
+                tracing::debug!(channel = %msg.channel, error = %e, "cannot map a bus message");
+                self.metrics.skip("map_failed");
+                return;
+            }
+        };
+        let now = now_ms();
+        self.mappings.apply(mapped.id, &mapped.attributes, now);
+        let meeting = mapped.attributes.get("meeting");
+        let meeting_field = |k: &str| {
+            meeting
+                .and_then(|m| m.get(k))
+                .and_then(Value::as_str)
+                .map(String::from)
+        };
+        let event = Arc::new(Event {
+            id: mapped.id.to_string(),
+            internal_meeting_id: meeting_field("internal-meeting-id"),
+            external_meeting_id: meeting_field("external-meeting-id"),
+            processed: Payload::new(catalogue::to_json(&mapped, now)),
+            raw: Payload::new(msg.payload.clone()),
+        });
+        self.metrics
+            .events_mapped
+            .get_or_create(&EventLabel {
+                event: mapped.id.to_string(),
+            })
+            .inc();
+        let snapshot = self.registry.load();
+        for hook in matcher::matching(&snapshot, &event.id, event.external_meeting_id.as_deref()) {
+            self.dispatcher.dispatch(hook, &event);
+        }
+    }
+
+    fn sweep(&mut self) {
+        let expired = self.mappings.expire(now_ms());
+        if expired > 0 {
+            tracing::info!(expired, "dropped inactive meeting mappings");
+        }
+        self.dispatcher.prune();
+        self.metrics
+            .meeting_mappings
+            .set(self.mappings.meeting_count() as i64);
+        self.metrics
+            .user_mappings
+            .set(self.mappings.user_count() as i64);
+    }
+}
+
+fn serve(
+    tracker: &tokio_util::task::TaskTracker,
+    token: &CancellationToken,
+    listener: TcpListener,
+    router: axum::Router,
+    name: &'static str,
+) {
+    let token = token.clone();
+    tracker.spawn(async move {
+        if let Ok(addr) = listener.local_addr() {
+            tracing::info!(%addr, "{name} listening");
+        }
+        let r = axum::serve(listener, router)
+            .with_graceful_shutdown(token.clone().cancelled_owned())
+            .await;
+        if let Err(e) = r {
+            tracing::error!(error = %e, "{name} server failed");
+            token.cancel();
+        }
+    });
+}
+
+/// Connects to Redis, waiting (with backoff) until it answers or the relay stops.
+async fn connect(client: &redis::Client, token: &CancellationToken) -> Option<ConnectionManager> {
+    let config = ConnectionManagerConfig::new()
+        .set_connection_timeout(Some(Duration::from_secs(2)))
+        .set_response_timeout(Some(Duration::from_secs(2)))
+        .set_number_of_retries(2)
+        .set_max_delay(Duration::from_secs(2));
+    retry_until_ok(token, "connect to Redis", || {
+        ConnectionManager::new_with_config(client.clone(), config.clone())
+    })
+    .await
+}
+
+/// Retries `op` every second until it succeeds (`Some`) or the relay stops (`None`).
+async fn retry_until_ok<T, E, F, Fut>(token: &CancellationToken, what: &str, mut op: F) -> Option<T>
+where
+    E: std::fmt::Display,
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<T, E>>,
+{
+    loop {
+        let r = tokio::select! {
+            r = op() => r,
+            () = token.cancelled() => return None,
+        };
+        match r {
+            Ok(v) => return Some(v),
+            Err(e) => tracing::warn!(error = %e, "cannot {what} yet; retrying"),
+        }
+        tokio::select! {
+            () = tokio::time::sleep(Duration::from_secs(1)) => {}
+            () = token.cancelled() => return None,
+        }
+    }
+}
