@@ -60,9 +60,6 @@ impl<'a> Params<'a> {
     fn parse(query: &'a str) -> Result<Self, ApiError> {
         let mut map = HashMap::new();
         for (k, v) in form_urlencoded::parse(query.as_bytes()) {
-            if k == "checksum" && map.contains_key("checksum") {
-                return Err(ApiError::Checksum);
-            }
             if let Some(_dup) = map.insert(k.clone(), v) {
                 return Err(ApiError::invalid(
                     "repeatedParam",
@@ -107,26 +104,24 @@ async fn run(
             "The query string is too long.",
         ));
     }
-    // The checksum comes first: nothing about the parameters is revealed without it.
-    let params = Params::parse(query).map_err(|e| match e {
-        ApiError::Checksum => ApiError::Checksum,
-        other => other,
-    });
-    let supplied = params
-        .as_ref()
-        .ok()
-        .and_then(|p| p.get("checksum"))
-        .unwrap_or("");
-    if !checksum::verify(
-        call_name,
-        query,
-        supplied,
-        state.secret.expose(),
-        &state.algorithms,
-    ) {
+    // The checksum comes first: nothing about the parameters is revealed without it. A repeated
+    // checksum is refused.
+    let mut checksums = form_urlencoded::parse(query.as_bytes())
+        .filter(|(k, _)| k == "checksum")
+        .map(|(_, v)| v);
+    let supplied = checksums.next().unwrap_or_default();
+    if checksums.next().is_some()
+        || !checksum::verify(
+            call_name,
+            query,
+            &supplied,
+            state.secret.expose(),
+            &state.algorithms,
+        )
+    {
         return Err(ApiError::Checksum);
     }
-    let params = params?;
+    let params = Params::parse(query)?;
     match call {
         Call::Create => create(state, &params).await,
         Call::Destroy => destroy(state, &params).await,

@@ -160,7 +160,19 @@ impl HookStore {
             return Ok(CreateOutcome::Duplicate(existing.id));
         }
         let mut conn = self.conn.clone();
-        let id: u64 = conn.incr(ID_COUNTER, 1).await?;
+        let mut id: u64 = conn.incr(ID_COUNTER, 1).await?;
+        // Redis lost its data (restarted without persistence): never hand out a live id again.
+        if let Some(max) = self
+            .registry
+            .load()
+            .all()
+            .map(|h| h.id)
+            .max()
+            .filter(|m| id <= *m)
+        {
+            let _: () = conn.set(ID_COUNTER, max).await?;
+            id = conn.incr(ID_COUNTER, 1).await?;
+        }
         let hook = Hook {
             id,
             permanent: self.permanent_urls.contains(&new.callback_url),

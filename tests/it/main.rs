@@ -1,1 +1,10 @@
+//! Integration tests: the real relay (`hookrelay::run`) against a real `redis-server` started per
+//! test and real HTTP receivers on loopback.
 
+mod support;
+
+mod api;
+mod delivery;
+mod events;
+mod faults;
+mod restart;

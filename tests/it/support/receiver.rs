@@ -1,0 +1,186 @@
+//! `TestReceiver`: a real HTTP server on loopback that records every request and answers as
+//! scripted (a status, a delay, a redirect).
+
+use std::{
+    collections::VecDeque,
+    net::SocketAddr,
+    sync::{Arc, Mutex},
+    time::Duration,
+};
+
+use axum::{
+    Router,
+    body::Bytes,
+    extract::State,
+    http::{HeaderMap, Method, StatusCode, Uri, header},
+    response::{IntoResponse, Response},
+};
+use hookrelay::delivery::sign::{Algorithm, callback_checksum};
+
+use super::{PATIENCE, SECRET};
+
+/// How the receiver answers one request.
+#[derive(Debug, Clone)]
+pub enum Reply {
+    Status(u16),
+    /// Waits, then answers with the status.
+    Delay(Duration, u16),
+    /// 302 to this location.
+    Redirect(String),
+}
+
+/// One request as received.
+#[derive(Debug, Clone)]
+pub struct Received {
+    pub method: Method,
+    /// Path and query as sent.
+    pub uri: String,
+    pub headers: HeaderMap,
+    pub body: String,
+    /// The status the receiver answered.
+    pub status: u16,
+}
+
+impl Received {
+    /// A form field of the body.
+    pub fn field(&self, name: &str) -> Option<String> {
+        form_urlencoded::parse(self.body.as_bytes())
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.into_owned())
+    }
+
+    pub fn event(&self) -> String {
+        self.field("event").expect("event field")
+    }
+
+    pub fn timestamp(&self) -> u64 {
+        self.field("timestamp")
+            .and_then(|t| t.parse().ok())
+            .expect("timestamp field")
+    }
+
+    /// Checks the checksum as an integrator would: sha1 of registered URL + raw body + secret.
+    pub fn assert_signed(&self, registered_url: &str) {
+        let (path, checksum) = self
+            .uri
+            .rsplit_once("checksum=")
+            .expect("checksum parameter");
+        let expected = callback_checksum(Algorithm::Sha1, registered_url, &self.body, SECRET);
+        assert_eq!(checksum, expected, "signature of {path}");
+        assert!(
+            registered_url.ends_with(path.trim_end_matches(['?', '&'])),
+            "{path} vs {registered_url}"
+        );
+    }
+}
+
+#[derive(Default)]
+struct Inner {
+    received: Mutex<Vec<Received>>,
+    script: Mutex<VecDeque<Reply>>,
+    default: Mutex<Option<Reply>>,
+}
+
+pub struct TestReceiver {
+    pub addr: SocketAddr,
+    inner: Arc<Inner>,
+    _server: tokio::task::JoinHandle<()>,
+}
+
+impl TestReceiver {
+    pub async fn start() -> Self {
+        let inner = Arc::new(Inner::default());
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        let addr = listener.local_addr().expect("addr");
+        let app = Router::new().fallback(handle).with_state(inner.clone());
+        let server = tokio::spawn(async move {
+            let _ = axum::serve(listener, app).await;
+        });
+        Self {
+            addr,
+            inner,
+            _server: server,
+        }
+    }
+
+    pub fn url(&self, path: &str) -> String {
+        format!("http://{}{path}", self.addr)
+    }
+
+    /// Answers the next requests with these replies, in order (then the default).
+    pub fn script(&self, replies: impl IntoIterator<Item = Reply>) {
+        self.inner.script.lock().unwrap().extend(replies);
+    }
+
+    /// The answer once the script is used up (200 unless set).
+    pub fn set_default(&self, reply: Reply) {
+        *self.inner.default.lock().unwrap() = Some(reply);
+    }
+
+    pub fn received(&self) -> Vec<Received> {
+        self.inner.received.lock().unwrap().clone()
+    }
+
+    /// Requests answered with 2xx.
+    pub fn delivered(&self) -> Vec<Received> {
+        self.received()
+            .into_iter()
+            .filter(|r| (200..300).contains(&r.status))
+            .collect()
+    }
+
+    /// Waits until `n` requests were answered with 2xx, and returns them.
+    pub async fn wait_delivered(&self, n: usize) -> Vec<Received> {
+        let deadline = tokio::time::Instant::now() + PATIENCE;
+        loop {
+            let got = self.delivered();
+            if got.len() >= n {
+                return got;
+            }
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "expected {n} deliveries, got {}: {:?}",
+                got.len(),
+                got.iter().map(|r| r.event()).collect::<Vec<_>>()
+            );
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+}
+
+async fn handle(
+    State(inner): State<Arc<Inner>>,
+    method: Method,
+    uri: Uri,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    let reply = inner
+        .script
+        .lock()
+        .unwrap()
+        .pop_front()
+        .or_else(|| inner.default.lock().unwrap().clone())
+        .unwrap_or(Reply::Status(200));
+    let status = match &reply {
+        Reply::Status(s) | Reply::Delay(_, s) => *s,
+        Reply::Redirect(_) => 302,
+    };
+    inner.received.lock().unwrap().push(Received {
+        method,
+        uri: uri.to_string(),
+        headers,
+        body: String::from_utf8_lossy(&body).into_owned(),
+        status,
+    });
+    match reply {
+        Reply::Status(s) => StatusCode::from_u16(s).unwrap().into_response(),
+        Reply::Delay(d, s) => {
+            tokio::time::sleep(d).await;
+            StatusCode::from_u16(s).unwrap().into_response()
+        }
+        Reply::Redirect(to) => (StatusCode::FOUND, [(header::LOCATION, to)]).into_response(),
+    }
+}

@@ -1,0 +1,133 @@
+//! `TestRedis`: a private `redis-server` on a free loopback port, in a temporary folder; it can
+//! be killed and started again on the same port.
+
+use std::{net::TcpListener, process::Stdio, time::Duration};
+
+use redis::AsyncCommands;
+use tempfile::TempDir;
+use tokio::process::{Child, Command};
+
+pub struct TestRedis {
+    pub port: u16,
+    dir: TempDir,
+    child: Option<Child>,
+}
+
+impl TestRedis {
+    pub async fn start() -> Self {
+        let port = free_port();
+        let dir = tempfile::tempdir().expect("temp dir");
+        let mut r = TestRedis {
+            port,
+            dir,
+            child: None,
+        };
+        r.spawn().await;
+        r
+    }
+
+    pub fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}", self.port)
+    }
+
+    async fn spawn(&mut self) {
+        let child = Command::new("redis-server")
+            .args([
+                "--port",
+                &self.port.to_string(),
+                "--bind",
+                "127.0.0.1",
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+            ])
+            .arg("--dir")
+            .arg(self.dir.path())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("redis-server must be installed (scripts/test.sh installs it)");
+        self.child = Some(child);
+        for _ in 0..200 {
+            if self.conn().await.is_some() {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(25)).await;
+        }
+        panic!("redis-server did not start on port {}", self.port);
+    }
+
+    /// Kills the server (SIGKILL) and waits for it to be gone.
+    pub async fn kill(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill().await;
+        }
+    }
+
+    /// Starts the server again on the same port (empty: it keeps nothing on disk).
+    pub async fn restart(&mut self) {
+        self.kill().await;
+        self.spawn().await;
+    }
+
+    pub async fn conn(&self) -> Option<redis::aio::MultiplexedConnection> {
+        let client = redis::Client::open(self.url()).ok()?;
+        let mut c = client.get_multiplexed_async_connection().await.ok()?;
+        let pong: redis::RedisResult<String> = redis::cmd("PING").query_async(&mut c).await;
+        pong.ok().map(|_| c)
+    }
+
+    async fn must_conn(&self) -> redis::aio::MultiplexedConnection {
+        self.conn().await.expect("test redis is up")
+    }
+
+    /// Publishes on BBB's main channel.
+    pub async fn publish(&self, message: &str) {
+        self.publish_on("from-akka-apps-redis-channel", message)
+            .await;
+    }
+
+    pub async fn publish_on(&self, channel: &str, message: &str) {
+        let mut c = self.must_conn().await;
+        let _: i64 = c.publish(channel, message).await.expect("publish");
+    }
+
+    /// Waits until someone (the relay) is subscribed to BBB's main channel.
+    pub async fn wait_for_subscriber(&self) {
+        for _ in 0..1000 {
+            if let Some(mut c) = self.conn().await {
+                let r: redis::RedisResult<(String, i64)> = redis::cmd("PUBSUB")
+                    .arg("NUMSUB")
+                    .arg("from-akka-apps-redis-channel")
+                    .query_async(&mut c)
+                    .await;
+                if matches!(r, Ok((_, n)) if n > 0) {
+                    return;
+                }
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        panic!("the relay never subscribed");
+    }
+
+    pub async fn hgetall(&self, key: &str) -> std::collections::HashMap<String, String> {
+        self.must_conn().await.hgetall(key).await.expect("hgetall")
+    }
+
+    pub async fn smembers(&self, key: &str) -> Vec<String> {
+        self.must_conn()
+            .await
+            .smembers(key)
+            .await
+            .expect("smembers")
+    }
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a free port")
+}

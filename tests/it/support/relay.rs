@@ -1,0 +1,146 @@
+//! `TestRelay`: the relay running in-process through `hookrelay::run`, on port 0, with a short
+//! retry schedule; and a signed API client.
+
+use std::net::SocketAddr;
+
+use hookrelay::{Config, Listeners, Shutdown, delivery::sign::Algorithm};
+use tokio::net::TcpListener;
+
+use super::{SECRET, TestRedis};
+
+pub struct TestRelay {
+    pub api: SocketAddr,
+    pub metrics: SocketAddr,
+    shutdown: Shutdown,
+    handle: tokio::task::JoinHandle<anyhow::Result<()>>,
+    http: reqwest::Client,
+}
+
+impl TestRelay {
+    /// A configuration for `redis` with fast retries (50, 100, 150 ms) and a 1 s timeout.
+    pub fn config(redis: &TestRedis) -> Config {
+        let text = format!(
+            r#"
+            [bbb]
+            secret = "{SECRET}"
+            [redis]
+            url = "{}"
+            [delivery]
+            retry_intervals_ms = [50, 100, 150]
+            request_timeout_ms = 1000
+            "#,
+            redis.url()
+        );
+        Config::from_toml(&text).expect("test config")
+    }
+
+    pub async fn start(redis: &TestRedis) -> Self {
+        Self::start_with(redis, Self::config(redis)).await
+    }
+
+    /// Starts the relay and waits until it is subscribed to the bus.
+    pub async fn start_with(redis: &TestRedis, config: Config) -> Self {
+        let api = TcpListener::bind("127.0.0.1:0").await.expect("bind api");
+        let metrics = TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind metrics");
+        let (api_addr, metrics_addr) = (api.local_addr().unwrap(), metrics.local_addr().unwrap());
+        let shutdown = Shutdown::new();
+        let listeners = Listeners {
+            api,
+            metrics: Some(metrics),
+        };
+        let handle = tokio::spawn(hookrelay::run(config, listeners, shutdown.clone()));
+        let relay = Self {
+            api: api_addr,
+            metrics: metrics_addr,
+            shutdown,
+            handle,
+            http: http_client(),
+        };
+        redis.wait_for_subscriber().await;
+        relay
+    }
+
+    /// Stops the relay gracefully and waits for it.
+    pub async fn stop(self) {
+        self.shutdown.trigger();
+        self.handle
+            .await
+            .expect("relay task")
+            .expect("relay result");
+    }
+
+    /// Calls `hooks/<call>` with `query`, signed with sha1; returns the XML body.
+    pub async fn call(&self, call: &str, query: &str) -> String {
+        self.call_with(call, query, Algorithm::Sha1, SECRET).await
+    }
+
+    pub async fn call_with(&self, call: &str, query: &str, alg: Algorithm, secret: &str) -> String {
+        let checksum = alg.hex_digest(&[
+            format!("hooks/{call}").as_bytes(),
+            query.as_bytes(),
+            secret.as_bytes(),
+        ]);
+        let sep = if query.is_empty() { "" } else { "&" };
+        self.get(&format!(
+            "/bigbluebutton/api/hooks/{call}?{query}{sep}checksum={checksum}"
+        ))
+        .await
+        .2
+    }
+
+    /// A GET of `path_and_query`: (status, content type, body).
+    pub async fn get(&self, path_and_query: &str) -> (u16, String, String) {
+        let r = self
+            .http
+            .get(format!("http://{}{path_and_query}", self.api))
+            .send()
+            .await
+            .expect("api answers");
+        let status = r.status().as_u16();
+        let ct = r
+            .headers()
+            .get("content-type")
+            .map(|v| v.to_str().unwrap_or("").to_string())
+            .unwrap_or_default();
+        (status, ct, r.text().await.expect("body"))
+    }
+
+    /// Registers a hook; returns its id.
+    pub async fn create_hook(&self, callback_url: &str, extra: &str) -> u64 {
+        let mut q = format!(
+            "callbackURL={}",
+            hookrelay::delivery::sign::form_encode(callback_url)
+        );
+        if !extra.is_empty() {
+            q.push('&');
+            q.push_str(extra);
+        }
+        let xml = self.call("create", &q).await;
+        let id = xml
+            .split("<hookID>")
+            .nth(1)
+            .and_then(|s| s.split("</hookID>").next())
+            .and_then(|s| s.parse().ok());
+        id.unwrap_or_else(|| panic!("create failed: {xml}"))
+    }
+
+    /// The metrics text.
+    pub async fn metrics(&self) -> String {
+        self.http
+            .get(format!("http://{}/metrics", self.metrics))
+            .send()
+            .await
+            .expect("metrics answer")
+            .text()
+            .await
+            .expect("metrics body")
+    }
+}
+
+/// A plain HTTP client for the tests (reqwest is built without a default crypto provider).
+pub fn http_client() -> reqwest::Client {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    reqwest::Client::new()
+}
