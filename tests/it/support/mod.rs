@@ -66,15 +66,3 @@ pub fn meeting_ended(mid: &str) -> String {
     })
     .to_string()
 }
-
-/// Polls `check` until it holds, failing the test with `what` after [`PATIENCE`].
-pub async fn eventually<F: FnMut() -> bool>(what: &str, mut check: F) {
-    let deadline = tokio::time::Instant::now() + PATIENCE;
-    while !check() {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "timed out waiting for {what}"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-}
