@@ -165,14 +165,16 @@ impl Default for MappingConfig {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct MetricsConfig {
-    /// `None` disables the endpoint.
-    pub bind: Option<SocketAddr>,
+    /// `false` serves no metrics endpoint.
+    pub enabled: bool,
+    pub bind: SocketAddr,
 }
 
 impl Default for MetricsConfig {
     fn default() -> Self {
         Self {
-            bind: Some(SocketAddr::from(([127, 0, 0, 1], 3004))),
+            enabled: true,
+            bind: SocketAddr::from(([127, 0, 0, 1], 3004)),
         }
     }
 }

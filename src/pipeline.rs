@@ -43,9 +43,10 @@ impl Listeners {
     /// When an address cannot be bound.
     pub async fn bind(config: &Config) -> std::io::Result<Self> {
         let api = TcpListener::bind(config.api.bind).await?;
-        let metrics = match config.metrics.bind {
-            Some(addr) => Some(TcpListener::bind(addr).await?),
-            None => None,
+        let metrics = if config.metrics.enabled {
+            Some(TcpListener::bind(config.metrics.bind).await?)
+        } else {
+            None
         };
         Ok(Self { api, metrics })
     }
