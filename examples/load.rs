@@ -50,7 +50,11 @@ async fn main() {
     let published = start.elapsed();
     let deadline = Instant::now() + Duration::from_secs(300);
     loop {
-        let done = receivers.iter().map(|r| r.delivered().len()).min().unwrap_or(0);
+        let done = receivers
+            .iter()
+            .map(|r| r.delivered().len())
+            .min()
+            .unwrap_or(0);
         if done >= args.events || Instant::now() > deadline {
             break;
         }
@@ -66,15 +70,25 @@ async fn main() {
             .iter()
             .map(|r| {
                 let v: serde_json::Value = serde_json::from_str(&r.event()).expect("json");
-                v["data"]["attributes"]["user"]["name"].as_str().unwrap_or("").to_string()
+                v["data"]["attributes"]["user"]["name"]
+                    .as_str()
+                    .unwrap_or("")
+                    .to_string()
             })
             .collect();
         in_order &= names.len() == args.events
-            && names.iter().enumerate().all(|(i, n)| *n == format!("user {i}"));
+            && names
+                .iter()
+                .enumerate()
+                .all(|(i, n)| *n == format!("user {i}"));
     }
     let rss_kib = std::fs::read_to_string("/proc/self/status")
         .ok()
-        .and_then(|s| s.lines().find(|l| l.starts_with("VmHWM:")).map(String::from))
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmHWM:"))
+                .map(String::from)
+        })
         .unwrap_or_default();
     println!(
         "events={} hooks={} delivered={} in_order_no_loss_no_dup={} publish={:.3}s total={:.3}s rate={:.0} callbacks/s ({:.0} events/s per hook) peak {}",
