@@ -1,8 +1,15 @@
 #!/usr/bin/env bash
 # Runs the whole test suite: unit tests, and integration tests that start their own
-# redis-server processes on free ports and real HTTP receivers on loopback.
+# redis-server processes on free ports and real HTTP receivers on loopback. Ends with one
+# "tests: N passed, N failed" line summing every test binary.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 scripts/ensure-redis.sh
-cargo test --all-targets "$@"
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+status=0
+cargo test --all-targets "$@" 2>&1 | tee "$log" || status=$?
+awk '/^test result:/ { for (i = 1; i <= NF; i++) { if ($(i) ~ /^passed/) p += $(i-1); if ($(i) ~ /^failed/) f += $(i-1) } }
+     END { printf "tests: %d passed, %d failed\n", p, f }' "$log"
+exit "$status"
