@@ -81,6 +81,12 @@ async fn redis_killed_and_restarted_while_running() {
         "<response><returncode>FAILED</returncode><messageKey>createHookError</messageKey><message>An error happened while creating your hook. Check the logs.</message></response>"
     );
 
+    let xml = relay.call("destroy", "hookID=1").await;
+    assert_eq!(
+        xml,
+        "<response><returncode>FAILED</returncode><messageKey>destroyHookError</messageKey><message>An error happened while removing your hook. Check the logs.</message></response>"
+    );
+
     redis.restart().await;
     redis.wait_for_subscriber().await;
     redis.publish(&user_joined("int-1", "u2", "after")).await;

@@ -4,6 +4,7 @@
 mod support;
 
 mod api;
+mod binary;
 mod delivery;
 mod events;
 mod faults;
