@@ -129,6 +129,10 @@ pub struct DeliveryConfig {
     pub checksum_algorithm: Algorithm,
     pub compat: Compat,
     pub permanent_hooks: Vec<PermanentHook>,
+    /// When not empty, only these event ids are delivered (mappings are kept up to date anyway).
+    pub include_events: Vec<String>,
+    /// These event ids are never delivered.
+    pub exclude_events: Vec<String>,
 }
 
 impl Default for DeliveryConfig {
@@ -141,6 +145,8 @@ impl Default for DeliveryConfig {
             checksum_algorithm: Algorithm::Sha1,
             compat: Compat::Spec,
             permanent_hooks: Vec::new(),
+            include_events: Vec::new(),
+            exclude_events: Vec::new(),
         }
     }
 }

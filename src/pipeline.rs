@@ -5,7 +5,6 @@
 use std::{sync::Arc, time::Duration};
 
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
-use serde_json::Value;
 use tokio::{net::TcpListener, sync::mpsc};
 use tokio_util::sync::CancellationToken;
 
@@ -19,7 +18,11 @@ use crate::{
         now_ms,
         queue::{DeliveryContext, Dispatcher},
     },
-    event::{Event, Payload, catalogue, decode, mapping::Mappings, persist},
+    event::{
+        mapping::Mappings,
+        persist,
+        process::{EventFilter, Processor},
+    },
     hooks::{HookStore, Registry, matcher},
     metrics::{EventLabel, Metrics},
     shutdown::Shutdown,
@@ -80,17 +83,22 @@ pub async fn run(config: Config, listeners: Listeners, shutdown: Shutdown) -> an
         return Ok(());
     };
     metrics.hooks_registered.set(restored as i64);
-    let meetings = retry_until_ok(&token, "restore meeting mappings", || {
+    let mappings = retry_until_ok(&token, "restore id mappings", || {
         let mut c = conn.clone();
-        async move { persist::load_meetings(&mut c).await }
+        async move {
+            let meetings = persist::load_meetings(&mut c).await?;
+            let users = persist::load_users(&mut c).await?;
+            Ok::<_, redis::RedisError>((meetings, users))
+        }
     })
     .await;
-    let Some(meetings) = meetings else {
+    let Some((meetings, users)) = mappings else {
         return Ok(());
     };
     tracing::info!(
         hooks = restored,
         meetings = meetings.len(),
+        users = users.len(),
         "state restored from Redis"
     );
 
@@ -100,7 +108,7 @@ pub async fn run(config: Config, listeners: Listeners, shutdown: Shutdown) -> an
         config.mapping.inactivity_timeout_s.saturating_mul(1000),
         Some(writes_tx),
     );
-    mappings.restore(meetings);
+    mappings.restore(meetings, users, now_ms());
 
     let api_state = Arc::new(ApiState {
         store: store.clone(),
@@ -147,13 +155,17 @@ pub async fn run(config: Config, listeners: Listeners, shutdown: Shutdown) -> an
         metrics: metrics.clone(),
     };
     tracker.spawn(subscriber.run(bus_tx, token.clone()));
-    let processor = Processor {
-        mappings,
+    let filter = EventFilter {
+        include: config.delivery.include_events.clone(),
+        exclude: config.delivery.exclude_events.clone(),
+    };
+    let stage = ProcessStage {
+        processor: Processor::new(mappings, filter),
         dispatcher: Dispatcher::new(delivery),
         registry,
         metrics,
     };
-    tracker.spawn(processor.run(bus_rx, token.clone()));
+    tracker.spawn(stage.run(bus_rx, token.clone()));
 
     token.cancelled().await;
     tracker.close();
@@ -163,14 +175,14 @@ pub async fn run(config: Config, listeners: Listeners, shutdown: Shutdown) -> an
 }
 
 /// The processing stage: one task, so mappings change in bus order before the next message.
-struct Processor {
-    mappings: Mappings,
+struct ProcessStage {
+    processor: Processor,
     dispatcher: Dispatcher,
     registry: Arc<Registry>,
     metrics: Arc<Metrics>,
 }
 
-impl Processor {
+impl ProcessStage {
     async fn run(mut self, mut rx: mpsc::Receiver<BusMessage>, token: CancellationToken) {
         let mut sweep = tokio::time::interval(SWEEP_EVERY);
         loop {
@@ -187,66 +199,42 @@ impl Processor {
     }
 
     fn process(&mut self, msg: &BusMessage) {
-        let decoded = match decode::decode(&msg.payload) {
-            Ok(d) => d,
-            Err(e) => {
-                tracing::debug!(channel = %msg.channel, error = %e, "skipping a bus message");
-                self.metrics.skip(e.reason());
+        let events = match self.processor.process(&msg.payload, now_ms()) {
+            Ok(events) => events,
+            Err(skip) => {
+                tracing::debug!(channel = %msg.channel, error = %skip, "skipping a bus message");
+                self.metrics.skip(skip.reason());
                 return;
             }
         };
-        let mapped = match catalogue::map(&decoded, &self.mappings) {
-            Ok(Some(m)) => m,
-            Ok(None) => {
-                self.metrics.skip("unmapped");
-                return;
-            }
-            Err(e) => {
-                tracing::debug!(channel = %msg.channel, error = %e, "cannot map a bus message");
-                self.metrics.skip("map_failed");
-                return;
-            }
-        };
-        let now = now_ms();
-        self.mappings.apply(mapped.id, &mapped.attributes, now);
-        let meeting = mapped.attributes.get("meeting");
-        let meeting_field = |k: &str| {
-            meeting
-                .and_then(|m| m.get(k))
-                .and_then(Value::as_str)
-                .map(String::from)
-        };
-        let event = Arc::new(Event {
-            id: mapped.id.to_string(),
-            internal_meeting_id: meeting_field("internal-meeting-id"),
-            external_meeting_id: meeting_field("external-meeting-id"),
-            processed: Payload::new(catalogue::to_json(&mapped, now)),
-            raw: Payload::new(msg.payload.clone()),
-        });
-        self.metrics
-            .events_mapped
-            .get_or_create(&EventLabel {
-                event: mapped.id.to_string(),
-            })
-            .inc();
         let snapshot = self.registry.load();
-        for hook in matcher::matching(&snapshot, &event.id, event.external_meeting_id.as_deref()) {
-            self.dispatcher.dispatch(hook, &event);
+        for event in events {
+            self.metrics
+                .events_mapped
+                .get_or_create(&EventLabel {
+                    event: event.id.clone(),
+                })
+                .inc();
+            let event = Arc::new(event);
+            for hook in
+                matcher::matching(&snapshot, &event.id, event.external_meeting_id.as_deref())
+            {
+                self.dispatcher.dispatch(hook, &event);
+            }
         }
     }
 
     fn sweep(&mut self) {
-        let expired = self.mappings.expire(now_ms());
+        let mappings = &mut self.processor.mappings;
+        let expired = mappings.expire(now_ms());
         if expired > 0 {
             tracing::info!(expired, "dropped inactive meeting mappings");
         }
         self.dispatcher.prune();
         self.metrics
             .meeting_mappings
-            .set(self.mappings.meeting_count() as i64);
-        self.metrics
-            .user_mappings
-            .set(self.mappings.user_count() as i64);
+            .set(mappings.meeting_count() as i64);
+        self.metrics.user_mappings.set(mappings.user_count() as i64);
     }
 }
 

@@ -1,20 +1,22 @@
-//! The internal -> external id tables (meetings and users) and the state changes each processed
-//! event makes to them. Owned by the pipeline's single processing task, so it needs no lock and
-//! every change is made before the next bus message is looked at. Meeting mappings are written
-//! through to Redis by [`super::persist`].
+//! The id tables: per internal meeting id, the external id and the users present (internal ->
+//! external user id, their `user-joined` attributes, and the presenter / screen-share /
+//! raised-hand tracking some events need). Owned by the single processing task, so it needs no
+//! lock and every change is made before the next bus message. Lookups are O(1). Changes are
+//! written through to Redis by [`super::persist`].
 
 use std::collections::HashMap;
 
+use indexmap::IndexMap;
 use serde_json::{Map, Value};
 use tokio::sync::mpsc::UnboundedSender;
 
 /// How stale the `lastActivity` stored in Redis may get before a refresh is written again.
-/// Expiry counts in hours, so writing every event (the reference's write amplification) buys
-/// nothing.
+/// Expiry counts in hours, so writing on every event (the reference's write amplification)
+/// buys nothing.
 const REFRESH_WRITE_MS: u64 = 60_000;
 
 /// A write for the Redis writer task.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub enum MappingWrite {
     Meeting {
         internal: String,
@@ -24,33 +26,55 @@ pub enum MappingWrite {
     DeleteMeeting {
         internal: String,
     },
-}
-
-#[derive(Debug, Clone)]
-struct MeetingEntry {
-    external: String,
-    last_activity_ms: u64,
-    /// `last_activity_ms` as last written to Redis.
-    persisted_ms: u64,
+    User {
+        meeting: String,
+        internal: String,
+        entry: UserEntry,
+    },
+    DeleteUser {
+        meeting: String,
+        internal: String,
+    },
 }
 
 /// What the relay remembers of a user who joined.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct UserEntry {
     pub external: String,
-    /// Internal id of the meeting the user joined.
-    pub meeting: String,
-    /// The `user` attributes of the `user-joined` event.
+    /// The `user` attributes of the `user-joined` event (`presenter` kept up to date).
     pub user: Map<String, Value>,
+    /// Sharing the screen since a `meeting-screenshare-started` attributed to this user.
+    pub screenshare: bool,
+    /// Hand raised through the emoji of older servers (bbb-events.md 2.6).
+    pub raise_hand: bool,
+}
+
+impl UserEntry {
+    /// The stored `presenter` flag (`true` or `"true"`).
+    pub fn presenter(&self) -> bool {
+        matches!(self.user.get("presenter"), Some(Value::Bool(true)))
+            || self.user.get("presenter").and_then(Value::as_str) == Some("true")
+    }
+}
+
+#[derive(Debug, Clone)]
+struct MeetingState {
+    /// `None` for a meeting whose creation the relay did not see (users are still tracked, and
+    /// expire with the meeting's inactivity).
+    external: Option<String>,
+    last_activity_ms: u64,
+    /// `last_activity_ms` as last written to Redis.
+    persisted_ms: u64,
+    /// Users present, in join order.
+    users: IndexMap<String, UserEntry>,
 }
 
 /// Meeting and user mappings.
 #[derive(Debug)]
 pub struct Mappings {
-    meetings: HashMap<String, MeetingEntry>,
-    users: HashMap<String, UserEntry>,
+    meetings: HashMap<String, MeetingState>,
     timeout_ms: u64,
-    /// Where meeting mapping changes go to be persisted; `None` keeps them in memory only.
+    /// Where changes go to be persisted; `None` keeps them in memory only.
     writes: Option<UnboundedSender<MappingWrite>>,
 }
 
@@ -58,115 +82,158 @@ impl Mappings {
     pub fn new(timeout_ms: u64, writes: Option<UnboundedSender<MappingWrite>>) -> Self {
         Self {
             meetings: HashMap::new(),
-            users: HashMap::new(),
             timeout_ms,
             writes,
         }
     }
 
-    /// Puts back meeting mappings read from Redis at start-up.
-    pub fn restore(&mut self, meetings: impl IntoIterator<Item = (String, String, u64)>) {
+    /// Puts back what was read from Redis at start-up. Users of a meeting without a stored
+    /// mapping count as active now.
+    pub fn restore(
+        &mut self,
+        meetings: impl IntoIterator<Item = (String, String, u64)>,
+        users: impl IntoIterator<Item = (String, String, UserEntry)>,
+        now_ms: u64,
+    ) {
         for (internal, external, last) in meetings {
-            self.meetings.insert(
-                internal,
-                MeetingEntry {
-                    external,
-                    last_activity_ms: last,
-                    persisted_ms: last,
-                },
-            );
+            let m = self.state(&internal, now_ms);
+            m.external = Some(external);
+            m.last_activity_ms = last;
+            m.persisted_ms = last;
+        }
+        for (meeting, internal, entry) in users {
+            self.state(&meeting, now_ms).users.insert(internal, entry);
         }
     }
 
-    pub fn external_meeting(&self, internal: &str) -> Option<&str> {
-        self.meetings.get(internal).map(|m| m.external.as_str())
+    fn state(&mut self, mid: &str, now_ms: u64) -> &mut MeetingState {
+        self.meetings
+            .entry(mid.to_string())
+            .or_insert_with(|| MeetingState {
+                external: None,
+                last_activity_ms: now_ms,
+                persisted_ms: now_ms,
+                users: IndexMap::new(),
+            })
     }
 
-    pub fn user(&self, internal_user: &str) -> Option<&UserEntry> {
-        self.users.get(internal_user)
+    pub fn external_meeting(&self, mid: &str) -> Option<&str> {
+        self.meetings.get(mid)?.external.as_deref()
+    }
+
+    pub fn user(&self, mid: &str, uid: &str) -> Option<&UserEntry> {
+        self.meetings.get(mid)?.users.get(uid)
+    }
+
+    /// The first user (join order) of meeting `mid` for which `pred` holds.
+    pub fn first_user_where(&self, mid: &str, pred: fn(&UserEntry) -> bool) -> Option<&str> {
+        self.meetings
+            .get(mid)?
+            .users
+            .iter()
+            .find(|(_, u)| pred(u))
+            .map(|(uid, _)| uid.as_str())
+    }
+
+    /// Ids of the users still present in `mid`, in join order.
+    pub fn users_of(&self, mid: &str) -> Vec<String> {
+        self.meetings
+            .get(mid)
+            .map(|m| m.users.keys().cloned().collect())
+            .unwrap_or_default()
     }
 
     pub fn meeting_count(&self) -> usize {
-        self.meetings.len()
+        self.meetings
+            .values()
+            .filter(|m| m.external.is_some())
+            .count()
     }
 
     pub fn user_count(&self) -> usize {
-        self.users.len()
+        self.meetings.values().map(|m| m.users.len()).sum()
     }
 
-    /// The state changes of one processed event (bbb-events.md 2.6), made before it is dispatched.
-    pub fn apply(&mut self, event_id: &str, attributes: &Map<String, Value>, now_ms: u64) {
-        let meeting = attributes.get("meeting").and_then(Value::as_object);
-        let mid = meeting
-            .and_then(|m| m.get("internal-meeting-id"))
-            .and_then(Value::as_str);
-        let user = attributes.get("user").and_then(Value::as_object);
-        let uid = user
-            .and_then(|u| u.get("internal-user-id"))
-            .and_then(Value::as_str);
-        match (event_id, mid) {
-            ("meeting-created", Some(mid)) => {
-                let external = meeting
-                    .and_then(|m| m.get("external-meeting-id"))
-                    .and_then(Value::as_str);
-                if let Some(external) = external {
-                    self.meetings.insert(
-                        mid.to_string(),
-                        MeetingEntry {
-                            external: external.to_string(),
-                            last_activity_ms: now_ms,
-                            persisted_ms: now_ms,
-                        },
-                    );
-                    self.write(MappingWrite::Meeting {
-                        internal: mid.to_string(),
-                        external: external.to_string(),
-                        last_activity_ms: now_ms,
-                    });
-                }
-                return;
-            }
-            ("meeting-ended", _) => return,
-            (_, Some(mid)) => self.touch(mid, now_ms),
-            _ => {}
-        }
-        match (event_id, uid, user, mid) {
-            ("user-joined", Some(uid), Some(user), Some(mid)) => {
-                let external = user
-                    .get("external-user-id")
-                    .and_then(Value::as_str)
-                    .unwrap_or_default();
-                self.users.insert(
-                    uid.to_string(),
-                    UserEntry {
-                        external: external.to_string(),
-                        meeting: mid.to_string(),
-                        user: user.clone(),
-                    },
-                );
-            }
-            ("user-left", Some(uid), _, _) => {
-                self.users.remove(uid);
-            }
-            _ => {}
-        }
+    /// A meeting was created: `mid` now maps to `external`.
+    pub fn meeting_created(&mut self, mid: &str, external: &str, now_ms: u64) {
+        let m = self.state(mid, now_ms);
+        m.external = Some(external.to_string());
+        m.last_activity_ms = now_ms;
+        m.persisted_ms = now_ms;
+        self.write(MappingWrite::Meeting {
+            internal: mid.to_string(),
+            external: external.to_string(),
+            last_activity_ms: now_ms,
+        });
     }
 
     /// Records activity of a known meeting; persisted at most every [`REFRESH_WRITE_MS`].
-    fn touch(&mut self, mid: &str, now_ms: u64) {
+    pub fn touch(&mut self, mid: &str, now_ms: u64) {
         let Some(m) = self.meetings.get_mut(mid) else {
             return;
         };
         m.last_activity_ms = m.last_activity_ms.max(now_ms);
+        let Some(external) = &m.external else { return };
         if m.last_activity_ms.saturating_sub(m.persisted_ms) >= REFRESH_WRITE_MS {
             m.persisted_ms = m.last_activity_ms;
             let write = MappingWrite::Meeting {
                 internal: mid.to_string(),
-                external: m.external.clone(),
+                external: external.clone(),
                 last_activity_ms: m.last_activity_ms,
             };
             self.write(write);
         }
+    }
+
+    /// A user joined meeting `mid` (a rejoin replaces the entry).
+    pub fn user_joined(&mut self, mid: &str, uid: &str, user: Map<String, Value>, now_ms: u64) {
+        let external = user
+            .get("external-user-id")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string();
+        let entry = UserEntry {
+            external,
+            user,
+            screenshare: false,
+            raise_hand: false,
+        };
+        let m = self.state(mid, now_ms);
+        m.users.shift_remove(uid);
+        m.users.insert(uid.to_string(), entry.clone());
+        self.write(MappingWrite::User {
+            meeting: mid.to_string(),
+            internal: uid.to_string(),
+            entry,
+        });
+    }
+
+    /// A user left; returns what was known of them.
+    pub fn user_left(&mut self, mid: &str, uid: &str) -> Option<UserEntry> {
+        let entry = self.meetings.get_mut(mid)?.users.shift_remove(uid)?;
+        self.write(MappingWrite::DeleteUser {
+            meeting: mid.to_string(),
+            internal: uid.to_string(),
+        });
+        Some(entry)
+    }
+
+    /// Changes a known user's tracking; returns the closure's result (`None`: unknown user).
+    pub fn update_user<R>(
+        &mut self,
+        mid: &str,
+        uid: &str,
+        change: impl FnOnce(&mut UserEntry) -> R,
+    ) -> Option<R> {
+        let entry = self.meetings.get_mut(mid)?.users.get_mut(uid)?;
+        let r = change(entry);
+        let entry = entry.clone();
+        self.write(MappingWrite::User {
+            meeting: mid.to_string(),
+            internal: uid.to_string(),
+            entry,
+        });
+        Some(r)
     }
 
     /// Drops meetings (and their users) without activity for the timeout; returns how many.
@@ -178,22 +245,28 @@ impl Mappings {
             .filter(|(_, m)| now_ms.saturating_sub(m.last_activity_ms) > timeout)
             .map(|(k, _)| k.clone())
             .collect();
-        if expired.is_empty() {
-            return 0;
-        }
         for mid in &expired {
-            self.meetings.remove(mid);
-            self.write(MappingWrite::DeleteMeeting {
-                internal: mid.clone(),
-            });
+            let Some(m) = self.meetings.remove(mid) else {
+                continue;
+            };
+            for uid in m.users.keys() {
+                self.write(MappingWrite::DeleteUser {
+                    meeting: mid.clone(),
+                    internal: uid.clone(),
+                });
+            }
+            if m.external.is_some() {
+                self.write(MappingWrite::DeleteMeeting {
+                    internal: mid.clone(),
+                });
+            }
         }
-        self.users.retain(|_, u| !expired.contains(&u.meeting));
         expired.len()
     }
 
     fn write(&self, w: MappingWrite) {
         if let Some(tx) = &self.writes {
-            // The writer only stops at shutdown; a write lost then is re-made by the next event.
+            // The writer only stops at shutdown.
             let _ = tx.send(w);
         }
     }
@@ -204,7 +277,7 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    fn attrs(v: Value) -> Map<String, Value> {
+    fn user(v: Value) -> Map<String, Value> {
         v.as_object().cloned().unwrap()
     }
 
@@ -212,9 +285,7 @@ mod tests {
     fn created_touched_expired() {
         let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
         let mut m = Mappings::new(1000, Some(tx));
-        let created =
-            attrs(json!({"meeting":{"internal-meeting-id":"i","external-meeting-id":"e"}}));
-        m.apply("meeting-created", &created, 10);
+        m.meeting_created("i", "e", 10);
         assert_eq!(m.external_meeting("i"), Some("e"));
         assert!(matches!(
             rx.try_recv(),
@@ -223,22 +294,31 @@ mod tests {
                 ..
             })
         ));
-        let joined = attrs(
-            json!({"meeting":{"internal-meeting-id":"i"},"user":{"internal-user-id":"u","external-user-id":"x"}}),
+        m.user_joined(
+            "i",
+            "u",
+            user(json!({"external-user-id": "x", "presenter": true})),
+            900,
         );
-        m.apply("user-joined", &joined, 900);
-        assert_eq!(m.user("u").map(|u| u.external.as_str()), Some("x"));
+        assert!(matches!(rx.try_recv(), Ok(MappingWrite::User { .. })));
+        m.touch("i", 900);
         assert!(
             rx.try_recv().is_err(),
             "a refresh within a minute is not written"
         );
-        // Activity at 900 keeps the meeting past 10 + timeout.
-        assert_eq!(m.expire(1500), 0);
-        // meeting-ended does not refresh, and the mapping stays until it expires.
-        m.apply("meeting-ended", &created, 1800);
+        assert_eq!(m.user("i", "u").map(|u| u.external.as_str()), Some("x"));
+        assert_eq!(m.first_user_where("i", UserEntry::presenter), Some("u"));
+        assert_eq!(m.expire(1500), 0, "activity at 900 keeps it");
         assert_eq!(m.expire(1901), 1);
         assert_eq!(m.external_meeting("i"), None);
         assert_eq!(m.user_count(), 0);
+        assert_eq!(
+            rx.try_recv().unwrap(),
+            MappingWrite::DeleteUser {
+                meeting: "i".into(),
+                internal: "u".into()
+            }
+        );
         assert_eq!(
             rx.try_recv().unwrap(),
             MappingWrite::DeleteMeeting {
@@ -248,12 +328,25 @@ mod tests {
     }
 
     #[test]
-    fn user_left_removes_user() {
+    fn users_of_unknown_meetings_expire_too() {
         let mut m = Mappings::new(1000, None);
-        let a =
-            attrs(json!({"meeting":{"internal-meeting-id":"i"},"user":{"internal-user-id":"u"}}));
-        m.apply("user-joined", &a, 1);
-        m.apply("user-left", &a, 2);
-        assert!(m.user("u").is_none());
+        m.user_joined("nobody-created-me", "u", Map::new(), 0);
+        assert_eq!(m.user_count(), 1);
+        assert_eq!(m.meeting_count(), 0);
+        assert_eq!(m.expire(2000), 1);
+        assert_eq!(m.user_count(), 0);
+    }
+
+    #[test]
+    fn users_keep_join_order_and_rejoin_moves_last() {
+        let mut m = Mappings::new(1000, None);
+        for u in ["a", "b", "c"] {
+            m.user_joined("i", u, Map::new(), 0);
+        }
+        m.user_joined("i", "a", Map::new(), 0);
+        assert_eq!(m.users_of("i"), ["b", "c", "a"]);
+        assert!(m.user_left("i", "c").is_some());
+        assert!(m.user_left("i", "c").is_none());
+        assert_eq!(m.users_of("i"), ["b", "a"]);
     }
 }

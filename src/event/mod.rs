@@ -1,11 +1,15 @@
 //! Events: [`decode`] turns a bus message into a [`decode::Message`], [`catalogue`] maps it to a
-//! processed webhook event, and [`mapping`] keeps the internal -> external id tables those events
-//! need (persisted by [`persist`]).
+//! processed webhook event, [`mapping`] keeps the internal -> external id tables those events
+//! need (persisted by [`persist`]), and [`process`] runs the three for one message, with the
+//! state changes and synthesized events.
 
 pub mod catalogue;
 pub mod decode;
 pub mod mapping;
 pub mod persist;
+pub mod process;
+#[cfg(test)]
+mod proptests;
 
 use std::sync::{Arc, OnceLock};
 

@@ -5,6 +5,7 @@ mod support;
 
 mod api;
 mod binary;
+mod catalogue;
 mod delivery;
 mod events;
 mod faults;

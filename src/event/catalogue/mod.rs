@@ -1,0 +1,233 @@
+//! Maps a decoded bus message to a processed webhook event (bbb-events.md section 2, v3
+//! catalogue). One function per message; adding an event is one function and one row of
+//! [`TABLE`]. Pure: reads the id mappings, never changes them ([`super::process`] does that).
+
+mod content;
+mod meeting;
+mod recording;
+mod user;
+
+use std::{borrow::Cow, collections::HashMap, sync::LazyLock};
+
+use serde_json::{Map, Value, json};
+
+use super::{
+    decode::{Message, path},
+    mapping::Mappings,
+};
+
+/// Why a message that names a known event could not be mapped (it is dropped and counted).
+#[derive(Debug, thiserror::Error)]
+pub enum MapError {
+    #[error("{message} without {field}")]
+    Missing {
+        message: &'static str,
+        field: &'static str,
+    },
+    #[error("{0}: no user to attribute the screen share to")]
+    NoScreenshareUser(&'static str),
+}
+
+/// A processed event before its timestamp is settled.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Mapped {
+    pub id: Cow<'static, str>,
+    pub attributes: Map<String, Value>,
+    /// `data.event.ts` when the source fixes it (recording steps, pass-through); else the time
+    /// the message is processed.
+    pub ts: Option<Value>,
+}
+
+impl Mapped {
+    fn new(id: &'static str, attributes: Map<String, Value>) -> Self {
+        Self {
+            id: Cow::Borrowed(id),
+            attributes,
+            ts: None,
+        }
+    }
+
+    /// `attributes.meeting[key]` as a string.
+    pub fn meeting_field(&self, key: &str) -> Option<&str> {
+        self.attributes.get("meeting")?.get(key)?.as_str()
+    }
+
+    /// `attributes.user["internal-user-id"]`.
+    pub fn user_id(&self) -> Option<&str> {
+        self.attributes
+            .get("user")?
+            .get("internal-user-id")?
+            .as_str()
+    }
+}
+
+type MapFn = fn(&Message, &Mappings) -> Result<Option<Mapped>, MapError>;
+
+/// Bus message name -> mapping function.
+const TABLE: &[(&str, MapFn)] = &[
+    ("MeetingCreatedEvtMsg", meeting::created),
+    ("MeetingDestroyedEvtMsg", meeting::ended),
+    ("RecordingStatusChangedEvtMsg", meeting::recording_status),
+    (
+        "ScreenshareRtmpBroadcastStartedEvtMsg",
+        meeting::screenshare_started,
+    ),
+    (
+        "ScreenshareRtmpBroadcastStoppedEvtMsg",
+        meeting::screenshare_stopped,
+    ),
+    (
+        "SetCurrentPresentationEvtMsg",
+        meeting::presentation_changed,
+    ),
+    ("UserJoinedMeetingEvtMsg", user::joined),
+    ("UserLeftMeetingEvtMsg", user::left),
+    ("UserJoinedVoiceConfToClientEvtMsg", user::voice_enabled),
+    ("UserLeftVoiceConfToClientEvtMsg", user::voice_disabled),
+    ("UserMutedVoiceEvtMsg", user::muted),
+    ("UserBroadcastCamStartedEvtMsg", user::cam_started),
+    ("UserBroadcastCamStoppedEvtMsg", user::cam_stopped),
+    ("PresenterAssignedEvtMsg", user::presenter_assigned),
+    ("PresenterUnassignedEvtMsg", user::presenter_unassigned),
+    ("UserEmojiChangedEvtMsg", user::emoji_changed),
+    ("UserReactionEmojiChangedEvtMsg", user::emoji_changed),
+    ("UserRaiseHandChangedEvtMsg", user::raise_hand_changed),
+    ("GroupChatMessageBroadcastEvtMsg", content::chat_message),
+    ("PollStartedEvtMsg", content::poll_started),
+    ("UserRespondedToPollRespMsg", content::poll_responded),
+    ("PadContentEvtMsg", content::pad_content),
+    ("TranscriptUpdatedEvtMsg", content::transcript_updated),
+    ("PublishedRecordingSysMsg", recording::sys_msg),
+    ("UnpublishedRecordingSysMsg", recording::sys_msg),
+    ("DeletedRecordingSysMsg", recording::sys_msg),
+];
+
+static BY_NAME: LazyLock<HashMap<&'static str, MapFn>> =
+    LazyLock::new(|| TABLE.iter().copied().collect());
+
+/// Every id a processed event can have.
+pub const OUTPUT_IDS: &[&str] = &[
+    "meeting-created",
+    "meeting-ended",
+    "meeting-recording-started",
+    "meeting-recording-stopped",
+    "meeting-recording-unhandled",
+    "meeting-screenshare-started",
+    "meeting-screenshare-stopped",
+    "meeting-presentation-changed",
+    "user-joined",
+    "user-left",
+    "user-audio-voice-enabled",
+    "user-audio-voice-disabled",
+    "user-audio-muted",
+    "user-audio-unmuted",
+    "user-audio-unhandled",
+    "user-cam-broadcast-start",
+    "user-cam-broadcast-end",
+    "user-presenter-assigned",
+    "user-presenter-unassigned",
+    "user-emoji-changed",
+    "user-raise-hand-changed",
+    "chat-group-message-sent",
+    "poll-started",
+    "poll-responded",
+    "pad-content",
+    "transcript-updated",
+    "rap-published",
+    "rap-unpublished",
+    "rap-deleted",
+    "rap-archive-started",
+    "rap-archive-ended",
+    "rap-sanity-started",
+    "rap-sanity-ended",
+    "rap-post-archive-started",
+    "rap-post-archive-ended",
+    "rap-process-started",
+    "rap-process-ended",
+    "rap-post-process-started",
+    "rap-post-process-ended",
+    "rap-publish-started",
+    "rap-publish-ended",
+    "rap-post-publish-started",
+    "rap-post-publish-ended",
+];
+
+/// Maps one message; `Ok(None)` when the relay does not deliver that message.
+///
+/// # Errors
+/// When the message names a known event but lacks what that event needs.
+pub fn map(msg: &Message, mappings: &Mappings) -> Result<Option<Mapped>, MapError> {
+    if let Some(f) = BY_NAME.get(msg.name.as_str()) {
+        return f(msg, mappings);
+    }
+    if let Some(m) = recording::rap_step(msg, mappings)? {
+        return Ok(Some(m));
+    }
+    pass_through(msg)
+}
+
+/// An already processed event on the bus (v3 accepts these and forwards them).
+fn pass_through(msg: &Message) -> Result<Option<Mapped>, MapError> {
+    let Some(id) = path(&msg.value, &["data", "id"])
+        .and_then(Value::as_str)
+        .and_then(|id| OUTPUT_IDS.iter().find(|o| **o == id))
+    else {
+        return Ok(None);
+    };
+    let attributes = path(&msg.value, &["data", "attributes"])
+        .and_then(Value::as_object)
+        .filter(|a| a.get("meeting").is_some_and(Value::is_object))
+        .ok_or(MapError::Missing {
+            message: "processed event",
+            field: "data.attributes.meeting",
+        })?;
+    Ok(Some(Mapped {
+        id: Cow::Borrowed(id),
+        attributes: attributes.clone(),
+        ts: path(&msg.value, &["data", "event", "ts"]).cloned(),
+    }))
+}
+
+/// The processed event JSON, compact, keys in the reference's order.
+pub fn to_json(mapped: &Mapped, now_ms: u64) -> String {
+    let ts = mapped.ts.clone().unwrap_or_else(|| now_ms.into());
+    json!({"data": {
+        "type": "event",
+        "id": mapped.id,
+        "attributes": mapped.attributes,
+        "event": {"ts": ts},
+    }})
+    .to_string()
+}
+
+/// Inserts `key` when the source value exists (a `null` source stays `null`).
+fn put(map: &mut Map<String, Value>, key: &str, source: Option<&Value>) {
+    if let Some(v) = source {
+        map.insert(key.to_string(), v.clone());
+    }
+}
+
+/// `{"internal-meeting-id": MID, "external-meeting-id": EMID}`, each omitted when unknown.
+fn meeting_block(msg: &Message, mappings: &Mappings) -> Map<String, Value> {
+    let mut m = Map::new();
+    if let Some(mid) = msg.meeting_id() {
+        m.insert("internal-meeting-id".into(), mid.into());
+        if let Some(emid) = mappings.external_meeting(mid) {
+            m.insert("external-meeting-id".into(), emid.into());
+        }
+    }
+    m
+}
+
+/// Attributes holding just the meeting block.
+fn with_meeting(msg: &Message, mappings: &Mappings) -> Map<String, Value> {
+    let mut a = Map::new();
+    a.insert(
+        "meeting".into(),
+        Value::Object(meeting_block(msg, mappings)),
+    );
+    a
+}
+
+#[cfg(test)]
+mod tests;

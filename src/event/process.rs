@@ -1,0 +1,399 @@
+//! Processes one bus message: decode, map, make the state changes the event implies (before
+//! anything is dispatched and before the next message), synthesize the derived events of
+//! bbb-events.md 2.6, and apply the global include / exclude filter. Pure apart from the mapping
+//! writes it queues, so the same code serves the relay, tests and tools.
+
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use super::{
+    Event, Payload,
+    catalogue::{self, MapError, Mapped},
+    decode::{self, DecodeError},
+    mapping::Mappings,
+};
+
+/// Why a bus message produced no event.
+#[derive(Debug, thiserror::Error)]
+pub enum Skip {
+    #[error(transparent)]
+    Decode(#[from] DecodeError),
+    #[error("not an event hookrelay delivers")]
+    Unmapped,
+    #[error(transparent)]
+    Map(#[from] MapError),
+}
+
+impl Skip {
+    /// A bounded metric label.
+    pub fn reason(&self) -> &'static str {
+        match self {
+            Self::Decode(e) => e.reason(),
+            Self::Unmapped => "unmapped",
+            Self::Map(_) => "map_failed",
+        }
+    }
+}
+
+/// The global filters of `[delivery]`: ids compared case-insensitively.
+#[derive(Debug, Clone, Default)]
+pub struct EventFilter {
+    pub include: Vec<String>,
+    pub exclude: Vec<String>,
+}
+
+impl EventFilter {
+    pub fn allows(&self, id: &str) -> bool {
+        let listed = |list: &[String]| list.iter().any(|e| e.eq_ignore_ascii_case(id));
+        (self.include.is_empty() || listed(&self.include)) && !listed(&self.exclude)
+    }
+}
+
+/// The processing state: id mappings and the filter.
+pub struct Processor {
+    pub mappings: Mappings,
+    filter: EventFilter,
+}
+
+impl Processor {
+    pub fn new(mappings: Mappings, filter: EventFilter) -> Self {
+        Self { mappings, filter }
+    }
+
+    /// The events one bus message yields, in dispatch order (possibly none after filtering).
+    ///
+    /// # Errors
+    /// When the message is skipped: not decodable, not an event, or missing what its event needs.
+    pub fn process(&mut self, raw: &Arc<str>, now_ms: u64) -> Result<Vec<Event>, Skip> {
+        let msg = decode::decode(raw)?;
+        let mapped = catalogue::map(&msg, &self.mappings)?.ok_or(Skip::Unmapped)?;
+        let mid = mapped
+            .meeting_field("internal-meeting-id")
+            .map(String::from);
+        let uid = mapped.user_id().map(String::from);
+        let mut out = Vec::new();
+        if mapped.id != "meeting-ended"
+            && let Some(mid) = &mid
+        {
+            self.mappings.touch(mid, now_ms);
+        }
+        let m = &mut self.mappings;
+        match (&*mapped.id, mid.as_deref(), uid.as_deref()) {
+            ("meeting-created", Some(mid), _) => {
+                if let Some(ext) = mapped.meeting_field("external-meeting-id") {
+                    m.meeting_created(mid, ext, now_ms);
+                }
+            }
+            ("user-joined", Some(mid), Some(uid)) => {
+                if let Some(Value::Object(user)) = mapped.attributes.get("user") {
+                    m.user_joined(mid, uid, user.clone(), now_ms);
+                }
+            }
+            ("user-left", Some(mid), Some(uid)) => {
+                m.user_left(mid, uid);
+            }
+            (
+                id @ ("user-presenter-assigned" | "user-presenter-unassigned"),
+                Some(mid),
+                Some(uid),
+            ) => {
+                let on = id == "user-presenter-assigned";
+                m.update_user(mid, uid, |u| u.user.insert("presenter".into(), on.into()));
+            }
+            (
+                id @ ("meeting-screenshare-started" | "meeting-screenshare-stopped"),
+                Some(mid),
+                Some(uid),
+            ) => {
+                let on = id == "meeting-screenshare-started";
+                m.update_user(mid, uid, |u| u.screenshare = on);
+            }
+            ("meeting-ended", Some(mid), _) => {
+                // Everyone still present leaves first (bbb-events.md 2.6).
+                for uid in m.users_of(mid) {
+                    if let Some(entry) = m.user_left(mid, &uid) {
+                        let mut attributes = serde_json::Map::new();
+                        if let Some(meeting) = mapped.attributes.get("meeting") {
+                            attributes.insert("meeting".into(), meeting.clone());
+                        }
+                        attributes.insert("user".into(), Value::Object(entry.user));
+                        let left = Mapped {
+                            id: "user-left".into(),
+                            attributes,
+                            ts: None,
+                        };
+                        let json: Arc<str> = catalogue::to_json(&left, now_ms).into();
+                        out.push(event(&left, json.clone(), json));
+                    }
+                }
+            }
+            _ => {}
+        }
+        let json: Arc<str> = catalogue::to_json(&mapped, now_ms).into();
+        out.push(event(&mapped, json, raw.clone()));
+        if mapped.id == "user-emoji-changed"
+            && let (Some(mid), Some(uid)) = (mid.as_deref(), uid.as_deref())
+            && let Some(raised) = self.emulate_raise_hand(&mapped, mid, uid)
+        {
+            let mut hand = mapped.clone();
+            hand.id = "user-raise-hand-changed".into();
+            hand.ts = Some(now_ms.into());
+            if let Some(Value::Object(user)) = hand.attributes.get_mut("user") {
+                user.shift_remove("emoji");
+                user.insert("raise-hand".into(), raised.into());
+            }
+            let json: Arc<str> = catalogue::to_json(&hand, now_ms).into();
+            out.push(event(&hand, json, raw.clone()));
+        }
+        out.retain(|e| self.filter.allows(&e.id));
+        Ok(out)
+    }
+
+    /// Older servers raise a hand with the `raiseHand` emoji: `Some(new state)` when the hand
+    /// went up or came down.
+    fn emulate_raise_hand(&mut self, mapped: &Mapped, mid: &str, uid: &str) -> Option<bool> {
+        let raising = mapped
+            .attributes
+            .get("user")
+            .and_then(|u| u.get("emoji"))
+            .and_then(Value::as_str)
+            == Some("raiseHand");
+        let changed = self.mappings.update_user(mid, uid, |u| {
+            let was = u.raise_hand;
+            u.raise_hand = raising;
+            raising || was
+        });
+        // An unknown user's raised hand is still reported.
+        changed.unwrap_or(raising).then_some(raising)
+    }
+}
+
+fn event(mapped: &Mapped, json: Arc<str>, raw: Arc<str>) -> Event {
+    Event {
+        id: mapped.id.to_string(),
+        internal_meeting_id: mapped
+            .meeting_field("internal-meeting-id")
+            .map(String::from),
+        external_meeting_id: mapped
+            .meeting_field("external-meeting-id")
+            .map(String::from),
+        processed: Payload::new(json),
+        raw: Payload::new(raw),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn msg(name: &str, uid: &str, body: Value) -> Arc<str> {
+        json!({
+            "envelope": {"name": name, "routing": {"meetingId": "m"}},
+            "core": {"header": {"name": name, "meetingId": "m", "userId": uid}, "body": body}
+        })
+        .to_string()
+        .into()
+    }
+
+    fn created() -> Arc<str> {
+        json!({"envelope": {"name": "MeetingCreatedEvtMsg"}, "core": {"body": {"props": {
+            "meetingProp": {"intId": "m", "extId": "ext"}, "breakoutProps": {}, "durationProps": {},
+            "password": {}, "recordProp": {}, "voiceProp": {}, "usersProp": {}, "metadataProp": {}}}}})
+        .to_string()
+        .into()
+    }
+
+    fn ended() -> Arc<str> {
+        json!({"envelope": {"name": "MeetingDestroyedEvtMsg"}, "core": {"body": {"meetingId": "m"}}})
+            .to_string()
+            .into()
+    }
+
+    fn ids(events: &[Event]) -> Vec<&str> {
+        events.iter().map(|e| e.id.as_str()).collect()
+    }
+
+    fn processor() -> Processor {
+        Processor::new(Mappings::new(86_400_000, None), EventFilter::default())
+    }
+
+    #[test]
+    fn meeting_end_makes_everyone_leave_first() {
+        let mut p = processor();
+        p.process(&created(), 1).unwrap();
+        p.process(
+            &msg(
+                "UserJoinedMeetingEvtMsg",
+                "a",
+                json!({"extId": "xa", "name": "A"}),
+            ),
+            2,
+        )
+        .unwrap();
+        p.process(
+            &msg(
+                "UserJoinedMeetingEvtMsg",
+                "b",
+                json!({"extId": "xb", "name": "B"}),
+            ),
+            3,
+        )
+        .unwrap();
+        p.process(&msg("PresenterAssignedEvtMsg", "b", json!({})), 4)
+            .unwrap();
+        p.process(&msg("UserLeftMeetingEvtMsg", "a", json!({})), 5)
+            .unwrap();
+        let out = p.process(&ended(), 6).unwrap();
+        assert_eq!(ids(&out), ["user-left", "meeting-ended"]);
+        assert_eq!(
+            out[0].processed.text(),
+            r#"{"data":{"type":"event","id":"user-left","attributes":{"meeting":{"internal-meeting-id":"m","external-meeting-id":"ext"},"user":{"internal-user-id":"b","external-user-id":"xb","name":"B","guest":false,"presenter":true}},"event":{"ts":6}}}"#
+        );
+        assert_eq!(
+            out[0].raw.text(),
+            out[0].processed.text(),
+            "raw hooks get the synthesized event"
+        );
+        assert_eq!(p.mappings.user_count(), 0);
+        // The meeting mapping is kept until it expires, for late recording events.
+        assert_eq!(p.mappings.external_meeting("m"), Some("ext"));
+    }
+
+    #[test]
+    fn raise_hand_from_emoji() {
+        let mut p = processor();
+        p.process(&created(), 1).unwrap();
+        p.process(
+            &msg("UserJoinedMeetingEvtMsg", "a", json!({"extId": "xa"})),
+            2,
+        )
+        .unwrap();
+        let raw = msg("UserEmojiChangedEvtMsg", "a", json!({"emoji": "raiseHand"}));
+        let out = p.process(&raw, 3).unwrap();
+        assert_eq!(ids(&out), ["user-emoji-changed", "user-raise-hand-changed"]);
+        assert_eq!(
+            out[1].processed.text(),
+            r#"{"data":{"type":"event","id":"user-raise-hand-changed","attributes":{"meeting":{"internal-meeting-id":"m","external-meeting-id":"ext"},"user":{"internal-user-id":"a","external-user-id":"xa","raise-hand":true}},"event":{"ts":3}}}"#
+        );
+        assert_eq!(out[1].raw.text(), &*raw);
+        let out = p
+            .process(
+                &msg("UserEmojiChangedEvtMsg", "a", json!({"emoji": "happy"})),
+                4,
+            )
+            .unwrap();
+        assert_eq!(ids(&out), ["user-emoji-changed", "user-raise-hand-changed"]);
+        assert!(out[1].processed.text().contains(r#""raise-hand":false"#));
+        let out = p
+            .process(
+                &msg("UserEmojiChangedEvtMsg", "a", json!({"emoji": "sad"})),
+                5,
+            )
+            .unwrap();
+        assert_eq!(ids(&out), ["user-emoji-changed"]);
+    }
+
+    #[test]
+    fn state_follows_events_even_when_filtered() {
+        let filter = EventFilter {
+            include: vec![],
+            exclude: vec!["MEETING-CREATED".into(), "user-joined".into()],
+        };
+        let mut p = Processor::new(Mappings::new(86_400_000, None), filter);
+        assert!(p.process(&created(), 1).unwrap().is_empty());
+        assert!(
+            p.process(
+                &msg("UserJoinedMeetingEvtMsg", "a", json!({"extId": "xa"})),
+                2
+            )
+            .unwrap()
+            .is_empty()
+        );
+        let out = p
+            .process(&msg("UserMutedVoiceEvtMsg", "a", json!({"muted": true})), 3)
+            .unwrap();
+        assert!(
+            out[0]
+                .processed
+                .text()
+                .contains(r#""external-meeting-id":"ext""#)
+        );
+        assert!(
+            out[0]
+                .processed
+                .text()
+                .contains(r#""external-user-id":"xa""#)
+        );
+        let only = EventFilter {
+            include: vec!["user-left".into()],
+            exclude: vec![],
+        };
+        assert!(only.allows("User-Left") && !only.allows("user-joined"));
+    }
+
+    #[test]
+    fn screenshare_tracking_feeds_the_stop_event() {
+        let mut p = processor();
+        p.process(&created(), 1).unwrap();
+        p.process(
+            &msg("UserJoinedMeetingEvtMsg", "a", json!({"extId": "xa"})),
+            2,
+        )
+        .unwrap();
+        p.process(
+            &msg("UserJoinedMeetingEvtMsg", "b", json!({"extId": "xb"})),
+            2,
+        )
+        .unwrap();
+        p.process(&msg("PresenterAssignedEvtMsg", "b", json!({})), 3)
+            .unwrap();
+        let start = p
+            .process(
+                &msg(
+                    "ScreenshareRtmpBroadcastStartedEvtMsg",
+                    "not-used",
+                    json!({}),
+                ),
+                4,
+            )
+            .unwrap();
+        assert!(
+            start[0]
+                .processed
+                .text()
+                .contains(r#""user":{"internal-user-id":"b","external-user-id":"xb"}"#)
+        );
+        p.process(&msg("PresenterUnassignedEvtMsg", "b", json!({})), 5)
+            .unwrap();
+        let stop = p
+            .process(
+                &msg(
+                    "ScreenshareRtmpBroadcastStoppedEvtMsg",
+                    "not-used",
+                    json!({}),
+                ),
+                6,
+            )
+            .unwrap();
+        assert!(
+            stop[0]
+                .processed
+                .text()
+                .contains(r#""internal-user-id":"b""#)
+        );
+        // Nobody presents or shares any more: the reference drops the event, and so does hookrelay.
+        assert!(matches!(
+            p.process(
+                &msg(
+                    "ScreenshareRtmpBroadcastStoppedEvtMsg",
+                    "not-used",
+                    json!({})
+                ),
+                7
+            ),
+            Err(Skip::Map(_))
+        ));
+    }
+}
