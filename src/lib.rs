@@ -9,7 +9,8 @@
 //! - [`delivery`]: per-hook FIFO queues, retries, signing and the HTTP client.
 //! - [`api`]: `hooks/create`, `hooks/destroy`, `hooks/list` (BBB checksum, BBB XML).
 //! - [`metrics`]: the Prometheus endpoint.
-//! - [`pipeline`]: wires the stages; [`config`] and [`shutdown`] serve it.
+//! - [`pipeline`]: wires the stages; [`config`] and [`shutdown`] serve it; [`redis_index`] is
+//!   the set-plus-hashes layout the stores share.
 
 pub mod api;
 pub mod bus;
@@ -19,6 +20,7 @@ pub mod event;
 pub mod hooks;
 pub mod metrics;
 pub mod pipeline;
+pub mod redis_index;
 pub mod shutdown;
 
 pub use config::Config;

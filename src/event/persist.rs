@@ -5,13 +5,14 @@
 
 use std::{collections::HashMap, time::Duration};
 
-use redis::{AsyncCommands, aio::ConnectionManager};
+use redis::aio::ConnectionManager;
 use tokio::sync::mpsc::UnboundedReceiver;
 use tokio_util::sync::CancellationToken;
 
 use serde_json::{Map, Value};
 
 use super::mapping::{MappingWrite, UserEntry};
+use crate::redis_index::load_all;
 
 const MAPPINGS_SET: &str = "bigbluebutton:webhooks:proc:mappings";
 const MAPPING_PREFIX: &str = "bigbluebutton:webhooks:proc:mapping:";
@@ -27,18 +28,10 @@ const BATCH: usize = 512;
 pub async fn load_meetings(
     conn: &mut ConnectionManager,
 ) -> Result<Vec<(String, String, u64)>, redis::RedisError> {
-    let members: Vec<String> = conn.smembers(MAPPINGS_SET).await?;
-    if members.is_empty() {
-        return Ok(Vec::new());
-    }
-    let mut pipe = redis::pipe();
-    for m in &members {
-        pipe.hgetall(format!("{MAPPING_PREFIX}{m}"));
-    }
-    let hashes: Vec<HashMap<String, String>> = pipe.query_async(conn).await?;
+    let hashes = load_all(conn, MAPPINGS_SET, MAPPING_PREFIX).await?;
     Ok(hashes
         .into_iter()
-        .filter_map(|h| {
+        .filter_map(|(_, h)| {
             Some((
                 h.get("internalMeetingID")?.clone(),
                 h.get("externalMeetingID")?.clone(),
@@ -55,16 +48,11 @@ pub async fn load_meetings(
 pub async fn load_users(
     conn: &mut ConnectionManager,
 ) -> Result<Vec<(String, String, UserEntry)>, redis::RedisError> {
-    let members: Vec<String> = conn.smembers(USERS_SET).await?;
-    if members.is_empty() {
-        return Ok(Vec::new());
-    }
-    let mut pipe = redis::pipe();
-    for m in &members {
-        pipe.hgetall(format!("{USER_PREFIX}{m}"));
-    }
-    let hashes: Vec<HashMap<String, String>> = pipe.query_async(conn).await?;
-    Ok(hashes.into_iter().filter_map(|h| parse_user(&h)).collect())
+    let hashes = load_all(conn, USERS_SET, USER_PREFIX).await?;
+    Ok(hashes
+        .into_iter()
+        .filter_map(|(_, h)| parse_user(&h))
+        .collect())
 }
 
 fn parse_user(h: &HashMap<String, String>) -> Option<(String, String, UserEntry)> {

@@ -8,7 +8,7 @@ use redis::{AsyncCommands, aio::ConnectionManager};
 use tokio::sync::Mutex;
 
 use super::{Hook, Registry};
-use crate::config::PermanentHook;
+use crate::{config::PermanentHook, redis_index::load_all};
 
 const HOOKS_SET: &str = "bigbluebutton:webhooks:out:hooks";
 const HOOK_PREFIX: &str = "bigbluebutton:webhooks:out:hook:";
@@ -76,19 +76,9 @@ impl HookStore {
     pub async fn restore(&self, permanent: &[PermanentHook]) -> Result<usize, StoreError> {
         let _guard = self.changes.lock().await;
         let mut conn = self.conn.clone();
-        let ids: Vec<String> = conn.smembers(HOOKS_SET).await?;
-        let mut pipe = redis::pipe();
-        for id in &ids {
-            pipe.hgetall(format!("{HOOK_PREFIX}{id}"));
-        }
-        let hashes: Vec<HashMap<String, String>> = if ids.is_empty() {
-            Vec::new()
-        } else {
-            pipe.query_async(&mut conn).await?
-        };
         let mut hooks = Vec::new();
-        for (member, fields) in ids.iter().zip(hashes) {
-            match parse_hook(member, &fields) {
+        for (member, fields) in load_all(&mut conn, HOOKS_SET, HOOK_PREFIX).await? {
+            match parse_hook(&member, &fields) {
                 Some(h) => hooks.push(h),
                 None => tracing::warn!(member, "skipping a stored hook that cannot be read"),
             }
