@@ -129,6 +129,8 @@ pub struct DeliveryConfig {
     pub checksum_algorithm: Algorithm,
     pub compat: Compat,
     pub permanent_hooks: Vec<PermanentHook>,
+    /// Most callbacks queued per hook; beyond it the oldest are dropped (and counted).
+    pub max_queue: usize,
     /// When not empty, only these event ids are delivered (mappings are kept up to date anyway).
     pub include_events: Vec<String>,
     /// These event ids are never delivered.
@@ -145,6 +147,7 @@ impl Default for DeliveryConfig {
             checksum_algorithm: Algorithm::Sha1,
             compat: Compat::Spec,
             permanent_hooks: Vec::new(),
+            max_queue: 10_000,
             include_events: Vec::new(),
             exclude_events: Vec::new(),
         }
@@ -294,6 +297,9 @@ impl Config {
                 "delivery.retry_intervals_ms",
                 "must hold at least one interval",
             );
+        }
+        if self.delivery.max_queue == 0 {
+            return fail("delivery.max_queue", "must be greater than 0");
         }
         if self.delivery.request_timeout_ms == 0 {
             return fail("delivery.request_timeout_ms", "must be greater than 0");

@@ -15,6 +15,7 @@ use crate::{
     delivery::{
         Timestamps,
         client::CallbackClient,
+        journal::{self, Entry},
         now_ms,
         queue::{DeliveryContext, Dispatcher},
     },
@@ -23,7 +24,7 @@ use crate::{
         persist,
         process::{EventFilter, Processor},
     },
-    hooks::{HookStore, Registry, matcher},
+    hooks::{Hook, HookStore, Registry, matcher},
     metrics::{EventLabel, Metrics},
     shutdown::Shutdown,
 };
@@ -32,6 +33,8 @@ use crate::{
 const SWEEP_EVERY: Duration = Duration::from_secs(10);
 /// Bus messages buffered between the subscriber and the processing task.
 const BUS_BUFFER: usize = 65_536;
+/// Most bus messages processed (and their callbacks persisted in one pipeline) at a time.
+const BATCH: usize = 256;
 
 /// The sockets the relay serves on, bound by the caller (tests bind port 0).
 pub struct Listeners {
@@ -142,6 +145,8 @@ pub async fn run(config: Config, listeners: Listeners, shutdown: Shutdown) -> an
         compat: config.delivery.compat,
         domain: config.bbb.server_domain.clone(),
         retry_intervals_ms: config.delivery.retry_intervals_ms.clone(),
+        max_queue: config.delivery.max_queue,
+        conn: conn.clone(),
         timestamps: Timestamps::default(),
         metrics: metrics.clone(),
         token: token.clone(),
@@ -159,9 +164,16 @@ pub async fn run(config: Config, listeners: Listeners, shutdown: Shutdown) -> an
         include: config.delivery.include_events.clone(),
         exclude: config.delivery.exclude_events.clone(),
     };
+    let mut dispatcher = Dispatcher::new(delivery);
+    let Some(resumed) = resume_queues(&conn, &registry, &mut dispatcher, &token).await else {
+        return Ok(());
+    };
+    if resumed > 0 {
+        tracing::info!(callbacks = resumed, "resumed queued callbacks");
+    }
     let stage = ProcessStage {
         processor: Processor::new(mappings, filter),
-        dispatcher: Dispatcher::new(delivery),
+        dispatcher,
         registry,
         metrics,
     };
@@ -185,43 +197,54 @@ struct ProcessStage {
 impl ProcessStage {
     async fn run(mut self, mut rx: mpsc::Receiver<BusMessage>, token: CancellationToken) {
         let mut sweep = tokio::time::interval(SWEEP_EVERY);
+        let mut batch = Vec::with_capacity(BATCH);
         loop {
             tokio::select! {
                 biased;
                 () = token.cancelled() => return,
-                m = rx.recv() => match m {
-                    Some(m) => self.process(&m),
-                    None => return,
-                },
+                n = rx.recv_many(&mut batch, BATCH) => {
+                    if n == 0 {
+                        return;
+                    }
+                    let entries = self.process(&batch);
+                    batch.clear();
+                    if !self.dispatcher.accept(entries).await {
+                        return;
+                    }
+                }
                 _ = sweep.tick() => self.sweep(),
             }
         }
     }
 
-    fn process(&mut self, msg: &BusMessage) {
-        let events = match self.processor.process(&msg.payload, now_ms()) {
-            Ok(events) => events,
-            Err(skip) => {
-                tracing::debug!(channel = %msg.channel, error = %skip, "skipping a bus message");
-                self.metrics.skip(skip.reason());
-                return;
-            }
-        };
+    /// Processes a batch of bus messages in order; returns the callbacks they make.
+    fn process(&mut self, batch: &[BusMessage]) -> Vec<(Arc<Hook>, Entry)> {
         let snapshot = self.registry.load();
-        for event in events {
-            self.metrics
-                .events_mapped
-                .get_or_create(&EventLabel {
-                    event: event.id.clone(),
-                })
-                .inc();
-            let event = Arc::new(event);
-            for hook in
-                matcher::matching(&snapshot, &event.id, event.external_meeting_id.as_deref())
-            {
-                self.dispatcher.dispatch(hook, &event);
+        let mut entries = Vec::new();
+        for msg in batch {
+            let events = match self.processor.process(&msg.payload, now_ms()) {
+                Ok(events) => events,
+                Err(skip) => {
+                    tracing::debug!(channel = %msg.channel, error = %skip, "skipping a bus message");
+                    self.metrics.skip(skip.reason());
+                    continue;
+                }
+            };
+            for event in events {
+                self.metrics
+                    .events_mapped
+                    .get_or_create(&EventLabel {
+                        event: event.id.clone(),
+                    })
+                    .inc();
+                for hook in
+                    matcher::matching(&snapshot, &event.id, event.external_meeting_id.as_deref())
+                {
+                    entries.push((hook.clone(), self.dispatcher.entry(hook, &event)));
+                }
             }
         }
+        entries
     }
 
     fn sweep(&mut self) {
@@ -230,12 +253,42 @@ impl ProcessStage {
         if expired > 0 {
             tracing::info!(expired, "dropped inactive meeting mappings");
         }
-        self.dispatcher.prune();
+        let queued = self.dispatcher.prune();
+        self.metrics.queued_callbacks.set(queued as i64);
         self.metrics
             .meeting_mappings
             .set(mappings.meeting_count() as i64);
         self.metrics.user_mappings.set(mappings.user_count() as i64);
     }
+}
+
+/// Reads every hook's queue back from Redis and hands it to the dispatcher; drops the queues of
+/// hooks that are gone. `None` when the relay stopped first.
+async fn resume_queues(
+    conn: &ConnectionManager,
+    registry: &Registry,
+    dispatcher: &mut Dispatcher,
+    token: &CancellationToken,
+) -> Option<usize> {
+    let snapshot = registry.load();
+    let mut total = 0;
+    for hook in snapshot.all() {
+        let entries = retry_until_ok(token, "read a hook's queue", || {
+            let mut c = conn.clone();
+            let id = hook.id;
+            async move { journal::load(&mut c, id).await }
+        })
+        .await?;
+        total += entries.len();
+        dispatcher.resume(hook, entries);
+    }
+    let live = |id| snapshot.get(id).is_some();
+    match journal::remove_orphans(&mut conn.clone(), live).await {
+        Ok(0) => {}
+        Ok(n) => tracing::info!(queues = n, "removed the queues of hooks that are gone"),
+        Err(e) => tracing::warn!(error = %e, "cannot look for orphaned queues"),
+    }
+    Some(total)
 }
 
 fn serve(

@@ -1,7 +1,9 @@
-//! Delivery: per-hook FIFO queues with one callback in flight ([`queue`]), the retry schedule
-//! ([`retry`]), signing ([`sign`], pure) and the HTTP client ([`client`]).
+//! Delivery: per-hook FIFO queues with one callback in flight ([`queue`]), kept in Redis
+//! ([`journal`]), the retry schedule ([`retry`]), signing ([`sign`], pure) and the HTTP client
+//! ([`client`]).
 
 pub mod client;
+pub mod journal;
 pub mod queue;
 pub mod retry;
 pub mod sign;
@@ -25,6 +27,11 @@ impl Timestamps {
             })
             .unwrap_or_else(|v| v);
         now.max(prev + 1)
+    }
+
+    /// Makes sure later timestamps exceed `ts` (one read back from Redis).
+    pub fn observe(&self, ts: u64) {
+        self.last.fetch_max(ts, Ordering::AcqRel);
     }
 }
 

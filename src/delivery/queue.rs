@@ -1,17 +1,25 @@
-//! Per-hook queues: the dispatcher puts each (event, hook) pair on that hook's FIFO; one worker
-//! per hook sends them one at a time, in order, retrying a failed callback (same body, same
-//! timestamp) while the later ones wait, and removes the hook when the schedule runs out. A slow
-//! hook only ever delays itself.
+//! Per-hook queues: every (event, hook) pair becomes an [`Entry`], written to the hook's Redis
+//! stream ([`super::journal`]) before it is queued in memory. One worker per hook sends the
+//! entries one at a time, in order, retrying a failed callback (same body, same timestamp) while
+//! the later ones wait; a 2xx removes the entry from Redis; when the schedule runs out the hook is
+//! removed. Queues are bounded: the oldest entries are dropped (and counted) when a hook falls
+//! too far behind. A slow hook only ever delays itself.
 
-use std::{collections::HashMap, sync::Arc};
+use std::{
+    collections::{HashMap, VecDeque},
+    sync::{Arc, Mutex},
+    time::Duration,
+};
 
 use bytes::Bytes;
-use tokio::sync::mpsc;
+use redis::aio::ConnectionManager;
+use tokio::sync::Notify;
 use tokio_util::{sync::CancellationToken, task::TaskTracker};
 
 use super::{
     Timestamps,
     client::CallbackClient,
+    journal::{self, Entry},
     retry::RetryPolicy,
     sign::{self, Algorithm},
 };
@@ -26,27 +34,57 @@ use crate::{
 pub struct DeliveryContext {
     pub client: CallbackClient,
     pub store: Arc<HookStore>,
+    /// For the queues' Redis streams.
+    pub conn: ConnectionManager,
     pub secret: Secret,
     pub algorithm: Algorithm,
     pub compat: Compat,
     /// `domain` of the reference body form.
     pub domain: String,
     pub retry_intervals_ms: Vec<u64>,
+    /// Most entries queued per hook.
+    pub max_queue: usize,
     pub timestamps: Timestamps,
     pub metrics: Arc<Metrics>,
     pub token: CancellationToken,
     pub tracker: TaskTracker,
 }
 
-/// One callback to make: the event, and whether the hook wants the raw message.
-struct Job {
-    event: Arc<Event>,
+/// One hook's in-memory queue (a mirror of its Redis stream).
+#[derive(Default)]
+struct HookQueue {
+    entries: Mutex<VecDeque<Entry>>,
+    ready: Notify,
 }
 
-/// Owns the queue of every hook; used by the pipeline's single processing task only.
+impl HookQueue {
+    /// Adds an entry; returns the entries dropped to stay within `max`.
+    fn push(&self, entry: Entry, max: usize) -> Vec<Entry> {
+        let mut q = self.entries.lock().unwrap_or_else(|e| e.into_inner());
+        q.push_back(entry);
+        let excess = q.len().saturating_sub(max);
+        let dropped = q.drain(..excess).collect();
+        drop(q);
+        self.ready.notify_one();
+        dropped
+    }
+
+    fn pop(&self) -> Option<Entry> {
+        self.entries
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .pop_front()
+    }
+
+    fn len(&self) -> usize {
+        self.entries.lock().unwrap_or_else(|e| e.into_inner()).len()
+    }
+}
+
+/// Owns every hook's queue; used by the pipeline's single processing task only.
 pub struct Dispatcher {
     ctx: Arc<DeliveryContext>,
-    queues: HashMap<u64, mpsc::UnboundedSender<Job>>,
+    queues: HashMap<u64, Arc<HookQueue>>,
 }
 
 impl Dispatcher {
@@ -57,68 +95,149 @@ impl Dispatcher {
         }
     }
 
-    /// Queues `event` for `hook`, starting the hook's worker on first use.
-    pub fn dispatch(&mut self, hook: &Arc<Hook>, event: &Arc<Event>) {
-        let job = Job {
-            event: event.clone(),
-        };
-        let tx = self
-            .queues
-            .entry(hook.id)
-            .or_insert_with(|| spawn_worker(hook.clone(), &self.ctx));
-        if let Err(mpsc::error::SendError(job)) = tx.send(job) {
-            // The worker ended (its hook was removed); a hook that is back gets a new one.
-            self.queues.remove(&hook.id);
-            let tx = spawn_worker(hook.clone(), &self.ctx);
-            let _ = tx.send(job);
-            self.queues.insert(hook.id, tx);
+    /// The entry `event` makes for `hook`: its payload and a fresh timestamp.
+    pub fn entry(&self, hook: &Hook, event: &Event) -> Entry {
+        Entry {
+            ts: self.ctx.timestamps.next(),
+            payload: if hook.get_raw {
+                event.raw.clone()
+            } else {
+                event.processed.clone()
+            },
+            event_id: event.id.as_str().into(),
         }
     }
 
-    /// Closes the queues of hooks that no longer exist; their workers end.
-    pub fn prune(&mut self) {
+    /// Persists a batch of entries, then queues them. Waits (retrying) while Redis is down;
+    /// `false` when the relay stopped first (the batch is then not queued).
+    pub async fn accept(&mut self, batch: Vec<(Arc<Hook>, Entry)>) -> bool {
+        if batch.is_empty() {
+            return true;
+        }
+        let ids: Vec<(u64, Entry)> = batch.iter().map(|(h, e)| (h.id, e.clone())).collect();
+        let mut conn = self.ctx.conn.clone();
+        while let Err(e) = journal::append(&mut conn, &ids).await {
+            tracing::warn!(error = %e, entries = ids.len(), "cannot persist callbacks; retrying");
+            tokio::select! {
+                () = tokio::time::sleep(Duration::from_millis(500)) => {}
+                () = self.ctx.token.cancelled() => return false,
+            }
+        }
+        for (hook, entry) in batch {
+            self.queue(&hook, entry);
+        }
+        true
+    }
+
+    /// Queues entries read back from Redis at start-up (already persisted).
+    pub fn resume(&mut self, hook: &Arc<Hook>, entries: Vec<Entry>) {
+        for e in entries {
+            self.ctx.timestamps.observe(e.ts);
+            self.queue(hook, e);
+        }
+    }
+
+    fn queue(&mut self, hook: &Arc<Hook>, entry: Entry) {
+        let q = self.queues.entry(hook.id).or_insert_with(|| {
+            let q = Arc::new(HookQueue::default());
+            self.ctx
+                .tracker
+                .spawn(worker(hook.clone(), q.clone(), self.ctx.clone()));
+            q
+        });
+        let dropped = q.push(entry, self.ctx.max_queue);
+        if !dropped.is_empty() {
+            self.ctx.metrics.queue_dropped.inc_by(dropped.len() as u64);
+            tracing::warn!(
+                hook_id = hook.id,
+                dropped = dropped.len(),
+                "queue full: dropped the oldest callbacks"
+            );
+            let (ctx, id) = (self.ctx.clone(), hook.id);
+            let ts: Vec<u64> = dropped.iter().map(|e| e.ts).collect();
+            self.ctx.tracker.spawn(async move {
+                if let Err(e) = journal::remove(&mut ctx.conn.clone(), id, &ts).await {
+                    tracing::warn!(hook_id = id, error = %e, "cannot remove dropped callbacks from Redis");
+                }
+            });
+        }
+    }
+
+    /// Forgets the queues of hooks that no longer exist (their workers end on their own), and
+    /// returns how many callbacks are queued in all.
+    pub fn prune(&mut self) -> usize {
         let snapshot = self.ctx.store.registry().load();
         self.queues.retain(|id, _| snapshot.get(*id).is_some());
+        self.queues.values().map(|q| q.len()).sum()
     }
 }
 
-fn spawn_worker(hook: Arc<Hook>, ctx: &Arc<DeliveryContext>) -> mpsc::UnboundedSender<Job> {
-    let (tx, rx) = mpsc::unbounded_channel();
-    let ctx = ctx.clone();
-    ctx.tracker.clone().spawn(worker(hook, rx, ctx));
-    tx
+/// What became of one entry.
+enum Outcome {
+    Delivered,
+    /// The schedule ran out: the hook has been removed.
+    GaveUp,
+    /// The relay is stopping or the hook is gone; the entry stays in Redis.
+    Stopped,
 }
 
-/// Sends the hook's callbacks one at a time until its queue closes, the hook is removed or the
-/// relay stops.
-async fn worker(hook: Arc<Hook>, mut rx: mpsc::UnboundedReceiver<Job>, ctx: Arc<DeliveryContext>) {
+/// Sends the hook's callbacks one at a time until the hook is removed or the relay stops.
+async fn worker(hook: Arc<Hook>, queue: Arc<HookQueue>, ctx: Arc<DeliveryContext>) {
     let policy = RetryPolicy::new(&ctx.retry_intervals_ms, hook.permanent);
     loop {
-        let job = tokio::select! {
-            j = rx.recv() => j,
-            () = ctx.token.cancelled() => None,
+        let entry = loop {
+            if let Some(e) = queue.pop() {
+                break e;
+            }
+            tokio::select! {
+                () = queue.ready.notified() => {}
+                () = ctx.token.cancelled() => return,
+            }
         };
-        let Some(job) = job else { return };
-        if !ctx.store.registry().contains(hook.id) {
+        if ctx.token.is_cancelled() || !ctx.store.registry().contains(hook.id) {
             return;
         }
-        if !deliver(&hook, &job, &policy, &ctx).await {
-            return;
+        match deliver(&hook, &entry, &policy, &ctx).await {
+            Outcome::Delivered => {
+                if !ack(&hook, &entry, &ctx).await {
+                    return;
+                }
+            }
+            Outcome::GaveUp | Outcome::Stopped => return,
         }
     }
 }
 
-/// Delivers one job with retries. `false` when the worker must stop (hook gone or relay stopping).
-async fn deliver(hook: &Hook, job: &Job, policy: &RetryPolicy, ctx: &DeliveryContext) -> bool {
-    let payload = if hook.get_raw {
-        &job.event.raw
-    } else {
-        &job.event.processed
-    };
-    let ts = ctx.timestamps.next();
+/// Removes a delivered entry from Redis before the next one is sent, so that a crash repeats at
+/// most the callback in flight. `false` when the relay stopped while Redis was unreachable.
+async fn ack(hook: &Hook, entry: &Entry, ctx: &DeliveryContext) -> bool {
+    let mut conn = ctx.conn.clone();
+    loop {
+        match journal::remove(&mut conn, hook.id, &[entry.ts]).await {
+            Ok(()) => return true,
+            Err(e) => {
+                tracing::warn!(hook_id = hook.id, error = %e, "cannot mark a callback delivered; retrying");
+            }
+        }
+        tokio::select! {
+            () = tokio::time::sleep(Duration::from_millis(500)) => {}
+            () = ctx.token.cancelled() => return false,
+        }
+    }
+}
+
+/// Delivers one entry with retries.
+async fn deliver(
+    hook: &Hook,
+    entry: &Entry,
+    policy: &RetryPolicy,
+    ctx: &DeliveryContext,
+) -> Outcome {
     let body = match ctx.compat {
-        Compat::Spec => sign::spec_body(payload.form_encoded(), ts),
-        Compat::Reference => sign::reference_body(&ctx.domain, payload.form_encoded(), ts),
+        Compat::Spec => sign::spec_body(entry.payload.form_encoded(), entry.ts),
+        Compat::Reference => {
+            sign::reference_body(&ctx.domain, entry.payload.form_encoded(), entry.ts)
+        }
     };
     let checksum = sign::callback_checksum(
         ctx.algorithm,
@@ -130,14 +249,12 @@ async fn deliver(hook: &Hook, job: &Job, policy: &RetryPolicy, ctx: &DeliveryCon
     let body = Bytes::from(body);
     let mut failures = 0;
     loop {
-        let result = tokio::select! {
-            r = ctx.client.post(&url, body.clone()) => r,
-            () = ctx.token.cancelled() => return false,
-        };
-        let err = match result {
+        // An attempt under way is finished even when the relay is stopping (the request timeout
+        // bounds it), so that a delivered callback is not sent again after a restart.
+        let err = match ctx.client.post(&url, body.clone()).await {
             Ok(_) => {
                 ctx.metrics.callbacks_delivered.inc();
-                return true;
+                return Outcome::Delivered;
             }
             Err(e) => e,
         };
@@ -157,15 +274,15 @@ async fn deliver(hook: &Hook, job: &Job, policy: &RetryPolicy, ctx: &DeliveryCon
             ctx.metrics
                 .hooks_registered
                 .set(ctx.store.registry().load().len() as i64);
-            return false;
+            return Outcome::GaveUp;
         };
-        tracing::debug!(hook_id = hook.id, event = %job.event.id, failures, error = %err, retry_in_ms = wait.as_millis() as u64, "callback failed");
+        tracing::debug!(hook_id = hook.id, event = %entry.event_id, failures, error = %err, retry_in_ms = wait.as_millis() as u64, "callback failed");
         tokio::select! {
             () = tokio::time::sleep(wait) => {}
-            () = ctx.token.cancelled() => return false,
+            () = ctx.token.cancelled() => return Outcome::Stopped,
         }
         if !ctx.store.registry().contains(hook.id) {
-            return false;
+            return Outcome::Stopped;
         }
     }
 }

@@ -49,7 +49,7 @@ pub struct Event {
     /// Used to match meeting-bound hooks.
     pub external_meeting_id: Option<String>,
     /// The processed event JSON (what normal hooks get).
-    pub processed: Payload,
+    pub processed: Arc<Payload>,
     /// The bus message exactly as received (what getRaw hooks get).
-    pub raw: Payload,
+    pub raw: Arc<Payload>,
 }

@@ -178,8 +178,8 @@ fn event(mapped: &Mapped, json: Arc<str>, raw: Arc<str>) -> Event {
         external_meeting_id: mapped
             .meeting_field("external-meeting-id")
             .map(String::from),
-        processed: Payload::new(json),
-        raw: Payload::new(raw),
+        processed: Arc::new(Payload::new(json)),
+        raw: Arc::new(Payload::new(raw)),
     }
 }
 

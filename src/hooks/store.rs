@@ -13,6 +13,12 @@ use crate::{config::PermanentHook, redis_index::load_all};
 const HOOKS_SET: &str = "bigbluebutton:webhooks:out:hooks";
 const HOOK_PREFIX: &str = "bigbluebutton:webhooks:out:hook:";
 const ID_COUNTER: &str = "bigbluebutton:webhooks:out:hookId";
+const QUEUE_PREFIX: &str = "bigbluebutton:webhooks:out:queue:";
+
+/// The Redis stream holding a hook's pending callbacks; removed with the hook.
+pub fn queue_key(id: u64) -> String {
+    format!("{QUEUE_PREFIX}{id}")
+}
 
 /// A storage failure; the API turns it into `createHookError` / `destroyHookError`.
 #[derive(Debug, thiserror::Error)]
@@ -234,6 +240,8 @@ async fn delete_hook(conn: &mut ConnectionManager, id: u64) -> Result<(), StoreE
     let mut pipe = redis::pipe();
     pipe.atomic()
         .del(format!("{HOOK_PREFIX}{id}"))
+        .ignore()
+        .del(queue_key(id))
         .ignore()
         .srem(HOOKS_SET, id)
         .ignore();

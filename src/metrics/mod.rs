@@ -38,6 +38,8 @@ pub struct Metrics {
     pub callbacks_delivered: Counter,
     pub callback_failures: Family<ReasonLabel, Counter>,
     pub hooks_removed: Counter,
+    pub queue_dropped: Counter,
+    pub queued_callbacks: Gauge,
     pub hooks_registered: Gauge,
     pub meeting_mappings: Gauge,
     pub user_mappings: Gauge,

@@ -1,0 +1,120 @@
+//! The durable side of the per-hook queues: one Redis stream per hook whose entry ids are the
+//! callbacks' timestamps (`<ms>-0`, strictly increasing across the relay). Entries are appended
+//! in one pipeline per batch of bus messages before they are handed to the workers, and removed
+//! after a 2xx; at start-up every stream is read back in order.
+
+use std::sync::Arc;
+
+use redis::{AsyncCommands, aio::ConnectionManager, streams::StreamRangeReply};
+
+use crate::{event::Payload, hooks::store::queue_key};
+
+/// One callback waiting for its hook.
+#[derive(Debug, Clone)]
+pub struct Entry {
+    /// The callback's `timestamp`, also its stream entry id.
+    pub ts: u64,
+    /// The processed or raw event text for this hook.
+    pub payload: Arc<Payload>,
+    /// For logs and metrics.
+    pub event_id: Arc<str>,
+}
+
+/// Appends entries: `(hook id, entry)` in order.
+///
+/// # Errors
+/// When Redis fails; nothing may be assumed written then.
+pub async fn append(
+    conn: &mut ConnectionManager,
+    entries: &[(u64, Entry)],
+) -> Result<(), redis::RedisError> {
+    if entries.is_empty() {
+        return Ok(());
+    }
+    let mut pipe = redis::pipe();
+    for (hook, e) in entries {
+        pipe.cmd("XADD")
+            .arg(queue_key(*hook))
+            .arg(format!("{}-0", e.ts))
+            .arg("e")
+            .arg(&*e.event_id)
+            .arg("p")
+            .arg(e.payload.text())
+            .ignore();
+    }
+    pipe.query_async(conn).await
+}
+
+/// Removes delivered or dropped entries of one hook.
+///
+/// # Errors
+/// When Redis fails.
+pub async fn remove(
+    conn: &mut ConnectionManager,
+    hook: u64,
+    timestamps: &[u64],
+) -> Result<(), redis::RedisError> {
+    if timestamps.is_empty() {
+        return Ok(());
+    }
+    let ids: Vec<String> = timestamps.iter().map(|t| format!("{t}-0")).collect();
+    conn.xdel(queue_key(hook), &ids).await
+}
+
+/// Reads a hook's stream back, oldest first.
+///
+/// # Errors
+/// When Redis fails.
+pub async fn load(
+    conn: &mut ConnectionManager,
+    hook: u64,
+) -> Result<Vec<Entry>, redis::RedisError> {
+    let reply: StreamRangeReply = conn.xrange_all(queue_key(hook)).await?;
+    Ok(reply
+        .ids
+        .into_iter()
+        .filter_map(|sid| {
+            let ts = sid.id.split('-').next()?.parse().ok()?;
+            let text: String = sid.get("p")?;
+            let event_id: String = sid.get("e").unwrap_or_default();
+            Some(Entry {
+                ts,
+                payload: Arc::new(Payload::new(text)),
+                event_id: event_id.into(),
+            })
+        })
+        .collect())
+}
+
+/// Deletes the streams of hooks that no longer exist (left behind by a crash between removing a
+/// hook and its queue); returns how many.
+///
+/// # Errors
+/// When Redis fails.
+pub async fn remove_orphans(
+    conn: &mut ConnectionManager,
+    live: impl Fn(u64) -> bool + Sync,
+) -> Result<usize, redis::RedisError> {
+    let prefix = queue_key(0);
+    let prefix = prefix.trim_end_matches('0');
+    let keys: Vec<String> = {
+        let mut iter: redis::AsyncIter<String> = conn.scan_match(format!("{prefix}*")).await?;
+        let mut v = Vec::new();
+        while let Some(k) = futures_util::StreamExt::next(&mut iter).await {
+            v.push(k?);
+        }
+        v
+    };
+    let orphans: Vec<&String> = keys
+        .iter()
+        .filter(|k| {
+            k.strip_prefix(prefix)
+                .and_then(|id| id.parse().ok())
+                .is_none_or(|id| !live(id))
+        })
+        .collect();
+    if !orphans.is_empty() {
+        let _: () = conn.del(&orphans).await?;
+    }
+    Ok(orphans.len())
+}
