@@ -28,7 +28,10 @@ struct Args {
 async fn main() {
     let args = Args::parse();
     let redis = TestRedis::start().await;
-    let relay = TestRelay::start(&redis).await;
+    let mut config = TestRelay::config(&redis);
+    // Room for the whole burst: the bound would otherwise drop the oldest (by design).
+    config.delivery.max_queue = args.events;
+    let relay = TestRelay::start_with(&redis, config).await;
     let mut receivers = Vec::new();
     for i in 0..args.hooks {
         let rx = TestReceiver::start().await;

@@ -7,6 +7,7 @@ mod api;
 mod binary;
 mod catalogue;
 mod delivery;
+mod durability;
 mod events;
 mod faults;
 mod restart;

@@ -1,68 +1,14 @@
 //! Test support: a real `redis-server` per test ([`TestRedis`]), a scriptable HTTP receiver
 //! ([`TestReceiver`]) and the relay run through the same `run` as the binary ([`TestRelay`]).
 
+mod common;
+pub mod process;
 pub mod receiver;
 pub mod redis;
 pub mod relay;
 
+pub use common::*;
+pub use process::RelayProcess;
 pub use receiver::{Reply, TestReceiver};
 pub use redis::TestRedis;
 pub use relay::TestRelay;
-
-use std::time::Duration;
-
-/// The shared secret of every test relay.
-pub const SECRET: &str = "test-secret-Zq9";
-
-/// Longest any test waits for something that should happen.
-pub const PATIENCE: Duration = Duration::from_secs(20);
-
-/// A line of the BBB fixtures (1-based), and the processed event the reference made from it.
-pub fn fixture(line: usize) -> (String, String) {
-    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/fixtures/bbb/");
-    let read = |f: &str| {
-        std::fs::read_to_string(format!("{dir}{f}"))
-            .expect("fixture file")
-            .lines()
-            .nth(line - 1)
-            .expect("fixture line")
-            .to_string()
-    };
-    (read("raw-events.json"), read("mapped-events.json"))
-}
-
-/// Sets `data.event.ts` of a processed event to 0, for comparisons.
-pub fn without_ts(json: &str) -> String {
-    let mut v: serde_json::Value = serde_json::from_str(json).expect("event JSON");
-    v["data"]["event"]["ts"] = 0.into();
-    v.to_string()
-}
-
-/// A `UserJoinedMeetingEvtMsg` of meeting `mid` for user `uid`.
-pub fn user_joined(mid: &str, uid: &str, name: &str) -> String {
-    serde_json::json!({
-        "envelope": {"name": "UserJoinedMeetingEvtMsg", "routing": {"msgType": "BROADCAST_TO_MEETING", "meetingId": mid, "userId": uid}, "timestamp": 1},
-        "core": {"header": {"name": "UserJoinedMeetingEvtMsg", "meetingId": mid, "userId": uid},
-                 "body": {"intId": uid, "extId": format!("ext-{uid}"), "name": name, "role": "VIEWER", "guest": false, "presenter": false}}
-    })
-    .to_string()
-}
-
-/// A `MeetingCreatedEvtMsg` for internal id `mid`, external id `ext`.
-pub fn meeting_created(mid: &str, ext: &str) -> String {
-    let (raw, _) = fixture(1);
-    raw.replace(
-        "8043c8452ae9830aac14c517adff3839dbd9228f-1698771157700",
-        mid,
-    )
-    .replace("random-9019868", ext)
-}
-
-/// A `MeetingDestroyedEvtMsg` for internal id `mid`.
-pub fn meeting_ended(mid: &str) -> String {
-    serde_json::json!({
-        "envelope": {"name": "MeetingDestroyedEvtMsg", "routing": {"sender": "bbb-apps-akka"}, "timestamp": 1},
-        "core": {"header": {"name": "MeetingDestroyedEvtMsg"}, "body": {"meetingId": mid}}
-    })
-    .to_string()
-}

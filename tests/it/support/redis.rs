@@ -66,9 +66,26 @@ impl TestRedis {
         }
     }
 
-    /// Starts the server again on the same port (empty: it keeps nothing on disk).
+    /// Stops the server gracefully (SIGTERM: it writes its data out first).
+    pub async fn stop(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            if let Some(pid) = c.id() {
+                let _ = std::process::Command::new("kill")
+                    .args(["-TERM", &pid.to_string()])
+                    .status();
+            }
+            let _ = c.wait().await;
+        }
+    }
+
+    /// Starts the server again on the same port, with the data it had written out.
     pub async fn restart(&mut self) {
         self.kill().await;
+        self.spawn().await;
+    }
+
+    /// Starts the server after [`stop`](Self::stop) or [`kill`](Self::kill).
+    pub async fn start_again(&mut self) {
         self.spawn().await;
     }
 

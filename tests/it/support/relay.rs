@@ -77,17 +77,7 @@ impl TestRelay {
     }
 
     pub async fn call_with(&self, call: &str, query: &str, alg: Algorithm, secret: &str) -> String {
-        let checksum = alg.hex_digest(&[
-            format!("hooks/{call}").as_bytes(),
-            query.as_bytes(),
-            secret.as_bytes(),
-        ]);
-        let sep = if query.is_empty() { "" } else { "&" };
-        self.get(&format!(
-            "/bigbluebutton/api/hooks/{call}?{query}{sep}checksum={checksum}"
-        ))
-        .await
-        .2
+        signed_call(&self.http, self.api, call, query, alg, secret).await
     }
 
     /// A GET of `path_and_query`: (status, content type, body).
@@ -109,21 +99,7 @@ impl TestRelay {
 
     /// Registers a hook; returns its id.
     pub async fn create_hook(&self, callback_url: &str, extra: &str) -> u64 {
-        let mut q = format!(
-            "callbackURL={}",
-            hookrelay::delivery::sign::form_encode(callback_url)
-        );
-        if !extra.is_empty() {
-            q.push('&');
-            q.push_str(extra);
-        }
-        let xml = self.call("create", &q).await;
-        let id = xml
-            .split("<hookID>")
-            .nth(1)
-            .and_then(|s| s.split("</hookID>").next())
-            .and_then(|s| s.parse().ok());
-        id.unwrap_or_else(|| panic!("create failed: {xml}"))
+        create_hook(&self.http, self.api, callback_url, extra).await
     }
 
     /// The metrics text.
@@ -143,4 +119,54 @@ impl TestRelay {
 pub fn http_client() -> reqwest::Client {
     let _ = rustls::crypto::ring::default_provider().install_default();
     reqwest::Client::new()
+}
+
+/// Calls `hooks/<call>` of the API at `api`, signed with `alg` and `secret`; returns the body.
+pub async fn signed_call(
+    http: &reqwest::Client,
+    api: SocketAddr,
+    call: &str,
+    query: &str,
+    alg: Algorithm,
+    secret: &str,
+) -> String {
+    let checksum = alg.hex_digest(&[
+        format!("hooks/{call}").as_bytes(),
+        query.as_bytes(),
+        secret.as_bytes(),
+    ]);
+    let sep = if query.is_empty() { "" } else { "&" };
+    http.get(format!(
+        "http://{api}/bigbluebutton/api/hooks/{call}?{query}{sep}checksum={checksum}"
+    ))
+    .send()
+    .await
+    .expect("api answers")
+    .text()
+    .await
+    .expect("body")
+}
+
+/// Registers a hook through the API at `api`; returns its id.
+pub async fn create_hook(
+    http: &reqwest::Client,
+    api: SocketAddr,
+    callback_url: &str,
+    extra: &str,
+) -> u64 {
+    let mut q = format!(
+        "callbackURL={}",
+        hookrelay::delivery::sign::form_encode(callback_url)
+    );
+    if !extra.is_empty() {
+        q.push('&');
+        q.push_str(extra);
+    }
+    let xml = signed_call(http, api, "create", &q, Algorithm::Sha1, SECRET).await;
+    let id = xml
+        .split("<hookID>")
+        .nth(1)
+        .and_then(|s| s.split("</hookID>").next())
+        .and_then(|s| s.parse().ok());
+    id.unwrap_or_else(|| panic!("create failed: {xml}"))
 }

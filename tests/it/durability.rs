@@ -1,0 +1,194 @@
+//! Nothing accepted is lost: `kill -9` in the middle of a stream, a graceful stop with callbacks
+//! in flight, Redis stopped for 10 s under a running relay.
+
+use std::time::{Duration, Instant};
+
+use crate::support::{
+    RelayProcess, Reply, TestReceiver, TestRedis, TestRelay,
+    relay::{create_hook, http_client},
+    user_joined,
+};
+
+fn name_of(event: &str) -> String {
+    let v: serde_json::Value = serde_json::from_str(event).unwrap();
+    v["data"]["attributes"]["user"]["name"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string()
+}
+
+/// Checks a hook's deliveries: every expected name once in order, apart from re-sent callbacks;
+/// returns how many were duplicates.
+fn check_no_loss(names: &[String], expected: usize) -> usize {
+    let mut seen = std::collections::HashSet::new();
+    let firsts: Vec<&String> = names.iter().filter(|n| seen.insert(n.as_str())).collect();
+    let want: Vec<String> = (0..expected).map(|i| format!("n{i}")).collect();
+    assert_eq!(
+        firsts.len(),
+        expected,
+        "lost {}",
+        expected - firsts.len().min(expected)
+    );
+    assert!(
+        firsts.iter().zip(&want).all(|(a, b)| *a == b),
+        "bus order kept"
+    );
+    names.len() - firsts.len()
+}
+
+async fn publish_names(redis: &TestRedis, range: std::ops::Range<usize>) {
+    let mut conn = redis.conn().await.unwrap();
+    for chunk in range.collect::<Vec<_>>().chunks(1000) {
+        let mut pipe = redis::pipe();
+        for i in chunk {
+            pipe.publish(
+                "from-akka-apps-redis-channel",
+                user_joined("int-1", &format!("u{i}"), &format!("n{i}")),
+            )
+            .ignore();
+        }
+        let () = pipe.query_async(&mut conn).await.unwrap();
+    }
+}
+
+async fn queue_len(redis: &TestRedis, hook: u64) -> usize {
+    let mut c = redis.conn().await.unwrap();
+    redis::cmd("XLEN")
+        .arg(format!("bigbluebutton:webhooks:out:queue:{hook}"))
+        .query_async(&mut c)
+        .await
+        .unwrap()
+}
+
+#[tokio::test]
+async fn kill_9_in_the_middle_of_10000_events_loses_nothing() {
+    const N: usize = 10_000;
+    let redis = TestRedis::start().await;
+    let rx = TestReceiver::start().await;
+    let relay = RelayProcess::start(&redis, "max_queue = 20000\n").await;
+    let hook = create_hook(&http_client(), relay.api, &rx.url("/k"), "").await;
+    publish_names(&redis, 0..N).await;
+    // Kill once a part is delivered and everything is accepted (delivered or in Redis).
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let delivered = rx.delivered_count();
+        if delivered >= N / 5 && delivered + queue_len(&redis, hook).await >= N {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "relay too slow: {delivered} delivered"
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    relay.kill9().await;
+    let at_kill = rx.delivered_count();
+    let relay = RelayProcess::start(&redis, "max_queue = 20000\n").await;
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let names: Vec<String> = rx.delivered().iter().map(|r| name_of(&r.event())).collect();
+        let unique: std::collections::HashSet<_> = names.iter().collect();
+        if unique.len() >= N {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "only {} of {N} after restart",
+            unique.len()
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let names: Vec<String> = rx.delivered().iter().map(|r| name_of(&r.event())).collect();
+    let duplicates = check_no_loss(&names, N);
+    eprintln!(
+        "kill -9: sent {N}, delivered before kill {at_kill}, delivered {} ({} unique), lost 0, duplicated {duplicates}",
+        names.len(),
+        names.len() - duplicates
+    );
+    assert!(
+        duplicates <= 1,
+        "at most the callback in flight is repeated, got {duplicates}"
+    );
+    // Timestamps of re-sent callbacks are the original ones.
+    let ts: Vec<u64> = rx.delivered().iter().map(|r| r.timestamp()).collect();
+    let mut dedup = ts.clone();
+    dedup.dedup();
+    assert!(dedup.windows(2).all(|w| w[0] < w[1]));
+    assert_eq!(
+        queue_len(&redis, hook).await,
+        0,
+        "the queue is empty at the end"
+    );
+    relay.terminate().await;
+}
+
+#[tokio::test]
+async fn graceful_stop_with_callbacks_in_flight_resumes_after_restart() {
+    let redis = TestRedis::start().await;
+    let rx = TestReceiver::start().await;
+    rx.set_default(Reply::Delay(Duration::from_millis(100), 200));
+    let relay = TestRelay::start(&redis).await;
+    relay.create_hook(&rx.url("/g"), "").await;
+    publish_names(&redis, 0..30).await;
+    rx.wait_delivered(3).await;
+    relay.stop().await;
+    let at_stop = rx.delivered().len();
+    assert!(at_stop < 30, "stopped in the middle ({at_stop})");
+    let relay = TestRelay::start(&redis).await;
+    rx.wait_delivered(30).await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let names: Vec<String> = rx.delivered().iter().map(|r| name_of(&r.event())).collect();
+    let duplicates = check_no_loss(&names, 30);
+    assert_eq!(
+        duplicates, 0,
+        "a graceful stop finishes the callback in flight"
+    );
+    relay.stop().await;
+}
+
+#[tokio::test]
+async fn redis_stopped_for_10s_then_everything_resumes() {
+    let mut redis = TestRedis::start().await;
+    let rx = TestReceiver::start().await;
+    rx.set_default(Reply::Delay(Duration::from_millis(300), 200));
+    let relay = TestRelay::start(&redis).await;
+    relay.create_hook(&rx.url("/r"), "").await;
+    publish_names(&redis, 0..10).await;
+    rx.wait_delivered(1).await;
+    redis.stop().await;
+    let down = Instant::now();
+    // The API answers a clear FAILED while the store is down, and quickly.
+    let xml = relay
+        .call("create", "callbackURL=http%3A%2F%2F127.0.0.1%3A9%2Fx")
+        .await;
+    assert!(
+        xml.contains("<messageKey>createHookError</messageKey>"),
+        "{xml}"
+    );
+    assert!(
+        relay.call("list", "").await.contains("SUCCESS"),
+        "listing is served from memory"
+    );
+    tokio::time::sleep(Duration::from_secs(10).saturating_sub(down.elapsed())).await;
+    rx.set_default(Reply::Status(200));
+    redis.start_again().await;
+    let up = Instant::now();
+    redis.wait_for_subscriber().await;
+    let resubscribed = up.elapsed();
+    publish_names(&redis, 10..12).await;
+    rx.wait_delivered(12).await;
+    eprintln!(
+        "redis back: resubscribed after {resubscribed:?}, all delivered after {:?}",
+        up.elapsed()
+    );
+    let names: Vec<String> = rx.delivered().iter().map(|r| name_of(&r.event())).collect();
+    let duplicates = check_no_loss(&names, 12);
+    assert!(duplicates <= 1, "{duplicates}");
+    assert!(
+        relay
+            .metrics()
+            .await
+            .contains("hookrelay_bus_reconnects_total 1")
+    );
+    relay.stop().await;
+}
