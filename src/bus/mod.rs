@@ -1,5 +1,6 @@
 //! The Redis pub/sub subscriber: one connection on the configured channels, messages handed on
-//! in bus order; when Redis goes away it reconnects with backoff and subscribes again.
+//! in bus order; when Redis goes away it reconnects with backoff (50 ms growing to 1 s: whatever
+//! is published while it is away is lost, so it retries often) and subscribes again.
 
 use std::{sync::Arc, time::Duration};
 
@@ -31,8 +32,8 @@ impl Subscriber {
     pub async fn run(self, tx: mpsc::Sender<BusMessage>, token: CancellationToken) {
         let backoff = || {
             ExponentialBuilder::default()
-                .with_min_delay(Duration::from_millis(100))
-                .with_max_delay(Duration::from_secs(5))
+                .with_min_delay(Duration::from_millis(50))
+                .with_max_delay(Duration::from_secs(1))
                 .with_jitter()
                 .without_max_times()
                 .build()
@@ -55,7 +56,7 @@ impl Subscriber {
                 }
                 Err(e) => tracing::warn!(error = %e, "cannot subscribe to the bus; retrying"),
             }
-            let wait = delays.next().unwrap_or(Duration::from_secs(5));
+            let wait = delays.next().unwrap_or(Duration::from_secs(1));
             tokio::select! {
                 () = tokio::time::sleep(wait) => {}
                 () = token.cancelled() => return,
