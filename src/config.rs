@@ -13,7 +13,15 @@ use crate::delivery::sign::Algorithm;
 
 /// Sections whose keys can be set from the environment as `HOOKRELAY_<SECTION>_<KEY>`.
 /// Longer names first, so that a nested section wins over its parent.
-const ENV_SECTIONS: &[&str] = &["bbb", "api", "redis", "delivery", "mapping", "metrics"];
+const ENV_SECTIONS: &[(&str, &str)] = &[
+    ("delivery_ssrf", "delivery.ssrf"),
+    ("bbb", "bbb"),
+    ("api", "api"),
+    ("redis", "redis"),
+    ("delivery", "delivery"),
+    ("mapping", "mapping"),
+    ("metrics", "metrics"),
+];
 
 /// The whole configuration of one relay.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
@@ -135,6 +143,26 @@ pub struct DeliveryConfig {
     pub include_events: Vec<String>,
     /// These event ids are never delivered.
     pub exclude_events: Vec<String>,
+    pub ssrf: SsrfConfig,
+}
+
+/// Which addresses callbacks may go to.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct SsrfConfig {
+    /// Refuse loopback, private, link-local, CGNAT, multicast and reserved addresses.
+    pub enabled: bool,
+    /// Networks allowed all the same, e.g. `["10.1.2.0/24"]`.
+    pub allow_cidrs: Vec<ipnet::IpNet>,
+}
+
+impl Default for SsrfConfig {
+    fn default() -> Self {
+        Self {
+            enabled: true,
+            allow_cidrs: Vec::new(),
+        }
+    }
 }
 
 impl Default for DeliveryConfig {
@@ -150,6 +178,7 @@ impl Default for DeliveryConfig {
             max_queue: 10_000,
             include_events: Vec::new(),
             exclude_events: Vec::new(),
+            ssrf: SsrfConfig::default(),
         }
     }
 }
@@ -321,8 +350,8 @@ impl Config {
 fn env_provider() -> Env {
     Env::prefixed("HOOKRELAY_").map(|key| {
         let key = key.as_str().to_ascii_lowercase();
-        for section in ENV_SECTIONS {
-            if let Some(rest) = key.strip_prefix(section).and_then(|r| r.strip_prefix('_')) {
+        for (prefix, section) in ENV_SECTIONS {
+            if let Some(rest) = key.strip_prefix(prefix).and_then(|r| r.strip_prefix('_')) {
                 return format!("{section}.{rest}").into();
             }
         }
@@ -381,9 +410,15 @@ mod tests {
         figment::Jail::expect_with(|jail| {
             jail.set_env("HOOKRELAY_BBB_SECRET", "from-env");
             jail.set_env("HOOKRELAY_DELIVERY_RETRY_INTERVALS_MS", "[5, 6]");
+            jail.set_env("HOOKRELAY_DELIVERY_SSRF_ALLOW_CIDRS", "[\"10.0.0.0/8\"]");
             let c = Config::load(None).map_err(|e| e.to_string())?;
             assert_eq!(c.bbb.secret.expose(), "from-env");
             assert_eq!(c.delivery.retry_intervals_ms, vec![5, 6]);
+            assert_eq!(
+                c.delivery.ssrf.allow_cidrs,
+                vec!["10.0.0.0/8".parse().unwrap()]
+            );
+            assert!(c.delivery.ssrf.enabled);
             Ok(())
         });
     }

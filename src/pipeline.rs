@@ -18,6 +18,7 @@ use crate::{
         journal::{self, Entry},
         now_ms,
         queue::{DeliveryContext, Dispatcher},
+        ssrf::Guard,
     },
     event::{
         mapping::Mappings,
@@ -113,7 +114,12 @@ pub async fn run(config: Config, listeners: Listeners, shutdown: Shutdown) -> an
     );
     mappings.restore(meetings, users, now_ms());
 
+    let guard = Arc::new(Guard::new(
+        config.delivery.ssrf.enabled,
+        config.delivery.ssrf.allow_cidrs.clone(),
+    ));
     let api_state = Arc::new(ApiState {
+        guard: guard.clone(),
         store: store.clone(),
         secret: config.bbb.secret.clone(),
         path: config.api.path.trim_end_matches('/').to_string(),
@@ -138,7 +144,11 @@ pub async fn run(config: Config, listeners: Listeners, shutdown: Shutdown) -> an
     }
 
     let delivery = Arc::new(DeliveryContext {
-        client: CallbackClient::new(Duration::from_millis(config.delivery.request_timeout_ms))?,
+        client: CallbackClient::new(
+            Duration::from_millis(config.delivery.request_timeout_ms),
+            guard.clone(),
+        )?,
+        guard: guard.clone(),
         store: store.clone(),
         secret: config.bbb.secret.clone(),
         algorithm: config.delivery.checksum_algorithm,

@@ -133,6 +133,12 @@ async fn run(
 async fn create(state: &ApiState, p: &Params<'_>) -> Result<(&'static str, String), ApiError> {
     let url = p.get("callbackURL").ok_or(ApiError::MissingCallbackUrl)?;
     validate_callback_url(url).map_err(|m| ApiError::invalid("invalidCallbackURL", m))?;
+    state.guard.check_url(url).map_err(|why| {
+        ApiError::invalid(
+            "invalidCallbackURL",
+            format!("callbackURL is not allowed: {why}."),
+        )
+    })?;
     let get_raw = match p.get("getRaw").map(str::to_ascii_lowercase).as_deref() {
         None | Some("") | Some("false") => false,
         Some("true") => true,

@@ -28,6 +28,8 @@ pub struct ApiState {
     pub path: String,
     pub algorithms: Vec<Algorithm>,
     pub metrics: Arc<Metrics>,
+    /// Refuses callback URLs whose address can never be allowed.
+    pub guard: Arc<crate::delivery::ssrf::Guard>,
 }
 
 /// The API router. One fallback handler matches paths the way the reference does

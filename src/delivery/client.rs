@@ -1,7 +1,9 @@
 //! The HTTP client: one pooled keep-alive reqwest client, no redirects, a timeout per attempt,
-//! and only 2xx counted as success.
+//! host names resolved through the SSRF guard, and only 2xx counted as success.
 
-use std::time::Duration;
+use std::{sync::Arc, time::Duration};
+
+use super::ssrf::{Guard, GuardedResolver};
 
 /// Most of a receiver's answer the relay reads (it is thrown away; reading a little lets the
 /// connection be reused).
@@ -18,6 +20,9 @@ pub enum DeliveryError {
     Connect(String),
     #[error("request failed: {0}")]
     Request(String),
+    /// The SSRF guard refused the callback's address.
+    #[error("{0}")]
+    Blocked(String),
 }
 
 impl DeliveryError {
@@ -34,12 +39,16 @@ impl DeliveryError {
             Self::Timeout => "timeout".into(),
             Self::Connect(_) => "connect".into(),
             Self::Request(_) => "request".into(),
+            Self::Blocked(_) => "blocked".into(),
         }
     }
 
     fn from_reqwest(e: &reqwest::Error) -> Self {
+        let chain = error_chain(e);
         if e.is_timeout() {
             Self::Timeout
+        } else if let Some(i) = chain.find("blocked: ") {
+            Self::Blocked(chain[i..].to_string())
         } else if e.is_connect() {
             Self::Connect(error_chain(e))
         } else {
@@ -68,7 +77,7 @@ pub struct CallbackClient {
 impl CallbackClient {
     /// # Errors
     /// When the TLS back end cannot be set up.
-    pub fn new(timeout: Duration) -> Result<Self, reqwest::Error> {
+    pub fn new(timeout: Duration, guard: Arc<Guard>) -> Result<Self, reqwest::Error> {
         // reqwest is built without a bundled crypto provider; ring is installed once for the
         // process (a second call finds it installed, which is fine).
         let _ = rustls::crypto::ring::default_provider().install_default();
@@ -77,6 +86,7 @@ impl CallbackClient {
             .timeout(timeout)
             .connect_timeout(timeout)
             .pool_idle_timeout(Duration::from_secs(60))
+            .dns_resolver(Arc::new(GuardedResolver { guard }))
             .user_agent(concat!("hookrelay/", env!("CARGO_PKG_VERSION")));
         Ok(Self {
             http: builder.build()?,

@@ -7,6 +7,7 @@ pub mod journal;
 pub mod queue;
 pub mod retry;
 pub mod sign;
+pub mod ssrf;
 
 use std::sync::atomic::{AtomicU64, Ordering};
 

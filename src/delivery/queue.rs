@@ -19,9 +19,11 @@ use tokio_util::{sync::CancellationToken, task::TaskTracker};
 use super::{
     Timestamps,
     client::CallbackClient,
+    client::DeliveryError,
     journal::{self, Entry},
     retry::RetryPolicy,
     sign::{self, Algorithm},
+    ssrf::Guard,
 };
 use crate::{
     config::{Compat, Secret},
@@ -44,6 +46,7 @@ pub struct DeliveryContext {
     pub retry_intervals_ms: Vec<u64>,
     /// Most entries queued per hook.
     pub max_queue: usize,
+    pub guard: Arc<Guard>,
     pub timestamps: Timestamps,
     pub metrics: Arc<Metrics>,
     pub token: CancellationToken,
@@ -184,6 +187,8 @@ enum Outcome {
 /// Sends the hook's callbacks one at a time until the hook is removed or the relay stops.
 async fn worker(hook: Arc<Hook>, queue: Arc<HookQueue>, ctx: Arc<DeliveryContext>) {
     let policy = RetryPolicy::new(&ctx.retry_intervals_ms, hook.permanent);
+    // An IP address in the URL is checked once; host names at each connection.
+    let blocked = ctx.guard.check_url(&hook.callback_url).err();
     loop {
         let entry = loop {
             if let Some(e) = queue.pop() {
@@ -197,7 +202,7 @@ async fn worker(hook: Arc<Hook>, queue: Arc<HookQueue>, ctx: Arc<DeliveryContext
         if ctx.token.is_cancelled() || !ctx.store.registry().contains(hook.id) {
             return;
         }
-        match deliver(&hook, &entry, &policy, &ctx).await {
+        match deliver(&hook, &entry, &policy, blocked.as_deref(), &ctx).await {
             Outcome::Delivered => {
                 if !ack(&hook, &entry, &ctx).await {
                     return;
@@ -231,6 +236,7 @@ async fn deliver(
     hook: &Hook,
     entry: &Entry,
     policy: &RetryPolicy,
+    blocked: Option<&str>,
     ctx: &DeliveryContext,
 ) -> Outcome {
     let body = match ctx.compat {
@@ -251,7 +257,11 @@ async fn deliver(
     loop {
         // An attempt under way is finished even when the relay is stopping (the request timeout
         // bounds it), so that a delivered callback is not sent again after a restart.
-        let err = match ctx.client.post(&url, body.clone()).await {
+        let result = match blocked {
+            Some(why) => Err(DeliveryError::Blocked(why.to_string())),
+            None => ctx.client.post(&url, body.clone()).await,
+        };
+        let err = match result {
             Ok(_) => {
                 ctx.metrics.callbacks_delivered.inc();
                 return Outcome::Delivered;

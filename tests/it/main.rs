@@ -10,4 +10,5 @@ mod delivery;
 mod durability;
 mod events;
 mod faults;
+mod hostile;
 mod restart;

@@ -1,6 +1,7 @@
 //! Test support: a real `redis-server` per test ([`TestRedis`]), a scriptable HTTP receiver
 //! ([`TestReceiver`]) and the relay run through the same `run` as the binary ([`TestRelay`]).
 
+pub mod bad_receiver;
 mod common;
 pub mod process;
 pub mod receiver;

@@ -41,7 +41,7 @@ impl RelayProcess {
         std::fs::write(
             &config,
             format!(
-                "[bbb]\nsecret = \"{SECRET}\"\n[api]\nbind = \"{api}\"\n[redis]\nurl = \"{}\"\n[metrics]\nbind = \"127.0.0.1:{}\"\n[delivery]\nretry_intervals_ms = [50, 100, 150]\nrequest_timeout_ms = 1000\n{extra}",
+                "[bbb]\nsecret = \"{SECRET}\"\n[api]\nbind = \"{api}\"\n[redis]\nurl = \"{}\"\n[metrics]\nbind = \"127.0.0.1:{}\"\n[delivery]\nretry_intervals_ms = [50, 100, 150]\nrequest_timeout_ms = 1000\n{extra}\n[delivery.ssrf]\nallow_cidrs = [\"127.0.0.1/32\"]\n",
                 redis.url(),
                 free_port()
             ),

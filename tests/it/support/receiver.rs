@@ -79,6 +79,8 @@ struct Inner {
     received: Mutex<Vec<Received>>,
     script: Mutex<VecDeque<Reply>>,
     default: Mutex<Option<Reply>>,
+    /// Paths starting with this get that status, whatever the script says.
+    by_prefix: Mutex<Option<(String, u16)>>,
 }
 
 pub struct TestReceiver {
@@ -117,6 +119,11 @@ impl TestReceiver {
     /// The answer once the script is used up (200 unless set).
     pub fn set_default(&self, reply: Reply) {
         *self.inner.default.lock().unwrap() = Some(reply);
+    }
+
+    /// Answers every request whose path starts with `prefix` with `status`.
+    pub fn status_for_prefix(&self, prefix: &str, status: u16) {
+        *self.inner.by_prefix.lock().unwrap() = Some((prefix.to_string(), status));
     }
 
     pub fn received(&self) -> Vec<Received> {
@@ -166,11 +173,15 @@ async fn handle(
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    let reply = inner
-        .script
+    let by_prefix = inner
+        .by_prefix
         .lock()
         .unwrap()
-        .pop_front()
+        .as_ref()
+        .filter(|(p, _)| uri.path().starts_with(p.as_str()))
+        .map(|(_, s)| Reply::Status(*s));
+    let reply = by_prefix
+        .or_else(|| inner.script.lock().unwrap().pop_front())
         .or_else(|| inner.default.lock().unwrap().clone())
         .unwrap_or(Reply::Status(200));
     let status = match &reply {

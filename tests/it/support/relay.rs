@@ -28,6 +28,8 @@ impl TestRelay {
             [delivery]
             retry_intervals_ms = [50, 100, 150]
             request_timeout_ms = 1000
+            [delivery.ssrf]
+            allow_cidrs = ["127.0.0.1/32"]
             "#,
             redis.url()
         );
