@@ -67,7 +67,7 @@ async fn serve(mut stream: TcpStream, mode: Misbehaviour, written: Arc<AtomicU64
     match mode {
         Misbehaviour::Hang => tokio::time::sleep(Duration::from_secs(3600)).await,
         Misbehaviour::Reset => {
-            let _ = stream.set_linger(Some(Duration::ZERO));
+            let _ = stream.set_zero_linger();
             drop(stream);
         }
         Misbehaviour::Trickle => {
