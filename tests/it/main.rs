@@ -12,3 +12,4 @@ mod events;
 mod faults;
 mod hostile;
 mod restart;
+mod secrets;

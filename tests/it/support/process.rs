@@ -9,6 +9,7 @@ use super::{SECRET, TestRedis, relay::http_client};
 
 pub struct RelayProcess {
     pub api: SocketAddr,
+    pub metrics: SocketAddr,
     child: Child,
     pub log: PathBuf,
     _dir: tempfile::TempDir,
@@ -35,15 +36,20 @@ impl RelayProcess {
     /// Starts the binary against `redis` with `extra` TOML appended to a minimal configuration
     /// (fast retries, 127.0.0.1 allowed as a callback address), and waits until it is subscribed.
     pub async fn start(redis: &TestRedis, extra: &str) -> Self {
+        Self::start_logging(redis, extra, "info").await
+    }
+
+    /// As [`start`](Self::start), logging at `level` (a `RUST_LOG` value).
+    pub async fn start_logging(redis: &TestRedis, extra: &str, level: &str) -> Self {
         let dir = tempfile::tempdir().expect("temp dir");
         let api: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().unwrap();
+        let metrics: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().unwrap();
         let config = dir.path().join("hookrelay.toml");
         std::fs::write(
             &config,
             format!(
-                "[bbb]\nsecret = \"{SECRET}\"\n[api]\nbind = \"{api}\"\n[redis]\nurl = \"{}\"\n[metrics]\nbind = \"127.0.0.1:{}\"\n[delivery]\nretry_intervals_ms = [50, 100, 150]\nrequest_timeout_ms = 1000\n{extra}\n[delivery.ssrf]\nallow_cidrs = [\"127.0.0.1/32\"]\n",
+                "[bbb]\nsecret = \"{SECRET}\"\n[api]\nbind = \"{api}\"\n[redis]\nurl = \"{}\"\n[metrics]\nbind = \"{metrics}\"\n[delivery]\nretry_intervals_ms = [50, 100, 150]\nrequest_timeout_ms = 1000\n{extra}\n[delivery.ssrf]\nallow_cidrs = [\"127.0.0.1/32\"]\n",
                 redis.url(),
-                free_port()
             ),
         )
         .expect("config");
@@ -51,7 +57,7 @@ impl RelayProcess {
         let child = Command::new(binary())
             .args(["serve", "--config"])
             .arg(&config)
-            .env("RUST_LOG", "info")
+            .env("RUST_LOG", level)
             .stdout(std::fs::File::create(&log).expect("log file"))
             .stderr(Stdio::inherit())
             .kill_on_drop(true)
@@ -72,10 +78,24 @@ impl RelayProcess {
         redis.wait_for_subscriber().await;
         Self {
             api,
+            metrics,
             child,
             log,
             _dir: dir,
         }
+    }
+
+    /// The metrics text of the relay at `metrics`.
+    pub async fn metrics(&self) -> String {
+        let url = format!("http://{}/metrics", self.metrics);
+        http_client()
+            .get(url)
+            .send()
+            .await
+            .expect("metrics")
+            .text()
+            .await
+            .expect("body")
     }
 
     /// SIGKILL: no chance to clean up.

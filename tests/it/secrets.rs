@@ -1,0 +1,60 @@
+//! The shared secret and checksums never appear in logs or metrics: a full run of the real binary
+//! at debug level, with API calls (good and bad checksums), deliveries, failures and retries.
+
+use crate::support::{
+    RelayProcess, Reply, SECRET, TestReceiver, TestRedis,
+    relay::{create_hook, http_client, signed_call},
+    user_joined,
+};
+use hookrelay::delivery::sign::Algorithm;
+
+#[tokio::test]
+async fn no_secret_or_checksum_in_logs_or_metrics() {
+    let redis = TestRedis::start().await;
+    let rx = TestReceiver::start().await;
+    rx.script([Reply::Status(500), Reply::Status(302)]);
+    let relay = RelayProcess::start_logging(&redis, "", "debug").await;
+    let http = http_client();
+    create_hook(&http, relay.api, &rx.url("/s?token=bearer-abc"), "").await;
+    let bad = signed_call(
+        &http,
+        relay.api,
+        "list",
+        "",
+        Algorithm::Sha256,
+        "not-the-secret",
+    )
+    .await;
+    assert!(bad.contains("checksumError"));
+    let mut api_checksums = Vec::new();
+    for alg in Algorithm::ALL {
+        let sum = alg.hex_digest(&[b"hooks/list", b"", SECRET.as_bytes()]);
+        signed_call(&http, relay.api, "list", "", alg, SECRET).await;
+        api_checksums.push(sum);
+    }
+    for i in 0..5 {
+        redis
+            .publish(&user_joined("int-1", &format!("u{i}"), &format!("n{i}")))
+            .await;
+    }
+    rx.wait_delivered(5).await;
+    let metrics = relay.metrics().await;
+    let log = relay.terminate().await;
+    assert!(log.contains("DEBUG"), "the run logged at debug level");
+    assert!(log.contains("callback failed"), "failures were logged");
+    let callback_checksums: Vec<String> = rx
+        .received()
+        .iter()
+        .map(|r| r.uri.rsplit_once("checksum=").unwrap().1.to_string())
+        .collect();
+    for (what, text) in [("log", &log), ("metrics", &metrics)] {
+        assert!(!text.contains(SECRET), "the secret is in the {what}");
+        for sum in api_checksums.iter().chain(&callback_checksums) {
+            assert!(!text.contains(sum.as_str()), "a checksum is in the {what}");
+        }
+        assert!(
+            !text.contains("bearer-abc"),
+            "a callback URL's token is in the {what}"
+        );
+    }
+}
