@@ -279,7 +279,7 @@ impl Config {
                 || "invalid".to_string(),
                 |e| {
                     let key = e.path.join(".");
-                    let kind = e.kind.to_string();
+                    let kind = one_line(&e.kind.to_string());
                     if key.is_empty() {
                         kind
                     } else {
@@ -345,6 +345,23 @@ impl Config {
     }
 }
 
+/// Folds a multi-line parser message (with its source excerpt) into one line.
+fn one_line(message: &str) -> String {
+    message
+        .lines()
+        .map(str::trim)
+        .filter(|l| {
+            !l.is_empty()
+                && !l.starts_with('|')
+                && !l
+                    .split('|')
+                    .next()
+                    .is_some_and(|n| n.trim().parse::<u32>().is_ok() && l.contains('|'))
+        })
+        .collect::<Vec<_>>()
+        .join(": ")
+}
+
 /// `HOOKRELAY_BBB_SECRET` -> `bbb.secret`, `HOOKRELAY_DELIVERY_RETRY_INTERVALS_MS` ->
 /// `delivery.retry_intervals_ms`.
 fn env_provider() -> Env {
@@ -396,6 +413,17 @@ mod tests {
         assert_eq!(c.api.bind.port(), 3005);
         assert_eq!(c.redis.channels.len(), 7);
         assert_eq!(c.mapping.inactivity_timeout_s, 86_400);
+    }
+
+    proptest::proptest! {
+        /// Any text as a configuration file: a config or one error line, never a panic.
+        #[test]
+        fn any_text_loads_or_fails_cleanly(text in "(\\[[a-z.]{0,12}\\]\n|[a-z_]{1,12} = (\"[ -~]{0,10}\"|[0-9]{1,6}|\\[[0-9, ]{0,12}\\]|true)\n|[ -~]{0,20}\n){0,8}") {
+            match Config::from_toml(&text) {
+                Ok(c) => proptest::prop_assert!(!c.bbb.secret.expose().is_empty()),
+                Err(e) => proptest::prop_assert_eq!(e.to_string().lines().count(), 1),
+            }
+        }
     }
 
     #[test]

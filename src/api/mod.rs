@@ -4,6 +4,7 @@
 
 pub mod checksum;
 pub mod hooks;
+pub mod params;
 pub mod xml;
 
 use std::sync::Arc;
