@@ -139,6 +139,9 @@ pub struct DeliveryConfig {
     pub permanent_hooks: Vec<PermanentHook>,
     /// Most callbacks queued per hook; beyond it the oldest are dropped (and counted).
     pub max_queue: usize,
+    /// Accept callback URLs carrying `user:password@` (refused by default: they end up in logs
+    /// and lists of other tools).
+    pub allow_url_credentials: bool,
     /// When not empty, only these event ids are delivered (mappings are kept up to date anyway).
     pub include_events: Vec<String>,
     /// These event ids are never delivered.
@@ -176,6 +179,7 @@ impl Default for DeliveryConfig {
             compat: Compat::Spec,
             permanent_hooks: Vec::new(),
             max_queue: 10_000,
+            allow_url_credentials: false,
             include_events: Vec::new(),
             exclude_events: Vec::new(),
             ssrf: SsrfConfig::default(),

@@ -114,10 +114,13 @@ pub async fn run(config: Config, listeners: Listeners, shutdown: Shutdown) -> an
     );
     mappings.restore(meetings, users, now_ms());
 
-    let guard = Arc::new(Guard::new(
-        config.delivery.ssrf.enabled,
-        config.delivery.ssrf.allow_cidrs.clone(),
-    ));
+    let guard = Arc::new(
+        Guard::new(
+            config.delivery.ssrf.enabled,
+            config.delivery.ssrf.allow_cidrs.clone(),
+        )
+        .allow_credentials(config.delivery.allow_url_credentials),
+    );
     let api_state = Arc::new(ApiState {
         guard: guard.clone(),
         store: store.clone(),

@@ -16,11 +16,23 @@ use reqwest::dns::{Addrs, Name, Resolve, Resolving};
 pub struct Guard {
     enabled: bool,
     allow: Vec<IpNet>,
+    /// Accept `user:password@` in callback URLs.
+    credentials: bool,
 }
 
 impl Guard {
     pub fn new(enabled: bool, allow: Vec<IpNet>) -> Self {
-        Self { enabled, allow }
+        Self {
+            enabled,
+            allow,
+            credentials: false,
+        }
+    }
+
+    /// Lets callback URLs carry credentials (`https://user:password@host/`).
+    pub fn allow_credentials(mut self, allow: bool) -> Self {
+        self.credentials = allow;
+        self
     }
 
     /// Whether a callback may connect to `ip`.
@@ -28,15 +40,18 @@ impl Guard {
         !self.enabled || self.allow.iter().any(|n| n.contains(&ip)) || !is_internal(ip)
     }
 
-    /// For a URL whose host is an IP address: whether that address is allowed (a host name is
-    /// checked when it is resolved). `Err` says why not.
+    /// Whether a callback URL is allowed: no credentials (unless allowed), and for an IP address
+    /// as host, an allowed address (a host name is checked when it is resolved).
     ///
     /// # Errors
-    /// When the URL names a forbidden address.
+    /// Says why the URL is refused.
     pub fn check_url(&self, url: &str) -> Result<(), String> {
         let Ok(parsed) = url::Url::parse(url) else {
             return Ok(());
         };
+        if !self.credentials && (!parsed.username().is_empty() || parsed.password().is_some()) {
+            return Err("it carries credentials (user:password@)".into());
+        }
         let ip = match parsed.host() {
             Some(url::Host::Ipv4(v4)) => IpAddr::V4(v4),
             Some(url::Host::Ipv6(v6)) => IpAddr::V6(v6),
@@ -186,6 +201,14 @@ mod tests {
             "names are checked when resolved"
         );
         assert!(Guard::new(false, vec![]).allows("10.0.0.1".parse().unwrap()));
+        assert!(g.check_url("http://user:pw@example.com/x").is_err());
+        assert!(g.check_url("http://user@example.com/x").is_err());
+        assert!(
+            g.clone()
+                .allow_credentials(true)
+                .check_url("http://user:pw@example.com/x")
+                .is_ok()
+        );
     }
 
     #[tokio::test]

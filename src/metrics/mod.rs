@@ -86,6 +86,16 @@ impl Metrics {
             m.hooks_removed.clone(),
         );
         r.register(
+            "hookrelay_queue_dropped",
+            "Callbacks dropped because their hook's queue was full",
+            m.queue_dropped.clone(),
+        );
+        r.register(
+            "hookrelay_queued_callbacks",
+            "Callbacks waiting in the hooks' queues (sampled every 10 s)",
+            m.queued_callbacks.clone(),
+        );
+        r.register(
             "hookrelay_hooks_registered",
             "Hooks registered",
             m.hooks_registered.clone(),

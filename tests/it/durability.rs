@@ -192,3 +192,84 @@ async fn redis_stopped_for_10s_then_everything_resumes() {
     );
     relay.stop().await;
 }
+
+#[tokio::test]
+async fn a_full_queue_drops_its_oldest_and_counts_them() {
+    let redis = TestRedis::start().await;
+    let (slow, other) = (TestReceiver::start().await, TestReceiver::start().await);
+    slow.set_default(Reply::Delay(Duration::from_millis(1000), 200));
+    let mut config = TestRelay::config(&redis);
+    config.delivery.max_queue = 5;
+    config.delivery.request_timeout_ms = 3000;
+    let relay = TestRelay::start_with(&redis, config).await;
+    let hook = relay.create_hook(&slow.url("/slow"), "").await;
+    relay.create_hook(&other.url("/other"), "").await;
+    publish_names(&redis, 0..1).await;
+    // Once n0 is in flight, n1..n20 arrive: the queue keeps the newest five.
+    while slow.received().is_empty() {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    // One at a time, so that the fast hook (same bound) keeps up.
+    for i in 1..21 {
+        publish_names(&redis, i..i + 1).await;
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    other.wait_delivered(21).await;
+    // Redis holds the five queued plus the one in flight (drops are removed in the background).
+    let mut len = usize::MAX;
+    for _ in 0..100 {
+        len = queue_len(&redis, hook).await;
+        if len <= 6 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert_eq!(len, 6);
+    slow.wait_delivered(6).await;
+    tokio::time::sleep(Duration::from_millis(900)).await;
+    let names: Vec<String> = slow
+        .delivered()
+        .iter()
+        .map(|r| name_of(&r.event()))
+        .collect();
+    assert_eq!(names, ["n0", "n16", "n17", "n18", "n19", "n20"]);
+    let m = relay.metrics().await;
+    assert!(m.contains("hookrelay_queue_dropped_total 15"), "{m}");
+    // The other hook lost nothing.
+    let names: Vec<String> = other
+        .delivered()
+        .iter()
+        .map(|r| name_of(&r.event()))
+        .collect();
+    assert_eq!(check_no_loss(&names, 21), 0);
+    relay.stop().await;
+}
+
+#[tokio::test]
+async fn destroying_a_hook_removes_its_queue() {
+    let redis = TestRedis::start().await;
+    let rx = TestReceiver::start().await;
+    rx.set_default(Reply::Delay(Duration::from_millis(500), 200));
+    let relay = TestRelay::start(&redis).await;
+    let hook = relay.create_hook(&rx.url("/d"), "").await;
+    publish_names(&redis, 0..10).await;
+    for _ in 0..100 {
+        if queue_len(&redis, hook).await >= 9 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert!(
+        relay
+            .call("destroy", &format!("hookID={hook}"))
+            .await
+            .contains("<removed>true</removed>")
+    );
+    assert_eq!(queue_len(&redis, hook).await, 0);
+    tokio::time::sleep(Duration::from_millis(700)).await;
+    assert!(
+        rx.received().len() <= 1,
+        "only the callback in flight went out"
+    );
+    relay.stop().await;
+}
