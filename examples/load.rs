@@ -69,16 +69,7 @@ async fn main() {
     for rx in &receivers {
         let got = rx.delivered();
         total += got.len();
-        let names: Vec<String> = got
-            .iter()
-            .map(|r| {
-                let v: serde_json::Value = serde_json::from_str(&r.event()).expect("json");
-                v["data"]["attributes"]["user"]["name"]
-                    .as_str()
-                    .unwrap_or("")
-                    .to_string()
-            })
-            .collect();
+        let names: Vec<String> = got.iter().map(|r| support::user_name(&r.event())).collect();
         in_order &= names.len() == args.events
             && names
                 .iter()

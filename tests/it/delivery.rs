@@ -5,15 +5,9 @@ use std::time::Duration;
 
 use hookrelay::config::{Compat, PermanentHook};
 
-use crate::support::{Reply, TestReceiver, TestRedis, TestRelay, meeting_created, user_joined};
-
-fn name_of(event: &str) -> String {
-    let v: serde_json::Value = serde_json::from_str(event).unwrap();
-    v["data"]["attributes"]["user"]["name"]
-        .as_str()
-        .unwrap_or_default()
-        .to_string()
-}
+use crate::support::{
+    Reply, TestReceiver, TestRedis, TestRelay, meeting_created, user_joined, user_name,
+};
 
 #[tokio::test]
 async fn a_thousand_events_arrive_in_bus_order() {
@@ -32,7 +26,7 @@ async fn a_thousand_events_arrive_in_bus_order() {
     }
     let () = pipe.query_async(&mut conn).await.unwrap();
     let got = rx.wait_delivered(1000).await;
-    let names: Vec<String> = got.iter().map(|r| name_of(&r.event())).collect();
+    let names: Vec<String> = got.iter().map(|r| user_name(&r.event())).collect();
     let expected: Vec<String> = (0..1000).map(|i| format!("n{i}")).collect();
     assert_eq!(names, expected);
     let ts: Vec<u64> = got.iter().map(|r| r.timestamp()).collect();
@@ -61,8 +55,8 @@ async fn a_retried_event_keeps_body_and_timestamp_and_holds_back_later_ones() {
     assert_eq!(all[0].body, all[1].body);
     assert_eq!(all[0].body, all[2].body);
     assert_eq!(all[0].uri, all[2].uri, "same signature on every attempt");
-    assert_eq!(name_of(&all[2].event()), "first");
-    assert_eq!(name_of(&all[3].event()), "second");
+    assert_eq!(user_name(&all[2].event()), "first");
+    assert_eq!(user_name(&all[3].event()), "second");
     assert!(all[3].timestamp() > all[2].timestamp());
     relay.stop().await;
 }
@@ -120,7 +114,7 @@ async fn a_hook_is_removed_when_the_schedule_runs_out() {
     );
     // One attempt plus one per interval (three), all for the first event; the second is dropped.
     assert_eq!(rx.received().len(), 4);
-    assert!(rx.received().iter().all(|r| name_of(&r.event()) == "x"));
+    assert!(rx.received().iter().all(|r| user_name(&r.event()) == "x"));
     assert!(
         redis
             .smembers("bigbluebutton:webhooks:out:hooks")
@@ -167,7 +161,7 @@ async fn a_slow_hook_does_not_delay_a_fast_one() {
         slow_got
             .iter()
             .enumerate()
-            .all(|(i, r)| name_of(&r.event()) == format!("n{i}"))
+            .all(|(i, r)| user_name(&r.event()) == format!("n{i}"))
     );
     relay.stop().await;
 }

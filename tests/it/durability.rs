@@ -6,16 +6,8 @@ use std::time::{Duration, Instant};
 use crate::support::{
     RelayProcess, Reply, TestReceiver, TestRedis, TestRelay,
     relay::{create_hook, http_client},
-    user_joined,
+    user_joined, user_name,
 };
-
-fn name_of(event: &str) -> String {
-    let v: serde_json::Value = serde_json::from_str(event).unwrap();
-    v["data"]["attributes"]["user"]["name"]
-        .as_str()
-        .unwrap_or_default()
-        .to_string()
-}
 
 /// Checks a hook's deliveries: every expected name once in order, apart from re-sent callbacks;
 /// returns how many were duplicates.
@@ -86,7 +78,11 @@ async fn kill_9_in_the_middle_of_10000_events_loses_nothing() {
     let relay = RelayProcess::start(&redis, "max_queue = 20000\n").await;
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
-        let names: Vec<String> = rx.delivered().iter().map(|r| name_of(&r.event())).collect();
+        let names: Vec<String> = rx
+            .delivered()
+            .iter()
+            .map(|r| user_name(&r.event()))
+            .collect();
         let unique: std::collections::HashSet<_> = names.iter().collect();
         if unique.len() >= N {
             break;
@@ -98,7 +94,11 @@ async fn kill_9_in_the_middle_of_10000_events_loses_nothing() {
         );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    let names: Vec<String> = rx.delivered().iter().map(|r| name_of(&r.event())).collect();
+    let names: Vec<String> = rx
+        .delivered()
+        .iter()
+        .map(|r| user_name(&r.event()))
+        .collect();
     let duplicates = check_no_loss(&names, N);
     eprintln!(
         "kill -9: sent {N}, delivered before kill {at_kill}, delivered {} ({} unique), lost 0, duplicated {duplicates}",
@@ -137,7 +137,11 @@ async fn graceful_stop_with_callbacks_in_flight_resumes_after_restart() {
     let relay = TestRelay::start(&redis).await;
     rx.wait_delivered(30).await;
     tokio::time::sleep(Duration::from_millis(300)).await;
-    let names: Vec<String> = rx.delivered().iter().map(|r| name_of(&r.event())).collect();
+    let names: Vec<String> = rx
+        .delivered()
+        .iter()
+        .map(|r| user_name(&r.event()))
+        .collect();
     let duplicates = check_no_loss(&names, 30);
     assert_eq!(
         duplicates, 0,
@@ -181,7 +185,11 @@ async fn redis_stopped_for_10s_then_everything_resumes() {
         "redis back: resubscribed after {resubscribed:?}, all delivered after {:?}",
         up.elapsed()
     );
-    let names: Vec<String> = rx.delivered().iter().map(|r| name_of(&r.event())).collect();
+    let names: Vec<String> = rx
+        .delivered()
+        .iter()
+        .map(|r| user_name(&r.event()))
+        .collect();
     let duplicates = check_no_loss(&names, 12);
     assert!(duplicates <= 1, "{duplicates}");
     assert!(
@@ -230,7 +238,7 @@ async fn a_full_queue_drops_its_oldest_and_counts_them() {
     let names: Vec<String> = slow
         .delivered()
         .iter()
-        .map(|r| name_of(&r.event()))
+        .map(|r| user_name(&r.event()))
         .collect();
     assert_eq!(names, ["n0", "n16", "n17", "n18", "n19", "n20"]);
     let m = relay.metrics().await;
@@ -239,7 +247,7 @@ async fn a_full_queue_drops_its_oldest_and_counts_them() {
     let names: Vec<String> = other
         .delivered()
         .iter()
-        .map(|r| name_of(&r.event()))
+        .map(|r| user_name(&r.event()))
         .collect();
     assert_eq!(check_no_loss(&names, 21), 0);
     relay.stop().await;

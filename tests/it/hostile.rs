@@ -6,7 +6,7 @@ use std::{sync::atomic::Ordering, time::Duration};
 use crate::support::{
     TestReceiver, TestRedis, TestRelay,
     bad_receiver::{BadReceiver, Misbehaviour},
-    user_joined,
+    user_joined, user_name,
 };
 
 fn listed_hooks(xml: &str) -> usize {

@@ -57,3 +57,12 @@ pub fn meeting_ended(mid: &str) -> String {
     })
     .to_string()
 }
+
+/// `data.attributes.user.name` of a processed event (the tests number users by name).
+pub fn user_name(event: &str) -> String {
+    let v: serde_json::Value = serde_json::from_str(event).expect("event JSON");
+    v["data"]["attributes"]["user"]["name"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string()
+}
