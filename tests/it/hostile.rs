@@ -138,13 +138,7 @@ async fn a_thousand_hooks_half_failing() {
         let names: Vec<String> = delivered
             .iter()
             .filter(|r| r.uri.starts_with(&path))
-            .map(|r| {
-                let v: serde_json::Value = serde_json::from_str(&r.event()).unwrap();
-                v["data"]["attributes"]["user"]["name"]
-                    .as_str()
-                    .unwrap()
-                    .to_string()
-            })
+            .map(|r| user_name(&r.event()))
             .collect();
         assert_eq!(names, ["n0", "n1", "n2", "n3", "n4"], "hook {i}");
     }
