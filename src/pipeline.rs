@@ -25,7 +25,7 @@ use crate::{
         persist,
         process::{EventFilter, Processor},
     },
-    hooks::{Hook, HookStore, Registry, matcher},
+    hooks::{Hook, HookStore, Registry, Snapshot, matcher},
     metrics::{EventLabel, Metrics},
     shutdown::Shutdown,
 };
@@ -186,6 +186,7 @@ pub async fn run(config: Config, listeners: Listeners, shutdown: Shutdown) -> an
     }
     let stage = ProcessStage {
         processor: Processor::new(mappings, filter),
+        last_snapshot: None,
         dispatcher,
         registry,
         metrics,
@@ -202,6 +203,8 @@ pub async fn run(config: Config, listeners: Listeners, shutdown: Shutdown) -> an
 /// The processing stage: one task, so mappings change in bus order before the next message.
 struct ProcessStage {
     processor: Processor,
+    /// The hook snapshot last seen: when it changes, the queues of removed hooks are closed.
+    last_snapshot: Option<Arc<Snapshot>>,
     dispatcher: Dispatcher,
     registry: Arc<Registry>,
     metrics: Arc<Metrics>,
@@ -233,6 +236,14 @@ impl ProcessStage {
     /// Processes a batch of bus messages in order; returns the callbacks they make.
     fn process(&mut self, batch: &[BusMessage]) -> Vec<(Arc<Hook>, Entry)> {
         let snapshot = self.registry.load();
+        if self
+            .last_snapshot
+            .as_ref()
+            .is_some_and(|last| !Arc::ptr_eq(last, &snapshot))
+        {
+            self.dispatcher.prune();
+        }
+        self.last_snapshot = Some(snapshot.clone());
         let mut entries = Vec::new();
         for msg in batch {
             let events = match self.processor.process(&msg.payload, now_ms()) {

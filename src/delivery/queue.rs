@@ -7,7 +7,10 @@
 
 use std::{
     collections::{HashMap, VecDeque},
-    sync::{Arc, Mutex},
+    sync::{
+        Arc, Mutex,
+        atomic::{AtomicBool, Ordering},
+    },
     time::Duration,
 };
 
@@ -58,6 +61,8 @@ pub struct DeliveryContext {
 struct HookQueue {
     entries: Mutex<VecDeque<Entry>>,
     ready: Notify,
+    /// Set when the hook is gone: the worker ends even if it is idle.
+    closed: AtomicBool,
 }
 
 impl HookQueue {
@@ -77,6 +82,15 @@ impl HookQueue {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .pop_front()
+    }
+
+    fn close(&self) {
+        self.closed.store(true, Ordering::Release);
+        self.ready.notify_one();
+    }
+
+    fn is_closed(&self) -> bool {
+        self.closed.load(Ordering::Acquire)
     }
 
     fn len(&self) -> usize {
@@ -166,11 +180,17 @@ impl Dispatcher {
         }
     }
 
-    /// Forgets the queues of hooks that no longer exist (their workers end on their own), and
-    /// returns how many callbacks are queued in all.
+    /// Closes the queues of hooks that no longer exist (their workers end), and returns how many
+    /// callbacks are queued in all.
     pub fn prune(&mut self) -> usize {
         let snapshot = self.ctx.store.registry().load();
-        self.queues.retain(|id, _| snapshot.get(*id).is_some());
+        self.queues.retain(|id, q| {
+            let live = snapshot.get(*id).is_some();
+            if !live {
+                q.close();
+            }
+            live
+        });
         self.queues.values().map(|q| q.len()).sum()
     }
 }
@@ -186,11 +206,23 @@ enum Outcome {
 
 /// Sends the hook's callbacks one at a time until the hook is removed or the relay stops.
 async fn worker(hook: Arc<Hook>, queue: Arc<HookQueue>, ctx: Arc<DeliveryContext>) {
+    /// Counts the worker in `hookrelay_delivery_workers` for as long as it lives.
+    struct Alive(prometheus_client::metrics::gauge::Gauge);
+    impl Drop for Alive {
+        fn drop(&mut self) {
+            self.0.dec();
+        }
+    }
+    ctx.metrics.delivery_workers.inc();
+    let _alive = Alive(ctx.metrics.delivery_workers.clone());
     let policy = RetryPolicy::new(&ctx.retry_intervals_ms, hook.permanent);
     // An IP address in the URL is checked once; host names at each connection.
     let blocked = ctx.guard.check_url(&hook.callback_url).err();
     loop {
         let entry = loop {
+            if queue.is_closed() {
+                return;
+            }
             if let Some(e) = queue.pop() {
                 break e;
             }

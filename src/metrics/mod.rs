@@ -40,6 +40,7 @@ pub struct Metrics {
     pub hooks_removed: Counter,
     pub queue_dropped: Counter,
     pub queued_callbacks: Gauge,
+    pub delivery_workers: Gauge,
     pub hooks_registered: Gauge,
     pub meeting_mappings: Gauge,
     pub user_mappings: Gauge,
@@ -89,6 +90,11 @@ impl Metrics {
             "hookrelay_queue_dropped",
             "Callbacks dropped because their hook's queue was full",
             m.queue_dropped.clone(),
+        );
+        r.register(
+            "hookrelay_delivery_workers",
+            "Hooks with a delivery worker running",
+            m.delivery_workers.clone(),
         );
         r.register(
             "hookrelay_queued_callbacks",
