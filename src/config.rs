@@ -337,9 +337,18 @@ impl Config {
         if self.delivery.request_timeout_ms == 0 {
             return fail("delivery.request_timeout_ms", "must be greater than 0");
         }
+        let guard = crate::delivery::ssrf::Guard::new(
+            self.delivery.ssrf.enabled,
+            self.delivery.ssrf.allow_cidrs.clone(),
+        )
+        .allow_credentials(self.delivery.allow_url_credentials);
         for hook in &self.delivery.permanent_hooks {
             if let Err(why) = crate::hooks::model::validate_callback_url(&hook.url) {
                 return fail("delivery.permanent_hooks", &format!("{}: {why}", hook.url));
+            }
+            if let Err(why) = guard.check_url(&hook.url) {
+                let why = format!("{} is not allowed by delivery.ssrf: {why}", hook.url);
+                return fail("delivery.permanent_hooks", &why);
             }
         }
         if self.mapping.inactivity_timeout_s == 0 {
@@ -428,6 +437,15 @@ mod tests {
                 Err(e) => proptest::prop_assert_eq!(e.to_string().lines().count(), 1),
             }
         }
+    }
+
+    #[test]
+    fn permanent_hooks_must_pass_the_ssrf_guard() {
+        let text = "[bbb]\nsecret='x'\n[delivery]\npermanent_hooks=[{url='http://127.0.0.1:9/x'}]\n";
+        let err = Config::from_toml(text).unwrap_err().to_string();
+        assert!(err.starts_with("configuration: delivery.permanent_hooks: http://127.0.0.1:9/x is not allowed"), "{err}");
+        let allowed = format!("{text}[delivery.ssrf]\nallow_cidrs=['127.0.0.0/8']\n");
+        assert!(Config::from_toml(&allowed).is_ok());
     }
 
     #[test]
