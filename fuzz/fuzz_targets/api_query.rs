@@ -11,7 +11,9 @@ use libfuzzer_sys::fuzz_target;
 const SECRET: &str = "fuzz-secret";
 
 fuzz_target!(|data: &[u8]| {
-    let Ok(query) = std::str::from_utf8(data) else { return };
+    let Ok(query) = std::str::from_utf8(data) else {
+        return;
+    };
     let guard = Guard::new(true, vec![]);
     let sum = Algorithm::Sha256.hex_digest(&[b"hooks/create", query.as_bytes(), SECRET.as_bytes()]);
     let signed = format!("{query}&checksum={sum}");

@@ -14,7 +14,9 @@ fuzz_target!(|data: &[u8]| {
     let mut p = Processor::new(Mappings::new(86_400_000, None), EventFilter::default());
     // Several messages, so that state built by one feeds the next.
     for chunk in data.split(|b| *b == 0) {
-        let Ok(text) = std::str::from_utf8(chunk) else { continue };
+        let Ok(text) = std::str::from_utf8(chunk) else {
+            continue;
+        };
         if let Ok(events) = p.process(&Arc::from(text), 1) {
             for e in events {
                 assert!(OUTPUT_IDS.contains(&e.id.as_str()));
