@@ -441,9 +441,15 @@ mod tests {
 
     #[test]
     fn permanent_hooks_must_pass_the_ssrf_guard() {
-        let text = "[bbb]\nsecret='x'\n[delivery]\npermanent_hooks=[{url='http://127.0.0.1:9/x'}]\n";
+        let text =
+            "[bbb]\nsecret='x'\n[delivery]\npermanent_hooks=[{url='http://127.0.0.1:9/x'}]\n";
         let err = Config::from_toml(text).unwrap_err().to_string();
-        assert!(err.starts_with("configuration: delivery.permanent_hooks: http://127.0.0.1:9/x is not allowed"), "{err}");
+        assert!(
+            err.starts_with(
+                "configuration: delivery.permanent_hooks: http://127.0.0.1:9/x is not allowed"
+            ),
+            "{err}"
+        );
         let allowed = format!("{text}[delivery.ssrf]\nallow_cidrs=['127.0.0.0/8']\n");
         assert!(Config::from_toml(&allowed).is_ok());
     }
