@@ -68,7 +68,7 @@ pub async fn run(config: Config, listeners: Listeners, shutdown: Shutdown) -> an
     let token = shutdown.token().clone();
     let tracker = shutdown.tracker().clone();
     let metrics = Metrics::new();
-    let client = redis::Client::open(config.redis.url.as_str())?;
+    let client = redis_client(&config.redis.url)?;
 
     let Some(conn) = connect(&client, &token).await else {
         return Ok(());
@@ -217,7 +217,17 @@ impl ProcessStage {
         loop {
             tokio::select! {
                 biased;
-                () = token.cancelled() => return,
+                () = token.cancelled() => {
+                    // Messages already taken off the bus are processed and persisted once more.
+                    while let Ok(m) = rx.try_recv() {
+                        batch.push(m);
+                    }
+                    let entries = self.process(&batch);
+                    self.dispatcher.accept(entries).await;
+                    return;
+                }
+                // Before the bus, or a busy bus would starve it (it is ready every 10 s only).
+                _ = sweep.tick() => self.sweep(),
                 n = rx.recv_many(&mut batch, BATCH) => {
                     if n == 0 {
                         return;
@@ -228,7 +238,6 @@ impl ProcessStage {
                         return;
                     }
                 }
-                _ = sweep.tick() => self.sweep(),
             }
         }
     }
@@ -255,6 +264,7 @@ impl ProcessStage {
                 }
             };
             for event in events {
+                let ts = self.dispatcher.next_ts();
                 self.metrics
                     .events_mapped
                     .get_or_create(&EventLabel {
@@ -264,7 +274,7 @@ impl ProcessStage {
                 for hook in
                     matcher::matching(&snapshot, &event.id, event.external_meeting_id.as_deref())
                 {
-                    entries.push((hook.clone(), self.dispatcher.entry(hook, &event)));
+                    entries.push((hook.clone(), self.dispatcher.entry(hook, &event, ts)));
                 }
             }
         }
@@ -297,12 +307,16 @@ async fn resume_queues(
     let snapshot = registry.load();
     let mut total = 0;
     for hook in snapshot.all() {
-        let entries = retry_until_ok(token, "read a hook's queue", || {
+        let (entries, last) = retry_until_ok(token, "read a hook's queue", || {
             let mut c = conn.clone();
             let id = hook.id;
-            async move { journal::load(&mut c, id).await }
+            async move {
+                let last = journal::last_ts(&mut c, id).await?;
+                Ok::<_, redis::RedisError>((journal::load(&mut c, id).await?, last))
+            }
         })
         .await?;
+        dispatcher.observe_ts(last);
         total += entries.len();
         dispatcher.resume(hook, entries);
     }
@@ -335,6 +349,24 @@ fn serve(
             token.cancel();
         }
     });
+}
+
+/// A Redis client whose connections notice a silently dead peer (no RST after a partition or a
+/// reboot) within about a minute: TCP keepalive probes and a user timeout. Without them a quiet
+/// pub/sub connection could wait forever.
+fn redis_client(url: &str) -> redis::RedisResult<redis::Client> {
+    use redis::{
+        IntoConnectionInfo,
+        io::tcp::{TcpSettings, socket2::TcpKeepalive},
+    };
+    let keepalive = TcpKeepalive::new()
+        .with_time(Duration::from_secs(30))
+        .with_interval(Duration::from_secs(10));
+    let tcp = TcpSettings::default()
+        .set_nodelay(true)
+        .set_keepalive(keepalive)
+        .set_user_timeout(Duration::from_secs(60));
+    redis::Client::open(url.into_connection_info()?.set_tcp_settings(tcp))
 }
 
 /// Connects to Redis, waiting (with backoff) until it answers or the relay stops.

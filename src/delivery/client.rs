@@ -83,6 +83,8 @@ impl CallbackClient {
         let _ = rustls::crypto::ring::default_provider().install_default();
         let builder = reqwest::Client::builder()
             .redirect(reqwest::redirect::Policy::none())
+            // A proxy would resolve and connect on its own, past the SSRF guard.
+            .no_proxy()
             .timeout(timeout)
             .connect_timeout(timeout)
             .pool_idle_timeout(Duration::from_secs(60))
@@ -108,7 +110,8 @@ impl CallbackClient {
             .body(body)
             .send()
             .await
-            .map_err(|e| DeliveryError::from_reqwest(&e))?;
+            // The URL carries the checksum (and maybe a token): never in an error message.
+            .map_err(|e| DeliveryError::from_reqwest(&e.without_url()))?;
         let status = resp.status().as_u16();
         // Read a little of the answer so the connection can go back to the pool; a longer
         // answer is cut off (the connection is then closed).

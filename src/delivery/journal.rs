@@ -20,7 +20,19 @@ pub struct Entry {
     pub event_id: Arc<str>,
 }
 
-/// Appends entries: `(hook id, entry)` in order.
+/// Adds one entry unless the stream already has it (or a later one): a retried append after a
+/// lost reply must not fail on the entries the first attempt did write.
+const XADD_ONCE: &str = r"
+local r = redis.pcall('XADD', KEYS[1], ARGV[1], 'e', ARGV[2], 'p', ARGV[3])
+if type(r) == 'table' and r.err then
+  if string.find(r.err, 'equal or smaller', 1, true) then return 0 end
+  return r
+end
+return 1
+";
+
+/// Appends entries: `(hook id, entry)` in order. Idempotent, so a batch is simply sent again
+/// after an error.
 ///
 /// # Errors
 /// When Redis fails; nothing may be assumed written then.
@@ -33,16 +45,36 @@ pub async fn append(
     }
     let mut pipe = redis::pipe();
     for (hook, e) in entries {
-        pipe.cmd("XADD")
+        pipe.cmd("EVAL")
+            .arg(XADD_ONCE)
+            .arg(1)
             .arg(queue_key(*hook))
             .arg(format!("{}-0", e.ts))
-            .arg("e")
             .arg(&*e.event_id)
-            .arg("p")
             .arg(e.payload.text())
             .ignore();
     }
     pipe.query_async(conn).await
+}
+
+/// The highest timestamp a hook's stream has ever held (its last generated id), so that new
+/// entries are given later ones even when the stream is empty now.
+///
+/// # Errors
+/// When Redis fails.
+pub async fn last_ts(conn: &mut ConnectionManager, hook: u64) -> Result<u64, redis::RedisError> {
+    let key = queue_key(hook);
+    let exists: bool = conn.exists(&key).await?;
+    if !exists {
+        return Ok(0);
+    }
+    let info: redis::streams::StreamInfoStreamReply = conn.xinfo_stream(&key).await?;
+    Ok(info
+        .last_generated_id
+        .split('-')
+        .next()
+        .and_then(|t| t.parse().ok())
+        .unwrap_or(0))
 }
 
 /// Removes delivered or dropped entries of one hook.
@@ -59,6 +91,14 @@ pub async fn remove(
     }
     let ids: Vec<String> = timestamps.iter().map(|t| format!("{t}-0")).collect();
     conn.xdel(queue_key(hook), &ids).await
+}
+
+/// Deletes a hook's whole stream.
+///
+/// # Errors
+/// When Redis fails.
+pub async fn delete(conn: &mut ConnectionManager, hook: u64) -> Result<(), redis::RedisError> {
+    conn.del(queue_key(hook)).await
 }
 
 /// Reads a hook's stream back, oldest first.

@@ -112,10 +112,21 @@ impl Dispatcher {
         }
     }
 
-    /// The entry `event` makes for `hook`: its payload and a fresh timestamp.
-    pub fn entry(&self, hook: &Hook, event: &Event) -> Entry {
+    /// The timestamp of the next event: strictly increasing; shared by every hook the event
+    /// goes to (one hook gets one event once, so it is a unique stream id per hook).
+    pub fn next_ts(&self) -> u64 {
+        self.ctx.timestamps.next()
+    }
+
+    /// Makes sure later timestamps exceed `ts` (the last one a hook's stream ever held).
+    pub fn observe_ts(&self, ts: u64) {
+        self.ctx.timestamps.observe(ts);
+    }
+
+    /// The entry `event` (timestamped `ts`) makes for `hook`.
+    pub fn entry(&self, hook: &Hook, event: &Event, ts: u64) -> Entry {
         Entry {
-            ts: self.ctx.timestamps.next(),
+            ts,
             payload: if hook.get_raw {
                 event.raw.clone()
             } else {
@@ -140,8 +151,24 @@ impl Dispatcher {
                 () = self.ctx.token.cancelled() => return false,
             }
         }
+        // A hook removed while this batch was processed has had its stream deleted; the
+        // append made it again, so remove it once more.
+        let snapshot = self.ctx.store.registry().load();
+        let mut gone: Vec<u64> = batch
+            .iter()
+            .map(|(h, _)| h.id)
+            .filter(|id| snapshot.get(*id).is_none())
+            .collect();
+        gone.dedup();
+        for id in gone {
+            if let Err(e) = journal::delete(&mut conn, id).await {
+                tracing::warn!(hook_id = id, error = %e, "cannot remove a removed hook's queue");
+            }
+        }
         for (hook, entry) in batch {
-            self.queue(&hook, entry);
+            if snapshot.get(hook.id).is_some() {
+                self.queue(&hook, entry);
+            }
         }
         true
     }

@@ -281,3 +281,41 @@ async fn destroying_a_hook_removes_its_queue() {
     );
     relay.stop().await;
 }
+
+#[tokio::test]
+async fn a_batch_sent_again_after_a_lost_reply_is_harmless() {
+    use hookrelay::{
+        delivery::journal::{self, Entry},
+        event::Payload,
+    };
+    let redis = TestRedis::start().await;
+    let client = redis::Client::open(redis.url()).unwrap();
+    let mut conn = redis::aio::ConnectionManager::new(client).await.unwrap();
+    let entry = |ts| Entry {
+        ts,
+        payload: std::sync::Arc::new(Payload::new(format!("p{ts}"))),
+        event_id: "user-joined".into(),
+    };
+    let batch = vec![(7, entry(10)), (7, entry(11)), (8, entry(11))];
+    // The first attempt wrote part of the batch before its reply was lost; the whole batch is
+    // sent again.
+    journal::append(&mut conn, &batch[..2]).await.unwrap();
+    journal::append(&mut conn, &batch).await.unwrap();
+    let ts = |v: Vec<Entry>| {
+        v.iter()
+            .map(|e| (e.ts, e.payload.text().to_string()))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(
+        ts(journal::load(&mut conn, 7).await.unwrap()),
+        [(10, "p10".into()), (11, "p11".into())]
+    );
+    assert_eq!(
+        ts(journal::load(&mut conn, 8).await.unwrap()),
+        [(11, "p11".into())]
+    );
+    // Emptied, the stream still knows its last id: a restart starts above it.
+    journal::remove(&mut conn, 7, &[10, 11]).await.unwrap();
+    assert_eq!(journal::last_ts(&mut conn, 7).await.unwrap(), 11);
+    assert_eq!(journal::last_ts(&mut conn, 99).await.unwrap(), 0);
+}

@@ -1,6 +1,7 @@
 //! The shared secret and checksums never appear in logs or metrics: a full run of the real binary
 //! at debug level, with API calls (good and bad checksums), deliveries, failures and retries.
 
+use crate::support::bad_receiver::{BadReceiver, Misbehaviour};
 use crate::support::{
     RelayProcess, Reply, SECRET, TestReceiver, TestRedis,
     relay::{create_hook, http_client, signed_call},
@@ -16,6 +17,15 @@ async fn no_secret_or_checksum_in_logs_or_metrics() {
     let relay = RelayProcess::start_logging(&redis, "", "debug").await;
     let http = http_client();
     create_hook(&http, relay.api, &rx.url("/s?token=bearer-abc"), "").await;
+    // A receiver that resets the connection: transport errors carry URLs in reqwest's messages.
+    let reset = BadReceiver::start(Misbehaviour::Reset).await;
+    create_hook(
+        &http,
+        relay.api,
+        &format!("{}?token=bearer-abc", reset.url()),
+        "",
+    )
+    .await;
     let bad = signed_call(
         &http,
         relay.api,
@@ -38,10 +48,22 @@ async fn no_secret_or_checksum_in_logs_or_metrics() {
             .await;
     }
     rx.wait_delivered(5).await;
+    // The resetting hook fails four times and is removed.
+    for _ in 0..200 {
+        if reset.connections.load(std::sync::atomic::Ordering::SeqCst) >= 4 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
     let metrics = relay.metrics().await;
     let log = relay.terminate().await;
     assert!(log.contains("DEBUG"), "the run logged at debug level");
     assert!(log.contains("callback failed"), "failures were logged");
+    assert!(
+        log.contains("removing the hook"),
+        "the resetting hook's errors were logged"
+    );
     let callback_checksums: Vec<String> = rx
         .received()
         .iter()
