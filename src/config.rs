@@ -118,6 +118,17 @@ pub enum Compat {
     Reference,
 }
 
+/// How receivers can tell a callback is genuine.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CallbackAuth {
+    /// `checksum=` in the URL: digest of URL + body + secret.
+    #[default]
+    Checksum,
+    /// `Authorization: Bearer <secret>` and no checksum (the reference's `auth2_0` mode).
+    Bearer,
+}
+
 /// A hook that exists because the configuration names it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -136,6 +147,7 @@ pub struct DeliveryConfig {
     pub request_timeout_ms: u64,
     pub checksum_algorithm: Algorithm,
     pub compat: Compat,
+    pub auth: CallbackAuth,
     pub permanent_hooks: Vec<PermanentHook>,
     /// Most callbacks queued per hook; beyond it the oldest are dropped (and counted).
     pub max_queue: usize,
@@ -177,6 +189,7 @@ impl Default for DeliveryConfig {
             request_timeout_ms: 5000,
             checksum_algorithm: Algorithm::Sha1,
             compat: Compat::Spec,
+            auth: CallbackAuth::Checksum,
             permanent_hooks: Vec::new(),
             max_queue: 10_000,
             allow_url_credentials: false,

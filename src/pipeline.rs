@@ -156,6 +156,7 @@ pub async fn run(config: Config, listeners: Listeners, shutdown: Shutdown) -> an
         secret: config.bbb.secret.clone(),
         algorithm: config.delivery.checksum_algorithm,
         compat: config.delivery.compat,
+        auth: config.delivery.auth,
         domain: config.bbb.server_domain.clone(),
         retry_intervals_ms: config.delivery.retry_intervals_ms.clone(),
         max_queue: config.delivery.max_queue,

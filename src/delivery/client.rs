@@ -95,19 +95,29 @@ impl CallbackClient {
         })
     }
 
-    /// POSTs one form body; `Ok` only for a 2xx answer.
+    /// POSTs one form body (with `Authorization: Bearer` when `bearer` is given); `Ok` only for a
+    /// 2xx answer.
     ///
     /// # Errors
     /// Any other status, a timeout, or a connection or protocol error.
-    pub async fn post(&self, url: &str, body: bytes::Bytes) -> Result<u16, DeliveryError> {
-        let mut resp = self
+    pub async fn post(
+        &self,
+        url: &str,
+        body: bytes::Bytes,
+        bearer: Option<&str>,
+    ) -> Result<u16, DeliveryError> {
+        let mut request = self
             .http
             .post(url)
             .header(
                 reqwest::header::CONTENT_TYPE,
                 "application/x-www-form-urlencoded",
             )
-            .body(body)
+            .body(body);
+        if let Some(token) = bearer {
+            request = request.bearer_auth(token);
+        }
+        let mut resp = request
             .send()
             .await
             // The URL carries the checksum (and maybe a token): never in an error message.

@@ -29,7 +29,7 @@ use super::{
     ssrf::Guard,
 };
 use crate::{
-    config::{Compat, Secret},
+    config::{CallbackAuth, Compat, Secret},
     event::Event,
     hooks::{Hook, HookStore},
     metrics::{Metrics, ReasonLabel},
@@ -44,6 +44,7 @@ pub struct DeliveryContext {
     pub secret: Secret,
     pub algorithm: Algorithm,
     pub compat: Compat,
+    pub auth: CallbackAuth,
     /// `domain` of the reference body form.
     pub domain: String,
     pub retry_intervals_ms: Vec<u64>,
@@ -304,13 +305,19 @@ async fn deliver(
             sign::reference_body(&ctx.domain, entry.payload.form_encoded(), entry.ts)
         }
     };
-    let checksum = sign::callback_checksum(
-        ctx.algorithm,
-        &hook.callback_url,
-        &body,
-        ctx.secret.expose(),
-    );
-    let url = sign::signed_url(&hook.callback_url, &checksum);
+    // Checksum mode signs the URL; bearer mode sends the secret as a bearer token instead.
+    let (url, bearer) = match ctx.auth {
+        CallbackAuth::Checksum => {
+            let checksum = sign::callback_checksum(
+                ctx.algorithm,
+                &hook.callback_url,
+                &body,
+                ctx.secret.expose(),
+            );
+            (sign::signed_url(&hook.callback_url, &checksum), None)
+        }
+        CallbackAuth::Bearer => (hook.callback_url.clone(), Some(ctx.secret.expose())),
+    };
     let body = Bytes::from(body);
     let mut failures = 0;
     loop {
@@ -318,7 +325,7 @@ async fn deliver(
         // bounds it), so that a delivered callback is not sent again after a restart.
         let result = match blocked {
             Some(why) => Err(DeliveryError::Blocked(why.to_string())),
-            None => ctx.client.post(&url, body.clone()).await,
+            None => ctx.client.post(&url, body.clone(), bearer).await,
         };
         let err = match result {
             Ok(_) => {

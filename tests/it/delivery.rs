@@ -241,3 +241,21 @@ async fn permanent_hooks_are_kept_and_retried_past_the_schedule() {
     );
     relay.stop().await;
 }
+
+#[tokio::test]
+async fn bearer_mode_sends_the_secret_as_a_token_and_no_checksum() {
+    let redis = TestRedis::start().await;
+    let mut config = TestRelay::config(&redis);
+    config.delivery.auth = hookrelay::config::CallbackAuth::Bearer;
+    let relay = TestRelay::start_with(&redis, config).await;
+    let rx = TestReceiver::start().await;
+    relay.create_hook(&rx.url("/b?x=1"), "").await;
+    redis.publish(&user_joined("int-1", "u1", "x")).await;
+    let got = rx.wait_delivered(1).await;
+    assert_eq!(got[0].uri, "/b?x=1");
+    assert_eq!(
+        got[0].headers["authorization"],
+        format!("Bearer {}", crate::support::SECRET)
+    );
+    relay.stop().await;
+}
