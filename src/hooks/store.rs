@@ -83,10 +83,13 @@ impl HookStore {
         let _guard = self.changes.lock().await;
         let mut conn = self.conn.clone();
         let mut hooks = Vec::new();
+        // Hooks of the reference service (UUID ids) are imported below with a number.
+        let mut foreign = Vec::new();
         for (member, fields) in load_all(&mut conn, HOOKS_SET, HOOK_PREFIX).await? {
-            match parse_hook(&member, &fields) {
-                Some(h) => hooks.push(h),
-                None => tracing::warn!(member, "skipping a stored hook that cannot be read"),
+            match (stored_id(&member, &fields), parse_hook(&fields)) {
+                (Some(id), Some(h)) => hooks.push(Hook { id, ..h }),
+                (None, Some(h)) => foreign.push((member, h)),
+                _ => tracing::warn!(member, "skipping a stored hook that cannot be read"),
             }
         }
         // Hooks stored as permanent whose URL left the configuration are removed.
@@ -111,6 +114,18 @@ impl HookStore {
             if current.unwrap_or(0) < max {
                 let _: () = conn.set(ID_COUNTER, max).await?;
             }
+        }
+        for (member, mut h) in foreign {
+            let _: () = conn.del(format!("{HOOK_PREFIX}{member}")).await?;
+            let _: () = conn.srem(HOOKS_SET, &member).await?;
+            let stale_permanent = h.permanent && !self.permanent_urls.contains(&h.callback_url);
+            if stale_permanent || hooks.iter().any(|o| o.callback_url == h.callback_url) {
+                continue;
+            }
+            h.id = conn.incr(ID_COUNTER, 1).await?;
+            write_hook(&mut conn, &h).await?;
+            tracing::info!(hook_id = h.id, old_id = %member, "imported a hook of the reference service");
+            hooks.push(h);
         }
         for p in permanent {
             match hooks.iter_mut().find(|h| h.callback_url == p.url) {
@@ -249,14 +264,18 @@ async fn delete_hook(conn: &mut ConnectionManager, id: u64) -> Result<(), StoreE
     Ok(())
 }
 
-/// Reads a stored hook; accepts the reference's forms too (`hookID`, eventID as JSON array).
-fn parse_hook(member: &str, f: &HashMap<String, String>) -> Option<Hook> {
-    let id = f
-        .get("id")
+/// The numeric id of a stored hook; `None` for the reference's UUID ids.
+fn stored_id(member: &str, f: &HashMap<String, String>) -> Option<u64> {
+    f.get("id")
         .or_else(|| f.get("hookID"))
         .map_or(member, String::as_str)
         .parse()
-        .ok()?;
+        .ok()
+}
+
+/// Reads a stored hook (id 0: see [`stored_id`]); accepts the reference's forms too (`hookID`,
+/// eventID as JSON array).
+fn parse_hook(f: &HashMap<String, String>) -> Option<Hook> {
     let callback_url = f.get("callbackURL")?.clone();
     let event_ids = f
         .get("eventID")
@@ -265,7 +284,7 @@ fn parse_hook(member: &str, f: &HashMap<String, String>) -> Option<Hook> {
             Err(_) => super::model::parse_event_ids(v),
         });
     Some(Hook {
-        id,
+        id: 0,
         callback_url,
         meeting_id: f.get("externalMeetingID").cloned(),
         event_ids,
@@ -286,8 +305,8 @@ mod tests {
             "eventID".to_string(),
             r#"["user-joined","meeting-ended"]"#.to_string(),
         );
-        let h = parse_hook("7", &f).unwrap();
-        assert_eq!(h.id, 7);
+        assert_eq!(stored_id("7", &f), Some(7));
+        let h = parse_hook(&f).unwrap();
         assert_eq!(
             h.event_ids,
             Some(vec!["user-joined".into(), "meeting-ended".into()])
@@ -297,12 +316,16 @@ mod tests {
             "user-joined,meeting-ended".to_string(),
         );
         f.insert("hookID".to_string(), "9".to_string());
-        let h = parse_hook("x", &f).unwrap();
-        assert_eq!(h.id, 9);
+        assert_eq!(stored_id("x", &f), Some(9));
+        let h = parse_hook(&f).unwrap();
         assert_eq!(
             h.event_ids,
             Some(vec!["user-joined".into(), "meeting-ended".into()])
         );
-        assert!(parse_hook("not-a-number", &HashMap::new()).is_none());
+        assert!(parse_hook(&HashMap::new()).is_none());
+        assert_eq!(
+            stored_id("3416336b-8c9e-5362-a2be-e2dd12b8523c", &HashMap::new()),
+            None
+        );
     }
 }

@@ -37,3 +37,55 @@ async fn hooks_and_mappings_survive_a_restart() {
     assert!(next > bound.max(raw), "{next} after {bound}, {raw}");
     relay.stop().await;
 }
+
+#[tokio::test]
+async fn hooks_of_the_reference_service_are_imported() {
+    let redis = TestRedis::start().await;
+    // As bbb-webhooks 3.x stores them: UUID ids, eventID as JSON array text.
+    let mut c = redis.conn().await.unwrap();
+    let rx = TestReceiver::start().await;
+    let uuid = "0b7a9f9e-3c1d-4c55-9a51-1f3f2d2a7e10";
+    let () = redis::pipe()
+        .hset_multiple(
+            format!("bigbluebutton:webhooks:out:hook:{uuid}"),
+            &[
+                ("id", uuid),
+                ("callbackURL", rx.url("/v3").as_str()),
+                ("externalMeetingID", "ext-1"),
+                ("eventID", r#"["user-joined"]"#),
+                ("permanent", "false"),
+                ("getRaw", "false"),
+            ],
+        )
+        .ignore()
+        .sadd("bigbluebutton:webhooks:out:hooks", uuid)
+        .ignore()
+        .query_async(&mut c)
+        .await
+        .unwrap();
+    let relay = TestRelay::start(&redis).await;
+    let list = relay.call("list", "").await;
+    assert_eq!(
+        list,
+        format!(
+            "<response><returncode>SUCCESS</returncode><hooks><hook><hookID>1</hookID><callbackURL><![CDATA[{}]]></callbackURL><meetingID><![CDATA[ext-1]]></meetingID><eventID>user-joined</eventID><permanentHook>false</permanentHook><rawData>false</rawData></hook></hooks></response>",
+            rx.url("/v3")
+        )
+    );
+    assert_eq!(
+        redis.smembers("bigbluebutton:webhooks:out:hooks").await,
+        ["1"]
+    );
+    assert!(
+        redis
+            .hgetall(&format!("bigbluebutton:webhooks:out:hook:{uuid}"))
+            .await
+            .is_empty()
+    );
+    // And it works: bound to its meeting, filtered to joins.
+    redis.publish(&meeting_created("int-1", "ext-1")).await;
+    redis.publish(&user_joined("int-1", "u1", "Ann")).await;
+    let got = rx.wait_delivered(1).await;
+    assert!(got[0].event().contains(r#""id":"user-joined""#));
+    relay.stop().await;
+}
