@@ -41,15 +41,8 @@ async fn main() {
     let messages: Vec<String> = (0..args.events)
         .map(|i| user_joined("int-load", &format!("w_{i}"), &format!("user {i}")))
         .collect();
-    let mut conn = redis.conn().await.expect("redis");
     let start = Instant::now();
-    for chunk in messages.chunks(1000) {
-        let mut pipe = redis::pipe();
-        for m in chunk {
-            pipe.publish("from-akka-apps-redis-channel", m).ignore();
-        }
-        let () = pipe.query_async(&mut conn).await.expect("publish");
-    }
+    redis.publish_all(&messages).await;
     let published = start.elapsed();
     let deadline = Instant::now() + Duration::from_secs(300);
     loop {

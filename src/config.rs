@@ -350,11 +350,7 @@ impl Config {
         if self.delivery.request_timeout_ms == 0 {
             return fail("delivery.request_timeout_ms", "must be greater than 0");
         }
-        let guard = crate::delivery::ssrf::Guard::new(
-            self.delivery.ssrf.enabled,
-            self.delivery.ssrf.allow_cidrs.clone(),
-        )
-        .allow_credentials(self.delivery.allow_url_credentials);
+        let guard = self.callback_guard();
         for hook in &self.delivery.permanent_hooks {
             if let Err(why) = crate::hooks::model::validate_callback_url(&hook.url) {
                 return fail("delivery.permanent_hooks", &format!("{}: {why}", hook.url));
@@ -386,6 +382,17 @@ fn one_line(message: &str) -> String {
         })
         .collect::<Vec<_>>()
         .join(": ")
+}
+
+impl Config {
+    /// The rules callback URLs must pass (`[delivery.ssrf]`, `delivery.allow_url_credentials`).
+    pub fn callback_guard(&self) -> crate::delivery::ssrf::Guard {
+        crate::delivery::ssrf::Guard::new(
+            self.delivery.ssrf.enabled,
+            self.delivery.ssrf.allow_cidrs.clone(),
+        )
+        .allow_credentials(self.delivery.allow_url_credentials)
+    }
 }
 
 /// `HOOKRELAY_BBB_SECRET` -> `bbb.secret`, `HOOKRELAY_DELIVERY_RETRY_INTERVALS_MS` ->

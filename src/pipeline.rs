@@ -18,7 +18,6 @@ use crate::{
         journal::{self, Entry},
         now_ms,
         queue::{DeliveryContext, Dispatcher},
-        ssrf::Guard,
     },
     event::{
         mapping::Mappings,
@@ -27,7 +26,7 @@ use crate::{
     },
     hooks::{Hook, HookStore, Registry, Snapshot, matcher},
     metrics::{EventLabel, Metrics},
-    shutdown::Shutdown,
+    shutdown::{Shutdown, retry_until_ok},
 };
 
 /// How often expired mappings are dropped and closed queues pruned.
@@ -114,13 +113,7 @@ pub async fn run(config: Config, listeners: Listeners, shutdown: Shutdown) -> an
     );
     mappings.restore(meetings, users, now_ms());
 
-    let guard = Arc::new(
-        Guard::new(
-            config.delivery.ssrf.enabled,
-            config.delivery.ssrf.allow_cidrs.clone(),
-        )
-        .allow_credentials(config.delivery.allow_url_credentials),
-    );
+    let guard = Arc::new(config.callback_guard());
     let api_state = Arc::new(ApiState {
         guard: guard.clone(),
         store: store.clone(),
@@ -381,27 +374,4 @@ async fn connect(client: &redis::Client, token: &CancellationToken) -> Option<Co
         ConnectionManager::new_with_config(client.clone(), config.clone())
     })
     .await
-}
-
-/// Retries `op` every second until it succeeds (`Some`) or the relay stops (`None`).
-async fn retry_until_ok<T, E, F, Fut>(token: &CancellationToken, what: &str, mut op: F) -> Option<T>
-where
-    E: std::fmt::Display,
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = Result<T, E>>,
-{
-    loop {
-        let r = tokio::select! {
-            r = op() => r,
-            () = token.cancelled() => return None,
-        };
-        match r {
-            Ok(v) => return Some(v),
-            Err(e) => tracing::warn!(error = %e, "cannot {what} yet; retrying"),
-        }
-        tokio::select! {
-            () = tokio::time::sleep(Duration::from_secs(1)) => {}
-            () = token.cancelled() => return None,
-        }
-    }
 }

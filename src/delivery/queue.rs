@@ -11,7 +11,6 @@ use std::{
         Arc, Mutex,
         atomic::{AtomicBool, Ordering},
     },
-    time::Duration,
 };
 
 use bytes::Bytes;
@@ -33,6 +32,7 @@ use crate::{
     event::Event,
     hooks::{Hook, HookStore},
     metrics::{Metrics, ReasonLabel},
+    shutdown::retry_until_ok,
 };
 
 /// What every worker shares.
@@ -145,12 +145,15 @@ impl Dispatcher {
         }
         let ids: Vec<(u64, Entry)> = batch.iter().map(|(h, e)| (h.id, e.clone())).collect();
         let mut conn = self.ctx.conn.clone();
-        while let Err(e) = journal::append(&mut conn, &ids).await {
-            tracing::warn!(error = %e, entries = ids.len(), "cannot persist callbacks; retrying");
-            tokio::select! {
-                () = tokio::time::sleep(Duration::from_millis(500)) => {}
-                () = self.ctx.token.cancelled() => return false,
-            }
+        let what = format_args!("persist {} callbacks", ids.len()).to_string();
+        let persisted = retry_until_ok(&self.ctx.token, what, || {
+            let mut c = conn.clone();
+            let ids = &ids;
+            async move { journal::append(&mut c, ids).await }
+        })
+        .await;
+        if persisted.is_none() {
+            return false;
         }
         // A hook removed while this batch was processed has had its stream deleted; the
         // append made it again, so remove it once more.
@@ -276,19 +279,13 @@ async fn worker(hook: Arc<Hook>, queue: Arc<HookQueue>, ctx: Arc<DeliveryContext
 /// Removes a delivered entry from Redis before the next one is sent, so that a crash repeats at
 /// most the callback in flight. `false` when the relay stopped while Redis was unreachable.
 async fn ack(hook: &Hook, entry: &Entry, ctx: &DeliveryContext) -> bool {
-    let mut conn = ctx.conn.clone();
-    loop {
-        match journal::remove(&mut conn, hook.id, &[entry.ts]).await {
-            Ok(()) => return true,
-            Err(e) => {
-                tracing::warn!(hook_id = hook.id, error = %e, "cannot mark a callback delivered; retrying");
-            }
-        }
-        tokio::select! {
-            () = tokio::time::sleep(Duration::from_millis(500)) => {}
-            () = ctx.token.cancelled() => return false,
-        }
-    }
+    let what = format!("mark a callback of hook {} delivered", hook.id);
+    retry_until_ok(&ctx.token, what, || {
+        let mut c = ctx.conn.clone();
+        async move { journal::remove(&mut c, hook.id, &[entry.ts]).await }
+    })
+    .await
+    .is_some()
 }
 
 /// Delivers one entry with retries.

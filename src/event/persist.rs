@@ -3,7 +3,7 @@
 //! never waits for Redis. User attributes are stored as typed JSON, so they come back as they
 //! were (the reference turns them into strings: bbb-events.md section 9, item 22).
 
-use std::{collections::HashMap, time::Duration};
+use std::collections::HashMap;
 
 use redis::aio::ConnectionManager;
 use tokio::sync::mpsc::UnboundedReceiver;
@@ -13,6 +13,7 @@ use serde_json::{Map, Value};
 
 use super::mapping::{MappingWrite, UserEntry};
 use crate::redis_index::load_all;
+use crate::shutdown::retry_until_ok;
 
 const MAPPINGS_SET: &str = "bigbluebutton:webhooks:proc:mappings";
 const MAPPING_PREFIX: &str = "bigbluebutton:webhooks:proc:mapping:";
@@ -93,12 +94,15 @@ pub async fn run_writer(
         if n == 0 {
             return;
         }
-        while let Err(e) = write_batch(&mut conn, &batch).await {
-            tracing::warn!(error = %e, writes = batch.len(), "could not persist id mappings; retrying");
-            tokio::select! {
-                () = tokio::time::sleep(Duration::from_secs(1)) => {}
-                () = token.cancelled() => return,
-            }
+        let what = format!("persist {} id mapping changes", batch.len());
+        let written = retry_until_ok(&token, what, || {
+            let mut c = conn.clone();
+            let batch = &batch;
+            async move { write_batch(&mut c, batch).await }
+        })
+        .await;
+        if written.is_none() {
+            return;
         }
         batch.clear();
     }

@@ -15,16 +15,7 @@ async fn a_thousand_events_arrive_in_bus_order() {
     let relay = TestRelay::start(&redis).await;
     let rx = TestReceiver::start().await;
     relay.create_hook(&rx.url("/"), "").await;
-    let mut conn = redis.conn().await.unwrap();
-    let mut pipe = redis::pipe();
-    for i in 0..1000 {
-        pipe.publish(
-            "from-akka-apps-redis-channel",
-            user_joined("int-1", &format!("u{i}"), &format!("n{i}")),
-        )
-        .ignore();
-    }
-    let () = pipe.query_async(&mut conn).await.unwrap();
+    redis.publish_users(0..1000).await;
     let got = rx.wait_delivered(1000).await;
     let names: Vec<String> = got.iter().map(|r| user_name(&r.event())).collect();
     let expected: Vec<String> = (0..1000).map(|i| format!("n{i}")).collect();

@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 use crate::support::{
     RelayProcess, Reply, TestReceiver, TestRedis, TestRelay,
     relay::{create_hook, http_client},
-    user_joined, user_name,
+    user_name,
 };
 
 /// Checks a hook's deliveries: every expected name once in order, apart from re-sent callbacks;
@@ -28,21 +28,6 @@ fn check_no_loss(names: &[String], expected: usize) -> usize {
     names.len() - firsts.len()
 }
 
-async fn publish_names(redis: &TestRedis, range: std::ops::Range<usize>) {
-    let mut conn = redis.conn().await.unwrap();
-    for chunk in range.collect::<Vec<_>>().chunks(1000) {
-        let mut pipe = redis::pipe();
-        for i in chunk {
-            pipe.publish(
-                "from-akka-apps-redis-channel",
-                user_joined("int-1", &format!("u{i}"), &format!("n{i}")),
-            )
-            .ignore();
-        }
-        let () = pipe.query_async(&mut conn).await.unwrap();
-    }
-}
-
 async fn queue_len(redis: &TestRedis, hook: u64) -> usize {
     let mut c = redis.conn().await.unwrap();
     redis::cmd("XLEN")
@@ -59,7 +44,7 @@ async fn kill_9_in_the_middle_of_10000_events_loses_nothing() {
     let rx = TestReceiver::start().await;
     let relay = RelayProcess::start(&redis, "max_queue = 20000\n").await;
     let hook = create_hook(&http_client(), relay.api, &rx.url("/k"), "").await;
-    publish_names(&redis, 0..N).await;
+    redis.publish_users(0..N).await;
     // Kill once a part is delivered and everything is accepted (delivered or in Redis).
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
@@ -129,7 +114,7 @@ async fn graceful_stop_with_callbacks_in_flight_resumes_after_restart() {
     rx.set_default(Reply::Delay(Duration::from_millis(100), 200));
     let relay = TestRelay::start(&redis).await;
     relay.create_hook(&rx.url("/g"), "").await;
-    publish_names(&redis, 0..30).await;
+    redis.publish_users(0..30).await;
     rx.wait_delivered(3).await;
     relay.stop().await;
     let at_stop = rx.delivered().len();
@@ -157,7 +142,7 @@ async fn redis_stopped_for_10s_then_everything_resumes() {
     rx.set_default(Reply::Delay(Duration::from_millis(300), 200));
     let relay = TestRelay::start(&redis).await;
     relay.create_hook(&rx.url("/r"), "").await;
-    publish_names(&redis, 0..10).await;
+    redis.publish_users(0..10).await;
     rx.wait_delivered(1).await;
     redis.stop().await;
     let down = Instant::now();
@@ -179,7 +164,7 @@ async fn redis_stopped_for_10s_then_everything_resumes() {
     let up = Instant::now();
     redis.wait_for_subscriber().await;
     let resubscribed = up.elapsed();
-    publish_names(&redis, 10..12).await;
+    redis.publish_users(10..12).await;
     rx.wait_delivered(12).await;
     eprintln!(
         "redis back: resubscribed after {resubscribed:?}, all delivered after {:?}",
@@ -212,14 +197,14 @@ async fn a_full_queue_drops_its_oldest_and_counts_them() {
     let relay = TestRelay::start_with(&redis, config).await;
     let hook = relay.create_hook(&slow.url("/slow"), "").await;
     relay.create_hook(&other.url("/other"), "").await;
-    publish_names(&redis, 0..1).await;
+    redis.publish_users(0..1).await;
     // Once n0 is in flight, n1..n20 arrive: the queue keeps the newest five.
     while slow.received().is_empty() {
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
     // One at a time, so that the fast hook (same bound) keeps up.
     for i in 1..21 {
-        publish_names(&redis, i..i + 1).await;
+        redis.publish_users(i..i + 1).await;
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
     other.wait_delivered(21).await;
@@ -260,7 +245,7 @@ async fn destroying_a_hook_removes_its_queue() {
     rx.set_default(Reply::Delay(Duration::from_millis(500), 200));
     let relay = TestRelay::start(&redis).await;
     let hook = relay.create_hook(&rx.url("/d"), "").await;
-    publish_names(&redis, 0..10).await;
+    redis.publish_users(0..10).await;
     for _ in 0..100 {
         if queue_len(&redis, hook).await >= 9 {
             break;

@@ -111,6 +111,26 @@ impl TestRedis {
         let _: i64 = c.publish(channel, message).await.expect("publish");
     }
 
+    /// Publishes messages on BBB's main channel in pipelines of 1,000.
+    pub async fn publish_all(&self, messages: &[String]) {
+        let mut conn = self.must_conn().await;
+        for chunk in messages.chunks(1000) {
+            let mut pipe = redis::pipe();
+            for m in chunk {
+                pipe.publish("from-akka-apps-redis-channel", m).ignore();
+            }
+            let () = pipe.query_async(&mut conn).await.expect("publish");
+        }
+    }
+
+    /// Publishes a `user-joined` of meeting `int-1` for user `u{i}` named `n{i}`, for each `i`.
+    pub async fn publish_users(&self, range: std::ops::Range<usize>) {
+        let messages: Vec<String> = range
+            .map(|i| super::user_joined("int-1", &format!("u{i}"), &format!("n{i}")))
+            .collect();
+        self.publish_all(&messages).await;
+    }
+
     /// Waits until someone (the relay) is subscribed to BBB's main channel.
     pub async fn wait_for_subscriber(&self) {
         for _ in 0..1000 {
