@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # Runs the whole test suite: unit tests, and integration tests that start their own
-# redis-server processes on free ports and real HTTP receivers on loopback. Ends with one
-# "tests: N passed, N failed" line summing every test binary.
+# redis-server processes on free ports, real HTTP receivers on loopback, and the WebAssembly
+# plugins built from plugins/. Ends with one "tests: N passed, N failed" line summing every
+# test binary.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 scripts/ensure-redis.sh
+scripts/build-plugins.sh
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 status=0

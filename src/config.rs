@@ -1,7 +1,11 @@
 //! One validated [`Config`]: built-in defaults, then the TOML file, then `HOOKRELAY_*` environment
 //! variables. Loading fails fast with one line that names the offending key.
 
-use std::{fmt, net::SocketAddr, path::Path};
+use std::{
+    fmt,
+    net::SocketAddr,
+    path::{Path, PathBuf},
+};
 
 use figment::{
     Figment,
@@ -9,7 +13,10 @@ use figment::{
 };
 use serde::{Deserialize, Serialize};
 
-use crate::delivery::sign::Algorithm;
+use crate::{
+    delivery::sign::Algorithm,
+    plugin_host::{Defaults, OnError},
+};
 
 /// Sections whose keys can be set from the environment as `HOOKRELAY_<SECTION>_<KEY>`.
 /// Longer names first, so that a nested section wins over its parent.
@@ -21,6 +28,7 @@ const ENV_SECTIONS: &[(&str, &str)] = &[
     ("delivery", "delivery"),
     ("mapping", "mapping"),
     ("metrics", "metrics"),
+    ("plugins", "plugins"),
 ];
 
 /// The whole configuration of one relay.
@@ -33,6 +41,7 @@ pub struct Config {
     pub delivery: DeliveryConfig,
     pub mapping: MappingConfig,
     pub metrics: MetricsConfig,
+    pub plugins: PluginsConfig,
 }
 
 /// The conference server this relay serves.
@@ -234,6 +243,67 @@ impl Default for MetricsConfig {
     }
 }
 
+/// WebAssembly event plugins.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct PluginsConfig {
+    /// Folder of `NAME.wasm` plugins (and optional `NAME.toml` settings); none: no plugins.
+    pub dir: Option<PathBuf>,
+    /// Where compiled plugins are cached; default `<dir>/.cache`.
+    pub cache_dir: Option<PathBuf>,
+    /// Reload when the folder changes.
+    pub watch: bool,
+    /// Quiet time after the last change in the folder before reloading.
+    pub reload_debounce_ms: u64,
+    /// What happens to an event a plugin fails on, unless its `NAME.toml` says otherwise.
+    pub on_error: OnError,
+    /// CPU deadline of one plugin call.
+    pub timeout_ms: u64,
+    /// Memory limit of one plugin instance, in MiB.
+    pub memory_mib: u64,
+    /// Failures in a row after which a plugin is marked failed.
+    pub max_failures: u32,
+    /// How long a failed plugin is not called (its `on_error` applies) before it is tried again.
+    pub failed_cooldown_ms: u64,
+}
+
+impl Default for PluginsConfig {
+    fn default() -> Self {
+        let d = Defaults::default();
+        Self {
+            dir: None,
+            cache_dir: None,
+            watch: true,
+            reload_debounce_ms: 300,
+            on_error: d.on_error,
+            timeout_ms: d.timeout_ms,
+            memory_mib: d.memory_mib,
+            max_failures: d.max_failures,
+            failed_cooldown_ms: d.failed_cooldown_ms,
+        }
+    }
+}
+
+impl PluginsConfig {
+    /// The per-plugin defaults that `NAME.toml` files override.
+    pub fn defaults(&self) -> Defaults {
+        Defaults {
+            on_error: self.on_error,
+            timeout_ms: self.timeout_ms,
+            memory_mib: self.memory_mib,
+            max_failures: self.max_failures,
+            failed_cooldown_ms: self.failed_cooldown_ms,
+        }
+    }
+
+    /// The cache folder: `cache_dir`, or `.cache` inside `dir`.
+    pub fn cache_dir(&self) -> Option<PathBuf> {
+        self.cache_dir
+            .clone()
+            .or_else(|| self.dir.as_ref().map(|d| d.join(".cache")))
+    }
+}
+
 /// A secret string that never shows in `Debug` output or logs.
 #[derive(Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(transparent)]
@@ -349,6 +419,9 @@ impl Config {
         }
         if self.delivery.request_timeout_ms == 0 {
             return fail("delivery.request_timeout_ms", "must be greater than 0");
+        }
+        if let Err(e) = self.plugins.defaults().validate() {
+            return Err(ConfigError(format!("plugins.{}", e.detail())));
         }
         let guard = self.callback_guard();
         for hook in &self.delivery.permanent_hooks {

@@ -7,6 +7,8 @@
 //! - [`hooks`]: the hook records ([`hooks::store`] in Redis, [`hooks::registry`] in memory) and
 //!   [`hooks::matcher`], which picks the hooks an event goes to.
 //! - [`delivery`]: per-hook FIFO queues, retries, signing and the HTTP client.
+//! - [`plugin_host`]: WebAssembly plugins that keep, replace or drop each (event, hook) pair
+//!   after matching, hot reloaded from a folder.
 //! - [`api`]: `hooks/create`, `hooks/destroy`, `hooks/list` (BBB checksum, BBB XML).
 //! - [`metrics`]: the Prometheus endpoint.
 //! - [`pipeline`]: wires the stages; [`config`] and [`shutdown`] serve it; [`redis_index`] is
@@ -20,7 +22,9 @@ pub mod event;
 pub mod hooks;
 pub mod metrics;
 pub mod pipeline;
+pub mod plugin_host;
 pub mod redis_index;
+pub mod replay;
 pub mod shutdown;
 
 pub use config::Config;

@@ -1,7 +1,9 @@
 //! The `hookrelay` binary: parses the command line, sets up logging, loads the configuration and
-//! runs the relay until SIGTERM or ctrl-c.
+//! runs the relay until SIGTERM or ctrl-c; the plugin authors' commands live in [`tools`].
 
 use std::{path::PathBuf, process::ExitCode};
+
+mod tools;
 
 use clap::{Parser, Subcommand, ValueEnum};
 use hookrelay::{Config, Listeners, Shutdown};
@@ -36,6 +38,39 @@ enum Command {
         #[arg(long, short)]
         config: Option<PathBuf>,
     },
+    /// Tools for WebAssembly plugin authors.
+    Plugin {
+        #[command(subcommand)]
+        command: PluginCommand,
+    },
+    /// Run recorded raw bus messages through the mapper, matcher and plugin chain (no Redis)
+    /// and print, per hook, the payloads that would be sent.
+    Replay {
+        /// Raw bus messages: one JSON message per line, or a JSON array.
+        events: PathBuf,
+        /// Plugin folder (NAME.wasm and NAME.toml files), applied in file-name order.
+        #[arg(long)]
+        plugins: Option<PathBuf>,
+        /// A hook getting processed events (repeatable); default: one at http://localhost/.
+        #[arg(long = "hook", value_name = "URL")]
+        hooks: Vec<String>,
+        /// A hook getting raw bus messages (repeatable).
+        #[arg(long = "raw-hook", value_name = "URL")]
+        raw_hooks: Vec<String>,
+        /// POST the callbacks, signed with the configuration's secret, instead of printing them.
+        #[arg(long)]
+        send: bool,
+        /// Configuration (secret and signing for --send, event filters, plugin defaults).
+        #[arg(long, short)]
+        config: Option<PathBuf>,
+    },
+}
+
+#[derive(Subcommand)]
+enum PluginCommand {
+    /// Check that a .wasm file is a hookrelay plugin: compile it, link it against the
+    /// bbb:relay/plugin interface and run its init (with the NAME.toml beside it, if any).
+    Check { file: PathBuf },
 }
 
 fn main() -> ExitCode {
@@ -47,10 +82,32 @@ fn main() -> ExitCode {
         LogFormat::Text => builder.init(),
         LogFormat::Json => builder.json().init(),
     }
-    let (path, serve) = match &cli.command {
-        Command::Serve { config } => (config.as_deref(), true),
-        Command::CheckConfig { config } => (config.as_deref(), false),
+    let (path, serve) = match cli.command {
+        Command::Serve { config } => (config, true),
+        Command::CheckConfig { config } => (config, false),
+        Command::Plugin {
+            command: PluginCommand::Check { file },
+        } => return tools::plugin_check(&file),
+        Command::Replay {
+            events,
+            plugins,
+            hooks,
+            raw_hooks,
+            send,
+            config,
+        } => {
+            let args = tools::ReplayArgs {
+                events,
+                plugins,
+                hooks,
+                raw_hooks,
+                send,
+                config,
+            };
+            return tools::replay(&args);
+        }
     };
+    let path = path.as_deref();
     let config = match Config::load(path) {
         Ok(c) => c,
         Err(e) => {

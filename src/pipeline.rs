@@ -1,6 +1,6 @@
-//! Wires the stages top to bottom: bus -> decode -> mapping -> catalogue -> matcher -> per-hook
-//! queues -> signed delivery, plus the API and metrics servers. The only module that knows them
-//! all.
+//! Wires the stages top to bottom: bus -> decode -> mapping -> catalogue -> matcher -> plugins
+//! -> per-hook queues -> signed delivery, plus the API and metrics servers. The only module that
+//! knows them all.
 
 use std::{sync::Arc, time::Duration};
 
@@ -18,14 +18,17 @@ use crate::{
         journal::{self, Entry},
         now_ms,
         queue::{DeliveryContext, Dispatcher},
+        sign::Signer,
     },
     event::{
+        Event,
         mapping::Mappings,
         persist,
         process::{EventFilter, Processor},
     },
     hooks::{Hook, HookStore, Registry, Snapshot, matcher},
     metrics::{EventLabel, Metrics},
+    plugin_host::{PluginSet, Plugins, Verdict},
     shutdown::{Shutdown, retry_until_ok},
 };
 
@@ -68,6 +71,12 @@ pub async fn run(config: Config, listeners: Listeners, shutdown: Shutdown) -> an
     let tracker = shutdown.tracker().clone();
     let metrics = Metrics::new();
     let client = redis_client(&config.redis.url)?;
+    let plugins = Plugins::start(&config.plugins, &metrics)?;
+    let _watcher = if config.plugins.watch {
+        plugins.watch(Duration::from_millis(config.plugins.reload_debounce_ms))?
+    } else {
+        None
+    };
 
     let Some(conn) = connect(&client, &token).await else {
         return Ok(());
@@ -146,11 +155,7 @@ pub async fn run(config: Config, listeners: Listeners, shutdown: Shutdown) -> an
         )?,
         guard: guard.clone(),
         store: store.clone(),
-        secret: config.bbb.secret.clone(),
-        algorithm: config.delivery.checksum_algorithm,
-        compat: config.delivery.compat,
-        auth: config.delivery.auth,
-        domain: config.bbb.server_domain.clone(),
+        signer: Signer::from_config(&config),
         retry_intervals_ms: config.delivery.retry_intervals_ms.clone(),
         max_queue: config.delivery.max_queue,
         conn: conn.clone(),
@@ -183,6 +188,7 @@ pub async fn run(config: Config, listeners: Listeners, shutdown: Shutdown) -> an
         last_snapshot: None,
         dispatcher,
         registry,
+        plugins,
         metrics,
     };
     tracker.spawn(stage.run(bus_rx, token.clone()));
@@ -201,6 +207,7 @@ struct ProcessStage {
     last_snapshot: Option<Arc<Snapshot>>,
     dispatcher: Dispatcher,
     registry: Arc<Registry>,
+    plugins: Arc<Plugins>,
     metrics: Arc<Metrics>,
 }
 
@@ -216,7 +223,7 @@ impl ProcessStage {
                     while let Ok(m) = rx.try_recv() {
                         batch.push(m);
                     }
-                    let entries = self.process(&batch);
+                    let entries = self.callbacks(&batch).await;
                     self.dispatcher.accept(entries).await;
                     return;
                 }
@@ -226,7 +233,7 @@ impl ProcessStage {
                     if n == 0 {
                         return;
                     }
-                    let entries = self.process(&batch);
+                    let entries = self.callbacks(&batch).await;
                     batch.clear();
                     if !self.dispatcher.accept(entries).await {
                         return;
@@ -236,8 +243,37 @@ impl ProcessStage {
         }
     }
 
-    /// Processes a batch of bus messages in order; returns the callbacks they make.
-    fn process(&mut self, batch: &[BusMessage]) -> Vec<(Arc<Hook>, Entry)> {
+    /// Processes a batch of bus messages in order, runs the plugin chain over the (event, hook)
+    /// pairs, and returns the callbacks they make.
+    async fn callbacks(&mut self, batch: &[BusMessage]) -> Vec<(Arc<Hook>, Entry)> {
+        let pairs = self.process(batch);
+        let plugins = self.plugins.current();
+        if plugins.is_empty() || pairs.is_empty() {
+            return pairs
+                .into_iter()
+                .map(|(hook, event, ts)| {
+                    let entry = Dispatcher::entry(&hook, &event, ts, None);
+                    (hook, entry)
+                })
+                .collect();
+        }
+        // Plugins burn CPU (up to their deadline each): off tokio's workers. One batch at a
+        // time, through one plugin set, in bus order.
+        let metrics = self.metrics.clone();
+        let run = move || apply_plugins(&plugins, pairs, &metrics);
+        match tokio::task::spawn_blocking(run).await {
+            Ok(entries) => entries,
+            Err(e) => {
+                // Only a panic in the host could get here; the batch is lost, say so loudly.
+                tracing::error!(error = %e, "the plugin chain panicked; a batch of callbacks is lost");
+                Vec::new()
+            }
+        }
+    }
+
+    /// Processes a batch of bus messages in order; returns the (hook, event, timestamp) pairs
+    /// they make.
+    fn process(&mut self, batch: &[BusMessage]) -> Vec<(Arc<Hook>, Arc<Event>, u64)> {
         let snapshot = self.registry.load();
         if self
             .last_snapshot
@@ -247,7 +283,7 @@ impl ProcessStage {
             self.dispatcher.prune();
         }
         self.last_snapshot = Some(snapshot.clone());
-        let mut entries = Vec::new();
+        let mut pairs = Vec::new();
         for msg in batch {
             let events = match self.processor.process(&msg.payload, now_ms()) {
                 Ok(events) => events,
@@ -265,14 +301,15 @@ impl ProcessStage {
                         event: event.id.clone(),
                     })
                     .inc();
+                let event = Arc::new(event);
                 for hook in
                     matcher::matching(&snapshot, &event.id, event.external_meeting_id.as_deref())
                 {
-                    entries.push((hook.clone(), self.dispatcher.entry(hook, &event, ts)));
+                    pairs.push((hook.clone(), event.clone(), ts));
                 }
             }
         }
-        entries
+        pairs
     }
 
     fn sweep(&mut self) {
@@ -288,6 +325,29 @@ impl ProcessStage {
             .set(mappings.meeting_count() as i64);
         self.metrics.user_mappings.set(mappings.user_count() as i64);
     }
+}
+
+/// Runs the plugin chain of `plugins` over every pair; returns the callbacks that remain.
+fn apply_plugins(
+    plugins: &PluginSet,
+    pairs: Vec<(Arc<Hook>, Arc<Event>, u64)>,
+    metrics: &Metrics,
+) -> Vec<(Arc<Hook>, Entry)> {
+    pairs
+        .into_iter()
+        .filter_map(|(hook, event, ts)| {
+            let replaced = match plugins.apply(&event, &hook, ts) {
+                Verdict::Keep => None,
+                Verdict::Replace(p) => Some(p),
+                Verdict::Drop => {
+                    metrics.plugin_dropped.inc();
+                    return None;
+                }
+            };
+            let entry = Dispatcher::entry(&hook, &event, ts, replaced);
+            Some((hook, entry))
+        })
+        .collect()
 }
 
 /// Reads every hook's queue back from Redis and hands it to the dispatcher; drops the queues of

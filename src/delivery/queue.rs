@@ -24,12 +24,11 @@ use super::{
     client::DeliveryError,
     journal::{self, Entry},
     retry::RetryPolicy,
-    sign::{self, Algorithm},
+    sign::{SignedCallback, Signer},
     ssrf::Guard,
 };
 use crate::{
-    config::{CallbackAuth, Compat, Secret},
-    event::Event,
+    event::{Event, Payload},
     hooks::{Hook, HookStore},
     metrics::{Metrics, ReasonLabel},
     shutdown::retry_until_ok,
@@ -41,12 +40,7 @@ pub struct DeliveryContext {
     pub store: Arc<HookStore>,
     /// For the queues' Redis streams.
     pub conn: ConnectionManager,
-    pub secret: Secret,
-    pub algorithm: Algorithm,
-    pub compat: Compat,
-    pub auth: CallbackAuth,
-    /// `domain` of the reference body form.
-    pub domain: String,
+    pub signer: Signer,
     pub retry_intervals_ms: Vec<u64>,
     /// Most entries queued per hook.
     pub max_queue: usize,
@@ -124,15 +118,19 @@ impl Dispatcher {
         self.ctx.timestamps.observe(ts);
     }
 
-    /// The entry `event` (timestamped `ts`) makes for `hook`.
-    pub fn entry(&self, hook: &Hook, event: &Event, ts: u64) -> Entry {
-        Entry {
-            ts,
-            payload: if hook.get_raw {
+    /// The entry `event` (timestamped `ts`) makes for `hook`: the hook's payload, or the one
+    /// the plugin chain put in its place.
+    pub fn entry(hook: &Hook, event: &Event, ts: u64, replaced: Option<Arc<Payload>>) -> Entry {
+        let payload = replaced.unwrap_or_else(|| {
+            if hook.get_raw {
                 event.raw.clone()
             } else {
                 event.processed.clone()
-            },
+            }
+        });
+        Entry {
+            ts,
+            payload,
             event_id: event.id.as_str().into(),
         }
     }
@@ -296,25 +294,10 @@ async fn deliver(
     blocked: Option<&str>,
     ctx: &DeliveryContext,
 ) -> Outcome {
-    let body = match ctx.compat {
-        Compat::Spec => sign::spec_body(entry.payload.form_encoded(), entry.ts),
-        Compat::Reference => {
-            sign::reference_body(&ctx.domain, entry.payload.form_encoded(), entry.ts)
-        }
-    };
-    // Checksum mode signs the URL; bearer mode sends the secret as a bearer token instead.
-    let (url, bearer) = match ctx.auth {
-        CallbackAuth::Checksum => {
-            let checksum = sign::callback_checksum(
-                ctx.algorithm,
-                &hook.callback_url,
-                &body,
-                ctx.secret.expose(),
-            );
-            (sign::signed_url(&hook.callback_url, &checksum), None)
-        }
-        CallbackAuth::Bearer => (hook.callback_url.clone(), Some(ctx.secret.expose())),
-    };
+    let SignedCallback { url, body } =
+        ctx.signer
+            .sign(&hook.callback_url, entry.payload.form_encoded(), entry.ts);
+    let bearer = ctx.signer.bearer();
     let body = Bytes::from(body);
     let mut failures = 0;
     loop {

@@ -1,6 +1,8 @@
 //! Pure signing: digest algorithms, the callback body, its checksum and the signed URL.
 
 use serde::{Deserialize, Serialize};
+
+use crate::config::{CallbackAuth, Compat, Config, Secret};
 use sha1::Sha1;
 use sha2::{Digest, Sha256, Sha384, Sha512};
 
@@ -84,6 +86,59 @@ pub fn signed_url(callback_url: &str, checksum: &str) -> String {
     match fragment {
         Some(f) => format!("{base}{sep}checksum={checksum}#{f}"),
         None => format!("{base}{sep}checksum={checksum}"),
+    }
+}
+
+/// How callbacks are signed, from the configuration; shared by the delivery workers and
+/// `hookrelay replay --send`.
+#[derive(Debug, Clone)]
+pub struct Signer {
+    pub secret: Secret,
+    pub algorithm: Algorithm,
+    pub compat: Compat,
+    pub auth: CallbackAuth,
+    /// `domain` of the reference body form.
+    pub domain: String,
+}
+
+/// One callback ready to POST.
+pub struct SignedCallback {
+    pub url: String,
+    pub body: String,
+}
+
+impl Signer {
+    pub fn from_config(config: &Config) -> Self {
+        Self {
+            secret: config.bbb.secret.clone(),
+            algorithm: config.delivery.checksum_algorithm,
+            compat: config.delivery.compat,
+            auth: config.delivery.auth,
+            domain: config.bbb.server_domain.clone(),
+        }
+    }
+
+    /// The body for a payload (already form-encoded) timestamped `ts`, and the URL to POST it
+    /// to: signed with `checksum=` in checksum mode, as registered in bearer mode.
+    pub fn sign(&self, callback_url: &str, encoded_payload: &str, ts: u64) -> SignedCallback {
+        let body = match self.compat {
+            Compat::Spec => spec_body(encoded_payload, ts),
+            Compat::Reference => reference_body(&self.domain, encoded_payload, ts),
+        };
+        let url = match self.auth {
+            CallbackAuth::Checksum => {
+                let checksum =
+                    callback_checksum(self.algorithm, callback_url, &body, self.secret.expose());
+                signed_url(callback_url, &checksum)
+            }
+            CallbackAuth::Bearer => callback_url.to_string(),
+        };
+        SignedCallback { url, body }
+    }
+
+    /// The `Authorization: Bearer` token: the secret in bearer mode, none otherwise.
+    pub fn bearer(&self) -> Option<&str> {
+        (self.auth == CallbackAuth::Bearer).then(|| self.secret.expose())
     }
 }
 

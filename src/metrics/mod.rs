@@ -26,6 +26,28 @@ pub struct ApiLabels {
     pub message_key: String,
 }
 
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct PluginLabel {
+    pub plugin: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct PluginActionLabels {
+    pub plugin: String,
+    pub action: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct PluginErrorLabels {
+    pub plugin: String,
+    pub kind: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ResultLabel {
+    pub result: String,
+}
+
 /// Every series the relay exports. Labels are bounded: never a URL (it may carry tokens), never
 /// a free-form id.
 #[derive(Default)]
@@ -45,6 +67,12 @@ pub struct Metrics {
     pub meeting_mappings: Gauge,
     pub user_mappings: Gauge,
     pub api_requests: Family<ApiLabels, Counter>,
+    pub plugin_calls: Family<PluginActionLabels, Counter>,
+    pub plugin_errors: Family<PluginErrorLabels, Counter>,
+    pub plugin_failed: Family<PluginLabel, Gauge>,
+    pub plugin_reloads: Family<ResultLabel, Counter>,
+    pub plugins_loaded: Gauge,
+    pub plugin_dropped: Counter,
 }
 
 impl Metrics {
@@ -120,6 +148,37 @@ impl Metrics {
             "hookrelay_api_requests",
             "Hooks API calls answered, by call, returncode and messageKey",
             m.api_requests.clone(),
+        );
+        r.register(
+            "hookrelay_plugin_calls",
+            "Plugin calls that returned an action, by plugin and action (keep, replace, drop)",
+            m.plugin_calls.clone(),
+        );
+        r.register(
+            "hookrelay_plugin_errors",
+            "Plugin calls that failed, by plugin and kind (timeout, memory, trap, invalid_json, \
+             marked_failed, not_loaded)",
+            m.plugin_errors.clone(),
+        );
+        r.register(
+            "hookrelay_plugin_failed",
+            "1 while a plugin is marked failed or cannot be loaded",
+            m.plugin_failed.clone(),
+        );
+        r.register(
+            "hookrelay_plugin_reloads",
+            "Plugin folder loads, by result (ok, or error when a file could not be loaded)",
+            m.plugin_reloads.clone(),
+        );
+        r.register(
+            "hookrelay_plugins_loaded",
+            "Plugins running",
+            m.plugins_loaded.clone(),
+        );
+        r.register(
+            "hookrelay_plugin_dropped",
+            "Callbacks not sent because the plugin chain dropped them (by a plugin or its on_error)",
+            m.plugin_dropped.clone(),
         );
         Arc::new(m)
     }

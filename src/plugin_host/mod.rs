@@ -1,0 +1,53 @@
+//! WebAssembly event plugins (`wit/relay.wit`): [`engine`] compiles them (with a cache),
+//! [`plugin`] runs one sandboxed, [`chain`] applies them in order to an (event, hook) pair,
+//! [`set`] loads a plugin folder into an immutable set, and [`reload`] watches the folder and
+//! swaps in a new set without stopping the relay.
+
+pub mod chain;
+pub mod check;
+pub mod engine;
+pub mod plugin;
+pub mod reload;
+pub mod set;
+pub mod settings;
+
+pub use chain::Verdict;
+pub use engine::Host;
+pub use plugin::Plugin;
+pub use reload::Plugins;
+pub use set::PluginSet;
+pub use settings::{Defaults, OnError, Scope, Settings};
+
+/// Why a plugin could not be loaded (the previous version, if any, keeps running).
+#[derive(Debug, thiserror::Error)]
+pub enum PluginError {
+    #[error("cannot read {0}: {1}")]
+    Io(String, String),
+    #[error("invalid plugin settings: {0}")]
+    Settings(String),
+    #[error("cannot set up the WebAssembly engine: {0}")]
+    Engine(String),
+    #[error("not a valid WebAssembly component: {0}")]
+    Compile(String),
+    #[error("does not fit the bbb:relay/plugin interface: {0}")]
+    Interface(String),
+    #[error("init failed: {0}")]
+    Init(String),
+    #[error("init refused: {0}")]
+    Refused(String),
+}
+
+impl PluginError {
+    /// The message without its prefix (for errors shown under another heading).
+    pub fn detail(&self) -> String {
+        match self {
+            Self::Settings(s)
+            | Self::Engine(s)
+            | Self::Compile(s)
+            | Self::Interface(s)
+            | Self::Init(s)
+            | Self::Refused(s) => s.clone(),
+            Self::Io(p, e) => format!("{p}: {e}"),
+        }
+    }
+}

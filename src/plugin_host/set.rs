@@ -1,0 +1,174 @@
+//! A plugin set: every `NAME.wasm` of a folder, in file-name order, each with its `NAME.toml`.
+//! A set never changes once built; reloading builds a new one, reusing the plugins whose files
+//! did not change (their warm instances and state go on).
+
+use std::{
+    path::{Path, PathBuf},
+    sync::Arc,
+};
+
+use sha2::{Digest, Sha256};
+
+use super::{
+    PluginError,
+    chain::{self, Verdict},
+    engine::Host,
+    plugin::Plugin,
+    settings::{Defaults, Settings},
+};
+use crate::{event::Event, hooks::Hook, metrics::Metrics};
+
+/// The plugins in force, in the order they run.
+#[derive(Default)]
+pub struct PluginSet {
+    pub plugins: Vec<Arc<Plugin>>,
+}
+
+/// A plugin file that could not be loaded, and why.
+#[derive(Debug)]
+pub struct LoadFailure {
+    pub name: String,
+    pub error: PluginError,
+}
+
+/// What building a set did.
+#[derive(Debug, Default)]
+pub struct LoadReport {
+    /// Plugins compiled and started (new or changed).
+    pub loaded: Vec<String>,
+    /// Of those, how many came from the compile cache.
+    pub from_cache: usize,
+    /// Plugins kept as they were (files unchanged).
+    pub unchanged: usize,
+    /// Plugins gone from the folder.
+    pub removed: Vec<String>,
+    pub failures: Vec<LoadFailure>,
+}
+
+impl PluginSet {
+    pub fn is_empty(&self) -> bool {
+        self.plugins.is_empty()
+    }
+
+    /// Applies the chain to one (event, hook) pair.
+    pub fn apply(&self, event: &Event, hook: &Hook, ts: u64) -> Verdict {
+        chain::run::<Plugin>(&self.plugins, event, hook, ts)
+    }
+
+    /// Builds the set for the files now in `dir`, starting from `previous`: unchanged plugins
+    /// are reused; a plugin whose new files fail to load keeps its previous version.
+    pub fn load_dir(
+        host: &Host,
+        dir: &Path,
+        defaults: &Defaults,
+        previous: &PluginSet,
+        metrics: &Arc<Metrics>,
+    ) -> (PluginSet, LoadReport) {
+        let mut report = LoadReport::default();
+        let files = match wasm_files(dir) {
+            Ok(f) => f,
+            Err(error) => {
+                report.failures.push(LoadFailure {
+                    name: dir.display().to_string(),
+                    error,
+                });
+                let keep = previous.plugins.clone();
+                return (PluginSet { plugins: keep }, report);
+            }
+        };
+        let mut plugins = Vec::with_capacity(files.len());
+        for (name, path) in &files {
+            let old = previous.plugins.iter().find(|p| p.name() == name);
+            match load_one(host, name, path, defaults, old, metrics) {
+                Ok(Loaded::Unchanged(p)) => {
+                    report.unchanged += 1;
+                    plugins.push(p);
+                }
+                Ok(Loaded::New(p, cached)) => {
+                    report.loaded.push(name.clone());
+                    report.from_cache += usize::from(cached);
+                    plugins.push(p);
+                }
+                Err(error) => {
+                    report.failures.push(LoadFailure {
+                        name: name.clone(),
+                        error,
+                    });
+                    // The previous version goes on; with none, a placeholder applies the
+                    // plugin's on_error policy to its events.
+                    let keep = old.cloned().unwrap_or_else(|| {
+                        let settings =
+                            Settings::load_beside(path, defaults).unwrap_or_else(|_| Settings {
+                                limits: defaults.clone(),
+                                ..Settings::default()
+                            });
+                        Arc::new(Plugin::broken(name, settings, [0; 32], metrics.clone()))
+                    });
+                    plugins.push(keep);
+                }
+            }
+        }
+        for p in &previous.plugins {
+            if !files.iter().any(|(n, _)| n == p.name()) {
+                p.forget_metrics();
+                report.removed.push(p.name().to_string());
+            }
+        }
+        (PluginSet { plugins }, report)
+    }
+}
+
+enum Loaded {
+    Unchanged(Arc<Plugin>),
+    /// A new plugin; whether its compiled code came from the cache.
+    New(Arc<Plugin>, bool),
+}
+
+fn load_one(
+    host: &Host,
+    name: &str,
+    path: &Path,
+    defaults: &Defaults,
+    old: Option<&Arc<Plugin>>,
+    metrics: &Arc<Metrics>,
+) -> Result<Loaded, PluginError> {
+    let io = |p: &Path, e: std::io::Error| PluginError::Io(p.display().to_string(), e.to_string());
+    let wasm = std::fs::read(path).map_err(|e| io(path, e))?;
+    let toml_path = path.with_extension("toml");
+    let toml = match std::fs::read_to_string(&toml_path) {
+        Ok(t) => Some(t),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+        Err(e) => return Err(io(&toml_path, e)),
+    };
+    let mut hasher = Sha256::new();
+    hasher.update(&wasm);
+    hasher.update([u8::from(toml.is_some())]);
+    hasher.update(toml.as_deref().unwrap_or_default());
+    let source: [u8; 32] = hasher.finalize().into();
+    if let Some(old) = old
+        && old.source == source
+    {
+        return Ok(Loaded::Unchanged(old.clone()));
+    }
+    let settings = Settings::parse(toml.as_deref(), defaults)?;
+    let (component, cached) = host.compile(&wasm)?;
+    let plugin = Plugin::load(host, name, &component, settings, source, metrics.clone())?;
+    Ok(Loaded::New(Arc::new(plugin), cached))
+}
+
+/// `(name, path)` of every `NAME.wasm` in `dir`, sorted by file name.
+fn wasm_files(dir: &Path) -> Result<Vec<(String, PathBuf)>, PluginError> {
+    let entries = std::fs::read_dir(dir)
+        .map_err(|e| PluginError::Io(dir.display().to_string(), e.to_string()))?;
+    let mut files: Vec<(String, PathBuf)> = entries
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "wasm") && p.is_file())
+        .filter_map(|p| {
+            let name = p.file_stem()?.to_str()?.to_string();
+            (!name.starts_with('.')).then_some((name, p))
+        })
+        .collect();
+    files.sort();
+    Ok(files)
+}

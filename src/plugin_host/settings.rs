@@ -1,0 +1,233 @@
+//! A plugin's `NAME.toml`: its error policy, limits, scope and free-form `[config]` table,
+//! with the defaults of the relay's `[plugins]` section.
+
+use std::{collections::HashMap, path::Path};
+
+use serde::{Deserialize, Serialize};
+
+use super::PluginError;
+use crate::hooks::Hook;
+
+/// What happens to an event when a plugin fails on it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum OnError {
+    /// The event is not sent to that hook (fail closed).
+    #[default]
+    Drop,
+    /// The event goes on as if the plugin had kept it.
+    Pass,
+}
+
+/// The relay-wide defaults (`[plugins]`), which `NAME.toml` may override per plugin.
+#[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Defaults {
+    pub on_error: OnError,
+    /// CPU deadline of one call, in milliseconds.
+    pub timeout_ms: u64,
+    /// Memory limit of one instance, in MiB.
+    pub memory_mib: u64,
+    /// Consecutive failures after which the plugin is marked failed.
+    pub max_failures: u32,
+    /// How long a failed plugin is not called (its `on_error` applies) before it is tried again.
+    pub failed_cooldown_ms: u64,
+}
+
+impl Default for Defaults {
+    fn default() -> Self {
+        Self {
+            on_error: OnError::Drop,
+            timeout_ms: 10,
+            memory_mib: 32,
+            max_failures: 5,
+            failed_cooldown_ms: 30_000,
+        }
+    }
+}
+
+/// Which (event, hook) pairs a plugin sees. Every list that is given must match; an absent or
+/// empty list matches everything.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Scope {
+    /// Hook ids.
+    pub hooks: Vec<u64>,
+    /// Callback URL prefixes.
+    pub callback_prefixes: Vec<String>,
+    /// External meeting ids of the event.
+    pub meetings: Vec<String>,
+}
+
+impl Scope {
+    pub fn matches(&self, hook: &Hook, external_meeting_id: Option<&str>) -> bool {
+        (self.hooks.is_empty() || self.hooks.contains(&hook.id))
+            && (self.callback_prefixes.is_empty()
+                || self
+                    .callback_prefixes
+                    .iter()
+                    .any(|p| hook.callback_url.starts_with(p.as_str())))
+            && (self.meetings.is_empty()
+                || external_meeting_id.is_some_and(|m| self.meetings.iter().any(|x| x == m)))
+    }
+}
+
+/// `NAME.toml` as written.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct File {
+    on_error: Option<OnError>,
+    timeout_ms: Option<u64>,
+    memory_mib: Option<u64>,
+    max_failures: Option<u32>,
+    failed_cooldown_ms: Option<u64>,
+    #[serde(default)]
+    scope: Scope,
+    #[serde(default)]
+    config: toml::Table,
+}
+
+/// One plugin's effective settings.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Settings {
+    pub limits: Defaults,
+    pub scope: Scope,
+    /// `[config]`, each value as `get-config` returns it.
+    pub config: HashMap<String, String>,
+}
+
+impl Settings {
+    /// Parses the text of a `NAME.toml` (`None` when there is none) over `defaults`.
+    ///
+    /// # Errors
+    /// When the TOML is invalid or a key is unknown or out of range.
+    pub fn parse(text: Option<&str>, defaults: &Defaults) -> Result<Self, PluginError> {
+        let file: File = match text {
+            Some(t) => toml::from_str(t).map_err(|e| PluginError::Settings(one_line(&e)))?,
+            None => File::default(),
+        };
+        let limits = Defaults {
+            on_error: file.on_error.unwrap_or(defaults.on_error),
+            timeout_ms: file.timeout_ms.unwrap_or(defaults.timeout_ms),
+            memory_mib: file.memory_mib.unwrap_or(defaults.memory_mib),
+            max_failures: file.max_failures.unwrap_or(defaults.max_failures),
+            failed_cooldown_ms: file
+                .failed_cooldown_ms
+                .unwrap_or(defaults.failed_cooldown_ms),
+        };
+        limits.validate()?;
+        let config = file
+            .config
+            .into_iter()
+            .map(|(k, v)| {
+                let text = match v {
+                    toml::Value::String(s) => s,
+                    other => serde_json::to_string(&other).unwrap_or_default(),
+                };
+                (k, text)
+            })
+            .collect();
+        Ok(Self {
+            limits,
+            scope: file.scope,
+            config,
+        })
+    }
+
+    /// Reads `NAME.toml` beside `wasm`, if there is one.
+    ///
+    /// # Errors
+    /// When the file exists but cannot be read or parsed.
+    pub fn load_beside(wasm: &Path, defaults: &Defaults) -> Result<Self, PluginError> {
+        let path = wasm.with_extension("toml");
+        match std::fs::read_to_string(&path) {
+            Ok(text) => Self::parse(Some(&text), defaults),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Self::parse(None, defaults),
+            Err(e) => Err(PluginError::Io(path.display().to_string(), e.to_string())),
+        }
+    }
+}
+
+impl Defaults {
+    /// # Errors
+    /// When a limit is zero or absurdly large.
+    pub fn validate(&self) -> Result<(), PluginError> {
+        let bad = |what: &str| Err(PluginError::Settings(what.to_string()));
+        if !(1..=60_000).contains(&self.timeout_ms) {
+            return bad("timeout_ms must be between 1 and 60000");
+        }
+        if !(1..=4096).contains(&self.memory_mib) {
+            return bad("memory_mib must be between 1 and 4096");
+        }
+        if self.max_failures == 0 {
+            return bad("max_failures must be at least 1");
+        }
+        Ok(())
+    }
+}
+
+fn one_line(e: &toml::de::Error) -> String {
+    e.to_string()
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn hook(id: u64, url: &str) -> Hook {
+        Hook {
+            id,
+            callback_url: url.into(),
+            meeting_id: None,
+            get_raw: false,
+            permanent: false,
+            event_ids: None,
+        }
+    }
+
+    #[test]
+    fn file_overrides_defaults_and_config_values_become_text() {
+        let s = Settings::parse(
+            Some(
+                "on_error = \"pass\"\ntimeout_ms = 5\n[scope]\nhooks = [2]\n\
+                 [config]\nallow = [\"a\", \"b\"]\nname = \"x\"\nn = 3\n",
+            ),
+            &Defaults::default(),
+        )
+        .expect("valid");
+        assert_eq!(s.limits.on_error, OnError::Pass);
+        assert_eq!(s.limits.timeout_ms, 5);
+        assert_eq!(s.limits.memory_mib, 32);
+        assert_eq!(s.config["allow"], r#"["a","b"]"#);
+        assert_eq!(s.config["name"], "x");
+        assert_eq!(s.config["n"], "3");
+        assert!(s.scope.matches(&hook(2, "http://a/"), None));
+        assert!(!s.scope.matches(&hook(3, "http://a/"), None));
+    }
+
+    #[test]
+    fn every_given_scope_list_must_match() {
+        let scope = Scope {
+            hooks: vec![],
+            callback_prefixes: vec!["https://lms/".into()],
+            meetings: vec!["m1".into()],
+        };
+        assert!(scope.matches(&hook(1, "https://lms/cb"), Some("m1")));
+        assert!(!scope.matches(&hook(1, "https://lms/cb"), Some("m2")));
+        assert!(!scope.matches(&hook(1, "https://lms/cb"), None));
+        assert!(!scope.matches(&hook(1, "https://other/"), Some("m1")));
+        assert!(Scope::default().matches(&hook(9, "http://x/"), None));
+    }
+
+    #[test]
+    fn unknown_keys_and_bad_limits_are_refused() {
+        let d = Defaults::default();
+        assert!(Settings::parse(Some("on_eror = \"drop\""), &d).is_err());
+        assert!(Settings::parse(Some("on_error = \"explode\""), &d).is_err());
+        assert!(Settings::parse(Some("timeout_ms = 0"), &d).is_err());
+        assert!(Settings::parse(Some("memory_mib = 100000"), &d).is_err());
+    }
+}

@@ -1,0 +1,210 @@
+//! `hookrelay replay`: runs recorded raw bus messages through the real processor (decode,
+//! mappings, catalogue), matcher and plugin chain, without Redis, and collects per hook the
+//! callbacks the relay would send. Plugin authors test with it; `--send` also POSTs them.
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+
+use crate::{
+    delivery::{Timestamps, client::CallbackClient, now_ms, sign::Signer},
+    event::{
+        Payload,
+        mapping::Mappings,
+        process::{EventFilter, Processor},
+    },
+    hooks::{Hook, Registry, matcher},
+    plugin_host::{PluginSet, Verdict},
+};
+
+/// Why the input could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum ReplayError {
+    #[error("line {line}: not JSON: {error}")]
+    Line { line: usize, error: String },
+    #[error("not a JSON array of bus messages: {0}")]
+    Array(String),
+}
+
+/// One callback that would be sent.
+#[derive(Debug, Clone)]
+pub struct Callback {
+    pub ts: u64,
+    pub event_id: String,
+    pub payload: Arc<Payload>,
+}
+
+/// What one hook would get.
+#[derive(Debug)]
+pub struct HookOutput {
+    pub hook: Arc<Hook>,
+    pub callbacks: Vec<Callback>,
+    /// Callbacks the plugin chain dropped.
+    pub dropped: usize,
+}
+
+/// The result of a replay.
+#[derive(Debug)]
+pub struct Replay {
+    pub hooks: Vec<HookOutput>,
+    pub messages: usize,
+    /// Messages that made no event (unknown, malformed, or filtered).
+    pub skipped: usize,
+    pub events: usize,
+}
+
+/// Reads bus messages: one JSON value per line (blank lines ignored), or one JSON array.
+///
+/// # Errors
+/// Names the first line (or the array) that is not JSON.
+pub fn read_messages(text: &str) -> Result<Vec<Arc<str>>, ReplayError> {
+    if text.trim_start().starts_with('[') {
+        let values: Vec<serde_json::Value> =
+            serde_json::from_str(text).map_err(|e| ReplayError::Array(e.to_string()))?;
+        return Ok(values.iter().map(|v| Arc::from(v.to_string())).collect());
+    }
+    text.lines()
+        .enumerate()
+        .filter(|(_, l)| !l.trim().is_empty())
+        .map(|(i, l)| {
+            serde_json::from_str::<serde::de::IgnoredAny>(l).map_err(|e| ReplayError::Line {
+                line: i + 1,
+                error: e.to_string(),
+            })?;
+            Ok(Arc::from(l.trim()))
+        })
+        .collect()
+}
+
+/// Hooks for a replay: `urls` (processed payloads) then `raw_urls` (raw), numbered from 1, all
+/// global. With none, one global hook at `http://localhost/`.
+pub fn hooks(urls: &[String], raw_urls: &[String]) -> Vec<Hook> {
+    let mut all: Vec<(String, bool)> = urls.iter().map(|u| (u.clone(), false)).collect();
+    all.extend(raw_urls.iter().map(|u| (u.clone(), true)));
+    if all.is_empty() {
+        all.push(("http://localhost/".into(), false));
+    }
+    all.into_iter()
+        .zip(1..)
+        .map(|((callback_url, get_raw), id)| Hook {
+            id,
+            callback_url,
+            meeting_id: None,
+            event_ids: None,
+            get_raw,
+            permanent: false,
+        })
+        .collect()
+}
+
+/// Runs `messages` in order through the pipeline's processing stages and `plugins`.
+pub fn run(
+    messages: &[Arc<str>],
+    hooks: Vec<Hook>,
+    plugins: &PluginSet,
+    filter: EventFilter,
+) -> Replay {
+    let registry = Registry::default();
+    registry.replace_all(hooks);
+    let snapshot = registry.load();
+    let mut outputs: Vec<HookOutput> = snapshot
+        .all()
+        .map(|h| HookOutput {
+            hook: h.clone(),
+            callbacks: Vec::new(),
+            dropped: 0,
+        })
+        .collect();
+    let mut processor = Processor::new(Mappings::new(u64::MAX, None), filter);
+    let timestamps = Timestamps::default();
+    let (mut skipped, mut events) = (0, 0);
+    for msg in messages {
+        let Ok(made) = processor.process(msg, now_ms()) else {
+            skipped += 1;
+            continue;
+        };
+        for event in made {
+            events += 1;
+            let ts = timestamps.next();
+            for hook in
+                matcher::matching(&snapshot, &event.id, event.external_meeting_id.as_deref())
+            {
+                let Some(out) = outputs.iter_mut().find(|o| o.hook.id == hook.id) else {
+                    continue;
+                };
+                let payload = match plugins.apply(&event, hook, ts) {
+                    Verdict::Drop => {
+                        out.dropped += 1;
+                        continue;
+                    }
+                    Verdict::Replace(p) => p,
+                    Verdict::Keep if hook.get_raw => event.raw.clone(),
+                    Verdict::Keep => event.processed.clone(),
+                };
+                out.callbacks.push(Callback {
+                    ts,
+                    event_id: event.id.clone(),
+                    payload,
+                });
+            }
+        }
+    }
+    Replay {
+        hooks: outputs,
+        messages: messages.len(),
+        skipped,
+        events,
+    }
+}
+
+/// POSTs every hook's callbacks, signed as the relay signs them, one at a time in order (no
+/// retries). Returns, per hook, one line per callback: the HTTP status or the error.
+pub async fn send(replay: &Replay, signer: &Signer, client: &CallbackClient) -> Vec<Vec<String>> {
+    let mut results = Vec::with_capacity(replay.hooks.len());
+    for out in &replay.hooks {
+        let mut lines = Vec::with_capacity(out.callbacks.len());
+        for cb in &out.callbacks {
+            let signed = signer.sign(&out.hook.callback_url, cb.payload.form_encoded(), cb.ts);
+            let result = client
+                .post(&signed.url, Bytes::from(signed.body), signer.bearer())
+                .await;
+            lines.push(match result {
+                Ok(status) => format!("{} {}: {status}", cb.ts, cb.event_id),
+                Err(e) => format!("{} {}: failed: {e}", cb.ts, cb.event_id),
+            });
+        }
+        results.push(lines);
+    }
+    results
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_lines_and_arrays_and_names_bad_lines() {
+        let lines = read_messages("{\"a\":1}\n\n {\"b\":2} \n").expect("lines");
+        assert_eq!(
+            lines.iter().map(|s| &**s).collect::<Vec<_>>(),
+            ["{\"a\":1}", "{\"b\":2}"]
+        );
+        let array = read_messages("[{\"a\":1},{\"b\":[2]}]").expect("array");
+        assert_eq!(
+            array.iter().map(|s| &**s).collect::<Vec<_>>(),
+            ["{\"a\":1}", "{\"b\":[2]}"]
+        );
+        let err = read_messages("{\"a\":1}\n{oops\n").expect_err("bad line");
+        assert!(err.to_string().starts_with("line 2:"), "{err}");
+    }
+
+    #[test]
+    fn hooks_are_numbered_processed_first_with_a_default() {
+        let h = hooks(&["http://a/".into()], &["http://b/".into()]);
+        assert_eq!(
+            (h[0].id, h[0].get_raw, h[1].id, h[1].get_raw),
+            (1, false, 2, true)
+        );
+        assert_eq!(hooks(&[], &[])[0].callback_url, "http://localhost/");
+    }
+}

@@ -1,0 +1,144 @@
+//! The plugin authors' commands: `plugin check` and `replay`. They print for people, and
+//! exit 1 when something is wrong.
+
+use std::{path::PathBuf, process::ExitCode, sync::Arc, time::Duration};
+
+use hookrelay::{
+    Config,
+    delivery::{client::CallbackClient, sign::Signer},
+    event::process::EventFilter,
+    metrics::Metrics,
+    plugin_host::{Host, PluginSet, check::check_file},
+    replay,
+};
+
+/// `hookrelay plugin check FILE.wasm`.
+pub fn plugin_check(file: &std::path::Path) -> ExitCode {
+    let defaults = Config::default().plugins.defaults();
+    match check_file(file, &defaults) {
+        Ok(r) => {
+            let events = if r.wants.is_empty() {
+                "every event".to_string()
+            } else {
+                r.wants.join(", ")
+            };
+            let settings = if r.has_settings {
+                format!("{}.toml", r.name)
+            } else {
+                "defaults (no NAME.toml beside it)".into()
+            };
+            println!(
+                "ok: {} is a bbb:relay/plugin@0.1.0 component\n  init: ok, sees {events}\n  settings: {settings}\n  compiled in {} ms, instantiated and initialized in {} ms",
+                r.name, r.compile_ms, r.init_ms
+            );
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("hookrelay: {}: {e}", file.display());
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// The arguments of `hookrelay replay`.
+pub struct ReplayArgs {
+    pub events: PathBuf,
+    pub plugins: Option<PathBuf>,
+    pub hooks: Vec<String>,
+    pub raw_hooks: Vec<String>,
+    pub send: bool,
+    pub config: Option<PathBuf>,
+}
+
+/// `hookrelay replay EVENTS --plugins DIR [--hook URL ...] [--send]`.
+pub fn replay(args: &ReplayArgs) -> ExitCode {
+    let fail = |msg: String| {
+        eprintln!("hookrelay: {msg}");
+        ExitCode::FAILURE
+    };
+    // A configuration is needed to sign (--send) or when one is named; else defaults.
+    let config = if args.config.is_some() || args.send {
+        match Config::load(args.config.as_deref()) {
+            Ok(c) => c,
+            Err(e) => return fail(e.to_string()),
+        }
+    } else {
+        Config::default()
+    };
+    let text = match std::fs::read_to_string(&args.events) {
+        Ok(t) => t,
+        Err(e) => return fail(format!("cannot read {}: {e}", args.events.display())),
+    };
+    let messages = match replay::read_messages(&text) {
+        Ok(m) => m,
+        Err(e) => return fail(format!("{}: {e}", args.events.display())),
+    };
+    let set = match &args.plugins {
+        None => PluginSet::default(),
+        Some(dir) => {
+            let host = match Host::new(None) {
+                Ok(h) => h,
+                Err(e) => return fail(e.to_string()),
+            };
+            let defaults = config.plugins.defaults();
+            let metrics = Metrics::new();
+            let (set, report) =
+                PluginSet::load_dir(&host, dir, &defaults, &PluginSet::default(), &metrics);
+            if !report.failures.is_empty() {
+                for f in &report.failures {
+                    eprintln!("hookrelay: plugin {}: {}", f.name, f.error);
+                }
+                return ExitCode::FAILURE;
+            }
+            let names: Vec<&str> = set.plugins.iter().map(|p| p.name()).collect();
+            eprintln!("plugins, in order: {}", names.join(", "));
+            set
+        }
+    };
+    let filter = EventFilter {
+        include: config.delivery.include_events.clone(),
+        exclude: config.delivery.exclude_events.clone(),
+    };
+    let hooks = replay::hooks(&args.hooks, &args.raw_hooks);
+    let result = replay::run(&messages, hooks, &set, filter);
+    let sent = if args.send {
+        match send(&result, &config) {
+            Ok(lines) => Some(lines),
+            Err(e) => return fail(e),
+        }
+    } else {
+        None
+    };
+    for (i, out) in result.hooks.iter().enumerate() {
+        let kind = if out.hook.get_raw { "raw" } else { "processed" };
+        println!(
+            "# hook {} {} ({kind}): {} callbacks, {} dropped by plugins",
+            out.hook.id,
+            out.hook.callback_url,
+            out.callbacks.len(),
+            out.dropped
+        );
+        match &sent {
+            Some(lines) => lines[i].iter().for_each(|l| println!("{l}")),
+            None => out
+                .callbacks
+                .iter()
+                .for_each(|c| println!("{}", c.payload.text())),
+        }
+    }
+    eprintln!(
+        "replayed {} messages: {} events, {} messages made none",
+        result.messages, result.events, result.skipped
+    );
+    ExitCode::SUCCESS
+}
+
+fn send(result: &replay::Replay, config: &Config) -> Result<Vec<Vec<String>>, String> {
+    let runtime = tokio::runtime::Runtime::new().map_err(|e| e.to_string())?;
+    runtime.block_on(async {
+        let timeout = Duration::from_millis(config.delivery.request_timeout_ms);
+        let client = CallbackClient::new(timeout, Arc::new(config.callback_guard()))
+            .map_err(|e| e.to_string())?;
+        Ok(replay::send(result, &Signer::from_config(config), &client).await)
+    })
+}
