@@ -420,6 +420,11 @@ impl Config {
         if self.delivery.request_timeout_ms == 0 {
             return fail("delivery.request_timeout_ms", "must be greater than 0");
         }
+        if let Some(dir) = &self.plugins.dir
+            && !dir.is_dir()
+        {
+            return fail("plugins.dir", "is not a folder");
+        }
         if let Err(e) = self.plugins.defaults().validate() {
             return Err(ConfigError(format!("plugins.{}", e.detail())));
         }

@@ -44,6 +44,11 @@ pub struct PluginErrorLabels {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct SourceLabel {
+    pub source: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct ResultLabel {
     pub result: String,
 }
@@ -73,6 +78,7 @@ pub struct Metrics {
     pub plugin_reloads: Family<ResultLabel, Counter>,
     pub plugins_loaded: Gauge,
     pub plugin_dropped: Counter,
+    pub plugin_compiles: Family<SourceLabel, Counter>,
 }
 
 impl Metrics {
@@ -179,6 +185,11 @@ impl Metrics {
             "hookrelay_plugin_dropped",
             "Callbacks not sent because the plugin chain dropped them (by a plugin or its on_error)",
             m.plugin_dropped.clone(),
+        );
+        r.register(
+            "hookrelay_plugin_compiles",
+            "Plugins made ready to run, by source (compiled, or cache: read back compiled)",
+            m.plugin_compiles.clone(),
         );
         Arc::new(m)
     }

@@ -281,6 +281,7 @@ impl Plugin {
                 return Err(self.count_failure(Failure::MarkedFailed));
             }
             slot.failed_until = None;
+            self.set_failed(false);
             tracing::info!(plugin = %self.name, "cool-down over: calling the failed plugin again");
         }
         let result = self.call_warm(&mut slot, event, hook);

@@ -23,7 +23,7 @@ use super::{
 };
 use crate::{
     config::PluginsConfig,
-    metrics::{Metrics, ResultLabel},
+    metrics::{Metrics, ResultLabel, SourceLabel},
 };
 
 /// Keeps the folder watched; dropping it stops watching.
@@ -105,6 +105,17 @@ impl Plugins {
                 ms = started.elapsed().as_millis() as u64,
                 "plugin set loaded"
             );
+        }
+        for (source, n) in [
+            ("cache", report.from_cache),
+            ("compiled", report.loaded.len() - report.from_cache),
+        ] {
+            l.metrics
+                .plugin_compiles
+                .get_or_create(&SourceLabel {
+                    source: source.into(),
+                })
+                .inc_by(n as u64);
         }
         l.metrics
             .plugins_loaded

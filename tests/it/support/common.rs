@@ -66,3 +66,20 @@ pub fn user_name(event: &str) -> String {
         .unwrap_or_default()
         .to_string()
 }
+
+/// The value of one series in a metrics text (`name{labels}` exactly as exposed); 0 when absent.
+pub fn metric_value(metrics: &str, series: &str) -> f64 {
+    metrics
+        .lines()
+        .find_map(|l| l.strip_prefix(series)?.strip_prefix(' '))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or(0.0)
+}
+
+/// A `MeetingCreatedEvtMsg` like [`meeting_created`] whose meeting carries `metadata`.
+pub fn meeting_created_with_metadata(mid: &str, ext: &str, metadata: &serde_json::Value) -> String {
+    meeting_created(mid, ext).replace(
+        r#""metadataProp":{"metadata":{}}"#,
+        &format!(r#""metadataProp":{{"metadata":{metadata}}}"#),
+    )
+}

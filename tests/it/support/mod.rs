@@ -3,12 +3,14 @@
 
 pub mod bad_receiver;
 mod common;
+pub mod plugins;
 pub mod process;
 pub mod receiver;
 pub mod redis;
 pub mod relay;
 
 pub use common::*;
+pub use plugins::{PluginDir, plugin_wasm};
 pub use process::RelayProcess;
 pub use receiver::{Reply, TestReceiver};
 pub use redis::TestRedis;

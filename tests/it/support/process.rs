@@ -24,7 +24,7 @@ fn free_port() -> u16 {
 
 /// The `hookrelay` binary of the same build as this test (`target/<profile>/hookrelay`; cargo
 /// builds it for the integration tests).
-fn binary() -> PathBuf {
+pub fn binary() -> PathBuf {
     let exe = std::env::current_exe().expect("test executable");
     exe.parent()
         .and_then(|deps| deps.parent())

@@ -1,5 +1,5 @@
 //! Test plugin: on the events whose id equals config `on` (every event when `on` is unset)
-//! it allocates 1 MiB blocks, fills them and keeps them, until the relay's memory limit
+//! it allocates 4 MiB blocks and keeps them, until the relay's memory limit
 //! makes an allocation fail (the instance then traps). Other events: `keep`.
 
 wit_bindgen::generate!({ world: "plugin", path: "../../../wit" });
@@ -11,7 +11,7 @@ use bbb::relay::host::get_config;
 use bbb::relay::types::*;
 use std::sync::{Mutex, OnceLock};
 
-const BLOCK: usize = 1 << 20;
+const BLOCK: usize = 4 << 20;
 
 static ON: OnceLock<Option<String>> = OnceLock::new();
 
@@ -38,10 +38,14 @@ impl Guest for MemoryBomb {
             let mut hoard = HOARD
                 .lock()
                 .unwrap_or_else(|poisoned| poisoned.into_inner());
-            let mut round: u8 = 0;
             loop {
-                round = round.wrapping_add(1) | 1; // never zero: every page gets written
-                let block = vec![round; BLOCK];
+                // Touch one byte per 64 KiB WebAssembly page: the memory grows as fast as the
+                // allocator asks for it, so the limit is hit long before any deadline.
+                let mut block: Vec<u8> = Vec::with_capacity(BLOCK);
+                block.resize(BLOCK, 0);
+                for page in block.chunks_mut(1 << 16) {
+                    page[0] = 1;
+                }
                 hoard.push(core::hint::black_box(block));
             }
         }

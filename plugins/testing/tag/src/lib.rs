@@ -1,6 +1,7 @@
 //! Test plugin for chain order: appends config `tag` to the array at the payload's
 //! top-level key "chain" (created when missing) and returns `replace`. Like the other test
 //! plugins it acts only on events whose id equals config `on` (every event when unset).
+//! With `invalid = true` it replaces with text that is not JSON instead.
 
 wit_bindgen::generate!({ world: "plugin", path: "../../../wit" });
 
@@ -14,6 +15,9 @@ use std::sync::OnceLock;
 struct Settings {
     tag: String,
     on: Option<String>,
+    /// Config `invalid = true`: answer `replace` with text that is not JSON (the relay must
+    /// treat it as a failure).
+    invalid: bool,
 }
 
 static SETTINGS: OnceLock<Settings> = OnceLock::new();
@@ -35,6 +39,7 @@ impl Guest for Tag {
         let _ = SETTINGS.set(Settings {
             tag,
             on: get_config("on"),
+            invalid: get_config("invalid").as_deref() == Some("true"),
         });
         Ok(Vec::new())
     }
@@ -45,6 +50,9 @@ impl Guest for Tag {
         };
         if settings.on.as_deref().is_some_and(|on| on != event.id) {
             return Action::Keep;
+        }
+        if settings.invalid {
+            return Action::Replace("{this is not json".to_string());
         }
         let mut value: Value = match serde_json::from_str(payload(&event, &hook)) {
             Ok(value) => value,

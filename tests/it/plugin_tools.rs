@@ -1,0 +1,158 @@
+//! The plugin authors' commands, run as the real binary: `plugin check` and `replay`.
+
+use std::process::Command;
+
+use serde_json::Value;
+
+use crate::support::{PluginDir, TestReceiver, plugin_wasm, process::binary};
+
+fn run(args: &[&str]) -> (bool, String, String) {
+    let out = Command::new(binary())
+        .args(args)
+        .env_remove("RUST_LOG")
+        .output()
+        .expect("run hookrelay");
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+fn fixture_path() -> String {
+    concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../shared/fixtures/bbb/raw-events.json"
+    )
+    .to_string()
+}
+
+#[test]
+fn plugin_check_accepts_a_plugin_and_says_why_it_refuses_others() {
+    let good = plugin_wasm("slack_format");
+    let (ok, out, err) = run(&["plugin", "check", good.to_str().expect("path")]);
+    assert!(ok, "{out}{err}");
+    assert!(
+        out.starts_with("ok: slack_format is a bbb:relay/plugin@0.1.0 component"),
+        "{out}"
+    );
+    assert!(
+        out.contains("sees meeting-created, meeting-ended,"),
+        "{out}"
+    );
+
+    let refusing = plugin_wasm("testing_init_error");
+    let (ok, _, err) = run(&["plugin", "check", refusing.to_str().expect("path")]);
+    assert!(!ok);
+    assert!(
+        err.contains("init refused: init-error plugin always refuses to start"),
+        "{err}"
+    );
+
+    let dir = PluginDir::new();
+    dir.write("junk.wasm", b"\0asm\x01\0\0\0");
+    let junk = dir.path().join("junk.wasm");
+    let (ok, _, err) = run(&["plugin", "check", junk.to_str().expect("path")]);
+    assert!(!ok);
+    assert!(
+        err.contains("does not fit the bbb:relay/plugin interface")
+            || err.contains("not a valid WebAssembly component"),
+        "{err}"
+    );
+    assert_eq!(err.lines().count(), 1, "one line: {err}");
+}
+
+#[test]
+fn replay_prints_what_each_hook_would_get_through_the_chain() {
+    let dir = PluginDir::new();
+    dir.add(
+        "10-filter",
+        "event_filter",
+        Some("[scope]\nhooks = [1]\n[config]\nallow = [\"meeting-created\", \"user-joined\"]\n"),
+    );
+    dir.add("20-tag", "testing_tag", Some("[config]\ntag = \"seen\"\n"));
+    let (ok, out, err) = run(&[
+        "replay",
+        &fixture_path(),
+        "--plugins",
+        dir.path().to_str().expect("path"),
+        "--hook",
+        "http://lms.example/cb",
+        "--raw-hook",
+        "http://raw.example/cb",
+    ]);
+    assert!(ok, "{err}");
+    assert!(
+        err.contains("plugins, in order: 10-filter, 20-tag"),
+        "{err}"
+    );
+    assert!(err.contains("replayed 24 messages: 24 events"), "{err}");
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(
+        lines[0],
+        "# hook 1 http://lms.example/cb (processed): 3 callbacks, 21 dropped by plugins"
+    );
+    let kept: Vec<Value> = lines[1..4]
+        .iter()
+        .map(|l| serde_json::from_str(l).expect("JSON"))
+        .collect();
+    let ids: Vec<&str> = kept
+        .iter()
+        .filter_map(|e| e["data"]["id"].as_str())
+        .collect();
+    assert_eq!(ids, ["meeting-created", "user-joined", "user-joined"]);
+    assert!(
+        kept.iter()
+            .all(|e| e["chain"] == serde_json::json!(["seen"]))
+    );
+    assert_eq!(
+        lines[4],
+        "# hook 2 http://raw.example/cb (raw): 24 callbacks, 0 dropped by plugins"
+    );
+    let raw: Value = serde_json::from_str(lines[5]).expect("JSON");
+    assert_eq!(raw["envelope"]["name"], "MeetingCreatedEvtMsg");
+    assert_eq!(raw["chain"], serde_json::json!(["seen"]));
+    assert_eq!(lines.len(), 5 + 24);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn replay_send_posts_signed_callbacks() {
+    let receiver = TestReceiver::start().await;
+    let url = receiver.url("/cb");
+    let config = tempfile::NamedTempFile::new().expect("temp");
+    std::fs::write(
+        config.path(),
+        format!(
+            "[bbb]\nsecret = \"{}\"\n[delivery.ssrf]\nallow_cidrs = [\"127.0.0.1/32\"]\n",
+            crate::support::SECRET
+        ),
+    )
+    .expect("config");
+    let args = [
+        "replay".to_string(),
+        fixture_path(),
+        "--hook".into(),
+        url.clone(),
+        "--send".into(),
+        "--config".into(),
+        config.path().display().to_string(),
+    ];
+    let (ok, out, err) = tokio::task::spawn_blocking(move || {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        run(&args)
+    })
+    .await
+    .expect("replay");
+    assert!(ok, "{err}");
+    assert_eq!(
+        out.lines().filter(|l| l.ends_with(": 200")).count(),
+        24,
+        "{out}"
+    );
+    let got = receiver.wait_delivered(24).await;
+    for r in &got {
+        r.assert_signed(&url);
+    }
+    let first: Value = serde_json::from_str(&got[0].event()).expect("JSON");
+    assert_eq!(first["data"]["id"], "meeting-created");
+}
