@@ -3,7 +3,7 @@
 //! measures how fast they reach every hook, and checks they arrive in bus order, none lost, none
 //! duplicated.
 //!
-//! `cargo run --release --example load -- --events 20000 --hooks 1`
+//! `cargo run --release --example load -- --events 20000 --hooks 1 [--plugin testing_keep_typed]`
 
 #[path = "../tests/it/support/mod.rs"]
 #[allow(dead_code, unused_imports)]
@@ -22,6 +22,10 @@ struct Args {
     /// Global hooks, each with its own receiver.
     #[arg(long, default_value_t = 1)]
     hooks: usize,
+    /// Run this plugin (a crate of plugins/, e.g. testing_keep_typed or testing_replace_json)
+    /// on every callback; repeatable, applied in the order given.
+    #[arg(long = "plugin")]
+    plugins: Vec<String>,
 }
 
 #[tokio::main]
@@ -31,6 +35,13 @@ async fn main() {
     let mut config = TestRelay::config(&redis);
     // Room for the whole burst: the bound would otherwise drop the oldest (by design).
     config.delivery.max_queue = args.events;
+    let plugin_dir = support::PluginDir::new();
+    if !args.plugins.is_empty() {
+        for (i, name) in args.plugins.iter().enumerate() {
+            plugin_dir.add(&format!("{i:02}-{name}"), name, None);
+        }
+        config.plugins.dir = Some(plugin_dir.path().to_path_buf());
+    }
     let relay = TestRelay::start_with(&redis, config).await;
     let mut receivers = Vec::new();
     for i in 0..args.hooks {

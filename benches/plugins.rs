@@ -1,0 +1,135 @@
+//! Micro-benchmarks of WebAssembly plugins: the per-event cost of the chain for a 1 KiB event
+//! (no plugin, a `keep` plugin that reads typed fields only, a plugin that parses and rewrites
+//! the JSON), and the cost of making a plugin ready with and without the compile cache.
+
+// Only the build helper is used here.
+#[allow(dead_code)]
+#[path = "../tests/it/support/plugins.rs"]
+mod plugins;
+
+use std::sync::Arc;
+
+use criterion::{Criterion, criterion_group, criterion_main};
+use hookrelay::{
+    event::{Event, Payload},
+    hooks::Hook,
+    metrics::Metrics,
+    plugin_host::{Defaults, Host, Plugin, PluginSet, Settings},
+};
+use plugins::plugin_wasm;
+
+/// A user-joined event whose processed JSON is 1 KiB (the raw message is about as long).
+fn event() -> Event {
+    let pad = |n: usize| "x".repeat(n);
+    let processed = format!(
+        r#"{{"data":{{"type":"event","id":"user-joined","attributes":{{"meeting":{{"internal-meeting-id":"183f0bf3a0982a127bdb8161e0c44eb696b3e75c-1700000000000","external-meeting-id":"course-42"}},"user":{{"internal-user-id":"w_abcdefgh","external-user-id":"w_abcdefgh","name":"{}","role":"VIEWER","presenter":false}}}},"event":{{"ts":1700000000000}}}}}}"#,
+        pad(700)
+    );
+    let raw = format!(
+        r#"{{"envelope":{{"name":"UserJoinedMeetingEvtMsg","routing":{{"meetingId":"183f0bf3a0982a127bdb8161e0c44eb696b3e75c-1700000000000","userId":"w_abcdefgh"}},"timestamp":1700000000000}},"core":{{"header":{{"name":"UserJoinedMeetingEvtMsg"}},"body":{{"intId":"w_abcdefgh","extId":"w_abcdefgh","name":"{}","role":"VIEWER"}}}}}}"#,
+        pad(700)
+    );
+    assert!(
+        (1000..1100).contains(&processed.len()),
+        "{}",
+        processed.len()
+    );
+    Event {
+        id: "user-joined".into(),
+        internal_meeting_id: Some("183f0bf3a0982a127bdb8161e0c44eb696b3e75c-1700000000000".into()),
+        external_meeting_id: Some("course-42".into()),
+        processed: Arc::new(Payload::new(processed)),
+        raw: Arc::new(Payload::new(raw)),
+    }
+}
+
+fn hook() -> Hook {
+    Hook {
+        id: 1,
+        callback_url: "https://lms.example/bbb/callback".into(),
+        meeting_id: None,
+        event_ids: None,
+        get_raw: false,
+        permanent: false,
+    }
+}
+
+fn set_of(host: &Host, crate_name: &str) -> PluginSet {
+    let bytes = std::fs::read(plugin_wasm(crate_name)).expect("plugin");
+    let (component, _) = host.compile(&bytes).expect("compiles");
+    let settings = Settings::parse(None, &Defaults::default()).expect("settings");
+    let plugin = Plugin::load(
+        host,
+        crate_name,
+        &component,
+        settings,
+        [0; 32],
+        Metrics::new(),
+    )
+    .expect("loads");
+    PluginSet {
+        plugins: vec![Arc::new(plugin)],
+    }
+}
+
+fn per_event(c: &mut Criterion) {
+    let host = Host::new(None).expect("engine");
+    let (event, hook) = (event(), hook());
+    let none = PluginSet::default();
+    c.bench_function("plugin chain: no plugin, 1 KiB event", |b| {
+        b.iter(|| none.apply(&event, &hook, 1))
+    });
+    let keep = set_of(&host, "testing_keep_typed");
+    c.bench_function("plugin chain: keep on typed fields, 1 KiB event", |b| {
+        b.iter(|| keep.apply(&event, &hook, 1))
+    });
+    let replace = set_of(&host, "testing_replace_json");
+    c.bench_function("plugin chain: parse and replace JSON, 1 KiB event", |b| {
+        b.iter(|| replace.apply(&event, &hook, 1))
+    });
+}
+
+fn loading(c: &mut Criterion) {
+    let bytes = std::fs::read(plugin_wasm("redact")).expect("plugin");
+    let settings = Settings::parse(None, &Defaults::default()).expect("settings");
+    let mut group = c.benchmark_group("plugin load (redact, 117 KB)");
+    group.sample_size(10);
+    let uncached = Host::new(None).expect("engine");
+    group.bench_function("compile and start, no cache", |b| {
+        b.iter(|| {
+            let (component, cached) = uncached.compile(&bytes).expect("compiles");
+            assert!(!cached);
+            Plugin::load(
+                &uncached,
+                "redact",
+                &component,
+                settings.clone(),
+                [0; 32],
+                Metrics::new(),
+            )
+            .expect("loads")
+        })
+    });
+    let dir = tempfile::tempdir().expect("temp dir");
+    let cached = Host::new(Some(dir.path().to_path_buf())).expect("engine");
+    cached.compile(&bytes).expect("fills the cache");
+    group.bench_function("read from the cache and start", |b| {
+        b.iter(|| {
+            let (component, hit) = cached.compile(&bytes).expect("from the cache");
+            assert!(hit);
+            Plugin::load(
+                &cached,
+                "redact",
+                &component,
+                settings.clone(),
+                [0; 32],
+                Metrics::new(),
+            )
+            .expect("loads")
+        })
+    });
+    group.finish();
+}
+
+criterion_group!(benches, per_event, loading);
+criterion_main!(benches);
