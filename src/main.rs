@@ -126,8 +126,7 @@ fn main() -> ExitCode {
         }
     };
     if !serve {
-        println!("configuration ok");
-        return ExitCode::SUCCESS;
+        return tools::check_config(&config);
     }
     let runtime = match tokio::runtime::Runtime::new() {
         Ok(r) => r,

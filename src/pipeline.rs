@@ -71,7 +71,11 @@ pub async fn run(config: Config, listeners: Listeners, shutdown: Shutdown) -> an
     let tracker = shutdown.tracker().clone();
     let metrics = Metrics::new();
     let client = redis_client(&config.redis.url)?;
-    let plugins = Plugins::start(&config.plugins, &metrics)?;
+    // Compiling plugins takes a while: not on an async worker.
+    let plugins = {
+        let (c, m) = (config.plugins.clone(), metrics.clone());
+        tokio::task::spawn_blocking(move || Plugins::start(&c, &m)).await??
+    };
     let _watcher = if config.plugins.watch {
         plugins.watch(Duration::from_millis(config.plugins.reload_debounce_ms))?
     } else {

@@ -12,6 +12,51 @@ use hookrelay::{
     replay,
 };
 
+/// `hookrelay check-config`: the configuration is valid; with a plugin folder, every plugin in
+/// it loads too.
+pub fn check_config(config: &Config) -> ExitCode {
+    let Some(dir) = &config.plugins.dir else {
+        println!("configuration ok");
+        return ExitCode::SUCCESS;
+    };
+    let set = match load_plugins(dir, config) {
+        Ok(set) => set,
+        Err(code) => return code,
+    };
+    println!(
+        "configuration ok; plugins, in order: {}",
+        names(&set).join(", ")
+    );
+    ExitCode::SUCCESS
+}
+
+/// Loads a plugin folder as the relay would (without the cache); prints every failure.
+fn load_plugins(dir: &std::path::Path, config: &Config) -> Result<PluginSet, ExitCode> {
+    let host = Host::new(None).map_err(|e| {
+        eprintln!("hookrelay: {e}");
+        ExitCode::FAILURE
+    })?;
+    let defaults = config.plugins.defaults();
+    let (set, report) = PluginSet::load_dir(
+        &host,
+        dir,
+        &defaults,
+        &PluginSet::default(),
+        &Metrics::new(),
+    );
+    if report.failures.is_empty() {
+        return Ok(set);
+    }
+    for f in &report.failures {
+        eprintln!("hookrelay: plugin {}: {}", f.name, f.error);
+    }
+    Err(ExitCode::FAILURE)
+}
+
+fn names(set: &PluginSet) -> Vec<&str> {
+    set.plugins.iter().map(|p| p.name()).collect()
+}
+
 /// `hookrelay plugin check FILE.wasm`.
 pub fn plugin_check(file: &std::path::Path) -> ExitCode {
     let defaults = Config::default().plugins.defaults();
@@ -75,25 +120,13 @@ pub fn replay(args: &ReplayArgs) -> ExitCode {
     };
     let set = match &args.plugins {
         None => PluginSet::default(),
-        Some(dir) => {
-            let host = match Host::new(None) {
-                Ok(h) => h,
-                Err(e) => return fail(e.to_string()),
-            };
-            let defaults = config.plugins.defaults();
-            let metrics = Metrics::new();
-            let (set, report) =
-                PluginSet::load_dir(&host, dir, &defaults, &PluginSet::default(), &metrics);
-            if !report.failures.is_empty() {
-                for f in &report.failures {
-                    eprintln!("hookrelay: plugin {}: {}", f.name, f.error);
-                }
-                return ExitCode::FAILURE;
+        Some(dir) => match load_plugins(dir, &config) {
+            Ok(set) => {
+                eprintln!("plugins, in order: {}", names(&set).join(", "));
+                set
             }
-            let names: Vec<&str> = set.plugins.iter().map(|p| p.name()).collect();
-            eprintln!("plugins, in order: {}", names.join(", "));
-            set
-        }
+            Err(code) => return code,
+        },
     };
     let filter = EventFilter {
         include: config.delivery.include_events.clone(),

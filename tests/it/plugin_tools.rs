@@ -156,3 +156,35 @@ async fn replay_send_posts_signed_callbacks() {
     let first: Value = serde_json::from_str(&got[0].event()).expect("JSON");
     assert_eq!(first["data"]["id"], "meeting-created");
 }
+
+#[test]
+fn check_config_loads_the_plugin_folder_and_names_a_broken_plugin() {
+    let dir = PluginDir::new();
+    dir.add("10-tag", "testing_tag", Some("[config]\ntag = \"t\"\n"));
+    dir.add("20-slack", "slack_format", None);
+    let config = tempfile::NamedTempFile::new().expect("temp");
+    std::fs::write(
+        config.path(),
+        format!(
+            "[bbb]\nsecret = \"s\"\n[plugins]\ndir = \"{}\"\n",
+            dir.path().display()
+        ),
+    )
+    .expect("config");
+    let path = config.path().to_str().expect("path");
+    let (ok, out, err) = run(&["check-config", "--config", path]);
+    assert!(ok, "{err}");
+    assert_eq!(
+        out.trim(),
+        "configuration ok; plugins, in order: 10-tag, 20-slack"
+    );
+
+    dir.write("15-bad.toml", b"on_error = \"sometimes\"\n");
+    dir.add("15-bad", "testing_tag", None);
+    let (ok, _, err) = run(&["check-config", "--config", path]);
+    assert!(!ok);
+    assert!(
+        err.starts_with("hookrelay: plugin 15-bad: invalid plugin settings:"),
+        "{err}"
+    );
+}
