@@ -12,7 +12,7 @@
 //! - [`api`]: `hooks/create`, `hooks/destroy`, `hooks/list` (BBB checksum, BBB XML).
 //! - [`metrics`]: the Prometheus endpoint.
 //! - [`pipeline`]: wires the stages; [`config`] and [`shutdown`] serve it; [`redis_index`] is
-//!   the set-plus-hashes layout the stores share.
+//!   the set-plus-hashes layout the stores share, [`redis_conn`] makes the connections.
 
 pub mod api;
 pub mod bus;
@@ -23,6 +23,7 @@ pub mod hooks;
 pub mod metrics;
 pub mod pipeline;
 pub mod plugin_host;
+pub mod redis_conn;
 pub mod redis_index;
 pub mod replay;
 pub mod shutdown;

@@ -92,15 +92,19 @@ impl Host {
     }
 }
 
-fn store_cached(path: &Path, component: &Component) -> anyhow::Result<()> {
-    let bytes = component.serialize()?;
+/// Writes the compiled component next to its final name, then renames it into place, so that a
+/// reader never sees half a file.
+fn store_cached(path: &Path, component: &Component) -> Result<(), String> {
+    let bytes = component
+        .serialize()
+        .map_err(|e| super::plugin::describe(&e))?;
+    let io = |e: std::io::Error| e.to_string();
     if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir)?;
+        std::fs::create_dir_all(dir).map_err(io)?;
     }
     let tmp = path.with_extension(format!("tmp{}", std::process::id()));
-    std::fs::write(&tmp, bytes)?;
-    std::fs::rename(&tmp, path)?;
-    Ok(())
+    std::fs::write(&tmp, bytes).map_err(io)?;
+    std::fs::rename(&tmp, path).map_err(io)
 }
 
 fn spawn_ticker(engine: Engine, alive: Weak<()>) {

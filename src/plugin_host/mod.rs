@@ -6,6 +6,7 @@
 pub mod chain;
 pub mod check;
 pub mod engine;
+mod limits;
 pub mod plugin;
 pub mod reload;
 pub mod set;

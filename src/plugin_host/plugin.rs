@@ -11,7 +11,7 @@ use std::{
 
 use prometheus_client::metrics::counter::Counter;
 use wasmtime::{
-    ResourceLimiter, Store,
+    Store,
     component::{Component, HasSelf, Linker, ResourceTable},
 };
 use wasmtime_wasi::{WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
@@ -19,6 +19,7 @@ use wasmtime_wasi::{WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
 use super::{
     PluginError,
     engine::{Host, TICK},
+    limits::Limits,
     settings::{OnError, Settings},
 };
 use crate::metrics::{Metrics, PluginActionLabels, PluginErrorLabels, PluginLabel};
@@ -382,48 +383,6 @@ impl Plugin {
         self.metrics.plugin_failed.remove(&PluginLabel {
             plugin: self.name.to_string(),
         });
-    }
-}
-
-/// The store's resource limits; remembers when the memory limit was what stopped a call.
-struct Limits {
-    memory_bytes: usize,
-    exceeded: bool,
-}
-
-impl ResourceLimiter for Limits {
-    fn memory_growing(
-        &mut self,
-        _current: usize,
-        desired: usize,
-        _maximum: Option<usize>,
-    ) -> wasmtime::Result<bool> {
-        if desired > self.memory_bytes {
-            self.exceeded = true;
-            wasmtime::bail!("memory limit of {} bytes exceeded", self.memory_bytes);
-        }
-        Ok(true)
-    }
-
-    fn table_growing(
-        &mut self,
-        _current: usize,
-        desired: usize,
-        _maximum: Option<usize>,
-    ) -> wasmtime::Result<bool> {
-        Ok(desired <= 1 << 16)
-    }
-
-    fn instances(&self) -> usize {
-        32
-    }
-
-    fn memories(&self) -> usize {
-        32
-    }
-
-    fn tables(&self) -> usize {
-        64
     }
 }
 
