@@ -64,6 +64,7 @@ fn set_of(host: &Host, crate_name: &str) -> PluginSet {
         &component,
         settings,
         [0; 32],
+        String::new(),
         Metrics::new(),
     )
     .expect("loads");
@@ -105,6 +106,7 @@ fn loading(c: &mut Criterion) {
                 &component,
                 settings.clone(),
                 [0; 32],
+                String::new(),
                 Metrics::new(),
             )
             .expect("loads")
@@ -123,6 +125,7 @@ fn loading(c: &mut Criterion) {
                 &component,
                 settings.clone(),
                 [0; 32],
+                String::new(),
                 Metrics::new(),
             )
             .expect("loads")

@@ -249,7 +249,8 @@ impl Default for MetricsConfig {
 pub struct PluginsConfig {
     /// Folder of `NAME.wasm` plugins (and optional `NAME.toml` settings); none: no plugins.
     pub dir: Option<PathBuf>,
-    /// Where compiled plugins are cached; default `<dir>/.cache`.
+    /// Where compiled plugins are cached (a folder of the relay's own user, writable by no one
+    /// else); default `$CACHE_DIRECTORY`, `$XDG_CACHE_HOME/hookrelay` or `~/.cache/hookrelay`.
     pub cache_dir: Option<PathBuf>,
     /// Reload when the folder changes.
     pub watch: bool,
@@ -296,11 +297,20 @@ impl PluginsConfig {
         }
     }
 
-    /// The cache folder: `cache_dir`, or `.cache` inside `dir`.
+    /// The cache folder: `cache_dir`; else systemd's `$CACHE_DIRECTORY`, `$XDG_CACHE_HOME/hookrelay`
+    /// or `~/.cache/hookrelay`, in that order.
     pub fn cache_dir(&self) -> Option<PathBuf> {
-        self.cache_dir
-            .clone()
-            .or_else(|| self.dir.as_ref().map(|d| d.join(".cache")))
+        let env = |k: &str| {
+            std::env::var_os(k)
+                .filter(|v| !v.is_empty())
+                .map(PathBuf::from)
+        };
+        self.cache_dir.clone().or_else(|| {
+            env("CACHE_DIRECTORY")
+                .map(|d| d.join("plugins"))
+                .or_else(|| env("XDG_CACHE_HOME").map(|d| d.join("hookrelay")))
+                .or_else(|| env("HOME").map(|d| d.join(".cache/hookrelay")))
+        })
     }
 }
 
@@ -424,6 +434,9 @@ impl Config {
             && !dir.is_dir()
         {
             return fail("plugins.dir", "is not a folder");
+        }
+        if !(10..=60_000).contains(&self.plugins.reload_debounce_ms) {
+            return fail("plugins.reload_debounce_ms", "must be between 10 and 60000");
         }
         if let Err(e) = self.plugins.defaults().validate() {
             return Err(ConfigError(format!("plugins.{}", e.detail())));

@@ -70,7 +70,12 @@ enum Command {
 enum PluginCommand {
     /// Check that a .wasm file is a hookrelay plugin: compile it, link it against the
     /// bbb:relay/plugin interface and run its init (with the NAME.toml beside it, if any).
-    Check { file: PathBuf },
+    Check {
+        file: PathBuf,
+        /// The relay's configuration, for its [plugins] defaults (limits, on_error).
+        #[arg(long, short)]
+        config: Option<PathBuf>,
+    },
 }
 
 fn main() -> ExitCode {
@@ -96,8 +101,8 @@ fn main() -> ExitCode {
         Command::Serve { config } => (config, true),
         Command::CheckConfig { config } => (config, false),
         Command::Plugin {
-            command: PluginCommand::Check { file },
-        } => return tools::plugin_check(&file),
+            command: PluginCommand::Check { file, config },
+        } => return tools::plugin_check(&file, config.as_deref()),
         Command::Replay {
             events,
             plugins,

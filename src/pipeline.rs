@@ -72,16 +72,21 @@ pub async fn run(config: Config, listeners: Listeners, shutdown: Shutdown) -> an
     let tracker = shutdown.tracker().clone();
     let metrics = Metrics::new();
     let client = redis_client(&config.redis.url)?;
-    // Compiling plugins takes a while: not on an async worker.
-    let plugins = {
-        let (c, m) = (config.plugins.clone(), metrics.clone());
-        tokio::task::spawn_blocking(move || Plugins::start(&c, &m)).await??
-    };
+    let plugins = Plugins::new(&config.plugins, &metrics)?;
+    // Watching starts before the first load, so that no change is missed in between.
     let _watcher = if config.plugins.watch {
-        plugins.watch(Duration::from_millis(config.plugins.reload_debounce_ms))?
+        plugins
+            .watch(Duration::from_millis(config.plugins.reload_debounce_ms))
+            .unwrap_or_else(|e| {
+                tracing::error!(error = %e, "cannot watch the plugin folder: plugins load at start only");
+                None
+            })
     } else {
         None
     };
+    // Compiling plugins takes a while: not on an async worker.
+    let first = plugins.clone();
+    tokio::task::spawn_blocking(move || first.reload()).await?;
 
     let Some(conn) = connect(&client, &token).await else {
         return Ok(());
@@ -341,7 +346,16 @@ fn apply_plugins(
     pairs
         .into_iter()
         .filter_map(|(hook, event, ts)| {
-            let replaced = match plugins.apply(&event, &hook, ts) {
+            // A panic in the host (never in a plugin: those are traps) costs one pair, not the
+            // batch; it is treated as a failure of the chain, so fail closed.
+            let verdict = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                plugins.apply(&event, &hook, ts)
+            }))
+            .unwrap_or_else(|_| {
+                tracing::error!(hook_id = hook.id, event = %event.id, "the plugin chain panicked; the callback is dropped");
+                Verdict::Drop
+            });
+            let replaced = match verdict {
                 Verdict::Keep => None,
                 Verdict::Replace(p) => Some(p),
                 Verdict::Drop => {

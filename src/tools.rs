@@ -58,8 +58,14 @@ fn names(set: &PluginSet) -> Vec<&str> {
 }
 
 /// `hookrelay plugin check FILE.wasm`.
-pub fn plugin_check(file: &std::path::Path) -> ExitCode {
-    let defaults = Config::default().plugins.defaults();
+pub fn plugin_check(file: &std::path::Path, config: Option<&std::path::Path>) -> ExitCode {
+    let defaults = match config.map(|c| Config::load(Some(c))).transpose() {
+        Ok(c) => c.unwrap_or_default().plugins.defaults(),
+        Err(e) => {
+            eprintln!("hookrelay: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
     match check_file(file, &defaults) {
         Ok(r) => {
             let events = if r.wants.is_empty() {

@@ -79,6 +79,7 @@ pub struct Metrics {
     pub plugins_loaded: Gauge,
     pub plugin_dropped: Counter,
     pub plugin_compiles: Family<SourceLabel, Counter>,
+    pub plugin_load_failed: Family<PluginLabel, Gauge>,
 }
 
 impl Metrics {
@@ -190,6 +191,12 @@ impl Metrics {
             "hookrelay_plugin_compiles",
             "Plugins made ready to run, by source (compiled, or cache: read back compiled)",
             m.plugin_compiles.clone(),
+        );
+        r.register(
+            "hookrelay_plugin_load_failed",
+            "1 while a plugin's current file cannot be loaded (its previous version, or its \
+             on_error policy, is in force)",
+            m.plugin_load_failed.clone(),
         );
         Arc::new(m)
     }

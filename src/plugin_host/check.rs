@@ -45,7 +45,15 @@ pub fn check_file(wasm: &Path, defaults: &Defaults) -> Result<CheckReport, Plugi
     let compile_ms = started.elapsed().as_millis();
     let started = Instant::now();
     let source: [u8; 32] = Sha256::digest(&bytes).into();
-    let plugin = Plugin::load(&host, &name, &component, settings, source, Metrics::new())?;
+    let plugin = Plugin::load(
+        &host,
+        &name,
+        &component,
+        settings,
+        source,
+        hex::encode(source),
+        Metrics::new(),
+    )?;
     Ok(CheckReport {
         name,
         wants: plugin.wanted(),

@@ -3,7 +3,7 @@
 
 use std::{
     hash::{Hash, Hasher},
-    path::{Path, PathBuf},
+    path::PathBuf,
     sync::{Arc, Weak},
     time::Duration,
 };
@@ -11,7 +11,7 @@ use std::{
 use sha2::{Digest, Sha256};
 use wasmtime::{Config, Engine, component::Component};
 
-use super::PluginError;
+use super::{PluginError, cache::Cache};
 
 /// How often the epoch advances: call deadlines are counted in these ticks.
 pub const TICK: Duration = Duration::from_millis(1);
@@ -21,23 +21,23 @@ pub const TICK: Duration = Duration::from_millis(1);
 pub struct Host {
     pub engine: Engine,
     /// `None`: compile every time.
-    cache_dir: Option<PathBuf>,
+    cache: Option<Cache>,
     /// Hex digest of the engine's compatibility hash: part of every cache key.
     engine_key: String,
-    /// Keeps the ticker thread alive; it ends when the last `Host` is dropped.
+    /// Keeps the ticker thread alive; it ends when the last `Host` (or plugin, which holds
+    /// one) is dropped.
     _alive: Arc<()>,
 }
 
 impl Host {
-    /// Builds the engine and starts its epoch ticker.
+    /// Builds the engine and starts its epoch ticker. A cache folder that cannot be trusted is
+    /// logged and not used.
     ///
     /// # Errors
     /// When wasmtime refuses the configuration (an unsupported host).
     pub fn new(cache_dir: Option<PathBuf>) -> Result<Self, PluginError> {
         let mut config = Config::new();
         config.epoch_interruption(true);
-        // Plugins are small: keep compile time low for hot reloads.
-        config.cranelift_opt_level(wasmtime::OptLevel::Speed);
         let engine =
             Engine::new(&config).map_err(|e| PluginError::Engine(super::plugin::describe(&e)))?;
         let alive = Arc::new(());
@@ -45,12 +45,31 @@ impl Host {
         let mut hasher = ShaHasher(Sha256::new());
         engine.precompile_compatibility_hash().hash(&mut hasher);
         let engine_key = hex::encode(hasher.0.finalize());
+        let cache = cache_dir.and_then(|dir| match Cache::open(&dir) {
+            Ok(c) => Some(c),
+            Err(why) => {
+                tracing::warn!(reason = %why, "plugin compile cache not used");
+                None
+            }
+        });
         Ok(Self {
             engine,
-            cache_dir,
+            cache,
             engine_key,
             _alive: alive,
         })
+    }
+
+    /// The cache file name of a `.wasm` whose SHA-256 is `wasm_digest` (hex).
+    pub fn cache_name(&self, wasm_digest: &str) -> String {
+        format!("{wasm_digest}-{}.cwasm", &self.engine_key[..16])
+    }
+
+    /// Forgets the cached code of a `.wasm` no longer deployed.
+    pub fn uncache(&self, wasm_digest: &str) {
+        if let Some(cache) = &self.cache {
+            cache.remove(&self.cache_name(wasm_digest));
+        }
     }
 
     /// Compiles `wasm`, or loads it from the cache when this engine compiled the same bytes
@@ -59,52 +78,34 @@ impl Host {
     /// # Errors
     /// When the bytes are not a valid component.
     pub fn compile(&self, wasm: &[u8]) -> Result<(Component, bool), PluginError> {
-        let cached = self
-            .cache_dir
-            .as_ref()
-            .map(|dir| self.cache_path(dir, wasm));
-        if let Some(path) = &cached
-            && let Ok(bytes) = std::fs::read(path)
+        let name = self.cache_name(&hex::encode(Sha256::digest(wasm)));
+        if let Some(cache) = &self.cache
+            && let Some(bytes) = cache.read(&name)
         {
-            // SAFETY: the file is in the relay's own cache folder, named after the hash of the
-            // source bytes and of this engine's settings, and was written (atomically) by
-            // `Component::serialize` of this same engine build.
+            // SAFETY: the bytes come from the relay's own cache folder (owned by this user,
+            // writable by no one else, checked by `Cache::open`), match the SHA-256 written
+            // with them, and are named after the source's hash and this engine's settings:
+            // they are what `Component::serialize` of this same engine build produced.
             match unsafe { Component::deserialize(&self.engine, &bytes) } {
                 Ok(c) => return Ok((c, true)),
                 Err(e) => {
-                    tracing::warn!(path = %path.display(), error = %e, "ignoring an unusable cached plugin")
+                    tracing::warn!(file = %name, error = %e, "ignoring an unusable cached plugin")
                 }
             }
         }
         let component = Component::new(&self.engine, wasm)
             .map_err(|e| PluginError::Compile(super::plugin::describe(&e)))?;
-        if let Some(path) = cached
-            && let Err(e) = store_cached(&path, &component)
-        {
-            tracing::warn!(path = %path.display(), error = %e, "cannot cache a compiled plugin");
+        if let Some(cache) = &self.cache {
+            let stored = component
+                .serialize()
+                .map_err(|e| super::plugin::describe(&e))
+                .and_then(|bytes| cache.write(&name, &bytes).map_err(|e| e.to_string()));
+            if let Err(e) = stored {
+                tracing::warn!(file = %name, error = %e, "cannot cache a compiled plugin");
+            }
         }
         Ok((component, false))
     }
-
-    fn cache_path(&self, dir: &Path, wasm: &[u8]) -> PathBuf {
-        let digest = hex::encode(Sha256::digest(wasm));
-        dir.join(format!("{digest}-{}.cwasm", &self.engine_key[..16]))
-    }
-}
-
-/// Writes the compiled component next to its final name, then renames it into place, so that a
-/// reader never sees half a file.
-fn store_cached(path: &Path, component: &Component) -> Result<(), String> {
-    let bytes = component
-        .serialize()
-        .map_err(|e| super::plugin::describe(&e))?;
-    let io = |e: std::io::Error| e.to_string();
-    if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir).map_err(io)?;
-    }
-    let tmp = path.with_extension(format!("tmp{}", std::process::id()));
-    std::fs::write(&tmp, bytes).map_err(io)?;
-    std::fs::rename(&tmp, path).map_err(io)
 }
 
 fn spawn_ticker(engine: Engine, alive: Weak<()>) {

@@ -1,26 +1,41 @@
-//! What one plugin instance may use: its memory limit (remembering when it was hit, so the
-//! failure is told apart from other traps), and caps on tables and instances.
+//! What one plugin instance may use: its memory limit, over all its memories together
+//! (remembering when it was hit, so the failure is told apart from other traps), and caps on
+//! tables, memories and instances.
 
 use wasmtime::ResourceLimiter;
 
 /// The store's resource limits; remembers when the memory limit was what stopped a call.
 pub struct Limits {
-    pub memory_bytes: usize,
+    memory_bytes: usize,
+    /// Bytes of linear memory of every memory of the instance (a component may have several).
+    used: usize,
     /// Set when a growth past the limit stopped the instance.
     pub exceeded: bool,
+}
+
+impl Limits {
+    pub fn new(memory_bytes: usize) -> Self {
+        Self {
+            memory_bytes,
+            used: 0,
+            exceeded: false,
+        }
+    }
 }
 
 impl ResourceLimiter for Limits {
     fn memory_growing(
         &mut self,
-        _current: usize,
+        current: usize,
         desired: usize,
         _maximum: Option<usize>,
     ) -> wasmtime::Result<bool> {
-        if desired > self.memory_bytes {
+        let total = self.used.saturating_sub(current).saturating_add(desired);
+        if total > self.memory_bytes {
             self.exceeded = true;
             wasmtime::bail!("memory limit of {} bytes exceeded", self.memory_bytes);
         }
+        self.used = total;
         Ok(true)
     }
 
@@ -34,14 +49,14 @@ impl ResourceLimiter for Limits {
     }
 
     fn instances(&self) -> usize {
-        32
+        16
     }
 
     fn memories(&self) -> usize {
-        32
+        4
     }
 
     fn tables(&self) -> usize {
-        64
+        32
     }
 }

@@ -1,8 +1,10 @@
-//! WebAssembly event plugins (`wit/relay.wit`): [`engine`] compiles them (with a cache),
+//! WebAssembly event plugins (`wit/relay.wit`): [`engine`] compiles them (with a cache that
+//! must be the relay's own),
 //! [`plugin`] runs one sandboxed, [`chain`] applies them in order to an (event, hook) pair,
 //! [`set`] loads a plugin folder into an immutable set, and [`reload`] watches the folder and
 //! swaps in a new set without stopping the relay.
 
+mod cache;
 pub mod chain;
 pub mod check;
 pub mod engine;

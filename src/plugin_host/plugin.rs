@@ -69,7 +69,14 @@ pub struct State {
     limits: Limits,
     name: Arc<str>,
     config: Arc<HashMap<String, String>>,
+    /// Log lines the plugin may still write during this call.
+    log_budget: u32,
 }
+
+/// Log lines one call (or `init`) may write; the rest are dropped.
+const LOG_LINES_PER_CALL: u32 = 20;
+/// Host resources (streams, pollables) one instance may hold.
+const MAX_RESOURCES: usize = 256;
 
 impl WasiView for State {
     fn ctx(&mut self) -> WasiCtxView<'_> {
@@ -84,9 +91,22 @@ impl bindings::bbb::relay::types::Host for State {}
 
 impl bindings::bbb::relay::host::Host for State {
     fn log(&mut self, level: Level, message: String) {
-        // Bounded, so that a plugin cannot flood the log with one call.
-        let message: String = message.chars().take(2048).collect();
+        // Bounded, so that a plugin cannot flood the log, and on one line, so that it cannot
+        // forge other log lines.
+        if self.log_budget == 0 {
+            return;
+        }
+        self.log_budget -= 1;
         let plugin = &*self.name;
+        if self.log_budget == 0 {
+            tracing::warn!(plugin, "more log lines in this call are dropped");
+            return;
+        }
+        let message: String = message
+            .chars()
+            .take(2048)
+            .map(|c| if c.is_control() { ' ' } else { c })
+            .collect();
         match level {
             Level::Trace => tracing::trace!(plugin, "{message}"),
             Level::Debug => tracing::debug!(plugin, "{message}"),
@@ -128,6 +148,10 @@ pub struct Plugin {
     pub settings: Settings,
     /// Digest of the `.wasm` bytes and the `.toml` text it was loaded from.
     pub source: [u8; 32],
+    /// SHA-256 (hex) of the `.wasm` bytes: its compile cache key.
+    pub wasm_digest: Option<String>,
+    /// Keeps the engine's deadline clock running for as long as the plugin can be called.
+    _host: Option<Host>,
     /// `None`: the file could not be loaded; every call fails (and `on_error` applies).
     pre: Option<bindings::PluginPre<State>>,
     config: Arc<HashMap<String, String>>,
@@ -150,15 +174,20 @@ impl Plugin {
         component: &Component,
         settings: Settings,
         source: [u8; 32],
+        wasm_digest: String,
         metrics: Arc<Metrics>,
     ) -> Result<Self, PluginError> {
         let mut linker: Linker<State> = Linker::new(&host.engine);
         let link = |e: wasmtime::Error| PluginError::Interface(describe(&e));
         wasmtime_wasi::p2::add_to_linker_sync(&mut linker).map_err(link)?;
+        deny_waiting(&mut linker).map_err(link)?;
         bindings::Plugin::add_to_linker::<_, HasSelf<_>>(&mut linker, |s| s).map_err(link)?;
         let pre = linker.instantiate_pre(component).map_err(link)?;
         let pre = bindings::PluginPre::new(pre).map_err(link)?;
         let mut plugin = Self::new(name, settings, source, Some(pre), metrics);
+        plugin.wasm_digest = Some(wasm_digest);
+        plugin._host = Some(host.clone());
+        plugin.set_failed(false);
         let (warm, wants) = plugin.instantiate()?;
         plugin.wants = (!wants.is_empty()).then(|| wants.into_iter().collect());
         plugin.slot = Mutex::new(Slot {
@@ -204,6 +233,8 @@ impl Plugin {
             name,
             settings,
             source,
+            wasm_digest: None,
+            _host: None,
             pre,
             wants: None,
             slot: Mutex::new(Slot::default()),
@@ -247,16 +278,16 @@ impl Plugin {
         let Some(pre) = &self.pre else {
             return Err(PluginError::Init("the plugin is not loaded".into()));
         };
-        let limits = Limits {
-            memory_bytes: (self.settings.limits.memory_mib as usize) << 20,
-            exceeded: false,
-        };
+        let limits = Limits::new((self.settings.limits.memory_mib as usize) << 20);
+        let mut table = ResourceTable::new();
+        table.set_max_capacity(MAX_RESOURCES);
         let state = State {
             wasi: WasiCtxBuilder::new().build(),
-            table: ResourceTable::new(),
+            table,
             limits,
             name: self.name.clone(),
             config: self.config.clone(),
+            log_budget: LOG_LINES_PER_CALL,
         };
         let mut store = Store::new(pre.engine(), state);
         store.limiter(|s| &mut s.limits);
@@ -326,6 +357,7 @@ impl Plugin {
             return Err(self.count_failure(Failure::Trap));
         };
         warm.store.set_epoch_deadline(self.deadline_ticks());
+        warm.store.data_mut().log_budget = LOG_LINES_PER_CALL;
         let action = match warm.bindings.call_on_event(&mut warm.store, event, hook) {
             Ok(a) => a,
             Err(e) => {
@@ -384,6 +416,31 @@ impl Plugin {
             plugin: self.name.to_string(),
         });
     }
+}
+
+/// The version of WASI's clock interface that wasmtime-wasi defines (guests importing any 0.2.x
+/// are linked to it). A test plugin that sleeps checks that the override below applies.
+const WASI_CLOCKS: &str = "wasi:clocks/monotonic-clock@0.2.12";
+
+/// Replaces WASI's timers with functions that trap: a blocking wait happens in the host, where
+/// the epoch deadline cannot interrupt it, so a plugin that sleeps could stall the relay.
+fn deny_waiting(linker: &mut Linker<State>) -> wasmtime::Result<()> {
+    use wasmtime::component::Resource;
+    use wasmtime_wasi::p2::DynPollable;
+    linker.allow_shadowing(true);
+    let mut clock = linker.instance(WASI_CLOCKS)?;
+    for name in ["subscribe-duration", "subscribe-instant"] {
+        clock.func_wrap(
+            name,
+            |_: wasmtime::StoreContextMut<'_, State>,
+             _: (u64,)|
+             -> wasmtime::Result<(Resource<DynPollable>,)> {
+                wasmtime::bail!("plugins may not sleep or wait for time")
+            },
+        )?;
+    }
+    linker.allow_shadowing(false);
+    Ok(())
 }
 
 /// One line for the log: the error and its causes, without a backtrace.

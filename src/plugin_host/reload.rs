@@ -1,19 +1,17 @@
 //! [`Plugins`]: the plugin set in force, swapped atomically (arc-swap) when the plugin folder
 //! changes. A batch of events loads the set once, so every event goes through exactly one set.
-//! Compiling and starting a new version happens on the watcher's thread, never on the event
-//! path; a file that fails keeps its previous version running.
+//! Compiling and starting a new version happens on the reload thread, never on the event path;
+//! a file that fails keeps its previous version running.
 
 use std::{
-    path::PathBuf,
-    sync::{Arc, Mutex},
+    collections::HashSet,
+    path::{Path, PathBuf},
+    sync::{Arc, Mutex, mpsc},
     time::{Duration, Instant},
 };
 
 use arc_swap::ArcSwap;
-use notify_debouncer_full::{
-    DebounceEventResult, Debouncer, RecommendedCache, new_debouncer,
-    notify::{RecommendedWatcher, RecursiveMode},
-};
+use notify::{RecommendedWatcher, RecursiveMode, Watcher as _};
 
 use super::{
     PluginError,
@@ -23,11 +21,13 @@ use super::{
 };
 use crate::{
     config::PluginsConfig,
-    metrics::{Metrics, ResultLabel, SourceLabel},
+    metrics::{Metrics, PluginLabel, ResultLabel, SourceLabel},
 };
 
-/// Keeps the folder watched; dropping it stops watching.
-pub type Watcher = Debouncer<RecommendedWatcher, RecommendedCache>;
+/// Keeps the folder watched; dropping it stops watching (and ends the reload thread).
+pub struct Watcher {
+    _watcher: RecommendedWatcher,
+}
 
 /// The plugins of one relay.
 pub struct Plugins {
@@ -38,6 +38,8 @@ pub struct Plugins {
 struct Loader {
     host: Host,
     dir: PathBuf,
+    /// Changes in here are the relay's own writes, not deployments.
+    cache_dir: Option<PathBuf>,
     defaults: Defaults,
     metrics: Arc<Metrics>,
     /// One reload at a time.
@@ -53,27 +55,27 @@ impl Plugins {
         })
     }
 
-    /// Loads the folder of `config` (no folder: [`Plugins::disabled`]). Plugins that fail to
-    /// load are logged and counted; the relay starts all the same.
+    /// The plugins of `config`'s folder, none loaded yet (see [`Plugins::reload`]); no folder:
+    /// [`Plugins::disabled`].
     ///
     /// # Errors
     /// When the WebAssembly engine cannot be set up.
-    pub fn start(config: &PluginsConfig, metrics: &Arc<Metrics>) -> Result<Arc<Self>, PluginError> {
+    pub fn new(config: &PluginsConfig, metrics: &Arc<Metrics>) -> Result<Arc<Self>, PluginError> {
         let Some(dir) = config.dir.clone() else {
             return Ok(Self::disabled());
         };
-        let plugins = Arc::new(Self {
+        let cache_dir = config.cache_dir();
+        Ok(Arc::new(Self {
             current: ArcSwap::from_pointee(PluginSet::default()),
             loader: Some(Loader {
-                host: Host::new(config.cache_dir())?,
+                host: Host::new(cache_dir.clone())?,
                 dir,
+                cache_dir,
                 defaults: config.defaults(),
                 metrics: metrics.clone(),
                 reloading: Mutex::new(()),
             }),
-        });
-        plugins.reload();
-        Ok(plugins)
+        }))
     }
 
     /// The set in force now.
@@ -92,11 +94,10 @@ impl Plugins {
         let (set, report) =
             PluginSet::load_dir(&l.host, &l.dir, &l.defaults, &previous, &l.metrics);
         let names: Vec<&str> = set.plugins.iter().map(|p| p.name()).collect();
-        let changed = !report.loaded.is_empty() || !report.removed.is_empty();
         for f in &report.failures {
             tracing::error!(plugin = %f.name, error = %f.error, "plugin not loaded; its previous version (or its on_error policy) stays in force");
         }
-        if changed {
+        if !report.loaded.is_empty() || !report.removed.is_empty() {
             tracing::info!(
                 plugins = ?names,
                 loaded = ?report.loaded,
@@ -106,72 +107,161 @@ impl Plugins {
                 "plugin set loaded"
             );
         }
+        self.count(l, &set, &report);
+        let digests = |s: &PluginSet| -> HashSet<String> {
+            s.plugins
+                .iter()
+                .filter_map(|p| p.wasm_digest.clone())
+                .collect()
+        };
+        let (before, after) = (digests(&previous), digests(&set));
+        self.current.store(Arc::new(set));
+        // The compiled code of versions this relay no longer runs.
+        for gone in before.difference(&after) {
+            l.host.uncache(gone);
+        }
+        report
+    }
+
+    fn count(&self, l: &Loader, set: &PluginSet, report: &LoadReport) {
+        let m = &l.metrics;
+        for f in &report.failures {
+            let label = PluginLabel {
+                plugin: f.name.clone(),
+            };
+            m.plugin_load_failed.get_or_create(&label).set(1);
+        }
+        for name in &report.loaded {
+            let label = PluginLabel {
+                plugin: name.clone(),
+            };
+            m.plugin_load_failed.get_or_create(&label).set(0);
+        }
+        for name in &report.removed {
+            let label = PluginLabel {
+                plugin: name.clone(),
+            };
+            m.plugin_load_failed.remove(&label);
+        }
         for (source, n) in [
             ("cache", report.from_cache),
             ("compiled", report.loaded.len() - report.from_cache),
         ] {
-            l.metrics
-                .plugin_compiles
+            m.plugin_compiles
                 .get_or_create(&SourceLabel {
                     source: source.into(),
                 })
                 .inc_by(n as u64);
         }
-        l.metrics
-            .plugins_loaded
+        m.plugins_loaded
             .set(set.plugins.iter().filter(|p| p.is_loaded()).count() as i64);
         let result = if report.failures.is_empty() {
             "ok"
         } else {
             "error"
         };
-        l.metrics
-            .plugin_reloads
+        m.plugin_reloads
             .get_or_create(&ResultLabel {
                 result: result.into(),
             })
             .inc();
-        self.current.store(Arc::new(set));
-        report
     }
 
-    /// Watches the folder and reloads `debounce` after the last change to a `.wasm` or
-    /// `.toml` file in it.
+    /// Watches the folder and reloads once it has been quiet for `quiet` after a change (so
+    /// that files copied in together are loaded together). Start it before the first
+    /// [`Plugins::reload`], so that no change is missed in between.
     ///
     /// # Errors
     /// When the folder cannot be watched.
-    pub fn watch(self: &Arc<Self>, debounce: Duration) -> Result<Option<Watcher>, PluginError> {
+    pub fn watch(self: &Arc<Self>, quiet: Duration) -> Result<Option<Watcher>, PluginError> {
         let Some(l) = &self.loader else {
             return Ok(None);
         };
-        let dir = l.dir.clone();
-        let me = Arc::downgrade(self);
-        let handler = move |result: DebounceEventResult| {
-            let Some(plugins) = me.upgrade() else { return };
-            match result {
-                Ok(events) => {
-                    let relevant = events
-                        .iter()
-                        .flat_map(|e| e.paths.iter())
-                        .any(|p| p.extension().is_some_and(|x| x == "wasm" || x == "toml"));
-                    if relevant {
-                        plugins.reload();
-                    }
-                }
-                Err(errors) => {
-                    for e in errors {
-                        tracing::warn!(error = %e, "watching the plugin folder");
-                    }
-                }
-            }
-        };
-        let watch_err = |e: notify_debouncer_full::notify::Error| {
-            PluginError::Io(dir.display().to_string(), e.to_string())
-        };
-        let mut debouncer = new_debouncer(debounce, None, handler).map_err(watch_err)?;
-        debouncer
+        let (tx, rx) = mpsc::channel();
+        let watch_err =
+            |e: notify::Error| PluginError::Io(l.dir.display().to_string(), e.to_string());
+        let mut watcher = notify::recommended_watcher(move |event| {
+            let _ = tx.send(event);
+        })
+        .map_err(watch_err)?;
+        watcher
             .watch(&l.dir, RecursiveMode::NonRecursive)
             .map_err(watch_err)?;
-        Ok(Some(debouncer))
+        let me = Arc::downgrade(self);
+        let cache_dir = l.cache_dir.clone();
+        std::thread::Builder::new()
+            .name("plugin-reload".into())
+            .spawn(move || {
+                // Ends when the watcher is dropped (the sender goes with it).
+                while let Ok(first) = rx.recv() {
+                    if !deployment(&first, cache_dir.as_deref()) {
+                        continue;
+                    }
+                    // Wait until the folder has been quiet for `quiet`.
+                    loop {
+                        match rx.recv_timeout(quiet) {
+                            Ok(_) => {}
+                            Err(mpsc::RecvTimeoutError::Timeout) => break,
+                            Err(mpsc::RecvTimeoutError::Disconnected) => return,
+                        }
+                    }
+                    let Some(plugins) = me.upgrade() else { return };
+                    plugins.reload();
+                }
+            })
+            .map_err(|e| PluginError::Io("the plugin reload thread".into(), e.to_string()))?;
+        Ok(Some(Watcher { _watcher: watcher }))
+    }
+}
+
+/// Whether a watch event may change the plugin set: any change in the folder but the relay's
+/// own cache writes (reads, including the reload's own, are not changes). Errors and overflows
+/// (a rescan is needed) count as changes.
+fn deployment(event: &notify::Result<notify::Event>, cache_dir: Option<&Path>) -> bool {
+    match event {
+        Ok(e) if e.need_rescan() => true,
+        Ok(e) if matches!(e.kind, notify::EventKind::Access(_)) => false,
+        Ok(e) if e.paths.is_empty() => true,
+        Ok(e) => e
+            .paths
+            .iter()
+            .any(|p| cache_dir.is_none_or(|c| !p.starts_with(c))),
+        Err(e) => {
+            tracing::warn!(error = %e, "watching the plugin folder; reloading to be sure");
+            true
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use notify::{
+        Event, EventKind,
+        event::{AccessKind, CreateKind, Flag},
+    };
+
+    use super::*;
+
+    fn event(kind: EventKind, path: &str) -> notify::Result<Event> {
+        Ok(Event::new(kind).add_path(PathBuf::from(path)))
+    }
+
+    #[test]
+    fn reloads_for_changes_but_not_for_reads_or_cache_writes() {
+        let cache = Some(Path::new("/p/.cache"));
+        let create = EventKind::Create(CreateKind::File);
+        assert!(deployment(&event(create, "/p/10-a.wasm"), cache));
+        assert!(deployment(&event(create, "/p/..data"), cache));
+        assert!(!deployment(&event(create, "/p/.cache/x.cwasm"), cache));
+        assert!(!deployment(
+            &event(EventKind::Access(AccessKind::Any), "/p/10-a.wasm"),
+            cache
+        ));
+        let rescan = Ok(Event::new(EventKind::Other).set_flag(Flag::Rescan));
+        assert!(deployment(&rescan, cache));
+        assert!(deployment(
+            &Err(notify::Error::generic("queue overflow")),
+            cache
+        ));
     }
 }

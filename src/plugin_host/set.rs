@@ -152,11 +152,21 @@ fn load_one(
     }
     let settings = Settings::parse(toml.as_deref(), defaults)?;
     let (component, cached) = host.compile(&wasm)?;
-    let plugin = Plugin::load(host, name, &component, settings, source, metrics.clone())?;
+    let digest = hex::encode(Sha256::digest(&wasm));
+    let plugin = Plugin::load(
+        host,
+        name,
+        &component,
+        settings,
+        source,
+        digest,
+        metrics.clone(),
+    )?;
     Ok(Loaded::New(Arc::new(plugin), cached))
 }
 
-/// `(name, path)` of every `NAME.wasm` in `dir`, sorted by file name.
+/// `(name, path)` of every `NAME.wasm` in `dir`, sorted by file name (names that are not UTF-8
+/// are skipped, with a warning).
 fn wasm_files(dir: &Path) -> Result<Vec<(String, PathBuf)>, PluginError> {
     let entries = std::fs::read_dir(dir)
         .map_err(|e| PluginError::Io(dir.display().to_string(), e.to_string()))?;
@@ -165,10 +175,13 @@ fn wasm_files(dir: &Path) -> Result<Vec<(String, PathBuf)>, PluginError> {
         .map(|e| e.path())
         .filter(|p| p.extension().is_some_and(|x| x == "wasm") && p.is_file())
         .filter_map(|p| {
-            let name = p.file_stem()?.to_str()?.to_string();
+            let Some(name) = p.file_stem().and_then(|s| s.to_str()).map(str::to_string) else {
+                tracing::warn!(path = %p.display(), "ignoring a plugin file whose name is not UTF-8");
+                return None;
+            };
             (!name.starts_with('.')).then_some((name, p))
         })
         .collect();
-    files.sort();
+    files.sort_by(|a, b| a.1.file_name().cmp(&b.1.file_name()));
     Ok(files)
 }

@@ -188,3 +188,27 @@ fn check_config_loads_the_plugin_folder_and_names_a_broken_plugin() {
         "{err}"
     );
 }
+
+#[test]
+fn replay_keeps_the_deadline_of_a_plugin_that_loops() {
+    let dir = PluginDir::new();
+    dir.add(
+        "10-loop",
+        "testing_loop",
+        Some("[config]\non = \"user-joined\"\n"),
+    );
+    let (ok, out, err) = run(&[
+        "replay",
+        &fixture_path(),
+        "--plugins",
+        dir.path().to_str().expect("path"),
+    ]);
+    assert!(ok, "{err}");
+    // The two joins hit the deadline and get the default policy (drop); the rest go through.
+    assert!(
+        out.starts_with(
+            "# hook 1 http://localhost/ (processed): 22 callbacks, 2 dropped by plugins"
+        ),
+        "{out}"
+    );
+}

@@ -41,8 +41,7 @@ impl Guest for MemoryBomb {
             loop {
                 // Touch one byte per 64 KiB WebAssembly page: the memory grows as fast as the
                 // allocator asks for it, so the limit is hit long before any deadline.
-                let mut block: Vec<u8> = Vec::with_capacity(BLOCK);
-                block.resize(BLOCK, 0);
+                let mut block = vec![0u8; BLOCK];
                 for page in block.chunks_mut(1 << 16) {
                     page[0] = 1;
                 }
