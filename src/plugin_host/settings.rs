@@ -222,6 +222,32 @@ mod tests {
         assert!(Scope::default().matches(&hook(9, "http://x/"), None));
     }
 
+    proptest::proptest! {
+        /// Any text, and any value for every key, gives settings or an error: never a panic,
+        /// and never limits outside their ranges.
+        #[test]
+        fn any_name_toml_parses_or_is_refused(
+            text in ".{0,200}",
+            timeout in proptest::num::u64::ANY,
+            memory in proptest::num::u64::ANY,
+            key in "[a-z_]{1,12}",
+        ) {
+            let d = Defaults::default();
+            let _ = Settings::parse(Some(&text), &d);
+            let generated = format!(
+                "timeout_ms = {}\nmemory_mib = {}\n[config]\n{key} = {timeout}\n",
+                timeout % (i64::MAX as u64),
+                memory % (i64::MAX as u64),
+            );
+            if let Ok(s) = Settings::parse(Some(&generated), &d) {
+                proptest::prop_assert!((1..=60_000).contains(&s.limits.timeout_ms));
+                proptest::prop_assert!((1..=4096).contains(&s.limits.memory_mib));
+                let expected = (timeout % (i64::MAX as u64)).to_string();
+                proptest::prop_assert_eq!(s.config.get(&key), Some(&expected));
+            }
+        }
+    }
+
     #[test]
     fn unknown_keys_and_bad_limits_are_refused() {
         let d = Defaults::default();
