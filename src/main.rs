@@ -45,25 +45,7 @@ enum Command {
     },
     /// Run recorded raw bus messages through the mapper, matcher and plugin chain (no Redis)
     /// and print, per hook, the payloads that would be sent.
-    Replay {
-        /// Raw bus messages: one JSON message per line, or a JSON array.
-        events: PathBuf,
-        /// Plugin folder (NAME.wasm and NAME.toml files), applied in file-name order.
-        #[arg(long)]
-        plugins: Option<PathBuf>,
-        /// A hook getting processed events (repeatable); default: one at http://localhost/.
-        #[arg(long = "hook", value_name = "URL")]
-        hooks: Vec<String>,
-        /// A hook getting raw bus messages (repeatable).
-        #[arg(long = "raw-hook", value_name = "URL")]
-        raw_hooks: Vec<String>,
-        /// POST the callbacks, signed with the configuration's secret, instead of printing them.
-        #[arg(long)]
-        send: bool,
-        /// Configuration (secret and signing for --send, event filters, plugin defaults).
-        #[arg(long, short)]
-        config: Option<PathBuf>,
-    },
+    Replay(tools::ReplayArgs),
 }
 
 #[derive(Subcommand)]
@@ -83,7 +65,7 @@ fn main() -> ExitCode {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
     // The tools print their results on stdout: their log lines go to stderr.
-    let tool = matches!(cli.command, Command::Plugin { .. } | Command::Replay { .. });
+    let tool = matches!(cli.command, Command::Plugin { .. } | Command::Replay(_));
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(move || -> Box<dyn std::io::Write> {
@@ -103,24 +85,7 @@ fn main() -> ExitCode {
         Command::Plugin {
             command: PluginCommand::Check { file, config },
         } => return tools::plugin_check(&file, config.as_deref()),
-        Command::Replay {
-            events,
-            plugins,
-            hooks,
-            raw_hooks,
-            send,
-            config,
-        } => {
-            let args = tools::ReplayArgs {
-                events,
-                plugins,
-                hooks,
-                raw_hooks,
-                send,
-                config,
-            };
-            return tools::replay(&args);
-        }
+        Command::Replay(args) => return tools::replay(&args),
     };
     let path = path.as_deref();
     let config = match Config::load(path) {
