@@ -306,7 +306,9 @@ impl PluginsConfig {
                 .map(PathBuf::from)
         };
         self.cache_dir.clone().or_else(|| {
+            // systemd may list several folders, separated by ':'.
             env("CACHE_DIRECTORY")
+                .and_then(|d| d.to_str()?.split(':').next().map(PathBuf::from))
                 .map(|d| d.join("plugins"))
                 .or_else(|| env("XDG_CACHE_HOME").map(|d| d.join("hookrelay")))
                 .or_else(|| env("HOME").map(|d| d.join(".cache/hookrelay")))

@@ -9,6 +9,8 @@ pub struct Limits {
     memory_bytes: usize,
     /// Bytes of linear memory of every memory of the instance (a component may have several).
     used: usize,
+    /// `used` before the growth under way, restored if the growth fails after all.
+    before: usize,
     /// Set when a growth past the limit stopped the instance.
     pub exceeded: bool,
 }
@@ -18,6 +20,7 @@ impl Limits {
         Self {
             memory_bytes,
             used: 0,
+            before: 0,
             exceeded: false,
         }
     }
@@ -35,8 +38,14 @@ impl ResourceLimiter for Limits {
             self.exceeded = true;
             wasmtime::bail!("memory limit of {} bytes exceeded", self.memory_bytes);
         }
+        self.before = self.used;
         self.used = total;
         Ok(true)
+    }
+
+    fn memory_grow_failed(&mut self, _error: wasmtime::Error) -> wasmtime::Result<()> {
+        self.used = self.before;
+        Ok(())
     }
 
     fn table_growing(

@@ -100,7 +100,6 @@ impl bindings::bbb::relay::host::Host for State {
         let plugin = &*self.name;
         if self.log_budget == 0 {
             tracing::warn!(plugin, "more log lines in this call are dropped");
-            return;
         }
         let message: String = message
             .chars()
@@ -187,8 +186,9 @@ impl Plugin {
         let mut plugin = Self::new(name, settings, source, Some(pre), metrics);
         plugin.wasm_digest = Some(wasm_digest);
         plugin._host = Some(host.clone());
-        plugin.set_failed(false);
         let (warm, wants) = plugin.instantiate()?;
+        // Only once it runs: a version that fails here leaves the previous one (and its alarm).
+        plugin.set_failed(false);
         plugin.wants = (!wants.is_empty()).then(|| wants.into_iter().collect());
         plugin.slot = Mutex::new(Slot {
             warm: Some(warm),
@@ -282,7 +282,15 @@ impl Plugin {
         let mut table = ResourceTable::new();
         table.set_max_capacity(MAX_RESOURCES);
         let state = State {
-            wasi: WasiCtxBuilder::new().build(),
+            wasi: WasiCtxBuilder::new()
+                // Every address is refused by default, but a socket would still be made (a
+                // file descriptor of the relay's): none at all.
+                .allow_tcp(false)
+                .allow_udp(false)
+                .allow_ip_name_lookup(false)
+                // Random bytes are made by the host, outside the memory limit and the deadline.
+                .max_random_size(64 << 10)
+                .build(),
             table,
             limits,
             name: self.name.clone(),
@@ -307,7 +315,16 @@ impl Plugin {
         if self.pre.is_none() {
             return Err(self.count_failure(Failure::NotLoaded));
         }
-        let mut slot = self.slot.lock().unwrap_or_else(|e| e.into_inner());
+        let mut slot = match self.slot.lock() {
+            Ok(slot) => slot,
+            Err(poisoned) => {
+                // A panic in the host during a call: the instance's state is unknown.
+                self.slot.clear_poison();
+                let mut slot = poisoned.into_inner();
+                slot.warm = None;
+                slot
+            }
+        };
         if let Some(until) = slot.failed_until {
             if Instant::now() < until {
                 return Err(self.count_failure(Failure::MarkedFailed));
@@ -427,17 +444,24 @@ const WASI_CLOCKS: &str = "wasi:clocks/monotonic-clock@0.2.12";
 fn deny_waiting(linker: &mut Linker<State>) -> wasmtime::Result<()> {
     use wasmtime::component::Resource;
     use wasmtime_wasi::p2::DynPollable;
+    let deny = |_: wasmtime::StoreContextMut<'_, State>,
+                _: (u64,)|
+     -> wasmtime::Result<(Resource<DynPollable>,)> {
+        wasmtime::bail!("plugins may not sleep or wait for time")
+    };
+    // The timers must be there to be replaced: were wasmtime-wasi to define another 0.2.x,
+    // guests would be linked to that one and the override would miss. Then refuse to run.
+    if linker
+        .instance(WASI_CLOCKS)?
+        .func_wrap("subscribe-duration", deny)
+        .is_ok()
+    {
+        wasmtime::bail!("{WASI_CLOCKS} is not the clock interface wasmtime-wasi defines");
+    }
     linker.allow_shadowing(true);
     let mut clock = linker.instance(WASI_CLOCKS)?;
     for name in ["subscribe-duration", "subscribe-instant"] {
-        clock.func_wrap(
-            name,
-            |_: wasmtime::StoreContextMut<'_, State>,
-             _: (u64,)|
-             -> wasmtime::Result<(Resource<DynPollable>,)> {
-                wasmtime::bail!("plugins may not sleep or wait for time")
-            },
-        )?;
+        clock.func_wrap(name, deny)?;
     }
     linker.allow_shadowing(false);
     Ok(())

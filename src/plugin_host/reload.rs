@@ -125,17 +125,16 @@ impl Plugins {
 
     fn count(&self, l: &Loader, set: &PluginSet, report: &LoadReport) {
         let m = &l.metrics;
-        for f in &report.failures {
+        // Per plugin in the new set: 1 if its file was just refused, else 0 (a failure of the
+        // folder itself is in the log and in plugin_reloads_total only).
+        for p in &set.plugins {
+            let failed = report.failures.iter().any(|f| f.name == p.name());
             let label = PluginLabel {
-                plugin: f.name.clone(),
+                plugin: p.name().to_string(),
             };
-            m.plugin_load_failed.get_or_create(&label).set(1);
-        }
-        for name in &report.loaded {
-            let label = PluginLabel {
-                plugin: name.clone(),
-            };
-            m.plugin_load_failed.get_or_create(&label).set(0);
+            m.plugin_load_failed
+                .get_or_create(&label)
+                .set(i64::from(failed));
         }
         for name in &report.removed {
             let label = PluginLabel {
@@ -188,7 +187,11 @@ impl Plugins {
             .watch(&l.dir, RecursiveMode::NonRecursive)
             .map_err(watch_err)?;
         let me = Arc::downgrade(self);
-        let cache_dir = l.cache_dir.clone();
+        // The relay's own cache writes are events in the folder only when the cache is inside it.
+        let cache_dir = l
+            .cache_dir
+            .clone()
+            .filter(|c| c != &l.dir && c.starts_with(&l.dir));
         std::thread::Builder::new()
             .name("plugin-reload".into())
             .spawn(move || {
@@ -197,9 +200,16 @@ impl Plugins {
                     if !deployment(&first, cache_dir.as_deref()) {
                         continue;
                     }
-                    // Wait until the folder has been quiet for `quiet`.
+                    // Wait until the folder has been quiet for `quiet` (reads do not count), but
+                    // not forever under a stream of changes.
+                    let latest = Instant::now() + quiet * 10;
                     loop {
                         match rx.recv_timeout(quiet) {
+                            Ok(e) if deployment(&e, cache_dir.as_deref()) => {
+                                if Instant::now() >= latest {
+                                    break;
+                                }
+                            }
                             Ok(_) => {}
                             Err(mpsc::RecvTimeoutError::Timeout) => break,
                             Err(mpsc::RecvTimeoutError::Disconnected) => return,
