@@ -14,7 +14,7 @@ use hookrelay::{
     event::{Event, Payload},
     hooks::Hook,
     metrics::Metrics,
-    plugin_host::{Defaults, Host, Plugin, PluginSet, Settings},
+    plugin_host::{Defaults, Host, Plugin, PluginSet, Settings, engine::wasm_digest},
 };
 use plugins::plugin_wasm;
 
@@ -54,22 +54,28 @@ fn hook() -> Hook {
     }
 }
 
-fn set_of(host: &Host, crate_name: &str) -> PluginSet {
-    let bytes = std::fs::read(plugin_wasm(crate_name)).expect("plugin");
-    let (component, _) = host.compile(&bytes).expect("compiles");
+/// Compiles (or reads from `host`'s cache, as `from_cache` expects) and starts a plugin.
+fn ready(host: &Host, name: &str, bytes: &[u8], from_cache: bool) -> Plugin {
+    let digest = wasm_digest(bytes);
+    let (component, cached) = host.compile(bytes, &digest).expect("compiles");
+    assert_eq!(cached, from_cache);
     let settings = Settings::parse(None, &Defaults::default()).expect("settings");
-    let plugin = Plugin::load(
+    Plugin::load(
         host,
-        crate_name,
+        name,
         &component,
         settings,
         [0; 32],
-        String::new(),
+        digest,
         Metrics::new(),
     )
-    .expect("loads");
+    .expect("loads")
+}
+
+fn set_of(host: &Host, crate_name: &str) -> PluginSet {
+    let bytes = std::fs::read(plugin_wasm(crate_name)).expect("plugin");
     PluginSet {
-        plugins: vec![Arc::new(plugin)],
+        plugins: vec![Arc::new(ready(host, crate_name, &bytes, false))],
     }
 }
 
@@ -92,44 +98,17 @@ fn per_event(c: &mut Criterion) {
 
 fn loading(c: &mut Criterion) {
     let bytes = std::fs::read(plugin_wasm("redact")).expect("plugin");
-    let settings = Settings::parse(None, &Defaults::default()).expect("settings");
     let mut group = c.benchmark_group("plugin load (redact, 117 KB)");
     group.sample_size(10);
     let uncached = Host::new(None).expect("engine");
     group.bench_function("compile and start, no cache", |b| {
-        b.iter(|| {
-            let (component, cached) = uncached.compile(&bytes).expect("compiles");
-            assert!(!cached);
-            Plugin::load(
-                &uncached,
-                "redact",
-                &component,
-                settings.clone(),
-                [0; 32],
-                String::new(),
-                Metrics::new(),
-            )
-            .expect("loads")
-        })
+        b.iter(|| ready(&uncached, "redact", &bytes, false))
     });
     let dir = tempfile::tempdir().expect("temp dir");
     let cached = Host::new(Some(dir.path().to_path_buf())).expect("engine");
-    cached.compile(&bytes).expect("fills the cache");
+    ready(&cached, "redact", &bytes, false);
     group.bench_function("read from the cache and start", |b| {
-        b.iter(|| {
-            let (component, hit) = cached.compile(&bytes).expect("from the cache");
-            assert!(hit);
-            Plugin::load(
-                &cached,
-                "redact",
-                &component,
-                settings.clone(),
-                [0; 32],
-                String::new(),
-                Metrics::new(),
-            )
-            .expect("loads")
-        })
+        b.iter(|| ready(&cached, "redact", &bytes, true))
     });
     group.finish();
 }

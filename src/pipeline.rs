@@ -262,7 +262,7 @@ impl ProcessStage {
             return pairs
                 .into_iter()
                 .map(|(hook, event, ts)| {
-                    let entry = Dispatcher::entry(&hook, &event, ts, None);
+                    let entry = Dispatcher::entry(&event, ts, event.payload(hook.get_raw).clone());
                     (hook, entry)
                 })
                 .collect();
@@ -355,16 +355,11 @@ fn apply_plugins(
                 tracing::error!(hook_id = hook.id, event = %event.id, "the plugin chain panicked; the callback is dropped");
                 Verdict::Drop
             });
-            let replaced = match verdict {
-                Verdict::Keep => None,
-                Verdict::Replace(p) => Some(p),
-                Verdict::Drop => {
-                    metrics.plugin_dropped.inc();
-                    return None;
-                }
+            let Some(payload) = verdict.payload(&event, &hook) else {
+                metrics.plugin_dropped.inc();
+                return None;
             };
-            let entry = Dispatcher::entry(&hook, &event, ts, replaced);
-            Some((hook, entry))
+            Some((hook, Dispatcher::entry(&event, ts, payload)))
         })
         .collect()
 }

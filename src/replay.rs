@@ -14,7 +14,7 @@ use crate::{
         process::{EventFilter, Processor},
     },
     hooks::{Hook, Registry, matcher},
-    plugin_host::{PluginSet, Verdict},
+    plugin_host::PluginSet,
 };
 
 /// Why the input could not be read.
@@ -132,14 +132,9 @@ pub fn run(
                 let Some(out) = outputs.iter_mut().find(|o| o.hook.id == hook.id) else {
                     continue;
                 };
-                let payload = match plugins.apply(&event, hook, ts) {
-                    Verdict::Drop => {
-                        out.dropped += 1;
-                        continue;
-                    }
-                    Verdict::Replace(p) => p,
-                    Verdict::Keep if hook.get_raw => event.raw.clone(),
-                    Verdict::Keep => event.processed.clone(),
+                let Some(payload) = plugins.apply(&event, hook, ts).payload(&event, hook) else {
+                    out.dropped += 1;
+                    continue;
                 };
                 out.callbacks.push(Callback {
                     ts,

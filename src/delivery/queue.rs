@@ -118,16 +118,8 @@ impl Dispatcher {
         self.ctx.timestamps.observe(ts);
     }
 
-    /// The entry `event` (timestamped `ts`) makes for `hook`: the hook's payload, or the one
-    /// the plugin chain put in its place.
-    pub fn entry(hook: &Hook, event: &Event, ts: u64, replaced: Option<Arc<Payload>>) -> Entry {
-        let payload = replaced.unwrap_or_else(|| {
-            if hook.get_raw {
-                event.raw.clone()
-            } else {
-                event.processed.clone()
-            }
-        });
+    /// The entry `event` (timestamped `ts`) makes with `payload`, the one its hook gets.
+    pub fn entry(event: &Event, ts: u64, payload: Arc<Payload>) -> Entry {
         Entry {
             ts,
             payload,

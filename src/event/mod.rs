@@ -53,3 +53,10 @@ pub struct Event {
     /// The bus message exactly as received (what getRaw hooks get).
     pub raw: Arc<Payload>,
 }
+
+impl Event {
+    /// What a hook gets: the bus message for a getRaw hook, else the processed event.
+    pub fn payload(&self, get_raw: bool) -> &Arc<Payload> {
+        if get_raw { &self.raw } else { &self.processed }
+    }
+}

@@ -24,6 +24,17 @@ pub enum Verdict {
     Drop,
 }
 
+impl Verdict {
+    /// The payload to send to `hook` for `event`; `None` when the chain dropped it.
+    pub fn payload(self, event: &Event, hook: &Hook) -> Option<Arc<Payload>> {
+        match self {
+            Self::Keep => Some(event.payload(hook.get_raw).clone()),
+            Self::Replace(p) => Some(p),
+            Self::Drop => None,
+        }
+    }
+}
+
 /// One link of the chain; [`Plugin`] in the relay, simple fakes in unit tests.
 pub trait Stage {
     /// Whether the stage sees this pair at all (scope and `init`'s event list).

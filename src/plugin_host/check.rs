@@ -3,13 +3,11 @@
 
 use std::{path::Path, time::Instant};
 
-use sha2::{Digest, Sha256};
-
 use super::{
     PluginError,
-    engine::Host,
+    engine::{Host, wasm_digest},
     plugin::Plugin,
-    settings::{Defaults, Settings},
+    settings::{Defaults, Settings, read_beside},
 };
 use crate::metrics::Metrics;
 
@@ -34,24 +32,26 @@ pub struct CheckReport {
 pub fn check_file(wasm: &Path, defaults: &Defaults) -> Result<CheckReport, PluginError> {
     let bytes = std::fs::read(wasm)
         .map_err(|e| PluginError::Io(wasm.display().to_string(), e.to_string()))?;
-    let settings = Settings::load_beside(wasm, defaults)?;
-    let has_settings = wasm.with_extension("toml").is_file();
+    let toml = read_beside(wasm)?;
+    let settings = Settings::parse(toml.as_deref(), defaults)?;
+    let has_settings = toml.is_some();
     let name = wasm
         .file_stem()
         .map_or_else(|| "plugin".into(), |s| s.to_string_lossy().into_owned());
     let host = Host::new(None)?;
     let started = Instant::now();
-    let (component, _) = host.compile(&bytes)?;
+    let digest = wasm_digest(&bytes);
+    let (component, _) = host.compile(&bytes, &digest)?;
     let compile_ms = started.elapsed().as_millis();
     let started = Instant::now();
-    let source: [u8; 32] = Sha256::digest(&bytes).into();
+    // The source digest only tells reloads apart: none here.
     let plugin = Plugin::load(
         &host,
         &name,
         &component,
         settings,
-        source,
-        hex::encode(source),
+        [0; 32],
+        digest,
         Metrics::new(),
     )?;
     Ok(CheckReport {

@@ -72,13 +72,18 @@ impl Host {
         }
     }
 
-    /// Compiles `wasm`, or loads it from the cache when this engine compiled the same bytes
-    /// before. Returns the component and whether it came from the cache.
+    /// Compiles `wasm` (whose SHA-256 in hex is `wasm_digest`, see [`wasm_digest`]), or loads
+    /// it from the cache when this engine compiled the same bytes before. Returns the component
+    /// and whether it came from the cache.
     ///
     /// # Errors
     /// When the bytes are not a valid component.
-    pub fn compile(&self, wasm: &[u8]) -> Result<(Component, bool), PluginError> {
-        let name = self.cache_name(&hex::encode(Sha256::digest(wasm)));
+    pub fn compile(
+        &self,
+        wasm: &[u8],
+        wasm_digest: &str,
+    ) -> Result<(Component, bool), PluginError> {
+        let name = self.cache_name(wasm_digest);
         if let Some(cache) = &self.cache
             && let Some(bytes) = cache.read(&name)
         {
@@ -106,6 +111,11 @@ impl Host {
         }
         Ok((component, false))
     }
+}
+
+/// The SHA-256 of a `.wasm`, in hex: its compile cache key, computed once per load.
+pub fn wasm_digest(wasm: &[u8]) -> String {
+    hex::encode(Sha256::digest(wasm))
 }
 
 fn spawn_ticker(engine: Engine, alive: Weak<()>) {

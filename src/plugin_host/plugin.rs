@@ -153,7 +153,6 @@ pub struct Plugin {
     _host: Option<Host>,
     /// `None`: the file could not be loaded; every call fails (and `on_error` applies).
     pre: Option<bindings::PluginPre<State>>,
-    config: Arc<HashMap<String, String>>,
     /// Event ids from `init`; `None` for all.
     wants: Option<HashSet<String>>,
     slot: Mutex<Slot>,
@@ -229,7 +228,6 @@ impl Plugin {
             drop: action("drop"),
         };
         Self {
-            config: Arc::new(settings.config.clone()),
             name,
             settings,
             source,
@@ -294,7 +292,7 @@ impl Plugin {
             table,
             limits,
             name: self.name.clone(),
-            config: self.config.clone(),
+            config: self.settings.config.clone(),
             log_budget: LOG_LINES_PER_CALL,
         };
         let mut store = Store::new(pre.engine(), state);

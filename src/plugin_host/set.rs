@@ -12,9 +12,9 @@ use sha2::{Digest, Sha256};
 use super::{
     PluginError,
     chain::{self, Verdict},
-    engine::Host,
+    engine::{Host, wasm_digest},
     plugin::Plugin,
-    settings::{Defaults, Settings},
+    settings::{Defaults, Settings, read_beside},
 };
 use crate::{event::Event, hooks::Hook, metrics::Metrics};
 
@@ -134,14 +134,10 @@ fn load_one(
 ) -> Result<Loaded, PluginError> {
     let io = |p: &Path, e: std::io::Error| PluginError::Io(p.display().to_string(), e.to_string());
     let wasm = std::fs::read(path).map_err(|e| io(path, e))?;
-    let toml_path = path.with_extension("toml");
-    let toml = match std::fs::read_to_string(&toml_path) {
-        Ok(t) => Some(t),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
-        Err(e) => return Err(io(&toml_path, e)),
-    };
+    let toml = read_beside(path)?;
+    let digest = wasm_digest(&wasm);
     let mut hasher = Sha256::new();
-    hasher.update(&wasm);
+    hasher.update(&digest);
     hasher.update([u8::from(toml.is_some())]);
     hasher.update(toml.as_deref().unwrap_or_default());
     let source: [u8; 32] = hasher.finalize().into();
@@ -151,8 +147,7 @@ fn load_one(
         return Ok(Loaded::Unchanged(old.clone()));
     }
     let settings = Settings::parse(toml.as_deref(), defaults)?;
-    let (component, cached) = host.compile(&wasm)?;
-    let digest = hex::encode(Sha256::digest(&wasm));
+    let (component, cached) = host.compile(&wasm, &digest)?;
     let plugin = Plugin::load(
         host,
         name,

@@ -1,7 +1,7 @@
 //! A plugin's `NAME.toml`: its error policy, limits, scope and free-form `[config]` table,
 //! with the defaults of the relay's `[plugins]` section.
 
-use std::{collections::HashMap, path::Path};
+use std::{collections::HashMap, path::Path, sync::Arc};
 
 use serde::{Deserialize, Serialize};
 
@@ -92,8 +92,8 @@ struct File {
 pub struct Settings {
     pub limits: Defaults,
     pub scope: Scope,
-    /// `[config]`, each value as `get-config` returns it.
-    pub config: HashMap<String, String>,
+    /// `[config]`, each value as `get-config` returns it (shared with the plugin's stores).
+    pub config: Arc<HashMap<String, String>>,
 }
 
 impl Settings {
@@ -130,7 +130,7 @@ impl Settings {
         Ok(Self {
             limits,
             scope: file.scope,
-            config,
+            config: Arc::new(config),
         })
     }
 
@@ -139,12 +139,20 @@ impl Settings {
     /// # Errors
     /// When the file exists but cannot be read or parsed.
     pub fn load_beside(wasm: &Path, defaults: &Defaults) -> Result<Self, PluginError> {
-        let path = wasm.with_extension("toml");
-        match std::fs::read_to_string(&path) {
-            Ok(text) => Self::parse(Some(&text), defaults),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Self::parse(None, defaults),
-            Err(e) => Err(PluginError::Io(path.display().to_string(), e.to_string())),
-        }
+        Self::parse(read_beside(wasm)?.as_deref(), defaults)
+    }
+}
+
+/// The text of the `NAME.toml` beside `wasm`; `None` when there is none.
+///
+/// # Errors
+/// When the file exists but cannot be read.
+pub fn read_beside(wasm: &Path) -> Result<Option<String>, PluginError> {
+    let path = wasm.with_extension("toml");
+    match std::fs::read_to_string(&path) {
+        Ok(text) => Ok(Some(text)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(PluginError::Io(path.display().to_string(), e.to_string())),
     }
 }
 
