@@ -5,7 +5,8 @@ use std::sync::Arc;
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use hookrelay::{
-    delivery::sign::{Algorithm, callback_checksum, form_encode, signed_url, spec_body},
+    base::{digest::Algorithm, form::form_encode},
+    delivery::sign::{callback_checksum, signed_url, spec_body},
     event::{
         mapping::Mappings,
         process::{EventFilter, Processor},
@@ -27,7 +28,7 @@ fn fixture(line: usize) -> String {
 }
 
 fn process(c: &mut Criterion) {
-    let mut p = Processor::new(Mappings::new(86_400_000, None), EventFilter::default());
+    let mut p = Processor::new(Mappings::new(86_400_000, false), EventFilter::default());
     // Meeting and both users known, as in a running meeting.
     for line in [1, 2, 6] {
         p.process(&Arc::from(fixture(line).as_str()), 1)

@@ -39,7 +39,7 @@ fn event() -> Event {
         internal_meeting_id: Some("183f0bf3a0982a127bdb8161e0c44eb696b3e75c-1700000000000".into()),
         external_meeting_id: Some("course-42".into()),
         processed: Arc::new(Payload::new(processed)),
-        raw: Arc::new(Payload::new(raw)),
+        raw: Some(Arc::new(Payload::new(raw))),
     }
 }
 

@@ -6,15 +6,21 @@
 //!   ids, [`event::catalogue`] maps it to a processed webhook event.
 //! - [`hooks`]: the hook records ([`hooks::store`] in Redis, [`hooks::registry`] in memory) and
 //!   [`hooks::matcher`], which picks the hooks an event goes to.
+//! - [`route`]: process -> match -> plugin chain for a batch, the one place the pipeline and
+//!   `replay` share; it also gives each callback its per-hook timestamp.
 //! - [`delivery`]: per-hook FIFO queues, retries, signing and the HTTP client.
 //! - [`plugin_host`]: WebAssembly plugins that keep, replace or drop each (event, hook) pair
 //!   after matching, hot reloaded from a folder.
 //! - [`api`]: `hooks/create`, `hooks/destroy`, `hooks/list` (BBB checksum, BBB XML).
 //! - [`metrics`]: the Prometheus endpoint.
-//! - [`pipeline`]: wires the stages; [`config`] and [`shutdown`] serve it; [`redis_index`] is
-//!   the set-plus-hashes layout the stores share, [`redis_conn`] makes the connections.
+//! - [`pipeline`]: wires the stages; [`config`] (plain data) and [`shutdown`] serve it;
+//!   [`redis_index`] is the set-plus-hashes layout the stores share, [`redis_conn`] makes the
+//!   connections.
+//! - [`base`]: leaf modules everyone may use and that use nothing of the crate: secrets, digest
+//!   algorithms, the callback URL policy, Redis key names, form encoding, the clock.
 
 pub mod api;
+pub mod base;
 pub mod bus;
 pub mod config;
 pub mod delivery;
@@ -26,6 +32,7 @@ pub mod plugin_host;
 pub mod redis_conn;
 pub mod redis_index;
 pub mod replay;
+pub mod route;
 pub mod shutdown;
 
 pub use config::Config;

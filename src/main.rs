@@ -12,7 +12,7 @@ use hookrelay::{Config, Listeners, Shutdown};
 #[command(version, about = "Webhook relay for BigBlueButton")]
 struct Cli {
     /// Log output format.
-    #[arg(long, global = true, value_enum, default_value_t = LogFormat::Text)]
+    #[arg(long, global = true, value_enum, default_value_t = LogFormat::Text, env = "HOOKRELAY_LOG_FORMAT")]
     log_format: LogFormat,
     #[command(subcommand)]
     command: Command,
@@ -28,14 +28,15 @@ enum LogFormat {
 enum Command {
     /// Run the relay.
     Serve {
-        /// TOML configuration file (every key is optional but bbb.secret; HOOKRELAY_* variables
-        /// override it).
-        #[arg(long, short)]
+        /// TOML configuration file (every key is optional but bbb.secret; HOOKRELAY_SECTION__KEY
+        /// variables override it, e.g. HOOKRELAY_BBB__SECRET).
+        #[arg(long, short, env = "HOOKRELAY_CONFIG")]
         config: Option<PathBuf>,
     },
     /// Load and validate a configuration, then exit.
     CheckConfig {
-        #[arg(long, short)]
+        /// TOML configuration file, as for serve.
+        #[arg(long, short, env = "HOOKRELAY_CONFIG")]
         config: Option<PathBuf>,
     },
     /// Tools for WebAssembly plugin authors.
@@ -55,7 +56,7 @@ enum PluginCommand {
     Check {
         file: PathBuf,
         /// The relay's configuration, for its [plugins] defaults (limits, on_error).
-        #[arg(long, short)]
+        #[arg(long, short, env = "HOOKRELAY_CONFIG")]
         config: Option<PathBuf>,
     },
 }

@@ -1,20 +1,22 @@
-//! `hookrelay replay`: runs recorded raw bus messages through the real processor (decode,
-//! mappings, catalogue), matcher and plugin chain, without Redis, and collects per hook the
-//! callbacks the relay would send. Plugin authors test with it; `--send` also POSTs them.
+//! `hookrelay replay`: runs recorded raw bus messages through the relay's own
+//! [`route`](crate::route) (decode, mappings, catalogue, matcher, plugin chain, timestamps),
+//! without Redis, and collects per hook the callbacks the relay would send. Plugin authors test
+//! with it; `--send` also POSTs them.
 
 use std::sync::Arc;
 
 use bytes::Bytes;
 
 use crate::{
-    delivery::{Timestamps, client::CallbackClient, now_ms, sign::Signer},
+    delivery::{client::CallbackClient, sign::Signer},
     event::{
         Payload,
         mapping::Mappings,
         process::{EventFilter, Processor},
     },
-    hooks::{Hook, Registry, matcher},
+    hooks::{Hook, Registry},
     plugin_host::PluginSet,
+    route::Router,
 };
 
 /// Why the input could not be read.
@@ -115,35 +117,23 @@ pub fn run(
             dropped: 0,
         })
         .collect();
-    let mut processor = Processor::new(Mappings::new(u64::MAX, None), filter);
-    let timestamps = Timestamps::default();
-    let (mut skipped, mut events) = (0, 0);
-    for msg in messages {
-        let Ok(made) = processor.process(msg, now_ms()) else {
-            skipped += 1;
-            continue;
-        };
-        for event in made {
-            events += 1;
-            let ts = timestamps.next();
-            for hook in
-                matcher::matching(&snapshot, &event.id, event.external_meeting_id.as_deref())
-            {
-                let Some(out) = outputs.iter_mut().find(|o| o.hook.id == hook.id) else {
-                    continue;
-                };
-                let Some(payload) = plugins.apply(&event, hook, ts).payload(&event, hook) else {
-                    out.dropped += 1;
-                    continue;
-                };
-                out.callbacks.push(Callback {
-                    ts,
-                    event_id: event.id.clone(),
-                    payload,
-                });
-            }
+    let mut router = Router::new(Processor::new(Mappings::new(u64::MAX, false), filter));
+    let routed = router.route(messages, &snapshot, plugins);
+    for id in routed.dropped {
+        if let Some(out) = outputs.iter_mut().find(|o| o.hook.id == id) {
+            out.dropped += 1;
         }
     }
+    for c in routed.callbacks {
+        if let Some(out) = outputs.iter_mut().find(|o| o.hook.id == c.hook.id) {
+            out.callbacks.push(Callback {
+                ts: c.ts,
+                event_id: c.event.id.clone(),
+                payload: c.payload,
+            });
+        }
+    }
+    let (skipped, events) = (routed.skipped.len(), routed.events.len());
     Replay {
         hooks: outputs,
         messages: messages.len(),

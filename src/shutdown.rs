@@ -4,10 +4,8 @@
 
 use std::{fmt::Display, future::Future, time::Duration};
 
+use backon::{ExponentialBuilder, Retryable};
 use tokio_util::{sync::CancellationToken, task::TaskTracker};
-
-/// Pause between two tries of an operation that failed because Redis is away.
-const RETRY_PAUSE: Duration = Duration::from_millis(500);
 
 /// Cloneable; cancelling any clone stops the relay.
 #[derive(Clone, Default)]
@@ -59,9 +57,11 @@ impl Shutdown {
     }
 }
 
-/// Runs `op` until it succeeds (`Some`), pausing [`RETRY_PAUSE`] after each failure and logging
-/// it as "cannot {what}". `None` when the relay stops first. A try under way is always finished
-/// (its own timeouts bound it): cutting a write short could repeat a delivered callback.
+/// Runs `op` until it succeeds (`Some`), backing off after each failure (100 ms doubling to
+/// 2 s, with jitter) and logging it as "cannot {what}". The first try is made even when the
+/// relay is stopping; `None` when it stops before a try succeeds: the pause ends at once then,
+/// and no new try starts. A try under way is always finished (its own
+/// timeouts bound it): cutting a write short could repeat a delivered callback.
 pub async fn retry_until_ok<T, E, F, Fut>(
     token: &CancellationToken,
     what: impl Display,
@@ -72,14 +72,88 @@ where
     F: FnMut() -> Fut,
     Fut: Future<Output = Result<T, E>>,
 {
-    loop {
-        match op().await {
-            Ok(v) => return Some(v),
-            Err(e) => tracing::warn!(error = %e, "cannot {what}; retrying"),
+    enum Try<E> {
+        Failed(E),
+        Stopped,
+    }
+    let backoff = ExponentialBuilder::default()
+        .with_min_delay(Duration::from_millis(100))
+        .with_max_delay(Duration::from_secs(2))
+        .with_jitter()
+        .without_max_times();
+    let stop = token.clone();
+    let pause = move |d: Duration| {
+        let stop = stop.clone();
+        async move {
+            tokio::select! {
+                () = tokio::time::sleep(d) => {}
+                () = stop.cancelled() => {}
+            }
         }
-        tokio::select! {
-            () = tokio::time::sleep(RETRY_PAUSE) => {}
-            () = token.cancelled() => return None,
+    };
+    // The first try is always made, also when stopping: the last batch is persisted then.
+    let mut first = true;
+    let attempt = || {
+        let running = (std::mem::take(&mut first) || !token.is_cancelled()).then(&mut op);
+        async move {
+            match running {
+                Some(fut) => fut.await.map_err(Try::Failed),
+                None => Err(Try::Stopped),
+            }
         }
+    };
+    attempt
+        .retry(backoff)
+        .sleep(pause)
+        .when(|e| matches!(e, Try::Failed(_)))
+        .notify(|e, pause| {
+            if let Try::Failed(e) = e {
+                tracing::warn!(error = %e, retry_in_ms = pause.as_millis() as u64, "cannot {what}; retrying");
+            }
+        })
+        .await
+        .ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use super::*;
+
+    #[tokio::test]
+    async fn retries_until_the_operation_succeeds() {
+        let tries = AtomicUsize::new(0);
+        let got = retry_until_ok(&CancellationToken::new(), "test", || async {
+            match tries.fetch_add(1, Ordering::SeqCst) {
+                0 | 1 => Err("down"),
+                n => Ok(n),
+            }
+        })
+        .await;
+        assert_eq!(got, Some(2));
+        assert_eq!(tries.load(Ordering::SeqCst), 3);
+    }
+
+    #[tokio::test]
+    async fn the_first_try_is_made_even_when_stopping() {
+        let token = CancellationToken::new();
+        token.cancel();
+        let got = retry_until_ok(&token, "test", || async { Ok::<_, String>(7) }).await;
+        assert_eq!(got, Some(7));
+    }
+
+    #[tokio::test]
+    async fn a_stop_ends_the_pause_and_starts_no_new_try() {
+        let token = CancellationToken::new();
+        let tries = AtomicUsize::new(0);
+        let got: Option<()> = retry_until_ok(&token, "test", || {
+            tries.fetch_add(1, Ordering::SeqCst);
+            token.cancel();
+            async { Err("down") }
+        })
+        .await;
+        assert_eq!(got, None);
+        assert_eq!(tries.load(Ordering::SeqCst), 1);
     }
 }

@@ -109,7 +109,7 @@ pub struct ReplayArgs {
     #[arg(long)]
     pub send: bool,
     /// Configuration (secret and signing for --send, event filters, plugin defaults).
-    #[arg(long, short, value_name = "FILE")]
+    #[arg(long, short, value_name = "FILE", env = "HOOKRELAY_CONFIG")]
     pub config: Option<PathBuf>,
 }
 
@@ -188,8 +188,11 @@ fn send(result: &replay::Replay, config: &Config) -> Result<Vec<Vec<String>>, St
     let runtime = tokio::runtime::Runtime::new().map_err(|e| e.to_string())?;
     runtime.block_on(async {
         let timeout = Duration::from_millis(config.delivery.request_timeout_ms);
-        let client = CallbackClient::new(timeout, Arc::new(config.callback_guard()))
-            .map_err(|e| e.to_string())?;
+        let client = CallbackClient::new(
+            timeout,
+            Arc::new(hookrelay::config::callback_guard(&config.delivery)),
+        )
+        .map_err(|e| e.to_string())?;
         Ok(replay::send(result, &Signer::from_config(config), &client).await)
     })
 }

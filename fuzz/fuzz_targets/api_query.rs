@@ -4,7 +4,7 @@
 
 use hookrelay::{
     api::params::{authenticate, hook_id, new_hook},
-    delivery::{sign::Algorithm, ssrf::Guard},
+    base::{callback_url::Guard, digest::Algorithm},
 };
 use libfuzzer_sys::fuzz_target;
 

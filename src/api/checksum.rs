@@ -4,7 +4,7 @@
 
 use subtle::ConstantTimeEq;
 
-use crate::delivery::sign::Algorithm;
+use crate::base::digest::Algorithm;
 
 /// The query string without its `checksum` parameter, exactly as the reference cuts it.
 pub fn query_without_checksum(query: &str) -> String {

@@ -16,7 +16,11 @@ use axum::{
     response::{IntoResponse, Response},
 };
 
-use crate::{config::Secret, delivery::sign::Algorithm, hooks::HookStore, metrics::Metrics};
+use crate::{
+    base::{callback_url::Guard, digest::Algorithm, secret::Secret},
+    hooks::HookStore,
+    metrics::Metrics,
+};
 
 /// Longest query string accepted.
 pub const MAX_QUERY_BYTES: usize = 8 * 1024;
@@ -30,7 +34,7 @@ pub struct ApiState {
     pub algorithms: Vec<Algorithm>,
     pub metrics: Arc<Metrics>,
     /// Refuses callback URLs whose address can never be allowed.
-    pub guard: Arc<crate::delivery::ssrf::Guard>,
+    pub guard: Arc<Guard>,
 }
 
 /// The API router. One fallback handler matches paths the way the reference does

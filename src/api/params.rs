@@ -5,11 +5,11 @@ use std::{borrow::Cow, collections::HashMap};
 
 use super::{MAX_QUERY_BYTES, checksum};
 use crate::{
-    delivery::{sign::Algorithm, ssrf::Guard},
-    hooks::{
-        model::{parse_event_ids, validate_callback_url},
-        store::NewHook,
+    base::{
+        callback_url::{Guard, Refusal},
+        digest::Algorithm,
     },
+    hooks::{model::parse_event_ids, store::NewHook},
 };
 
 /// Every FAILED answer of the API; turned into XML at the edge.
@@ -114,12 +114,12 @@ pub fn authenticate<'a>(
 /// A FAILED answer naming the parameter that is missing or unusable.
 pub fn new_hook(p: &Params<'_>, guard: &Guard) -> Result<NewHook, ApiError> {
     let url = p.get("callbackURL").ok_or(ApiError::MissingCallbackUrl)?;
-    validate_callback_url(url).map_err(|m| ApiError::invalid("invalidCallbackURL", m))?;
-    guard.check_url(url).map_err(|why| {
-        ApiError::invalid(
+    guard.check_url(url).map_err(|refusal| match refusal {
+        Refusal::Invalid(m) => ApiError::invalid("invalidCallbackURL", m),
+        Refusal::NotAllowed(why) => ApiError::invalid(
             "invalidCallbackURL",
             format!("callbackURL is not allowed: {why}."),
-        )
+        ),
     })?;
     let get_raw = match p.get("getRaw").map(str::to_ascii_lowercase).as_deref() {
         None | Some("") | Some("false") => false,
@@ -203,8 +203,8 @@ mod tests {
         fn signed_values_round_trip(url in "https?://[a-z]{1,10}\\.example/[ -~]{0,40}", meeting in "[ -~]{1,20}") {
             let q = format!(
                 "callbackURL={}&meetingID={}",
-                crate::delivery::sign::form_encode(&url),
-                crate::delivery::sign::form_encode(&meeting)
+                crate::base::form::form_encode(&url),
+                crate::base::form::form_encode(&meeting)
             );
             let signed = sign("hooks/create", &q);
             let p = authenticate("hooks/create", &signed, SECRET, &Algorithm::ALL).unwrap();

@@ -3,7 +3,8 @@
 
 use std::{sync::Arc, time::Duration};
 
-use super::ssrf::{Guard, GuardedResolver};
+use super::ssrf::GuardedResolver;
+use crate::base::callback_url::Guard;
 
 /// Most of a receiver's answer the relay reads (it is thrown away; reading a little lets the
 /// connection be reused).

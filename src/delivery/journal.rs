@@ -1,13 +1,20 @@
 //! The durable side of the per-hook queues: one Redis stream per hook whose entry ids are the
 //! callbacks' timestamps (`<ms>-0`, strictly increasing across the relay). Entries are appended
-//! in one pipeline per batch of bus messages before they are handed to the workers, and removed
-//! after a 2xx; at start-up every stream is read back in order.
+//! in one pipeline per batch of bus messages (with that batch's id mapping changes) before they
+//! are handed to the workers, and removed after a 2xx; at start-up every stream is read back in
+//! order.
 
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock};
 
-use redis::{AsyncCommands, aio::ConnectionManager, streams::StreamRangeReply};
+use redis::{
+    AsyncCommands, ErrorKind, Script, ServerErrorKind, aio::ConnectionManager,
+    streams::StreamRangeReply,
+};
 
-use crate::{event::Payload, hooks::store::queue_key};
+use crate::{
+    base::redis_keys::{QUEUE_PREFIX, queue_hook_id, queue_key},
+    event::Payload,
+};
 
 /// One callback waiting for its hook.
 #[derive(Debug, Clone)]
@@ -20,8 +27,8 @@ pub struct Entry {
     pub event_id: Arc<str>,
 }
 
-/// Adds one entry unless the stream already has it (or a later one): a retried append after a
-/// lost reply must not fail on the entries the first attempt did write.
+/// Adds one entry unless the stream already has it (or a later one): 1 when added, 0 when not.
+/// A retried append after a lost reply must not fail on the entries the first attempt did write.
 const XADD_ONCE: &str = r"
 local r = redis.pcall('XADD', KEYS[1], ARGV[1], 'e', ARGV[2], 'p', ARGV[3])
 if type(r) == 'table' and r.err then
@@ -31,30 +38,49 @@ end
 return 1
 ";
 
-/// Appends entries: `(hook id, entry)` in order. Idempotent, so a batch is simply sent again
-/// after an error.
+/// The script, loaded once per Redis server and then called by its SHA1 (`EVALSHA`).
+static XADD_SCRIPT: LazyLock<Script> = LazyLock::new(|| Script::new(XADD_ONCE));
+
+/// Sends `state` (commands whose replies are ignored, e.g. id mapping changes) and appends
+/// `entries` (`(hook id, entry)` in order) in one pipeline. Everything in it is idempotent, so
+/// after an error the same call is simply made again. Returns the entries that were not added
+/// because their hook's stream already holds that id or a later one (a batch sent again after a
+/// lost reply, or a clock that went back).
 ///
 /// # Errors
 /// When Redis fails; nothing may be assumed written then.
 pub async fn append(
     conn: &mut ConnectionManager,
+    state: &redis::Pipeline,
     entries: &[(u64, Entry)],
-) -> Result<(), redis::RedisError> {
-    if entries.is_empty() {
-        return Ok(());
+) -> Result<Vec<(u64, u64)>, redis::RedisError> {
+    if entries.is_empty() && state.is_empty() {
+        return Ok(Vec::new());
     }
-    let mut pipe = redis::pipe();
+    let mut pipe = state.clone();
     for (hook, e) in entries {
-        pipe.cmd("EVAL")
-            .arg(XADD_ONCE)
+        pipe.cmd("EVALSHA")
+            .arg(XADD_SCRIPT.get_hash())
             .arg(1)
             .arg(queue_key(*hook))
             .arg(format!("{}-0", e.ts))
             .arg(&*e.event_id)
-            .arg(e.payload.text())
-            .ignore();
+            .arg(e.payload.text());
     }
-    pipe.query_async(conn).await
+    let added: Vec<i64> = match pipe.query_async(conn).await {
+        Err(e) if e.kind() == ErrorKind::Server(ServerErrorKind::NoScript) => {
+            // A new or restarted Redis: load the script, then send everything again.
+            XADD_SCRIPT.load_async(conn).await?;
+            pipe.query_async(conn).await?
+        }
+        other => other?,
+    };
+    Ok(entries
+        .iter()
+        .zip(added)
+        .filter(|(_, added)| *added == 0)
+        .map(|((hook, e), _)| (*hook, e.ts))
+        .collect())
 }
 
 /// The highest timestamp a hook's stream has ever held (its last generated id), so that new
@@ -135,10 +161,9 @@ pub async fn remove_orphans(
     conn: &mut ConnectionManager,
     live: impl Fn(u64) -> bool + Sync,
 ) -> Result<usize, redis::RedisError> {
-    let prefix = queue_key(0);
-    let prefix = prefix.trim_end_matches('0');
     let keys: Vec<String> = {
-        let mut iter: redis::AsyncIter<String> = conn.scan_match(format!("{prefix}*")).await?;
+        let mut iter: redis::AsyncIter<String> =
+            conn.scan_match(format!("{QUEUE_PREFIX}*")).await?;
         let mut v = Vec::new();
         while let Some(k) = futures_util::StreamExt::next(&mut iter).await {
             v.push(k?);
@@ -147,11 +172,7 @@ pub async fn remove_orphans(
     };
     let orphans: Vec<&String> = keys
         .iter()
-        .filter(|k| {
-            k.strip_prefix(prefix)
-                .and_then(|id| id.parse().ok())
-                .is_none_or(|id| !live(id))
-        })
+        .filter(|k| queue_hook_id(k).is_none_or(|id| !live(id)))
         .collect();
     if !orphans.is_empty() {
         let _: () = conn.del(&orphans).await?;

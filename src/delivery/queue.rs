@@ -19,18 +19,17 @@ use tokio::sync::Notify;
 use tokio_util::{sync::CancellationToken, task::TaskTracker};
 
 use super::{
-    Timestamps,
     client::CallbackClient,
     client::DeliveryError,
     journal::{self, Entry},
     retry::RetryPolicy,
     sign::{SignedCallback, Signer},
-    ssrf::Guard,
 };
 use crate::{
-    event::{Event, Payload},
+    base::callback_url::Guard,
     hooks::{Hook, HookStore},
     metrics::{Metrics, ReasonLabel},
+    route::Callback,
     shutdown::retry_until_ok,
 };
 
@@ -45,7 +44,6 @@ pub struct DeliveryContext {
     /// Most entries queued per hook.
     pub max_queue: usize,
     pub guard: Arc<Guard>,
-    pub timestamps: Timestamps,
     pub metrics: Arc<Metrics>,
     pub token: CancellationToken,
     pub tracker: TaskTracker,
@@ -107,43 +105,46 @@ impl Dispatcher {
         }
     }
 
-    /// The timestamp of the next event: strictly increasing; shared by every hook the event
-    /// goes to (one hook gets one event once, so it is a unique stream id per hook).
-    pub fn next_ts(&self) -> u64 {
-        self.ctx.timestamps.next()
-    }
-
-    /// Makes sure later timestamps exceed `ts` (the last one a hook's stream ever held).
-    pub fn observe_ts(&self, ts: u64) {
-        self.ctx.timestamps.observe(ts);
-    }
-
-    /// The entry `event` (timestamped `ts`) makes with `payload`, the one its hook gets.
-    pub fn entry(event: &Event, ts: u64, payload: Arc<Payload>) -> Entry {
-        Entry {
-            ts,
-            payload,
-            event_id: event.id.as_str().into(),
-        }
-    }
-
-    /// Persists a batch of entries, then queues them. Waits (retrying) while Redis is down;
-    /// `false` when the relay stopped first (the batch is then not queued).
-    pub async fn accept(&mut self, batch: Vec<(Arc<Hook>, Entry)>) -> bool {
-        if batch.is_empty() {
+    /// Persists `state` (commands that must be exactly as durable as these callbacks: the
+    /// batch's id mapping changes) and a batch of callbacks in one pipeline, then queues the
+    /// callbacks. Waits (retrying) while Redis is down; `false` when the relay stopped first
+    /// (the batch is then not queued).
+    pub async fn accept(&mut self, state: redis::Pipeline, callbacks: Vec<Callback>) -> bool {
+        if callbacks.is_empty() && state.is_empty() {
             return true;
         }
+        let batch: Vec<(Arc<Hook>, Entry)> = callbacks
+            .into_iter()
+            .map(|c| {
+                let entry = Entry {
+                    ts: c.ts,
+                    payload: c.payload,
+                    event_id: c.event.id.as_str().into(),
+                };
+                (c.hook, entry)
+            })
+            .collect();
         let ids: Vec<(u64, Entry)> = batch.iter().map(|(h, e)| (h.id, e.clone())).collect();
         let mut conn = self.ctx.conn.clone();
-        let what = format_args!("persist {} callbacks", ids.len()).to_string();
+        let what = format!("persist {} callbacks", ids.len());
         let persisted = retry_until_ok(&self.ctx.token, what, || {
             let mut c = conn.clone();
-            let ids = &ids;
-            async move { journal::append(&mut c, ids).await }
+            let (state, ids) = (&state, &ids);
+            async move { journal::append(&mut c, state, ids).await }
         })
         .await;
-        if persisted.is_none() {
+        let Some(conflicts) = persisted else {
             return false;
+        };
+        if let Some(&(hook_id, ts)) = conflicts.first() {
+            let n = conflicts.len() as u64;
+            self.ctx.metrics.queue_append_conflicts.inc_by(n);
+            tracing::warn!(
+                callbacks = n,
+                hook_id,
+                ts,
+                "callbacks whose id is not above their queue's last one were not written again (a batch sent again after a lost reply, or a clock that went back); first one named"
+            );
         }
         // A hook removed while this batch was processed has had its stream deleted; the
         // append made it again, so remove it once more.
@@ -170,7 +171,6 @@ impl Dispatcher {
     /// Queues entries read back from Redis at start-up (already persisted).
     pub fn resume(&mut self, hook: &Arc<Hook>, entries: Vec<Entry>) {
         for e in entries {
-            self.ctx.timestamps.observe(e.ts);
             self.queue(hook, e);
         }
     }
@@ -238,7 +238,11 @@ async fn worker(hook: Arc<Hook>, queue: Arc<HookQueue>, ctx: Arc<DeliveryContext
     let _alive = Alive(ctx.metrics.delivery_workers.clone());
     let policy = RetryPolicy::new(&ctx.retry_intervals_ms, hook.permanent);
     // An IP address in the URL is checked once; host names at each connection.
-    let blocked = ctx.guard.check_url(&hook.callback_url).err();
+    let blocked = ctx
+        .guard
+        .check_url(&hook.callback_url)
+        .err()
+        .map(|r| r.to_string());
     loop {
         let entry = loop {
             if queue.is_closed() {

@@ -76,6 +76,11 @@ pub fn truthy_str(v: Option<&Value>) -> Option<&str> {
     v.and_then(Value::as_str).filter(|s| !s.is_empty())
 }
 
+/// A set value: not null, not an empty string.
+pub fn is_set(v: &Value) -> bool {
+    !v.is_null() && v.as_str() != Some("")
+}
+
 /// JavaScript truthiness of an optional value (missing counts as false).
 pub fn truthy(v: Option<&Value>) -> bool {
     match v {
@@ -106,6 +111,16 @@ const UID_PATHS: &[&[&str]] = &[
     &["core", "body", "userId"],
 ];
 
+fn first_set<'a>(
+    root: &'a Map<String, Value>,
+    paths: &[&[&str]],
+    placeholder: Option<&str>,
+) -> Option<&'a Value> {
+    paths.iter().find_map(|p| {
+        path(root, p).filter(|v| is_set(v) && (placeholder.is_none() || v.as_str() != placeholder))
+    })
+}
+
 impl Message {
     /// The internal meeting id (MID): the first non-empty string of the chain in bbb-events.md 2.2.
     pub fn meeting_id(&self) -> Option<&str> {
@@ -119,6 +134,17 @@ impl Message {
         UID_PATHS
             .iter()
             .find_map(|p| truthy_str(path(&self.value, p)).filter(|s| *s != "not-used"))
+    }
+
+    /// The value that stands for the meeting id: the first of the chain that is set (not null,
+    /// not `""`), whatever its type, so that a wrong type is seen rather than skipped.
+    pub fn meeting_id_value(&self) -> Option<&Value> {
+        first_set(&self.value, MID_PATHS, None)
+    }
+
+    /// As [`Self::meeting_id_value`], for the user id (`not-used` counts as not set).
+    pub fn user_id_value(&self) -> Option<&Value> {
+        first_set(&self.value, UID_PATHS, Some("not-used"))
     }
 
     /// `core.body`, if it is an object.

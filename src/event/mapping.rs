@@ -2,20 +2,21 @@
 //! external user id, their `user-joined` attributes, and the presenter / screen-share /
 //! raised-hand tracking some events need). Owned by the single processing task, so it needs no
 //! lock and every change is made before the next bus message. Lookups are O(1). Changes are
-//! written through to Redis by [`super::persist`].
+//! collected as [`MappingWrite`]s, taken after each batch of bus messages and written to Redis
+//! ([`super::persist`]) in the same pipeline as that batch's callbacks, so they are exactly as
+//! durable (the buffer never holds more than one batch's changes).
 
 use std::collections::HashMap;
 
 use indexmap::IndexMap;
 use serde_json::{Map, Value};
-use tokio::sync::mpsc::UnboundedSender;
 
 /// How stale the `lastActivity` stored in Redis may get before a refresh is written again.
 /// Expiry counts in hours, so writing on every event (the reference's write amplification)
 /// buys nothing.
 const REFRESH_WRITE_MS: u64 = 60_000;
 
-/// A write for the Redis writer task.
+/// A change to persist.
 #[derive(Debug, Clone, PartialEq)]
 pub enum MappingWrite {
     Meeting {
@@ -74,17 +75,25 @@ struct MeetingState {
 pub struct Mappings {
     meetings: HashMap<String, MeetingState>,
     timeout_ms: u64,
-    /// Where changes go to be persisted; `None` keeps them in memory only.
-    writes: Option<UnboundedSender<MappingWrite>>,
+    /// Record changes for persisting; off keeps them in memory only (tools and tests).
+    persist: bool,
+    /// Changes since the last [`Mappings::take_writes`].
+    writes: Vec<MappingWrite>,
 }
 
 impl Mappings {
-    pub fn new(timeout_ms: u64, writes: Option<UnboundedSender<MappingWrite>>) -> Self {
+    pub fn new(timeout_ms: u64, persist: bool) -> Self {
         Self {
             meetings: HashMap::new(),
             timeout_ms,
-            writes,
+            persist,
+            writes: Vec::new(),
         }
+    }
+
+    /// The changes made since the last call, in order, for persisting.
+    pub fn take_writes(&mut self) -> Vec<MappingWrite> {
+        std::mem::take(&mut self.writes)
     }
 
     /// Puts back what was read from Redis at start-up. Users of a meeting without a stored
@@ -264,10 +273,9 @@ impl Mappings {
         expired.len()
     }
 
-    fn write(&self, w: MappingWrite) {
-        if let Some(tx) = &self.writes {
-            // The writer only stops at shutdown.
-            let _ = tx.send(w);
+    fn write(&mut self, w: MappingWrite) {
+        if self.persist {
+            self.writes.push(w);
         }
     }
 }
@@ -283,16 +291,15 @@ mod tests {
 
     #[test]
     fn created_touched_expired() {
-        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-        let mut m = Mappings::new(1000, Some(tx));
+        let mut m = Mappings::new(1000, true);
         m.meeting_created("i", "e", 10);
         assert_eq!(m.external_meeting("i"), Some("e"));
         assert!(matches!(
-            rx.try_recv(),
-            Ok(MappingWrite::Meeting {
+            m.take_writes()[..],
+            [MappingWrite::Meeting {
                 last_activity_ms: 10,
                 ..
-            })
+            }]
         ));
         m.user_joined(
             "i",
@@ -300,10 +307,10 @@ mod tests {
             user(json!({"external-user-id": "x", "presenter": true})),
             900,
         );
-        assert!(matches!(rx.try_recv(), Ok(MappingWrite::User { .. })));
+        assert!(matches!(m.take_writes()[..], [MappingWrite::User { .. }]));
         m.touch("i", 900);
         assert!(
-            rx.try_recv().is_err(),
+            m.take_writes().is_empty(),
             "a refresh within a minute is not written"
         );
         assert_eq!(m.user("i", "u").map(|u| u.external.as_str()), Some("x"));
@@ -313,23 +320,25 @@ mod tests {
         assert_eq!(m.external_meeting("i"), None);
         assert_eq!(m.user_count(), 0);
         assert_eq!(
-            rx.try_recv().unwrap(),
-            MappingWrite::DeleteUser {
-                meeting: "i".into(),
-                internal: "u".into()
-            }
+            m.take_writes(),
+            [
+                MappingWrite::DeleteUser {
+                    meeting: "i".into(),
+                    internal: "u".into()
+                },
+                MappingWrite::DeleteMeeting {
+                    internal: "i".into()
+                }
+            ]
         );
-        assert_eq!(
-            rx.try_recv().unwrap(),
-            MappingWrite::DeleteMeeting {
-                internal: "i".into()
-            }
-        );
+        let mut memory_only = Mappings::new(1000, false);
+        memory_only.meeting_created("i", "e", 10);
+        assert!(memory_only.take_writes().is_empty());
     }
 
     #[test]
     fn users_of_unknown_meetings_expire_too() {
-        let mut m = Mappings::new(1000, None);
+        let mut m = Mappings::new(1000, false);
         m.user_joined("nobody-created-me", "u", Map::new(), 0);
         assert_eq!(m.user_count(), 1);
         assert_eq!(m.meeting_count(), 0);
@@ -339,7 +348,7 @@ mod tests {
 
     #[test]
     fn users_keep_join_order_and_rejoin_moves_last() {
-        let mut m = Mappings::new(1000, None);
+        let mut m = Mappings::new(1000, false);
         for u in ["a", "b", "c"] {
             m.user_joined("i", u, Map::new(), 0);
         }

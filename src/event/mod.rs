@@ -13,7 +13,7 @@ mod proptests;
 
 use std::sync::{Arc, OnceLock};
 
-use crate::delivery::sign::form_encode;
+use crate::base::form::form_encode;
 
 /// A text sent to hooks, with its form encoding computed once and shared by every hook.
 #[derive(Debug)]
@@ -50,13 +50,21 @@ pub struct Event {
     pub external_meeting_id: Option<String>,
     /// The processed event JSON (what normal hooks get).
     pub processed: Arc<Payload>,
-    /// The bus message exactly as received (what getRaw hooks get).
-    pub raw: Arc<Payload>,
+    /// The bus message exactly as received (what getRaw hooks get), on the first event a message
+    /// makes only: events the relay synthesizes (`user-left` at meeting end, the raise-hand of
+    /// an emoji change) have none, so a raw hook gets each bus message at most once and nothing
+    /// but bus messages.
+    pub raw: Option<Arc<Payload>>,
 }
 
 impl Event {
-    /// What a hook gets: the bus message for a getRaw hook, else the processed event.
-    pub fn payload(&self, get_raw: bool) -> &Arc<Payload> {
-        if get_raw { &self.raw } else { &self.processed }
+    /// What a hook gets: the bus message for a getRaw hook (none for a synthesized event), else
+    /// the processed event.
+    pub fn payload(&self, get_raw: bool) -> Option<&Arc<Payload>> {
+        if get_raw {
+            self.raw.as_ref()
+        } else {
+            Some(&self.processed)
+        }
     }
 }

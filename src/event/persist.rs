@@ -1,26 +1,18 @@
-//! Meeting and user mappings in Redis (the reference v3 keys): read back at start-up, written by
-//! one background task that batches whatever has queued up into one pipeline, so the hot path
-//! never waits for Redis. User attributes are stored as typed JSON, so they come back as they
-//! were (the reference turns them into strings: bbb-events.md section 9, item 22).
+//! Meeting and user mappings in Redis (the reference v3 keys): read back at start-up, and each
+//! batch's changes added to the pipeline that also persists that batch's callbacks, so a
+//! mapping is exactly as durable as the callbacks made after it. User attributes are stored as
+//! typed JSON, so they come back as they were (the reference turns them into strings:
+//! bbb-events.md section 9, item 22).
 
 use std::collections::HashMap;
 
 use redis::aio::ConnectionManager;
-use tokio::sync::mpsc::UnboundedReceiver;
-use tokio_util::sync::CancellationToken;
 
 use serde_json::{Map, Value};
 
 use super::mapping::{MappingWrite, UserEntry};
+use crate::base::redis_keys::{MAPPING_PREFIX, MAPPINGS_SET, USER_PREFIX, USERS_SET};
 use crate::redis_index::load_all;
-use crate::shutdown::retry_until_ok;
-
-const MAPPINGS_SET: &str = "bigbluebutton:webhooks:proc:mappings";
-const MAPPING_PREFIX: &str = "bigbluebutton:webhooks:proc:mapping:";
-const USERS_SET: &str = "bigbluebutton:webhooks:proc:userMaps";
-const USER_PREFIX: &str = "bigbluebutton:webhooks:proc:userMap:";
-/// Most writes sent in one pipeline.
-const BATCH: usize = 512;
 
 /// Reads every stored meeting mapping as (internal, external, last activity ms).
 ///
@@ -71,49 +63,10 @@ fn parse_user(h: &HashMap<String, String>) -> Option<(String, String, UserEntry)
     ))
 }
 
-/// Writes mapping changes until `token` is cancelled; a failed batch is retried (in order) once
-/// Redis answers again.
-pub async fn run_writer(
-    mut conn: ConnectionManager,
-    mut rx: UnboundedReceiver<MappingWrite>,
-    token: CancellationToken,
-) {
-    let mut batch = Vec::with_capacity(BATCH);
-    loop {
-        let n = tokio::select! {
-            n = rx.recv_many(&mut batch, BATCH) => n,
-            () = token.cancelled() => {
-                // Last chance for what is queued.
-                while let Ok(w) = rx.try_recv() { batch.push(w); }
-                if !batch.is_empty() {
-                    let _ = write_batch(&mut conn, &batch).await;
-                }
-                return;
-            }
-        };
-        if n == 0 {
-            return;
-        }
-        let what = format!("persist {} id mapping changes", batch.len());
-        let written = retry_until_ok(&token, what, || {
-            let mut c = conn.clone();
-            let batch = &batch;
-            async move { write_batch(&mut c, batch).await }
-        })
-        .await;
-        if written.is_none() {
-            return;
-        }
-        batch.clear();
-    }
-}
-
-async fn write_batch(
-    conn: &mut ConnectionManager,
-    batch: &[MappingWrite],
-) -> Result<(), redis::RedisError> {
-    let mut pipe = redis::pipe();
-    for w in batch {
+/// Adds the commands that persist `writes`, in order, to `pipe` (their replies ignored). Every
+/// command is idempotent, so the pipeline can be sent again after a lost reply.
+pub fn add_writes(pipe: &mut redis::Pipeline, writes: &[MappingWrite]) {
+    for w in writes {
         match w {
             MappingWrite::Meeting {
                 internal,
@@ -171,7 +124,6 @@ async fn write_batch(
             }
         }
     }
-    pipe.query_async::<()>(conn).await
 }
 
 fn bool_str(b: bool) -> &'static str {

@@ -31,7 +31,7 @@ impl Skip {
         match self {
             Self::Decode(e) => e.reason(),
             Self::Unmapped => "unmapped",
-            Self::Map(_) => "map_failed",
+            Self::Map(e) => e.reason(),
         }
     }
 }
@@ -123,15 +123,18 @@ impl Processor {
                             attributes,
                             ts: None,
                         };
-                        let json: Arc<str> = catalogue::to_json(&left, now_ms).into();
-                        out.push(event(&left, json.clone(), json));
+                        out.push(event(&left, catalogue::to_json(&left, now_ms), None));
                     }
                 }
             }
             _ => {}
         }
-        let json: Arc<str> = catalogue::to_json(&mapped, now_ms).into();
-        out.push(event(&mapped, json, raw.clone()));
+        // The message's own event carries it for raw hooks (after the users who left first).
+        out.push(event(
+            &mapped,
+            catalogue::to_json(&mapped, now_ms),
+            Some(raw.clone()),
+        ));
         if mapped.id == "user-emoji-changed"
             && let (Some(mid), Some(uid)) = (mid.as_deref(), uid.as_deref())
             && let Some(raised) = self.emulate_raise_hand(&mapped, mid, uid)
@@ -143,8 +146,7 @@ impl Processor {
                 user.shift_remove("emoji");
                 user.insert("raise-hand".into(), raised.into());
             }
-            let json: Arc<str> = catalogue::to_json(&hand, now_ms).into();
-            out.push(event(&hand, json, raw.clone()));
+            out.push(event(&hand, catalogue::to_json(&hand, now_ms), None));
         }
         out.retain(|e| self.filter.allows(&e.id));
         Ok(out)
@@ -169,7 +171,7 @@ impl Processor {
     }
 }
 
-fn event(mapped: &Mapped, json: Arc<str>, raw: Arc<str>) -> Event {
+fn event(mapped: &Mapped, json: String, raw: Option<Arc<str>>) -> Event {
     Event {
         id: mapped.id.to_string(),
         internal_meeting_id: mapped
@@ -179,7 +181,7 @@ fn event(mapped: &Mapped, json: Arc<str>, raw: Arc<str>) -> Event {
             .meeting_field("external-meeting-id")
             .map(String::from),
         processed: Arc::new(Payload::new(json)),
-        raw: Arc::new(Payload::new(raw)),
+        raw: raw.map(|r| Arc::new(Payload::new(r))),
     }
 }
 
@@ -216,7 +218,7 @@ mod tests {
     }
 
     fn processor() -> Processor {
-        Processor::new(Mappings::new(86_400_000, None), EventFilter::default())
+        Processor::new(Mappings::new(86_400_000, false), EventFilter::default())
     }
 
     #[test]
@@ -251,10 +253,11 @@ mod tests {
             out[0].processed.text(),
             r#"{"data":{"type":"event","id":"user-left","attributes":{"meeting":{"internal-meeting-id":"m","external-meeting-id":"ext"},"user":{"internal-user-id":"b","external-user-id":"xb","name":"B","guest":false,"presenter":true}},"event":{"ts":6}}}"#
         );
+        assert!(out[0].raw.is_none(), "raw hooks get no synthesized event");
         assert_eq!(
-            out[0].raw.text(),
-            out[0].processed.text(),
-            "raw hooks get the synthesized event"
+            out[1].raw.as_ref().map(|r| r.text()),
+            Some(&*ended()),
+            "the bus message goes with its own event"
         );
         assert_eq!(p.mappings.user_count(), 0);
         // The meeting mapping is kept until it expires, for late recording events.
@@ -277,7 +280,11 @@ mod tests {
             out[1].processed.text(),
             r#"{"data":{"type":"event","id":"user-raise-hand-changed","attributes":{"meeting":{"internal-meeting-id":"m","external-meeting-id":"ext"},"user":{"internal-user-id":"a","external-user-id":"xa","raise-hand":true}},"event":{"ts":3}}}"#
         );
-        assert_eq!(out[1].raw.text(), &*raw);
+        assert_eq!(out[0].raw.as_ref().map(|r| r.text()), Some(&*raw));
+        assert!(
+            out[1].raw.is_none(),
+            "a raw hook gets the bus message once, with the emoji change"
+        );
         let out = p
             .process(
                 &msg("UserEmojiChangedEvtMsg", "a", json!({"emoji": "happy"})),
@@ -301,7 +308,7 @@ mod tests {
             include: vec![],
             exclude: vec!["MEETING-CREATED".into(), "user-joined".into()],
         };
-        let mut p = Processor::new(Mappings::new(86_400_000, None), filter);
+        let mut p = Processor::new(Mappings::new(86_400_000, false), filter);
         assert!(p.process(&created(), 1).unwrap().is_empty());
         assert!(
             p.process(

@@ -1,5 +1,6 @@
-//! Property test: whatever JSON arrives on the bus, processing never panics, and every event it
-//! yields is a processed event (`data.type` = `event`) with an id of the catalogue.
+//! Property tests: whatever JSON arrives on the bus, processing never panics, and every event it
+//! yields is a processed event (`data.type` = `event`) with an id of the catalogue; and a message
+//! of any catalogue kind whose required fields have the wrong type yields no event.
 
 use std::sync::Arc;
 
@@ -7,9 +8,9 @@ use proptest::prelude::*;
 use serde_json::{Map, Value};
 
 use super::{
-    catalogue::OUTPUT_IDS,
+    catalogue::{MapError, OUTPUT_IDS, message_kinds},
     mapping::Mappings,
-    process::{EventFilter, Processor},
+    process::{EventFilter, Processor, Skip},
 };
 
 /// Keys and strings the decoder and catalogue look for, so that generated messages reach deep.
@@ -107,7 +108,7 @@ proptest! {
 
     #[test]
     fn never_panics_and_yields_only_catalogue_events(messages in prop::collection::vec(json(), 1..8)) {
-        let mut p = Processor::new(Mappings::new(86_400_000, None), EventFilter::default());
+        let mut p = Processor::new(Mappings::new(86_400_000, false), EventFilter::default());
         for m in messages {
             let text: Arc<str> = m.to_string().into();
             if let Ok(events) = p.process(&text, 1) {
@@ -120,5 +121,123 @@ proptest! {
                 }
             }
         }
+    }
+}
+
+/// A well-formed message of kind `name` carrying everything any kind needs.
+fn well_formed(name: &str) -> Value {
+    serde_json::json!({
+        "envelope": {"name": name, "routing": {"meetingId": "m1"}},
+        "core": {
+            "header": {"name": name, "meetingId": "m1", "userId": "u1"},
+            "body": {
+                "chatId": "MAIN-PUBLIC-GROUP-CHAT",
+                "msg": {"id": "c1", "message": "hi", "sender": {"name": "n"}},
+                "poll": {"id": "p1", "answers": []},
+                "pollId": "p1",
+                "props": {"meetingProp": {"intId": "m1", "extId": "e1"}, "breakoutProps": {},
+                          "durationProps": {}, "password": {}, "recordProp": {}, "voiceProp": {},
+                          "usersProp": {}, "metadataProp": {}},
+            }
+        }
+    })
+}
+
+/// Any JSON value that is not a string (ids must be strings).
+fn not_a_string() -> impl Strategy<Value = Value> {
+    json().prop_filter("not a string or unset", |v| !v.is_string() && !v.is_null())
+}
+
+/// Any JSON value that is not an object (bodies must be objects).
+fn not_an_object() -> impl Strategy<Value = Value> {
+    json().prop_filter("not an object or unset", |v| !v.is_object() && !v.is_null())
+}
+
+fn kinds() -> impl Strategy<Value = (&'static str, bool)> {
+    proptest::sample::select(message_kinds().collect::<Vec<_>>())
+}
+
+fn user_kinds() -> impl Strategy<Value = &'static str> {
+    let names: Vec<&str> = message_kinds()
+        .filter(|(_, user)| *user)
+        .map(|(name, _)| name)
+        .collect();
+    assert!(names.len() >= 10, "{names:?}");
+    proptest::sample::select(names)
+}
+
+/// Processes one message: the events' ids, or why it was skipped.
+fn outcome(message: &Value) -> Result<Vec<String>, Skip> {
+    let mut p = Processor::new(Mappings::new(86_400_000, false), EventFilter::default());
+    let text: Arc<str> = message.to_string().into();
+    p.process(&text, 1)
+        .map(|events| events.into_iter().map(|e| e.id.to_string()).collect())
+}
+
+fn is_wrong_type(r: &Result<Vec<String>, Skip>) -> bool {
+    matches!(r, Err(Skip::Map(MapError::WrongType { .. })))
+}
+
+#[test]
+fn every_kind_is_accepted_when_well_formed() {
+    for (name, _) in message_kinds() {
+        let got = outcome(&well_formed(name));
+        assert!(
+            matches!(&got, Ok(ids) if !ids.is_empty()),
+            "{name}: {got:?}"
+        );
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(1000))]
+
+    #[test]
+    fn a_meeting_id_of_the_wrong_type_makes_no_event((name, _) in kinds(), bad in not_a_string()) {
+        let mut m = well_formed(name);
+        m["envelope"]["routing"]["meetingId"] = bad;
+        let got = outcome(&m);
+        prop_assert!(is_wrong_type(&got), "{}: {:?}", name, got);
+    }
+
+    #[test]
+    fn a_body_of_the_wrong_type_makes_no_event((name, _) in kinds(), bad in not_an_object()) {
+        let mut m = well_formed(name);
+        m["core"]["body"] = bad;
+        let got = outcome(&m);
+        prop_assert!(is_wrong_type(&got), "{}: {:?}", name, got);
+    }
+
+    #[test]
+    fn a_user_id_of_the_wrong_type_or_missing_makes_no_user_event(
+        name in user_kinds(),
+        bad in prop_oneof![not_a_string(), Just(Value::Null)],
+    ) {
+        let mut m = well_formed(name);
+        m["core"]["header"]["userId"] = bad;
+        let got = outcome(&m);
+        prop_assert!(matches!(got, Err(Skip::Map(_))), "{}: {:?}", name, got);
+    }
+
+    #[test]
+    fn nested_parts_of_the_wrong_type_make_no_event(
+        (name, part) in proptest::sample::select(&[
+            ("GroupChatMessageBroadcastEvtMsg", "msg"),
+            ("PollStartedEvtMsg", "poll"),
+            ("PollStartedEvtMsg", "pollId"),
+            ("UserRespondedToPollRespMsg", "pollId"),
+        ][..]),
+        bad in json().prop_filter("neither a string, an object nor unset", |v| {
+            !v.is_string() && !v.is_object() && !v.is_null()
+        }),
+    ) {
+        let mut m = well_formed(name);
+        m["core"]["body"][part] = bad;
+        if part == "pollId" {
+            // The poll's own id is the fallback: take it away too.
+            m["core"]["body"]["poll"]["id"] = Value::Null;
+        }
+        let got = outcome(&m);
+        prop_assert!(is_wrong_type(&got), "{}: {:?}", name, got);
     }
 }

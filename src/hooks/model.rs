@@ -1,8 +1,5 @@
 //! The hook record and the rules for its fields.
 
-/// Longest callback URL accepted.
-pub const MAX_CALLBACK_URL_LEN: usize = 2048;
-
 /// One registered hook.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Hook {
@@ -28,25 +25,6 @@ impl Hook {
             Some(ids) => ids.iter().any(|id| id.eq_ignore_ascii_case(event_id)),
         }
     }
-}
-
-/// Checks that a callback URL is an absolute http(s) URL with a host.
-///
-/// # Errors
-/// Says what is wrong, for the API's answer.
-pub fn validate_callback_url(url: &str) -> Result<(), &'static str> {
-    if url.len() > MAX_CALLBACK_URL_LEN {
-        return Err("callbackURL is too long (at most 2048 characters).");
-    }
-    let parsed =
-        url::Url::parse(url).map_err(|_| "callbackURL must be an absolute http or https URL.")?;
-    if !matches!(parsed.scheme(), "http" | "https") {
-        return Err("callbackURL must be an absolute http or https URL.");
-    }
-    if parsed.host_str().is_none_or(str::is_empty) {
-        return Err("callbackURL must name a host.");
-    }
-    Ok(())
 }
 
 /// Parses an `eventID` parameter: comma-separated, trimmed, lowercased, empty items dropped.
@@ -85,21 +63,5 @@ mod tests {
         };
         assert!(hook.wants("USER-JOINED"));
         assert!(!hook.wants("user-left"));
-    }
-
-    #[test]
-    fn callback_urls() {
-        assert!(validate_callback_url("http://example.com/cb?x=1").is_ok());
-        assert!(validate_callback_url("https://10.0.0.1:8080/").is_ok());
-        for bad in [
-            "",
-            "example.com/cb",
-            "ftp://h/x",
-            "javascript:alert(1)",
-            "http://",
-        ] {
-            assert!(validate_callback_url(bad).is_err(), "{bad}");
-        }
-        assert!(validate_callback_url(&format!("http://h/{}", "a".repeat(2100))).is_err());
     }
 }

@@ -8,17 +8,14 @@ use redis::{AsyncCommands, aio::ConnectionManager};
 use tokio::sync::Mutex;
 
 use super::{Hook, Registry};
-use crate::{config::PermanentHook, redis_index::load_all};
-
-const HOOKS_SET: &str = "bigbluebutton:webhooks:out:hooks";
-const HOOK_PREFIX: &str = "bigbluebutton:webhooks:out:hook:";
-const ID_COUNTER: &str = "bigbluebutton:webhooks:out:hookId";
-const QUEUE_PREFIX: &str = "bigbluebutton:webhooks:out:queue:";
-
-/// The Redis stream holding a hook's pending callbacks; removed with the hook.
-pub fn queue_key(id: u64) -> String {
-    format!("{QUEUE_PREFIX}{id}")
-}
+use crate::{
+    base::{
+        callback_url::Guard,
+        redis_keys::{HOOK_PREFIX, HOOKS_SET, ID_COUNTER, hook_key, queue_key},
+    },
+    config::PermanentHook,
+    redis_index::load_all,
+};
 
 /// A storage failure; the API turns it into `createHookError` / `destroyHookError`.
 #[derive(Debug, thiserror::Error)]
@@ -44,6 +41,16 @@ pub struct NewHook {
     pub get_raw: bool,
 }
 
+/// What [`HookStore::restore`] found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Restored {
+    /// Hooks registered (stored, imported and permanent).
+    pub hooks: usize,
+    /// Stored hooks left out because their callback URL is not allowed (left in Redis, so that
+    /// a wider allow-list brings them back).
+    pub refused: usize,
+}
+
 /// Hooks in Redis plus the registry that mirrors them.
 pub struct HookStore {
     conn: ConnectionManager,
@@ -53,6 +60,8 @@ pub struct HookStore {
     changes: Mutex<()>,
     /// URLs of the configured permanent hooks.
     permanent_urls: Vec<String>,
+    /// The rules `hooks/create` applies; stored and imported hooks must pass them too.
+    guard: Arc<Guard>,
 }
 
 impl HookStore {
@@ -60,12 +69,30 @@ impl HookStore {
         conn: ConnectionManager,
         registry: Arc<Registry>,
         permanent: &[PermanentHook],
+        guard: Arc<Guard>,
     ) -> Self {
         Self {
             conn,
             registry,
             changes: Mutex::new(()),
             permanent_urls: permanent.iter().map(|p| p.url.clone()).collect(),
+            guard,
+        }
+    }
+
+    /// Whether a stored hook may be delivered to; logs why not (never the URL: it may carry
+    /// tokens).
+    fn allowed(&self, member: &str, h: &Hook) -> bool {
+        match self.guard.check_url(&h.callback_url) {
+            Ok(()) => true,
+            Err(why) => {
+                tracing::warn!(
+                    hook = member,
+                    %why,
+                    "not loading a stored hook: its callback URL is refused by the same rules as hooks/create"
+                );
+                false
+            }
         }
     }
 
@@ -75,18 +102,27 @@ impl HookStore {
 
     /// Reads every hook from Redis into the registry, then makes the configured permanent hooks
     /// exist as configured (and demotes stored permanent hooks the configuration no longer names,
-    /// removing them).
+    /// removing them). A stored or reference hook whose URL `hooks/create` would refuse is not
+    /// loaded (nor imported) and is counted in [`Restored::refused`].
     ///
     /// # Errors
     /// When Redis cannot be read or written.
-    pub async fn restore(&self, permanent: &[PermanentHook]) -> Result<usize, StoreError> {
+    pub async fn restore(&self, permanent: &[PermanentHook]) -> Result<Restored, StoreError> {
         let _guard = self.changes.lock().await;
         let mut conn = self.conn.clone();
         let mut hooks = Vec::new();
+        let mut refused = 0;
         // Hooks of the reference service (UUID ids) are imported below with a number.
         let mut foreign = Vec::new();
         for (member, fields) in load_all(&mut conn, HOOKS_SET, HOOK_PREFIX).await? {
-            match (stored_id(&member, &fields), parse_hook(&fields)) {
+            let parsed = parse_hook(&fields);
+            if let Some(h) = &parsed
+                && !self.allowed(&member, h)
+            {
+                refused += 1;
+                continue;
+            }
+            match (stored_id(&member, &fields), parsed) {
                 (Some(id), Some(h)) => hooks.push(Hook { id, ..h }),
                 (None, Some(h)) => foreign.push((member, h)),
                 _ => tracing::warn!(member, "skipping a stored hook that cannot be read"),
@@ -116,7 +152,7 @@ impl HookStore {
             }
         }
         for (member, mut h) in foreign {
-            let _: () = conn.del(format!("{HOOK_PREFIX}{member}")).await?;
+            let _: () = conn.del(hook_key(&member)).await?;
             let _: () = conn.srem(HOOKS_SET, &member).await?;
             let stale_permanent = h.permanent && !self.permanent_urls.contains(&h.callback_url);
             if stale_permanent || hooks.iter().any(|o| o.callback_url == h.callback_url) {
@@ -158,7 +194,7 @@ impl HookStore {
         }
         let n = hooks.len();
         self.registry.replace_all(hooks);
-        Ok(n)
+        Ok(Restored { hooks: n, refused })
     }
 
     /// Registers a hook unless one with the same URL exists.
@@ -226,7 +262,7 @@ impl HookStore {
 }
 
 async fn write_hook(conn: &mut ConnectionManager, h: &Hook) -> Result<(), StoreError> {
-    let key = format!("{HOOK_PREFIX}{}", h.id);
+    let key = hook_key(h.id);
     let mut fields: Vec<(&str, String)> = vec![
         ("id", h.id.to_string()),
         ("callbackURL", h.callback_url.clone()),
@@ -254,7 +290,7 @@ async fn write_hook(conn: &mut ConnectionManager, h: &Hook) -> Result<(), StoreE
 async fn delete_hook(conn: &mut ConnectionManager, id: u64) -> Result<(), StoreError> {
     let mut pipe = redis::pipe();
     pipe.atomic()
-        .del(format!("{HOOK_PREFIX}{id}"))
+        .del(hook_key(id))
         .ignore()
         .del(queue_key(id))
         .ignore()

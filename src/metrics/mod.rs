@@ -66,9 +66,11 @@ pub struct Metrics {
     pub callback_failures: Family<ReasonLabel, Counter>,
     pub hooks_removed: Counter,
     pub queue_dropped: Counter,
+    pub queue_append_conflicts: Counter,
     pub queued_callbacks: Gauge,
     pub delivery_workers: Gauge,
     pub hooks_registered: Gauge,
+    pub hooks_refused: Counter,
     pub meeting_mappings: Gauge,
     pub user_mappings: Gauge,
     pub api_requests: Family<ApiLabels, Counter>,
@@ -127,6 +129,11 @@ impl Metrics {
             m.queue_dropped.clone(),
         );
         r.register(
+            "hookrelay_queue_append_conflicts",
+            "Callbacks not written to their hook's queue because it already held that id or a later one",
+            m.queue_append_conflicts.clone(),
+        );
+        r.register(
             "hookrelay_delivery_workers",
             "Hooks with a delivery worker running",
             m.delivery_workers.clone(),
@@ -140,6 +147,12 @@ impl Metrics {
             "hookrelay_hooks_registered",
             "Hooks registered",
             m.hooks_registered.clone(),
+        );
+        r.register(
+            "hookrelay_hooks_refused",
+            "Stored or reference hooks not loaded at start because hooks/create would refuse \
+             their callback URL",
+            m.hooks_refused.clone(),
         );
         r.register(
             "hookrelay_meeting_mappings",

@@ -12,6 +12,25 @@ use std::{
 
 use sha2::{Digest, Sha256};
 
+/// The cache folder: `configured` (`plugins.cache_dir`); else systemd's `$CACHE_DIRECTORY`
+/// (its first entry, as `plugins/`), `$XDG_CACHE_HOME/hookrelay` or `~/.cache/hookrelay`, in
+/// that order.
+pub fn folder(configured: Option<&Path>) -> Option<PathBuf> {
+    let env = |k: &str| {
+        std::env::var_os(k)
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+    };
+    configured.map(Path::to_path_buf).or_else(|| {
+        // systemd may list several folders, separated by ':'.
+        env("CACHE_DIRECTORY")
+            .and_then(|d| d.to_str()?.split(':').next().map(PathBuf::from))
+            .map(|d| d.join("plugins"))
+            .or_else(|| env("XDG_CACHE_HOME").map(|d| d.join("hookrelay")))
+            .or_else(|| env("HOME").map(|d| d.join(".cache/hookrelay")))
+    })
+}
+
 /// A cache folder that passed the ownership checks.
 #[derive(Clone, Debug)]
 pub struct Cache {

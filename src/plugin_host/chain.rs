@@ -28,7 +28,7 @@ impl Verdict {
     /// The payload to send to `hook` for `event`; `None` when the chain dropped it.
     pub fn payload(self, event: &Event, hook: &Hook) -> Option<Arc<Payload>> {
         match self {
-            Self::Keep => Some(event.payload(hook.get_raw).clone()),
+            Self::Keep => event.payload(hook.get_raw).cloned(),
             Self::Replace(p) => Some(p),
             Self::Drop => None,
         }
@@ -77,7 +77,10 @@ pub fn run<S: Stage>(stages: &[impl AsRef<S>], event: &Event, hook: &Hook, ts: u
         external_meeting_id: event.external_meeting_id.clone(),
         timestamp: ts,
         processed: event.processed.text().to_string(),
-        raw: event.raw.text().to_string(),
+        raw: event
+            .raw
+            .as_ref()
+            .map_or_else(String::new, |r| r.text().to_string()),
     };
     let wit_hook = WitHook {
         id: hook.id,
@@ -167,7 +170,7 @@ mod tests {
             internal_meeting_id: Some("int".into()),
             external_meeting_id: Some("ext".into()),
             processed: Arc::new(Payload::new(r#"{"p":1}"#)),
-            raw: Arc::new(Payload::new(r#"{"r":1}"#)),
+            raw: Some(Arc::new(Payload::new(r#"{"r":1}"#))),
         }
     }
 

@@ -38,8 +38,7 @@ impl Host {
     pub fn new(cache_dir: Option<PathBuf>) -> Result<Self, PluginError> {
         let mut config = Config::new();
         config.epoch_interruption(true);
-        let engine =
-            Engine::new(&config).map_err(|e| PluginError::Engine(super::plugin::describe(&e)))?;
+        let engine = Engine::new(&config).map_err(|e| PluginError::Engine(super::describe(&e)))?;
         let alive = Arc::new(());
         spawn_ticker(engine.clone(), Arc::downgrade(&alive));
         let mut hasher = ShaHasher(Sha256::new());
@@ -99,11 +98,11 @@ impl Host {
             }
         }
         let component = Component::new(&self.engine, wasm)
-            .map_err(|e| PluginError::Compile(super::plugin::describe(&e)))?;
+            .map_err(|e| PluginError::Compile(super::describe(&e)))?;
         if let Some(cache) = &self.cache {
             let stored = component
                 .serialize()
-                .map_err(|e| super::plugin::describe(&e))
+                .map_err(|e| super::describe(&e))
                 .and_then(|bytes| cache.write(&name, &bytes).map_err(|e| e.to_string()));
             if let Err(e) = stored {
                 tracing::warn!(file = %name, error = %e, "cannot cache a compiled plugin");

@@ -1,13 +1,15 @@
 //! WebAssembly event plugins (`wit/relay.wit`): [`engine`] compiles them (with a cache that
 //! must be the relay's own),
-//! [`plugin`] runs one sandboxed, [`chain`] applies them in order to an (event, hook) pair,
+//! [`plugin`] runs one (in the sandbox of `imports`, failures counted by `breaker`), [`chain`] applies them in order to an (event, hook) pair,
 //! [`set`] loads a plugin folder into an immutable set, and [`reload`] watches the folder and
 //! swaps in a new set without stopping the relay.
 
+mod breaker;
 mod cache;
 pub mod chain;
 pub mod check;
 pub mod engine;
+mod imports;
 mod limits;
 pub mod plugin;
 pub mod reload;
@@ -53,4 +55,12 @@ impl PluginError {
             Self::Io(p, e) => format!("{p}: {e}"),
         }
     }
+}
+
+/// One line for the log: the error and its causes, without a backtrace.
+pub(crate) fn describe(e: &wasmtime::Error) -> String {
+    format!("{e:#}")
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
 }

@@ -64,7 +64,7 @@ impl Plugins {
         let Some(dir) = config.dir.clone() else {
             return Ok(Self::disabled());
         };
-        let cache_dir = config.cache_dir();
+        let cache_dir = super::cache::folder(config.cache_dir.as_deref());
         Ok(Arc::new(Self {
             current: ArcSwap::from_pointee(PluginSet::default()),
             loader: Some(Loader {

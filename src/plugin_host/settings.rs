@@ -3,48 +3,13 @@
 
 use std::{collections::HashMap, path::Path, sync::Arc};
 
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 
 use super::PluginError;
 use crate::hooks::Hook;
 
-/// What happens to an event when a plugin fails on it.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum OnError {
-    /// The event is not sent to that hook (fail closed).
-    #[default]
-    Drop,
-    /// The event goes on as if the plugin had kept it.
-    Pass,
-}
-
-/// The relay-wide defaults (`[plugins]`), which `NAME.toml` may override per plugin.
-#[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct Defaults {
-    pub on_error: OnError,
-    /// CPU deadline of one call, in milliseconds.
-    pub timeout_ms: u64,
-    /// Memory limit of one instance, in MiB.
-    pub memory_mib: u64,
-    /// Consecutive failures after which the plugin is marked failed.
-    pub max_failures: u32,
-    /// How long a failed plugin is not called (its `on_error` applies) before it is tried again.
-    pub failed_cooldown_ms: u64,
-}
-
-impl Default for Defaults {
-    fn default() -> Self {
-        Self {
-            on_error: OnError::Drop,
-            timeout_ms: 10,
-            memory_mib: 32,
-            max_failures: 5,
-            failed_cooldown_ms: 30_000,
-        }
-    }
-}
+/// The relay-wide error policy and limits (`[plugins]`), which `NAME.toml` may override.
+pub use crate::config::{OnError, PluginDefaults as Defaults};
 
 /// Which (event, hook) pairs a plugin sees. Every list that is given must match; an absent or
 /// empty list matches everything.
@@ -115,7 +80,7 @@ impl Settings {
                 .failed_cooldown_ms
                 .unwrap_or(defaults.failed_cooldown_ms),
         };
-        limits.validate()?;
+        limits.validate().map_err(PluginError::Settings)?;
         let config = file
             .config
             .into_iter()
@@ -153,24 +118,6 @@ pub fn read_beside(wasm: &Path) -> Result<Option<String>, PluginError> {
         Ok(text) => Ok(Some(text)),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
         Err(e) => Err(PluginError::Io(path.display().to_string(), e.to_string())),
-    }
-}
-
-impl Defaults {
-    /// # Errors
-    /// When a limit is zero or absurdly large.
-    pub fn validate(&self) -> Result<(), PluginError> {
-        let bad = |what: &str| Err(PluginError::Settings(what.to_string()));
-        if !(1..=60_000).contains(&self.timeout_ms) {
-            return bad("timeout_ms must be between 1 and 60000");
-        }
-        if !(1..=4096).contains(&self.memory_mib) {
-            return bad("memory_mib must be between 1 and 4096");
-        }
-        if self.max_failures == 0 {
-            return bad("max_failures must be at least 1");
-        }
-        Ok(())
     }
 }
 

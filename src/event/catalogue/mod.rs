@@ -4,6 +4,7 @@
 
 mod content;
 mod meeting;
+mod needs;
 mod recording;
 mod user;
 
@@ -11,6 +12,7 @@ use std::{borrow::Cow, collections::HashMap, sync::LazyLock};
 
 use serde_json::{Map, Value, json};
 
+use self::needs::{CHAT, CORE, Needs, POLL_RESPONDED, POLL_STARTED, USER};
 use super::{
     decode::{Message, path},
     mapping::Mappings,
@@ -19,13 +21,46 @@ use super::{
 /// Why a message that names a known event could not be mapped (it is dropped and counted).
 #[derive(Debug, thiserror::Error)]
 pub enum MapError {
-    #[error("{message} without {field}")]
+    #[error("{message}: no {field}")]
     Missing {
         message: &'static str,
         field: &'static str,
     },
+    #[error("{message}: {field} is not {expected}")]
+    WrongType {
+        message: &'static str,
+        field: &'static str,
+        expected: &'static str,
+    },
     #[error("{0}: no user to attribute the screen share to")]
     NoScreenshareUser(&'static str),
+}
+
+impl MapError {
+    pub(crate) fn missing(message: &'static str, field: &'static str) -> Self {
+        Self::Missing { message, field }
+    }
+
+    pub(crate) fn wrong_type(
+        message: &'static str,
+        field: &'static str,
+        expected: &'static str,
+    ) -> Self {
+        Self::WrongType {
+            message,
+            field,
+            expected,
+        }
+    }
+
+    /// A bounded metric label.
+    pub fn reason(&self) -> &'static str {
+        match self {
+            Self::Missing { .. } => "missing_field",
+            Self::WrongType { .. } => "wrong_type",
+            Self::NoScreenshareUser(_) => "no_screenshare_user",
+        }
+    }
 }
 
 /// A processed event before its timestamp is settled.
@@ -63,47 +98,82 @@ impl Mapped {
 
 type MapFn = fn(&Message, &Mappings) -> Result<Option<Mapped>, MapError>;
 
-/// Bus message name -> mapping function.
-const TABLE: &[(&str, MapFn)] = &[
-    ("MeetingCreatedEvtMsg", meeting::created),
-    ("MeetingDestroyedEvtMsg", meeting::ended),
-    ("RecordingStatusChangedEvtMsg", meeting::recording_status),
+/// Bus message name -> what it needs, and its mapping function.
+const TABLE: &[(&str, Needs, MapFn)] = &[
+    ("MeetingCreatedEvtMsg", CORE, meeting::created),
+    ("MeetingDestroyedEvtMsg", CORE, meeting::ended),
+    (
+        "RecordingStatusChangedEvtMsg",
+        CORE,
+        meeting::recording_status,
+    ),
     (
         "ScreenshareRtmpBroadcastStartedEvtMsg",
+        CORE,
         meeting::screenshare_started,
     ),
     (
         "ScreenshareRtmpBroadcastStoppedEvtMsg",
+        CORE,
         meeting::screenshare_stopped,
     ),
     (
         "SetCurrentPresentationEvtMsg",
+        CORE,
         meeting::presentation_changed,
     ),
-    ("UserJoinedMeetingEvtMsg", user::joined),
-    ("UserLeftMeetingEvtMsg", user::left),
-    ("UserJoinedVoiceConfToClientEvtMsg", user::voice_enabled),
-    ("UserLeftVoiceConfToClientEvtMsg", user::voice_disabled),
-    ("UserMutedVoiceEvtMsg", user::muted),
-    ("UserBroadcastCamStartedEvtMsg", user::cam_started),
-    ("UserBroadcastCamStoppedEvtMsg", user::cam_stopped),
-    ("PresenterAssignedEvtMsg", user::presenter_assigned),
-    ("PresenterUnassignedEvtMsg", user::presenter_unassigned),
-    ("UserEmojiChangedEvtMsg", user::emoji_changed),
-    ("UserReactionEmojiChangedEvtMsg", user::emoji_changed),
-    ("UserRaiseHandChangedEvtMsg", user::raise_hand_changed),
-    ("GroupChatMessageBroadcastEvtMsg", content::chat_message),
-    ("PollStartedEvtMsg", content::poll_started),
-    ("UserRespondedToPollRespMsg", content::poll_responded),
-    ("PadContentEvtMsg", content::pad_content),
-    ("TranscriptUpdatedEvtMsg", content::transcript_updated),
-    ("PublishedRecordingSysMsg", recording::sys_msg),
-    ("UnpublishedRecordingSysMsg", recording::sys_msg),
-    ("DeletedRecordingSysMsg", recording::sys_msg),
+    ("UserJoinedMeetingEvtMsg", USER, user::joined),
+    ("UserLeftMeetingEvtMsg", USER, user::left),
+    (
+        "UserJoinedVoiceConfToClientEvtMsg",
+        USER,
+        user::voice_enabled,
+    ),
+    (
+        "UserLeftVoiceConfToClientEvtMsg",
+        USER,
+        user::voice_disabled,
+    ),
+    ("UserMutedVoiceEvtMsg", USER, user::muted),
+    ("UserBroadcastCamStartedEvtMsg", USER, user::cam_started),
+    ("UserBroadcastCamStoppedEvtMsg", USER, user::cam_stopped),
+    ("PresenterAssignedEvtMsg", USER, user::presenter_assigned),
+    (
+        "PresenterUnassignedEvtMsg",
+        USER,
+        user::presenter_unassigned,
+    ),
+    ("UserEmojiChangedEvtMsg", USER, user::emoji_changed),
+    ("UserReactionEmojiChangedEvtMsg", USER, user::emoji_changed),
+    ("UserRaiseHandChangedEvtMsg", USER, user::raise_hand_changed),
+    (
+        "GroupChatMessageBroadcastEvtMsg",
+        CHAT,
+        content::chat_message,
+    ),
+    ("PollStartedEvtMsg", POLL_STARTED, content::poll_started),
+    (
+        "UserRespondedToPollRespMsg",
+        POLL_RESPONDED,
+        content::poll_responded,
+    ),
+    ("PadContentEvtMsg", CORE, content::pad_content),
+    ("TranscriptUpdatedEvtMsg", CORE, content::transcript_updated),
+    ("PublishedRecordingSysMsg", CORE, recording::sys_msg),
+    ("UnpublishedRecordingSysMsg", CORE, recording::sys_msg),
+    ("DeletedRecordingSysMsg", CORE, recording::sys_msg),
 ];
 
-static BY_NAME: LazyLock<HashMap<&'static str, MapFn>> =
-    LazyLock::new(|| TABLE.iter().copied().collect());
+static BY_NAME: LazyLock<HashMap<&'static str, (&'static str, Needs, MapFn)>> =
+    LazyLock::new(|| TABLE.iter().map(|row| (row.0, *row)).collect());
+
+/// The bus messages of the catalogue, and whether each needs a user id (for tests).
+#[cfg(test)]
+pub(crate) fn message_kinds() -> impl Iterator<Item = (&'static str, bool)> {
+    TABLE
+        .iter()
+        .map(|(name, needs, _)| (*name, needs.needs_user()))
+}
 
 /// Every id a processed event can have.
 pub const OUTPUT_IDS: &[&str] = &[
@@ -155,9 +225,11 @@ pub const OUTPUT_IDS: &[&str] = &[
 /// Maps one message; `Ok(None)` when the relay does not deliver that message.
 ///
 /// # Errors
-/// When the message names a known event but lacks what that event needs.
+/// When the message names a known event but lacks what that event needs, or has it with the
+/// wrong type ([`needs`]).
 pub fn map(msg: &Message, mappings: &Mappings) -> Result<Option<Mapped>, MapError> {
-    if let Some(f) = BY_NAME.get(msg.name.as_str()) {
+    if let Some((kind, needs, f)) = BY_NAME.get(msg.name.as_str()) {
+        needs::check(msg, kind, *needs)?;
         return f(msg, mappings);
     }
     if let Some(m) = recording::rap_step(msg, mappings)? {

@@ -55,6 +55,7 @@ pub(super) fn rap_step(msg: &Message, m: &Mappings) -> Result<Option<Mapped>, Ma
     let Some((_, id)) = STEPS.iter().find(|(n, _)| *n == name) else {
         return Ok(None);
     };
+    super::needs::check(msg, "recording step", super::needs::RAP_STEP)?;
     let payload = msg.value.get("payload").and_then(Value::as_object);
     let p = |k: &str| payload.and_then(|p| p.get(k));
 
@@ -86,10 +87,7 @@ pub(super) fn rap_step(msg: &Message, m: &Mappings) -> Result<Option<Mapped>, Ma
         put(&mut a, "workflow", p("workflow"));
     }
     if *id == "rap-publish-ended" {
-        let missing = |field| MapError::Missing {
-            message: "publish_ended",
-            field,
-        };
+        let missing = |field| MapError::missing("publish_ended", field);
         let metadata = p("metadata")
             .filter(|v| v.is_object())
             .ok_or(missing("payload.metadata"))?;

@@ -10,7 +10,7 @@ const MID: &str = "mid-1";
 
 /// Mappings with meeting mid-1 -> ext-1 and user u1 (external x1, presenter, sharing).
 fn mappings() -> Mappings {
-    let mut m = Mappings::new(86_400_000, None);
+    let mut m = Mappings::new(86_400_000, false);
     m.meeting_created(MID, "ext-1", 0);
     let user = json!({"internal-user-id": "u1", "external-user-id": "x1", "presenter": true});
     m.user_joined(MID, "u1", user.as_object().cloned().unwrap(), 0);
@@ -169,7 +169,7 @@ fn every_output_id_has_a_case() {
 
 #[test]
 fn rap_step_ids_and_millisecond_ts() {
-    let m = Mappings::new(1, None);
+    let m = Mappings::new(1, false);
     for (name, id) in [
         ("sanity_ended", "rap-sanity-ended"),
         ("post_publish_started", "rap-post-publish-started"),
@@ -227,7 +227,7 @@ fn fixture_replays_line_for_line() {
     let raw = fixture("raw-events.json");
     let expected = fixture("mapped-events.json");
     let mut p =
-        crate::event::process::Processor::new(Mappings::new(86_400_000, None), Default::default());
+        crate::event::process::Processor::new(Mappings::new(86_400_000, false), Default::default());
     for (i, line) in raw.iter().enumerate() {
         let events = p.process(&std::sync::Arc::from(line.as_str()), 1).unwrap();
         assert_eq!(events.len(), 1, "line {}", i + 1);

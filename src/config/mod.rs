@@ -1,39 +1,24 @@
-//! One validated [`Config`]: built-in defaults, then the TOML file, then `HOOKRELAY_*` environment
-//! variables. Loading fails fast with one line that names the offending key.
+//! The configuration as plain data: one [`Config`] of sections, each documented here and in
+//! `hookrelay.example.toml`, with its defaults. [`load`] builds it (defaults, then the TOML
+//! file, then `HOOKRELAY_*` environment variables) and [`validate`] checks what types alone
+//! cannot. It depends on nothing but [`crate::base`]; the stages read it, never the reverse.
+//! `Debug` and serialized output show neither the shared secret nor a Redis password.
 
-use std::{
-    fmt,
-    net::SocketAddr,
-    path::{Path, PathBuf},
-};
+mod load;
+mod validate;
 
-use figment::{
-    Figment,
-    providers::{Env, Format, Serialized, Toml},
-};
+use std::{net::SocketAddr, path::PathBuf};
+
 use serde::{Deserialize, Serialize};
 
-use crate::{
-    delivery::sign::Algorithm,
-    plugin_host::{Defaults, OnError},
-};
-
-/// Sections whose keys can be set from the environment as `HOOKRELAY_<SECTION>_<KEY>`.
-/// Longer names first, so that a nested section wins over its parent.
-const ENV_SECTIONS: &[(&str, &str)] = &[
-    ("delivery_ssrf", "delivery.ssrf"),
-    ("bbb", "bbb"),
-    ("api", "api"),
-    ("redis", "redis"),
-    ("delivery", "delivery"),
-    ("mapping", "mapping"),
-    ("metrics", "metrics"),
-    ("plugins", "plugins"),
-];
+use crate::base::digest::Algorithm;
+pub use crate::base::secret::{Secret, SecretUrl};
+pub use load::ConfigError;
+pub use validate::callback_guard;
 
 /// The whole configuration of one relay.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(deny_unknown_fields, default)]
 pub struct Config {
     pub bbb: BbbConfig,
     pub api: ApiConfig,
@@ -89,7 +74,9 @@ impl Default for ApiConfig {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct RedisConfig {
-    pub url: String,
+    /// `redis://[:password@]host:port[/db]`, `rediss://` or `unix://`; its password is never
+    /// shown.
+    pub url: SecretUrl,
     /// Pub/sub channels listened to (exact names, as BBB publishes them).
     pub channels: Vec<String>,
     /// Bus messages larger than this are skipped and counted, never parsed.
@@ -99,7 +86,7 @@ pub struct RedisConfig {
 impl Default for RedisConfig {
     fn default() -> Self {
         Self {
-            url: "redis://127.0.0.1:6379".into(),
+            url: SecretUrl::new("redis://127.0.0.1:6379"),
             channels: [
                 "from-akka-apps-redis-channel",
                 "from-bbb-web-redis-channel",
@@ -134,7 +121,9 @@ pub enum CallbackAuth {
     /// `checksum=` in the URL: digest of URL + body + secret.
     #[default]
     Checksum,
-    /// `Authorization: Bearer <secret>` and no checksum (the reference's `auth2_0` mode).
+    /// `Authorization: Bearer <secret>` and no checksum (the reference's `auth2_0` mode). The
+    /// secret opens the whole BBB API: callbacks need `https` unless
+    /// `delivery.allow_insecure_bearer`.
     Bearer,
 }
 
@@ -163,6 +152,9 @@ pub struct DeliveryConfig {
     /// Accept callback URLs carrying `user:password@` (refused by default: they end up in logs
     /// and lists of other tools).
     pub allow_url_credentials: bool,
+    /// With `auth = "bearer"`, accept plain `http` callback URLs all the same (the shared
+    /// secret then crosses the network in clear).
+    pub allow_insecure_bearer: bool,
     /// When not empty, only these event ids are delivered (mappings are kept up to date anyway).
     pub include_events: Vec<String>,
     /// These event ids are never delivered.
@@ -202,6 +194,7 @@ impl Default for DeliveryConfig {
             permanent_hooks: Vec::new(),
             max_queue: 10_000,
             allow_url_credentials: false,
+            allow_insecure_bearer: false,
             include_events: Vec::new(),
             exclude_events: Vec::new(),
             ssrf: SsrfConfig::default(),
@@ -270,7 +263,7 @@ pub struct PluginsConfig {
 
 impl Default for PluginsConfig {
     fn default() -> Self {
-        let d = Defaults::default();
+        let d = PluginDefaults::default();
         Self {
             dir: None,
             cache_dir: None,
@@ -287,8 +280,8 @@ impl Default for PluginsConfig {
 
 impl PluginsConfig {
     /// The per-plugin defaults that `NAME.toml` files override.
-    pub fn defaults(&self) -> Defaults {
-        Defaults {
+    pub fn defaults(&self) -> PluginDefaults {
+        PluginDefaults {
             on_error: self.on_error,
             timeout_ms: self.timeout_ms,
             memory_mib: self.memory_mib,
@@ -296,215 +289,84 @@ impl PluginsConfig {
             failed_cooldown_ms: self.failed_cooldown_ms,
         }
     }
+}
 
-    /// The cache folder: `cache_dir`; else systemd's `$CACHE_DIRECTORY`, `$XDG_CACHE_HOME/hookrelay`
-    /// or `~/.cache/hookrelay`, in that order.
-    pub fn cache_dir(&self) -> Option<PathBuf> {
-        let env = |k: &str| {
-            std::env::var_os(k)
-                .filter(|v| !v.is_empty())
-                .map(PathBuf::from)
-        };
-        self.cache_dir.clone().or_else(|| {
-            // systemd may list several folders, separated by ':'.
-            env("CACHE_DIRECTORY")
-                .and_then(|d| d.to_str()?.split(':').next().map(PathBuf::from))
-                .map(|d| d.join("plugins"))
-                .or_else(|| env("XDG_CACHE_HOME").map(|d| d.join("hookrelay")))
-                .or_else(|| env("HOME").map(|d| d.join(".cache/hookrelay")))
-        })
+/// What happens to an event when a plugin fails on it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum OnError {
+    /// The event is not sent to that hook (fail closed).
+    #[default]
+    Drop,
+    /// The event goes on as if the plugin had kept it.
+    Pass,
+}
+
+/// A plugin's error policy and limits: the relay-wide defaults (`[plugins]`), which a plugin's
+/// `NAME.toml` may override.
+#[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct PluginDefaults {
+    pub on_error: OnError,
+    /// CPU deadline of one call, in milliseconds.
+    pub timeout_ms: u64,
+    /// Memory limit of one instance, in MiB.
+    pub memory_mib: u64,
+    /// Consecutive failures after which the plugin is marked failed.
+    pub max_failures: u32,
+    /// How long a failed plugin is not called (its `on_error` applies) before it is tried again.
+    pub failed_cooldown_ms: u64,
+}
+
+impl Default for PluginDefaults {
+    fn default() -> Self {
+        Self {
+            on_error: OnError::Drop,
+            timeout_ms: 10,
+            memory_mib: 32,
+            max_failures: 5,
+            failed_cooldown_ms: 30_000,
+        }
     }
 }
 
-/// A secret string that never shows in `Debug` output or logs.
-#[derive(Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(transparent)]
-pub struct Secret(String);
-
-impl Secret {
-    pub fn new(value: impl Into<String>) -> Self {
-        Self(value.into())
-    }
-    /// The secret itself: only for hashing.
-    pub fn expose(&self) -> &str {
-        &self.0
-    }
-}
-
-impl fmt::Debug for Secret {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("Secret(***)")
-    }
-}
-
-/// Why the configuration was refused: one line, naming the key.
-#[derive(Debug, thiserror::Error)]
-#[error("configuration: {0}")]
-pub struct ConfigError(String);
-
-impl Config {
-    /// Defaults, then `path` (if given), then `HOOKRELAY_*` environment variables.
-    ///
+impl PluginDefaults {
     /// # Errors
-    /// When the file cannot be read or parsed, a key is unknown or has the wrong type, or a value
-    /// fails validation.
-    pub fn load(path: Option<&Path>) -> Result<Config, ConfigError> {
-        let mut figment = Figment::from(Serialized::defaults(Config::default()));
-        if let Some(path) = path {
-            if !path.is_file() {
-                return Err(ConfigError(format!(
-                    "config file {} not found",
-                    path.display()
-                )));
-            }
-            figment = figment.merge(Toml::file(path));
+    /// Names the limit that is zero or absurdly large.
+    pub fn validate(&self) -> Result<(), String> {
+        if !(1..=60_000).contains(&self.timeout_ms) {
+            return Err("timeout_ms must be between 1 and 60000".into());
         }
-        Self::extract(figment.merge(env_provider()))
-    }
-
-    /// Parses a TOML text over the defaults, without the environment (for tests and tools).
-    ///
-    /// # Errors
-    /// As [`Config::load`].
-    pub fn from_toml(text: &str) -> Result<Config, ConfigError> {
-        Self::extract(
-            Figment::from(Serialized::defaults(Config::default())).merge(Toml::string(text)),
-        )
-    }
-
-    fn extract(figment: Figment) -> Result<Config, ConfigError> {
-        let config: Config = figment.extract().map_err(|e| {
-            let e = e.into_iter().next().map_or_else(
-                || "invalid".to_string(),
-                |e| {
-                    let key = e.path.join(".");
-                    let kind = one_line(&e.kind.to_string());
-                    if key.is_empty() {
-                        kind
-                    } else {
-                        format!("{key}: {kind}")
-                    }
-                },
-            );
-            ConfigError(e)
-        })?;
-        config.validate()?;
-        Ok(config)
-    }
-
-    /// Checks what types alone cannot.
-    ///
-    /// # Errors
-    /// Names the first key whose value is unusable.
-    pub fn validate(&self) -> Result<(), ConfigError> {
-        let fail = |key: &str, why: &str| Err(ConfigError(format!("{key}: {why}")));
-        if self.bbb.secret.expose().is_empty() {
-            return fail("bbb.secret", "must be set to the server's shared secret");
+        if !(1..=4096).contains(&self.memory_mib) {
+            return Err("memory_mib must be between 1 and 4096".into());
         }
-        if !self.api.path.starts_with('/') {
-            return fail("api.path", "must start with '/'");
-        }
-        if self.api.checksum_algorithms.is_empty() {
-            return fail(
-                "api.checksum_algorithms",
-                "must name at least one algorithm",
-            );
-        }
-        match url::Url::parse(&self.redis.url) {
-            Ok(u) if u.scheme() == "redis" || u.scheme() == "rediss" || u.scheme() == "unix" => {}
-            _ => return fail("redis.url", "must be a redis:// URL"),
-        }
-        if self.redis.channels.is_empty() {
-            return fail("redis.channels", "must name at least one channel");
-        }
-        if self.redis.max_message_bytes == 0 {
-            return fail("redis.max_message_bytes", "must be greater than 0");
-        }
-        if self.delivery.retry_intervals_ms.is_empty() {
-            return fail(
-                "delivery.retry_intervals_ms",
-                "must hold at least one interval",
-            );
-        }
-        if self.delivery.max_queue == 0 {
-            return fail("delivery.max_queue", "must be greater than 0");
-        }
-        if self.delivery.request_timeout_ms == 0 {
-            return fail("delivery.request_timeout_ms", "must be greater than 0");
-        }
-        if let Some(dir) = &self.plugins.dir
-            && !dir.is_dir()
-        {
-            return fail("plugins.dir", "is not a folder");
-        }
-        if !(10..=60_000).contains(&self.plugins.reload_debounce_ms) {
-            return fail("plugins.reload_debounce_ms", "must be between 10 and 60000");
-        }
-        if let Err(e) = self.plugins.defaults().validate() {
-            return Err(ConfigError(format!("plugins.{}", e.detail())));
-        }
-        let guard = self.callback_guard();
-        for hook in &self.delivery.permanent_hooks {
-            if let Err(why) = crate::hooks::model::validate_callback_url(&hook.url) {
-                return fail("delivery.permanent_hooks", &format!("{}: {why}", hook.url));
-            }
-            if let Err(why) = guard.check_url(&hook.url) {
-                let why = format!("{} is not allowed by delivery.ssrf: {why}", hook.url);
-                return fail("delivery.permanent_hooks", &why);
-            }
-        }
-        if self.mapping.inactivity_timeout_s == 0 {
-            return fail("mapping.inactivity_timeout_s", "must be greater than 0");
+        if self.max_failures == 0 {
+            return Err("max_failures must be at least 1".into());
         }
         Ok(())
     }
 }
 
-/// Folds a multi-line parser message (with its source excerpt) into one line.
-fn one_line(message: &str) -> String {
-    message
-        .lines()
-        .map(str::trim)
-        .filter(|l| {
-            !l.is_empty()
-                && !l.starts_with('|')
-                && !l
-                    .split('|')
-                    .next()
-                    .is_some_and(|n| n.trim().parse::<u32>().is_ok() && l.contains('|'))
-        })
-        .collect::<Vec<_>>()
-        .join(": ")
-}
-
-impl Config {
-    /// The rules callback URLs must pass (`[delivery.ssrf]`, `delivery.allow_url_credentials`).
-    pub fn callback_guard(&self) -> crate::delivery::ssrf::Guard {
-        crate::delivery::ssrf::Guard::new(
-            self.delivery.ssrf.enabled,
-            self.delivery.ssrf.allow_cidrs.clone(),
-        )
-        .allow_credentials(self.delivery.allow_url_credentials)
-    }
-}
-
-/// `HOOKRELAY_BBB_SECRET` -> `bbb.secret`, `HOOKRELAY_DELIVERY_RETRY_INTERVALS_MS` ->
-/// `delivery.retry_intervals_ms`.
-fn env_provider() -> Env {
-    Env::prefixed("HOOKRELAY_").map(|key| {
-        let key = key.as_str().to_ascii_lowercase();
-        for (prefix, section) in ENV_SECTIONS {
-            if let Some(rest) = key.strip_prefix(prefix).and_then(|r| r.strip_prefix('_')) {
-                return format!("{section}.{rest}").into();
-            }
-        }
-        key.into()
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Configuration is plain data: it uses the leaf modules of `base` and nothing of the
+    /// stages, which all read it (no cycle).
+    #[test]
+    fn config_imports_only_the_leaf_modules() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src/config");
+        for entry in std::fs::read_dir(&dir).expect("src/config") {
+            let path = entry.expect("entry").path();
+            let text = std::fs::read_to_string(&path).expect("source");
+            let code = text.split("#[cfg(test)]").next().unwrap_or_default();
+            assert!(
+                !code.replace("crate::base", "").contains("crate::"),
+                "{} imports a stage",
+                path.display()
+            );
+        }
+    }
 
     #[test]
     fn missing_secret_names_the_key() {
@@ -559,7 +421,7 @@ mod tests {
         let err = Config::from_toml(text).unwrap_err().to_string();
         assert!(
             err.starts_with(
-                "configuration: delivery.permanent_hooks: http://127.0.0.1:9/x is not allowed"
+                "configuration: delivery.permanent_hooks: http://127.0.0.1:9/x: not allowed"
             ),
             "{err}"
         );
@@ -571,24 +433,40 @@ mod tests {
     fn secret_is_not_debug_printed() {
         let c = Config::from_toml("[bbb]\nsecret='hunter2'\n").unwrap();
         assert!(!format!("{c:?}").contains("hunter2"));
+        assert_eq!(c.bbb.secret.expose(), "hunter2");
     }
 
     #[test]
-    #[allow(clippy::result_large_err)] // figment::Jail fixes the closure type
-    fn environment_maps_section_and_key() {
-        figment::Jail::expect_with(|jail| {
-            jail.set_env("HOOKRELAY_BBB_SECRET", "from-env");
-            jail.set_env("HOOKRELAY_DELIVERY_RETRY_INTERVALS_MS", "[5, 6]");
-            jail.set_env("HOOKRELAY_DELIVERY_SSRF_ALLOW_CIDRS", "[\"10.0.0.0/8\"]");
-            let c = Config::load(None).map_err(|e| e.to_string())?;
-            assert_eq!(c.bbb.secret.expose(), "from-env");
-            assert_eq!(c.delivery.retry_intervals_ms, vec![5, 6]);
-            assert_eq!(
-                c.delivery.ssrf.allow_cidrs,
-                vec!["10.0.0.0/8".parse().unwrap()]
+    fn neither_debug_nor_serialized_output_shows_a_secret() {
+        let c = Config::from_toml(
+            "[bbb]\nsecret='hunter2'\n[redis]\nurl='redis://:opensesame@127.0.0.1:6379/0'\n",
+        )
+        .unwrap();
+        assert_eq!(c.redis.url.expose(), "redis://:opensesame@127.0.0.1:6379/0");
+        let shown = [
+            format!("{c:?}"),
+            format!("{c:#?}"),
+            serde_json::to_string(&c).unwrap(),
+            toml::to_string(&c).unwrap(),
+        ];
+        for text in shown {
+            assert!(!text.contains("hunter2"), "{text}");
+            assert!(!text.contains("opensesame"), "{text}");
+            assert!(
+                text.contains("127.0.0.1:6379"),
+                "the rest of the URL is shown: {text}"
             );
-            assert!(c.delivery.ssrf.enabled);
-            Ok(())
-        });
+        }
+    }
+
+    #[test]
+    fn bearer_mode_refuses_plain_http_permanent_hooks() {
+        let text = "[bbb]\nsecret='x'\n[delivery]\nauth='bearer'\npermanent_hooks=[{url='http://example.com/x'}]\n";
+        let err = Config::from_toml(text).unwrap_err().to_string();
+        assert!(err.contains("allow_insecure_bearer"), "{err}");
+        let allowed = text.replace("auth='bearer'", "auth='bearer'\nallow_insecure_bearer=true");
+        assert!(Config::from_toml(&allowed).is_ok());
+        let https = text.replace("http://", "https://");
+        assert!(Config::from_toml(&https).is_ok());
     }
 }

@@ -1,0 +1,30 @@
+//! Leaf modules that every layer may use and that use nothing else of the crate (a unit test
+//! below checks it): the shared secret, digest algorithms, form encoding, the callback URL
+//! policy and the Redis key names. Configuration, stages and tools sit above them.
+
+pub mod callback_url;
+pub mod digest;
+pub mod form;
+pub mod redis_keys;
+pub mod secret;
+pub mod time;
+
+#[cfg(test)]
+mod tests {
+    /// A leaf imports nothing of the crate: that is what keeps the layers above free of cycles.
+    #[test]
+    fn leaves_import_nothing_of_the_crate() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src/base");
+        for entry in std::fs::read_dir(&dir).expect("src/base") {
+            let path = entry.expect("entry").path();
+            let text = std::fs::read_to_string(&path).expect("source");
+            let code = text.split("#[cfg(test)]").next().unwrap_or_default();
+            let code = code.replace("crate::base::", "");
+            assert!(
+                !code.contains("crate::") && !code.contains("super::"),
+                "{} imports from the crate",
+                path.display()
+            );
+        }
+    }
+}

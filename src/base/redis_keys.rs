@@ -1,0 +1,46 @@
+//! Every Redis key the relay reads or writes, in one place. Hooks and mappings use the reference
+//! service's v3 names, so that existing tooling (and a switch back) finds them.
+
+/// Set of hook ids.
+pub const HOOKS_SET: &str = "bigbluebutton:webhooks:out:hooks";
+/// Hash of one hook: `{HOOK_PREFIX}{id}`.
+pub const HOOK_PREFIX: &str = "bigbluebutton:webhooks:out:hook:";
+/// Counter that hands out hook ids (`INCR`).
+pub const ID_COUNTER: &str = "bigbluebutton:webhooks:out:hookId";
+/// Stream of one hook's pending callbacks: `{QUEUE_PREFIX}{id}`.
+pub const QUEUE_PREFIX: &str = "bigbluebutton:webhooks:out:queue:";
+/// Set of internal meeting ids with a stored mapping.
+pub const MAPPINGS_SET: &str = "bigbluebutton:webhooks:proc:mappings";
+/// Hash of one meeting mapping: `{MAPPING_PREFIX}{internal meeting id}`.
+pub const MAPPING_PREFIX: &str = "bigbluebutton:webhooks:proc:mapping:";
+/// Set of `{meeting}:{user}` ids with a stored user mapping.
+pub const USERS_SET: &str = "bigbluebutton:webhooks:proc:userMaps";
+/// Hash of one user mapping: `{USER_PREFIX}{meeting}:{user}`.
+pub const USER_PREFIX: &str = "bigbluebutton:webhooks:proc:userMap:";
+
+/// The hash of hook `id`.
+pub fn hook_key(id: impl std::fmt::Display) -> String {
+    format!("{HOOK_PREFIX}{id}")
+}
+
+/// The stream holding hook `id`'s pending callbacks; removed with the hook.
+pub fn queue_key(id: u64) -> String {
+    format!("{QUEUE_PREFIX}{id}")
+}
+
+/// The hook id of a queue key; `None` for any other key.
+pub fn queue_hook_id(key: &str) -> Option<u64> {
+    key.strip_prefix(QUEUE_PREFIX)?.parse().ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn queue_keys_round_trip() {
+        assert_eq!(queue_hook_id(&queue_key(42)), Some(42));
+        assert_eq!(queue_hook_id("bigbluebutton:webhooks:out:queue:x"), None);
+        assert_eq!(queue_hook_id(&hook_key(42)), None);
+    }
+}

@@ -1,0 +1,286 @@
+//! Builds a [`Config`]: serde's defaults, then the TOML file, then `HOOKRELAY_*` environment
+//! variables; fails fast with one line that names the offending key.
+//!
+//! Environment keys: `HOOKRELAY_<SECTION>__<KEY>` (double underscores between the levels, as
+//! figment's `split("__")` reads them: `HOOKRELAY_DELIVERY__SSRF__ALLOW_CIDRS`), or the older
+//! single-underscore form (`HOOKRELAY_BBB_SECRET`) where exactly one key fits it. Any other
+//! variable of the prefix (Kubernetes injects `HOOKRELAY_PORT` for a Service named `hookrelay`)
+//! names no key: it is ignored with a warning naming it, never its value. An unknown key in the
+//! file still stops start-up.
+
+use std::{collections::HashMap, path::Path, sync::Arc};
+
+use figment::{
+    Figment,
+    error::Kind,
+    providers::{Env, Format, Toml},
+};
+
+use super::Config;
+
+/// The prefix of every variable the relay reads.
+const PREFIX: &str = "HOOKRELAY_";
+/// Variables of the prefix that belong to the command line (clap reads them), not to the
+/// configuration.
+const CLI_VARIABLES: &[&str] = &["CONFIG", "LOG_FORMAT"];
+
+/// Why the configuration was refused: one line, naming the key.
+#[derive(Debug, thiserror::Error)]
+#[error("configuration: {0}")]
+pub struct ConfigError(pub(super) String);
+
+impl Config {
+    /// Defaults, then `path` (if given), then `HOOKRELAY_*` environment variables. Variables
+    /// that name no key are logged (by name) and ignored.
+    ///
+    /// # Errors
+    /// When the file cannot be read or parsed, a key of the file is unknown, a value has the
+    /// wrong type, or a value fails validation.
+    pub fn load(path: Option<&Path>) -> Result<Config, ConfigError> {
+        let mut figment = Figment::new();
+        if let Some(path) = path {
+            if !path.is_file() {
+                return Err(ConfigError(format!(
+                    "config file {} not found",
+                    path.display()
+                )));
+            }
+            figment = figment.merge(Toml::file(path));
+        }
+        let names = std::env::vars_os().filter_map(|(k, _)| k.into_string().ok());
+        let env = EnvKeys::read(names);
+        for name in &env.ignored {
+            tracing::warn!(
+                variable = %name,
+                "ignoring an environment variable that names no configuration key"
+            );
+        }
+        Self::extract(figment.merge(env.provider()))
+    }
+
+    /// Parses a TOML text over the defaults, without the environment (for tests and tools).
+    ///
+    /// # Errors
+    /// As [`Config::load`].
+    pub fn from_toml(text: &str) -> Result<Config, ConfigError> {
+        Self::extract(Figment::from(Toml::string(text)))
+    }
+
+    fn extract(figment: Figment) -> Result<Config, ConfigError> {
+        let config: Config = figment.extract().map_err(|e| {
+            let e = e.into_iter().next().map_or_else(
+                || "invalid".to_string(),
+                |e| {
+                    let key = e.path.join(".");
+                    let kind = one_line(&e.kind.to_string());
+                    if key.is_empty() {
+                        kind
+                    } else {
+                        format!("{key}: {kind}")
+                    }
+                },
+            );
+            ConfigError(e)
+        })?;
+        config.validate()?;
+        Ok(config)
+    }
+}
+
+/// Folds a multi-line parser message (with its source excerpt) into one line.
+fn one_line(message: &str) -> String {
+    message
+        .lines()
+        .map(str::trim)
+        .filter(|l| {
+            !l.is_empty()
+                && !l.starts_with('|')
+                && !l
+                    .split('|')
+                    .next()
+                    .is_some_and(|n| n.trim().parse::<u32>().is_ok() && l.contains('|'))
+        })
+        .collect::<Vec<_>>()
+        .join(": ")
+}
+
+/// Which `HOOKRELAY_*` variables are configuration keys.
+#[derive(Debug, Default, PartialEq)]
+struct EnvKeys {
+    /// Variable name without the prefix, lowercase -> dotted key (`bbb.secret`).
+    keys: HashMap<String, String>,
+    /// Full names of the variables that name no key (or more than one).
+    ignored: Vec<String>,
+}
+
+impl EnvKeys {
+    /// Sorts the variable `names` of the process.
+    fn read(names: impl Iterator<Item = String>) -> Self {
+        let mut out = Self::default();
+        for name in names {
+            let Some(rest) = name.strip_prefix(PREFIX) else {
+                continue;
+            };
+            if CLI_VARIABLES.iter().any(|c| c.eq_ignore_ascii_case(rest)) {
+                continue;
+            }
+            let rest = rest.to_ascii_lowercase();
+            let mut known = candidate_keys(&rest).into_iter().filter(|k| is_leaf_key(k));
+            match (known.next(), known.next()) {
+                (Some(key), None) => {
+                    out.keys.insert(rest, key);
+                }
+                _ => out.ignored.push(name),
+            }
+        }
+        out.ignored.sort();
+        out
+    }
+
+    /// The environment provider that yields exactly these keys.
+    fn provider(self) -> Env {
+        let keys = Arc::new(self.keys);
+        // figment keeps the variable's own case in the key (it compares without case).
+        Env::prefixed(PREFIX).filter_map(move |k| {
+            keys.get(&k.as_str().to_ascii_lowercase())
+                .map(|d| d.clone().into())
+        })
+    }
+}
+
+/// The dotted keys a variable name (prefix removed, lowercase) may mean: with `__`, the levels
+/// it spells; without, the old form, where one or two of its underscores separate the levels.
+fn candidate_keys(rest: &str) -> Vec<String> {
+    if rest.contains("__") {
+        return vec![rest.replace("__", ".")];
+    }
+    let cuts: Vec<usize> = rest.match_indices('_').map(|(i, _)| i).collect();
+    let with_dots = |at: &[usize]| {
+        let mut k = rest.to_string().into_bytes();
+        for &i in at {
+            k[i] = b'.';
+        }
+        String::from_utf8(k).unwrap_or_default()
+    };
+    let mut out = Vec::new();
+    for (n, &a) in cuts.iter().enumerate() {
+        out.push(with_dots(&[a]));
+        for &b in &cuts[n + 1..] {
+            out.push(with_dots(&[a, b]));
+        }
+    }
+    out
+}
+
+/// Whether `key` (dotted) is a configuration value, not a section and not unknown: serde itself
+/// tells, by extracting a configuration that sets only that key to an empty table (fine for a
+/// section, the wrong type for a value, an unknown field for anything else).
+fn is_leaf_key(key: &str) -> bool {
+    if key.is_empty() || key.split('.').any(str::is_empty) {
+        return false;
+    }
+    let empty = serde_json::Map::new();
+    match Figment::from((key, empty)).extract::<Config>() {
+        Ok(_) => false,
+        Err(e) => !e
+            .into_iter()
+            .any(|e| matches!(e.kind, Kind::UnknownField(..))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sorted(names: &[&str]) -> EnvKeys {
+        EnvKeys::read(names.iter().map(|s| s.to_string()))
+    }
+
+    #[test]
+    fn double_underscores_and_the_old_form_both_name_keys() {
+        let env = sorted(&[
+            "HOOKRELAY_BBB__SECRET",
+            "HOOKRELAY_DELIVERY__SSRF__ALLOW_CIDRS",
+            "HOOKRELAY_DELIVERY_RETRY_INTERVALS_MS",
+            "HOOKRELAY_DELIVERY_SSRF_ENABLED",
+            "HOOKRELAY_PLUGINS_DIR",
+            "PATH",
+        ]);
+        let key = |k: &str| env.keys.get(k).map(String::as_str);
+        assert_eq!(key("bbb__secret"), Some("bbb.secret"));
+        assert_eq!(
+            key("delivery__ssrf__allow_cidrs"),
+            Some("delivery.ssrf.allow_cidrs")
+        );
+        assert_eq!(
+            key("delivery_retry_intervals_ms"),
+            Some("delivery.retry_intervals_ms")
+        );
+        assert_eq!(key("delivery_ssrf_enabled"), Some("delivery.ssrf.enabled"));
+        assert_eq!(key("plugins_dir"), Some("plugins.dir"));
+        assert!(env.ignored.is_empty(), "{:?}", env.ignored);
+    }
+
+    #[test]
+    fn variables_that_name_no_key_are_ignored_by_name() {
+        let env = sorted(&[
+            "HOOKRELAY_CONFIG",
+            "HOOKRELAY_LOG_FORMAT",
+            "HOOKRELAY_PORT",
+            "HOOKRELAY_PORT_3005_TCP_ADDR",
+            "HOOKRELAY_SERVICE_HOST",
+            "HOOKRELAY_BBB",
+            "HOOKRELAY_BBB__SECRETT",
+            "HOOKRELAY_",
+            "HOOKRELAY___",
+        ]);
+        assert!(env.keys.is_empty(), "{:?}", env.keys);
+        assert_eq!(
+            env.ignored,
+            [
+                "HOOKRELAY_",
+                "HOOKRELAY_BBB",
+                "HOOKRELAY_BBB__SECRETT",
+                "HOOKRELAY_PORT",
+                "HOOKRELAY_PORT_3005_TCP_ADDR",
+                "HOOKRELAY_SERVICE_HOST",
+                "HOOKRELAY___",
+            ]
+        );
+    }
+
+    #[test]
+    #[allow(clippy::result_large_err)] // figment::Jail fixes the closure type
+    fn environment_overrides_the_file_and_strays_do_not_stop_it() {
+        figment::Jail::expect_with(|jail| {
+            jail.create_file("c.toml", "[bbb]\nsecret = 'from-file'\n")?;
+            jail.set_env("HOOKRELAY_BBB__SECRET", "from-env");
+            jail.set_env("HOOKRELAY_DELIVERY_RETRY_INTERVALS_MS", "[5, 6]");
+            jail.set_env("HOOKRELAY_DELIVERY__SSRF__ALLOW_CIDRS", "[\"10.0.0.0/8\"]");
+            jail.set_env("HOOKRELAY_PORT", "tcp://10.0.0.1:3005");
+            jail.set_env("HOOKRELAY_SERVICE_HOST", "10.0.0.1");
+            jail.set_env("HOOKRELAY_CONFIG", "elsewhere.toml");
+            let c = Config::load(Some(Path::new("c.toml"))).map_err(|e| e.to_string())?;
+            assert_eq!(c.bbb.secret.expose(), "from-env");
+            assert_eq!(c.delivery.retry_intervals_ms, vec![5, 6]);
+            assert_eq!(
+                c.delivery.ssrf.allow_cidrs,
+                vec!["10.0.0.0/8".parse().unwrap()]
+            );
+            assert!(c.delivery.ssrf.enabled);
+            Ok(())
+        });
+    }
+
+    #[test]
+    #[allow(clippy::result_large_err)]
+    fn a_bad_value_from_the_environment_is_named() {
+        figment::Jail::expect_with(|jail| {
+            jail.set_env("HOOKRELAY_BBB__SECRET", "x");
+            jail.set_env("HOOKRELAY_API__BIND", "nowhere");
+            let err = Config::load(None).unwrap_err().to_string();
+            assert!(err.starts_with("configuration: api.bind"), "{err}");
+            Ok(())
+        });
+    }
+}

@@ -1,0 +1,79 @@
+//! What types alone cannot check: required values, ranges, and the permanent hooks against the
+//! callback URL policy that the configuration itself describes.
+
+use super::{CallbackAuth, Config, ConfigError, DeliveryConfig};
+use crate::base::callback_url::Guard;
+
+/// The callback URL policy of `[delivery]`: `[delivery.ssrf]`, `allow_url_credentials`, and
+/// `https` only in bearer mode unless `allow_insecure_bearer`. Every hook, however it came to
+/// exist, and every delivery is checked against it.
+pub fn callback_guard(delivery: &DeliveryConfig) -> Guard {
+    Guard::new(delivery.ssrf.enabled, delivery.ssrf.allow_cidrs.clone())
+        .allow_credentials(delivery.allow_url_credentials)
+        .https_only(delivery.auth == CallbackAuth::Bearer && !delivery.allow_insecure_bearer)
+}
+
+impl Config {
+    /// Checks what types alone cannot.
+    ///
+    /// # Errors
+    /// Names the first key whose value is unusable.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        let fail = |key: &str, why: &str| Err(ConfigError(format!("{key}: {why}")));
+        if self.bbb.secret.is_empty() {
+            return fail("bbb.secret", "must be set to the server's shared secret");
+        }
+        if !self.api.path.starts_with('/') {
+            return fail("api.path", "must start with '/'");
+        }
+        if self.api.checksum_algorithms.is_empty() {
+            return fail(
+                "api.checksum_algorithms",
+                "must name at least one algorithm",
+            );
+        }
+        match url::Url::parse(self.redis.url.expose()) {
+            Ok(u) if matches!(u.scheme(), "redis" | "rediss" | "unix") => {}
+            _ => return fail("redis.url", "must be a redis:// URL"),
+        }
+        if self.redis.channels.is_empty() {
+            return fail("redis.channels", "must name at least one channel");
+        }
+        if self.redis.max_message_bytes == 0 {
+            return fail("redis.max_message_bytes", "must be greater than 0");
+        }
+        if self.delivery.retry_intervals_ms.is_empty() {
+            return fail(
+                "delivery.retry_intervals_ms",
+                "must hold at least one interval",
+            );
+        }
+        if self.delivery.max_queue == 0 {
+            return fail("delivery.max_queue", "must be greater than 0");
+        }
+        if self.delivery.request_timeout_ms == 0 {
+            return fail("delivery.request_timeout_ms", "must be greater than 0");
+        }
+        if let Some(dir) = &self.plugins.dir
+            && !dir.is_dir()
+        {
+            return fail("plugins.dir", "is not a folder");
+        }
+        if !(10..=60_000).contains(&self.plugins.reload_debounce_ms) {
+            return fail("plugins.reload_debounce_ms", "must be between 10 and 60000");
+        }
+        if let Err(why) = self.plugins.defaults().validate() {
+            return Err(ConfigError(format!("plugins.{why}")));
+        }
+        let guard = callback_guard(&self.delivery);
+        for hook in &self.delivery.permanent_hooks {
+            if let Err(why) = guard.check_url(&hook.url) {
+                return fail("delivery.permanent_hooks", &format!("{}: {why}", hook.url));
+            }
+        }
+        if self.mapping.inactivity_timeout_s == 0 {
+            return fail("mapping.inactivity_timeout_s", "must be greater than 0");
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,239 @@
+//! Wires the stages top to bottom: bus -> [`route`](crate::route) (decode, mapping, catalogue,
+//! matcher, plugins) -> per-hook queues -> signed delivery, plus the API and metrics servers.
+//! The only module that knows them all; [`stage`] is the processing task, [`recover`] reads the
+//! queues back at start.
+
+mod recover;
+mod stage;
+
+use std::{sync::Arc, time::Duration};
+
+use tokio::{net::TcpListener, sync::mpsc};
+use tokio_util::sync::CancellationToken;
+
+use crate::{
+    api::{self, ApiState},
+    base::time::now_ms,
+    bus::Subscriber,
+    config::{CallbackAuth, Config, callback_guard},
+    delivery::{
+        client::CallbackClient,
+        queue::{DeliveryContext, Dispatcher},
+        sign::Signer,
+    },
+    event::{
+        mapping::Mappings,
+        persist,
+        process::{EventFilter, Processor},
+    },
+    hooks::{HookStore, Registry},
+    metrics::Metrics,
+    plugin_host::Plugins,
+    redis_conn::{connect, redis_client},
+    route::Router,
+    shutdown::{Shutdown, retry_until_ok},
+};
+
+/// Bus messages buffered between the subscriber and the processing task.
+const BUS_BUFFER: usize = 65_536;
+
+/// The sockets the relay serves on, bound by the caller (tests bind port 0).
+pub struct Listeners {
+    pub api: TcpListener,
+    pub metrics: Option<TcpListener>,
+}
+
+impl Listeners {
+    /// Binds the addresses of the configuration.
+    ///
+    /// # Errors
+    /// When an address cannot be bound.
+    pub async fn bind(config: &Config) -> std::io::Result<Self> {
+        let api = TcpListener::bind(config.api.bind).await?;
+        let metrics = if config.metrics.enabled {
+            Some(TcpListener::bind(config.metrics.bind).await?)
+        } else {
+            None
+        };
+        Ok(Self { api, metrics })
+    }
+}
+
+/// Runs the relay until `shutdown` is triggered and every task has finished.
+///
+/// # Errors
+/// When the Redis URL is unusable or the HTTP client cannot be built. Redis being down is not
+/// an error: the relay waits for it.
+pub async fn run(config: Config, listeners: Listeners, shutdown: Shutdown) -> anyhow::Result<()> {
+    let token = shutdown.token().clone();
+    let tracker = shutdown.tracker().clone();
+    let metrics = Metrics::new();
+    if config.delivery.auth == CallbackAuth::Bearer {
+        tracing::warn!(
+            insecure_http_allowed = config.delivery.allow_insecure_bearer,
+            "delivery.auth = \"bearer\": every receiver gets the shared secret, which opens the whole BBB API; use it only with receivers you trust"
+        );
+    }
+    let guard = Arc::new(callback_guard(&config.delivery));
+    let client = redis_client(config.redis.url.expose())?;
+    let plugins = Plugins::new(&config.plugins, &metrics)?;
+    // Watching starts before the first load, so that no change is missed in between.
+    let _watcher = if config.plugins.watch {
+        plugins
+            .watch(Duration::from_millis(config.plugins.reload_debounce_ms))
+            .unwrap_or_else(|e| {
+                tracing::error!(error = %e, "cannot watch the plugin folder: plugins load at start only");
+                None
+            })
+    } else {
+        None
+    };
+    // Compiling plugins takes a while: not on an async worker.
+    let first = plugins.clone();
+    tokio::task::spawn_blocking(move || first.reload()).await?;
+
+    let Some(conn) = connect(&client, &token).await else {
+        return Ok(());
+    };
+    let registry = Arc::new(Registry::default());
+    let store = Arc::new(HookStore::new(
+        conn.clone(),
+        registry.clone(),
+        &config.delivery.permanent_hooks,
+        guard.clone(),
+    ));
+    let restored = retry_until_ok(&token, "restore hooks", || {
+        store.restore(&config.delivery.permanent_hooks)
+    })
+    .await;
+    let Some(restored) = restored else {
+        return Ok(());
+    };
+    metrics.hooks_registered.set(restored.hooks as i64);
+    metrics.hooks_refused.inc_by(restored.refused as u64);
+    let mappings = retry_until_ok(&token, "restore id mappings", || {
+        let mut c = conn.clone();
+        async move {
+            let meetings = persist::load_meetings(&mut c).await?;
+            let users = persist::load_users(&mut c).await?;
+            Ok::<_, redis::RedisError>((meetings, users))
+        }
+    })
+    .await;
+    let Some((meetings, users)) = mappings else {
+        return Ok(());
+    };
+    tracing::info!(
+        hooks = restored.hooks,
+        refused_hooks = restored.refused,
+        meetings = meetings.len(),
+        users = users.len(),
+        "state restored from Redis"
+    );
+
+    let mut mappings = Mappings::new(
+        config.mapping.inactivity_timeout_s.saturating_mul(1000),
+        true,
+    );
+    mappings.restore(meetings, users, now_ms());
+
+    let api_state = Arc::new(ApiState {
+        guard: guard.clone(),
+        store: store.clone(),
+        secret: config.bbb.secret.clone(),
+        path: config.api.path.trim_end_matches('/').to_string(),
+        algorithms: config.api.checksum_algorithms.clone(),
+        metrics: metrics.clone(),
+    });
+    serve(
+        &tracker,
+        &token,
+        listeners.api,
+        api::router(api_state),
+        "api",
+    );
+    if let Some(l) = listeners.metrics {
+        serve(
+            &tracker,
+            &token,
+            l,
+            crate::metrics::router(metrics.clone()),
+            "metrics",
+        );
+    }
+
+    let delivery = Arc::new(DeliveryContext {
+        client: CallbackClient::new(
+            Duration::from_millis(config.delivery.request_timeout_ms),
+            guard.clone(),
+        )?,
+        guard: guard.clone(),
+        store: store.clone(),
+        signer: Signer::from_config(&config),
+        retry_intervals_ms: config.delivery.retry_intervals_ms.clone(),
+        max_queue: config.delivery.max_queue,
+        conn: conn.clone(),
+        metrics: metrics.clone(),
+        token: token.clone(),
+        tracker: tracker.clone(),
+    });
+    let (bus_tx, bus_rx) = mpsc::channel(BUS_BUFFER);
+    let subscriber = Subscriber {
+        client,
+        channels: config.redis.channels.clone(),
+        max_message_bytes: config.redis.max_message_bytes,
+        metrics: metrics.clone(),
+    };
+    tracker.spawn(subscriber.run(bus_tx, token.clone()));
+    let filter = EventFilter {
+        include: config.delivery.include_events.clone(),
+        exclude: config.delivery.exclude_events.clone(),
+    };
+    let mut dispatcher = Dispatcher::new(delivery);
+    let mut router = Router::new(Processor::new(mappings, filter));
+    let resumed =
+        recover::resume_queues(&conn, &registry, &mut dispatcher, &mut router.clock, &token).await;
+    let Some(resumed) = resumed else {
+        return Ok(());
+    };
+    if resumed > 0 {
+        tracing::info!(callbacks = resumed, "resumed queued callbacks");
+    }
+    let stage = stage::ProcessStage {
+        router: Some(router),
+        last_snapshot: None,
+        dispatcher,
+        registry,
+        plugins,
+        metrics,
+    };
+    tracker.spawn(stage.run(bus_rx, token.clone()));
+
+    token.cancelled().await;
+    tracker.close();
+    tracker.wait().await;
+    tracing::info!("stopped");
+    Ok(())
+}
+
+fn serve(
+    tracker: &tokio_util::task::TaskTracker,
+    token: &CancellationToken,
+    listener: TcpListener,
+    router: axum::Router,
+    name: &'static str,
+) {
+    let token = token.clone();
+    tracker.spawn(async move {
+        if let Ok(addr) = listener.local_addr() {
+            tracing::info!(%addr, "{name} listening");
+        }
+        let r = axum::serve(listener, router)
+            .with_graceful_shutdown(token.clone().cancelled_owned())
+            .await;
+        if let Err(e) = r {
+            tracing::error!(error = %e, "{name} server failed");
+            token.cancel();
+        }
+    });
+}

@@ -1,0 +1,165 @@
+//! The processing stage: one task that takes bus messages in batches, routes them
+//! ([`crate::route`]) and hands the callbacks, with the batch's id mapping changes, to the
+//! dispatcher, which persists both in one pipeline before queueing. One task, so mappings change
+//! in bus order before the next message.
+
+use std::{sync::Arc, time::Duration};
+
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use crate::{
+    base::time::now_ms,
+    bus::BusMessage,
+    delivery::queue::Dispatcher,
+    event::persist,
+    hooks::{Registry, Snapshot},
+    metrics::{EventLabel, Metrics},
+    plugin_host::Plugins,
+    route::{Routed, Router},
+};
+
+/// How often expired mappings are dropped and closed queues pruned.
+const SWEEP_EVERY: Duration = Duration::from_secs(10);
+/// Most bus messages processed (and their callbacks persisted in one pipeline) at a time.
+pub const BATCH: usize = 256;
+
+pub struct ProcessStage {
+    /// `None` only while a batch is routed off the async workers (plugins loaded).
+    pub router: Option<Router>,
+    /// The hook snapshot last seen: when it changes, the queues of removed hooks are closed.
+    pub last_snapshot: Option<Arc<Snapshot>>,
+    pub dispatcher: Dispatcher,
+    pub registry: Arc<Registry>,
+    pub plugins: Arc<Plugins>,
+    pub metrics: Arc<Metrics>,
+}
+
+impl ProcessStage {
+    pub async fn run(mut self, mut rx: mpsc::Receiver<BusMessage>, token: CancellationToken) {
+        let mut sweep = tokio::time::interval(SWEEP_EVERY);
+        let mut batch = Vec::with_capacity(BATCH);
+        loop {
+            tokio::select! {
+                biased;
+                () = token.cancelled() => {
+                    // Messages already taken off the bus are processed and persisted once more.
+                    while let Ok(m) = rx.try_recv() {
+                        batch.push(m);
+                    }
+                    self.handle(&batch).await;
+                    return;
+                }
+                // Before the bus, or a busy bus would starve it (it is ready every 10 s only).
+                _ = sweep.tick() => {
+                    self.sweep();
+                    // Expired mappings are removed from Redis too.
+                    if !self.handle(&[]).await {
+                        break;
+                    }
+                }
+                n = rx.recv_many(&mut batch, BATCH) => {
+                    if n == 0 {
+                        return;
+                    }
+                    let accepted = self.handle(&batch).await;
+                    batch.clear();
+                    if !accepted {
+                        break;
+                    }
+                }
+            }
+        }
+        if self.router.is_none() {
+            // Without its state the stage cannot go on: stop, so that the service manager
+            // restarts the relay with the state kept in Redis.
+            token.cancel();
+        }
+    }
+
+    /// Routes a batch, then persists its callbacks and mapping changes and queues the
+    /// callbacks. `false` when the relay stopped first (or the router was lost to a panic).
+    async fn handle(&mut self, batch: &[BusMessage]) -> bool {
+        let Some(routed) = self.route(batch).await else {
+            return false;
+        };
+        for (i, skip) in &routed.skipped {
+            let channel = batch.get(*i).map_or("", |m| &*m.channel);
+            tracing::debug!(channel, error = %skip, "skipping a bus message");
+            self.metrics.skip(skip.reason());
+        }
+        for event in &routed.events {
+            self.metrics
+                .events_mapped
+                .get_or_create(&EventLabel {
+                    event: event.id.clone(),
+                })
+                .inc();
+        }
+        self.metrics
+            .plugin_dropped
+            .inc_by(routed.dropped.len() as u64);
+        let mut state = redis::pipe();
+        if let Some(router) = &mut self.router {
+            persist::add_writes(&mut state, &router.processor.mappings.take_writes());
+        }
+        self.dispatcher.accept(state, routed.callbacks).await
+    }
+
+    /// Routes `batch` with the hooks and plugins in force now. Plugins burn CPU (up to their
+    /// deadline each), so with plugins the batch is routed off tokio's workers, one batch at a
+    /// time, in bus order. `None` if the router was lost (a panic outside the plugin chain).
+    async fn route(&mut self, batch: &[BusMessage]) -> Option<Routed> {
+        let snapshot = self.registry.load();
+        if self
+            .last_snapshot
+            .as_ref()
+            .is_some_and(|last| !Arc::ptr_eq(last, &snapshot))
+        {
+            self.dispatcher.prune();
+            if let Some(r) = &mut self.router {
+                r.clock.retain(|id| snapshot.get(id).is_some());
+            }
+        }
+        self.last_snapshot = Some(snapshot.clone());
+        let mut router = self.router.take()?;
+        let plugins = self.plugins.current();
+        if batch.is_empty() || plugins.is_empty() {
+            let routed = router.route(batch.iter().map(|m| &m.payload), &snapshot, &plugins);
+            self.router = Some(router);
+            return Some(routed);
+        }
+        let messages: Vec<Arc<str>> = batch.iter().map(|m| m.payload.clone()).collect();
+        let run = move || {
+            let routed = router.route(&messages, &snapshot, &plugins);
+            (router, routed)
+        };
+        match tokio::task::spawn_blocking(run).await {
+            Ok((router, routed)) => {
+                self.router = Some(router);
+                Some(routed)
+            }
+            Err(e) => {
+                tracing::error!(error = %e, "routing panicked; the relay stops");
+                None
+            }
+        }
+    }
+
+    fn sweep(&mut self) {
+        let queued = self.dispatcher.prune();
+        self.metrics.queued_callbacks.set(queued as i64);
+        let Some(router) = &mut self.router else {
+            return;
+        };
+        let mappings = &mut router.processor.mappings;
+        let expired = mappings.expire(now_ms());
+        if expired > 0 {
+            tracing::info!(expired, "dropped inactive meeting mappings");
+        }
+        self.metrics
+            .meeting_mappings
+            .set(mappings.meeting_count() as i64);
+        self.metrics.user_mappings.set(mappings.user_count() as i64);
+    }
+}

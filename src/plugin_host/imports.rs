@@ -1,0 +1,151 @@
+//! The host side of `wit/relay.wit` and the WASI sandbox a plugin instance runs in: what a
+//! store holds ([`State`]), the `log` and `get-config` imports, and WASI with no sockets, no
+//! name lookups, bounded random bytes and no timers.
+
+use std::{collections::HashMap, sync::Arc};
+
+use wasmtime::component::{Linker, ResourceTable};
+use wasmtime_wasi::{WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
+
+use super::limits::Limits;
+
+/// Host bindings generated from `wit/relay.wit`.
+pub mod bindings {
+    wasmtime::component::bindgen!({ world: "plugin", path: "wit" });
+}
+
+use bindings::bbb::relay::types::Level;
+
+/// What a store holds for the plugin's host functions.
+pub struct State {
+    wasi: WasiCtx,
+    table: ResourceTable,
+    pub(super) limits: Limits,
+    name: Arc<str>,
+    config: Arc<HashMap<String, String>>,
+    /// Log lines the plugin may still write during this call.
+    log_budget: u32,
+}
+
+impl State {
+    /// A fresh sandbox for plugin `name`: WASI without sockets or name lookups, `memory_bytes`
+    /// of memory, the plugin's `[config]`.
+    pub(super) fn new(
+        name: Arc<str>,
+        config: Arc<HashMap<String, String>>,
+        memory_bytes: usize,
+    ) -> Self {
+        let mut table = ResourceTable::new();
+        table.set_max_capacity(MAX_RESOURCES);
+        Self {
+            wasi: WasiCtxBuilder::new()
+                // Every address is refused by default, but a socket would still be made (a
+                // file descriptor of the relay's): none at all.
+                .allow_tcp(false)
+                .allow_udp(false)
+                .allow_ip_name_lookup(false)
+                // Random bytes are made by the host, outside the memory limit and the deadline.
+                .max_random_size(64 << 10)
+                .build(),
+            table,
+            limits: Limits::new(memory_bytes),
+            name,
+            config,
+            log_budget: LOG_LINES_PER_CALL,
+        }
+    }
+
+    /// Starts a call: the log budget is full again.
+    pub(super) fn new_call(&mut self) {
+        self.log_budget = LOG_LINES_PER_CALL;
+    }
+}
+
+/// Log lines one call (or `init`) may write; the rest are dropped.
+const LOG_LINES_PER_CALL: u32 = 20;
+/// Host resources (streams, pollables) one instance may hold.
+const MAX_RESOURCES: usize = 256;
+
+impl WasiView for State {
+    fn ctx(&mut self) -> WasiCtxView<'_> {
+        WasiCtxView {
+            ctx: &mut self.wasi,
+            table: &mut self.table,
+        }
+    }
+}
+
+impl bindings::bbb::relay::types::Host for State {}
+
+impl bindings::bbb::relay::host::Host for State {
+    fn log(&mut self, level: Level, message: String) {
+        // Bounded, so that a plugin cannot flood the log, and on one line, so that it cannot
+        // forge other log lines.
+        if self.log_budget == 0 {
+            return;
+        }
+        self.log_budget -= 1;
+        let plugin = &*self.name;
+        if self.log_budget == 0 {
+            tracing::warn!(plugin, "more log lines in this call are dropped");
+        }
+        let message: String = message
+            .chars()
+            .take(2048)
+            .map(|c| if c.is_control() { ' ' } else { c })
+            .collect();
+        match level {
+            Level::Trace => tracing::trace!(plugin, "{message}"),
+            Level::Debug => tracing::debug!(plugin, "{message}"),
+            Level::Info => tracing::info!(plugin, "{message}"),
+            Level::Warn => tracing::warn!(plugin, "{message}"),
+            Level::Error => tracing::error!(plugin, "{message}"),
+        }
+    }
+
+    fn get_config(&mut self, key: String) -> Option<String> {
+        self.config.get(&key).cloned()
+    }
+}
+
+/// Links the host interface and WASI (with timers that refuse) into `linker`.
+///
+/// # Errors
+/// When wasmtime-wasi's interfaces are not the ones expected.
+pub(super) fn link(linker: &mut Linker<State>) -> wasmtime::Result<()> {
+    wasmtime_wasi::p2::add_to_linker_sync(linker)?;
+    deny_waiting(linker)?;
+    bindings::Plugin::add_to_linker::<_, wasmtime::component::HasSelf<_>>(linker, |s| s)
+}
+
+/// The version of WASI's clock interface that wasmtime-wasi defines (guests importing any 0.2.x
+/// are linked to it). A test plugin that sleeps checks that the override below applies.
+const WASI_CLOCKS: &str = "wasi:clocks/monotonic-clock@0.2.12";
+
+/// Replaces WASI's timers with functions that trap: a blocking wait happens in the host, where
+/// the epoch deadline cannot interrupt it, so a plugin that sleeps could stall the relay.
+fn deny_waiting(linker: &mut Linker<State>) -> wasmtime::Result<()> {
+    use wasmtime::component::Resource;
+    use wasmtime_wasi::p2::DynPollable;
+    let deny = |_: wasmtime::StoreContextMut<'_, State>,
+                _: (u64,)|
+     -> wasmtime::Result<(Resource<DynPollable>,)> {
+        wasmtime::bail!("plugins may not sleep or wait for time")
+    };
+    // The timers must be there to be replaced: were wasmtime-wasi to define another 0.2.x,
+    // guests would be linked to that one and the override would miss. Then refuse to run.
+    if linker
+        .instance(WASI_CLOCKS)?
+        .func_wrap("subscribe-duration", deny)
+        .is_ok()
+    {
+        wasmtime::bail!("{WASI_CLOCKS} is not the clock interface wasmtime-wasi defines");
+    }
+    linker.allow_shadowing(true);
+    let mut clock = linker.instance(WASI_CLOCKS)?;
+    for name in ["subscribe-duration", "subscribe-instant"] {
+        clock.func_wrap(name, deny)?;
+    }
+    linker.allow_shadowing(false);
+    Ok(())
+}

@@ -1,0 +1,258 @@
+//! The way from bus messages to callbacks, one function for the relay and for
+//! `hookrelay replay`: process each message (decode, map, state changes), match its events
+//! against the hooks, run the plugin chain over each (event, hook) pair, and timestamp what
+//! remains. Pure apart from the plugins' own state: no Redis, no network.
+//!
+//! Timestamps: a callback's `timestamp` is the wall-clock millisecond at which the relay made
+//! it, raised to one more than the hook's previous callback where needed, so that each hook's
+//! timestamps strictly increase (they are its queue's stream ids) and are never behind the clock
+//! when they are given. Only callbacks that will be sent get one: an event no hook wants, or one
+//! the plugin chain drops, takes none.
+
+use std::{collections::HashMap, sync::Arc};
+
+use crate::{
+    event::{
+        Event, Payload,
+        process::{Processor, Skip},
+    },
+    hooks::{Hook, Snapshot, matcher},
+    plugin_host::{PluginSet, Verdict},
+};
+
+/// One callback to send.
+#[derive(Debug, Clone)]
+pub struct Callback {
+    pub hook: Arc<Hook>,
+    pub event: Arc<Event>,
+    /// What the hook gets: the processed event, the bus message (raw hooks), or what the
+    /// plugin chain made of them.
+    pub payload: Arc<Payload>,
+    /// The callback's `timestamp` (milliseconds); also its id in the hook's queue.
+    pub ts: u64,
+}
+
+/// What a batch of messages came to.
+#[derive(Debug, Default)]
+pub struct Routed {
+    /// In bus order, and within one message in event order.
+    pub callbacks: Vec<Callback>,
+    /// Every event made, in order (for counting).
+    pub events: Vec<Arc<Event>>,
+    /// Messages that made no event: (index in the batch, why).
+    pub skipped: Vec<(usize, Skip)>,
+    /// Hook ids of the callbacks the plugin chain dropped, one entry per callback.
+    pub dropped: Vec<u64>,
+}
+
+/// Per-hook callback timestamps.
+#[derive(Debug, Default)]
+pub struct Clock {
+    last: HashMap<u64, u64>,
+}
+
+impl Clock {
+    /// The timestamp hook `hook`'s next callback gets at wall-clock time `now`.
+    fn next(&self, hook: u64, now: u64) -> u64 {
+        self.last.get(&hook).map_or(now, |last| now.max(last + 1))
+    }
+
+    /// Makes later timestamps of `hook` exceed `ts` (the last one its queue ever held).
+    pub fn observe(&mut self, hook: u64, ts: u64) {
+        let last = self.last.entry(hook).or_insert(ts);
+        *last = (*last).max(ts);
+    }
+
+    /// Forgets hooks for which `live` is false.
+    pub fn retain(&mut self, live: impl Fn(u64) -> bool) {
+        self.last.retain(|id, _| live(*id));
+    }
+}
+
+/// The state the way needs: the processor (id mappings) and the per-hook clock. Owned by one
+/// task, so that messages are routed strictly in bus order.
+pub struct Router {
+    pub processor: Processor,
+    pub clock: Clock,
+}
+
+impl Router {
+    pub fn new(processor: Processor) -> Self {
+        Self {
+            processor,
+            clock: Clock::default(),
+        }
+    }
+
+    /// Routes `messages` in order to the hooks of `snapshot`, through `plugins`.
+    pub fn route<'a>(
+        &mut self,
+        messages: impl IntoIterator<Item = &'a Arc<str>>,
+        snapshot: &Snapshot,
+        plugins: &PluginSet,
+    ) -> Routed {
+        let mut out = Routed::default();
+        for (i, msg) in messages.into_iter().enumerate() {
+            let events = match self.processor.process(msg, crate::base::time::now_ms()) {
+                Ok(events) => events,
+                Err(skip) => {
+                    out.skipped.push((i, skip));
+                    continue;
+                }
+            };
+            for event in events {
+                let event = Arc::new(event);
+                let hooks =
+                    matcher::matching(snapshot, &event.id, event.external_meeting_id.as_deref());
+                for hook in hooks {
+                    // A raw hook gets nothing for an event the relay synthesized.
+                    if event.payload(hook.get_raw).is_none() {
+                        continue;
+                    }
+                    let ts = self.clock.next(hook.id, crate::base::time::now_ms());
+                    let Some(payload) = apply(plugins, &event, hook, ts) else {
+                        out.dropped.push(hook.id);
+                        continue;
+                    };
+                    self.clock.last.insert(hook.id, ts);
+                    out.callbacks.push(Callback {
+                        hook: hook.clone(),
+                        event: event.clone(),
+                        payload,
+                        ts,
+                    });
+                }
+                out.events.push(event);
+            }
+        }
+        out
+    }
+}
+
+/// Runs the plugin chain over one pair; `None` when it drops the callback. A panic in the host
+/// (never in a plugin: those are traps) costs this callback only and counts as a failure of the
+/// chain, so it fails closed.
+fn apply(plugins: &PluginSet, event: &Arc<Event>, hook: &Hook, ts: u64) -> Option<Arc<Payload>> {
+    if plugins.is_empty() {
+        return event.payload(hook.get_raw).cloned();
+    }
+    let verdict =
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| plugins.apply(event, hook, ts)))
+            .unwrap_or_else(|_| {
+                tracing::error!(hook_id = hook.id, event = %event.id, "the plugin chain panicked; the callback is dropped");
+                Verdict::Drop
+            });
+    verdict.payload(event, hook)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{
+        event::{mapping::Mappings, process::EventFilter},
+        hooks::Registry,
+    };
+
+    fn hook(id: u64, get_raw: bool, meeting: Option<&str>) -> Hook {
+        Hook {
+            id,
+            callback_url: format!("http://h/{id}"),
+            meeting_id: meeting.map(String::from),
+            event_ids: None,
+            get_raw,
+            permanent: false,
+        }
+    }
+
+    fn msg(text: serde_json::Value) -> Arc<str> {
+        text.to_string().into()
+    }
+
+    fn joined(uid: &str) -> Arc<str> {
+        msg(serde_json::json!({
+            "envelope": {"name": "UserJoinedMeetingEvtMsg", "routing": {"meetingId": "m"}},
+            "core": {"header": {"name": "UserJoinedMeetingEvtMsg", "meetingId": "m", "userId": uid},
+                     "body": {"extId": uid, "name": uid}}}))
+    }
+
+    fn emoji(uid: &str, emoji: &str) -> Arc<str> {
+        msg(serde_json::json!({
+            "envelope": {"name": "UserEmojiChangedEvtMsg", "routing": {"meetingId": "m"}},
+            "core": {"header": {"name": "UserEmojiChangedEvtMsg", "meetingId": "m", "userId": uid},
+                     "body": {"emoji": emoji}}}))
+    }
+
+    fn ended() -> Arc<str> {
+        msg(serde_json::json!({
+            "envelope": {"name": "MeetingDestroyedEvtMsg"},
+            "core": {"header": {"name": "MeetingDestroyedEvtMsg"}, "body": {"meetingId": "m"}}}))
+    }
+
+    fn router() -> Router {
+        Router::new(Processor::new(
+            Mappings::new(u64::MAX, false),
+            EventFilter::default(),
+        ))
+    }
+
+    fn snapshot(hooks: Vec<Hook>) -> Arc<Snapshot> {
+        let r = Registry::default();
+        r.replace_all(hooks);
+        r.load()
+    }
+
+    #[test]
+    fn raw_hooks_get_each_bus_message_once_and_nothing_synthesized() {
+        let snap = snapshot(vec![hook(1, false, None), hook(2, true, None)]);
+        let messages = [joined("a"), emoji("a", "raiseHand"), ended()];
+        let routed = router().route(&messages, &snap, &PluginSet::default());
+        let got = |id: u64| {
+            routed
+                .callbacks
+                .iter()
+                .filter(|c| c.hook.id == id)
+                .map(|c| (c.event.id.as_str(), c.payload.text().to_string()))
+                .collect::<Vec<_>>()
+        };
+        let processed: Vec<&str> = got(1).iter().map(|(id, _)| *id).collect();
+        assert_eq!(
+            processed,
+            [
+                "user-joined",
+                "user-emoji-changed",
+                "user-raise-hand-changed",
+                "user-left",
+                "meeting-ended"
+            ]
+        );
+        let raw = got(2);
+        assert_eq!(
+            raw.iter().map(|(_, p)| p.as_str()).collect::<Vec<_>>(),
+            messages.iter().map(|m| &**m).collect::<Vec<_>>(),
+            "each bus message once, in order"
+        );
+    }
+
+    #[test]
+    fn timestamps_are_per_hook_strictly_increasing_and_only_for_callbacks() {
+        let snap = snapshot(vec![
+            hook(1, false, None),
+            hook(2, false, Some("elsewhere")),
+        ]);
+        let mut r = router();
+        r.clock.observe(1, u64::MAX / 2);
+        let messages: Vec<Arc<str>> = (0..50).map(|i| joined(&format!("u{i}"))).collect();
+        let before = crate::base::time::now_ms();
+        let routed = r.route(&messages, &snap, &PluginSet::default());
+        let ts: Vec<u64> = routed.callbacks.iter().map(|c| c.ts).collect();
+        assert_eq!(ts.len(), 50, "hook 2 is bound to another meeting");
+        assert_eq!(ts[0], u64::MAX / 2 + 1, "after the last one its queue held");
+        assert!(ts.windows(2).all(|w| w[1] == w[0] + 1));
+        // A hook that never got anything starts at the clock, whatever other hooks did.
+        let snap = snapshot(vec![hook(1, false, None), hook(3, false, None)]);
+        let routed = r.route(&[joined("x")], &snap, &PluginSet::default());
+        let three = routed.callbacks.iter().find(|c| c.hook.id == 3).unwrap();
+        assert!(three.ts >= before && three.ts <= crate::base::time::now_ms());
+        assert!(!r.clock.last.contains_key(&2), "no callback, no timestamp");
+    }
+}
