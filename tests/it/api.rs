@@ -1,6 +1,6 @@
 //! The hooks API: every answer byte for byte, checksums, parameter checks.
 
-use hookrelay::delivery::sign::Algorithm;
+use hookrelay::base::digest::Algorithm;
 
 use crate::support::{SECRET, TestRedis, TestRelay};
 
@@ -277,5 +277,31 @@ async fn routes_ping_post_and_unknown_paths() {
         ),
         "{m}"
     );
+    relay.stop().await;
+}
+
+#[tokio::test]
+async fn bearer_mode_refuses_plain_http_callbacks_unless_allowed() {
+    async fn create(relay: &TestRelay, url: &str) -> String {
+        let q = format!("callbackURL={}", hookrelay::base::form::form_encode(url));
+        relay.call("create", &q).await
+    }
+    let redis = TestRedis::start().await;
+    let mut config = TestRelay::config(&redis);
+    config.delivery.auth = hookrelay::config::CallbackAuth::Bearer;
+    let relay = TestRelay::start_with(&redis, config.clone()).await;
+    let xml = create(&relay, "http://127.0.0.1:9/plain").await;
+    assert!(
+        xml.contains("<messageKey>invalidCallbackURL</messageKey><message>callbackURL is not allowed: callbacks carry the shared secret as a bearer token, so they need https"),
+        "{xml}"
+    );
+    let xml = create(&relay, "https://127.0.0.1:9/tls").await;
+    assert!(xml.contains("<returncode>SUCCESS</returncode>"), "{xml}");
+    relay.stop().await;
+
+    config.delivery.allow_insecure_bearer = true;
+    let relay = TestRelay::start_with(&redis, config).await;
+    let xml = create(&relay, "http://127.0.0.1:9/plain").await;
+    assert!(xml.contains("<returncode>SUCCESS</returncode>"), "{xml}");
     relay.stop().await;
 }

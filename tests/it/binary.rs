@@ -45,3 +45,109 @@ async fn bad_configuration_is_one_line_naming_the_key() {
         assert!(stderr.contains(key), "{stderr}");
     }
 }
+
+#[tokio::test]
+async fn starts_with_config_from_the_environment_and_stray_variables() {
+    use crate::support::SECRET;
+    let redis = TestRedis::start().await;
+    let relay = RelayProcess::start_env(
+        &redis,
+        "",
+        "info",
+        &[
+            // Named by the variable, not by --config.
+            ("HOOKRELAY_CONFIG", ""),
+            // What Kubernetes injects for a Service named hookrelay.
+            ("HOOKRELAY_PORT", "tcp://10.0.0.1:3005"),
+            ("HOOKRELAY_SERVICE_HOST", "10.0.0.1"),
+            // The file has no secret: only this one can make the API answer.
+            ("HOOKRELAY_BBB__SECRET", SECRET),
+        ],
+    )
+    .await;
+    let http = crate::support::relay::http_client();
+    let id = crate::support::relay::create_hook(&http, relay.api, "http://127.0.0.1:9/x", "").await;
+    assert_eq!(
+        id, 1,
+        "the API checks checksums with the secret of the environment"
+    );
+    let log = relay.terminate().await;
+    for name in ["HOOKRELAY_PORT", "HOOKRELAY_SERVICE_HOST"] {
+        assert!(
+            log.lines()
+                .any(|l| l.contains("ignoring an environment variable") && l.contains(name)),
+            "{name} warned about: {log}"
+        );
+    }
+    assert!(!log.contains("HOOKRELAY_CONFIG"), "{log}");
+    assert!(!log.contains("tcp://10.0.0.1:3005"), "never a value: {log}");
+    assert!(!log.contains(SECRET), "never the secret: {log}");
+}
+
+#[test]
+fn a_misspelled_key_in_the_file_stops_it_even_with_strays_in_the_environment() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("c.toml");
+    std::fs::write(
+        &config,
+        "[bbb]\nsecret = \"x\"\n[delivery]\nretry_intervals = [1]\n",
+    )
+    .unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_hookrelay"))
+        .arg("serve")
+        .env("HOOKRELAY_CONFIG", &config)
+        .env("HOOKRELAY_PORT", "tcp://10.0.0.1:3005")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(stderr.contains("delivery.retry_intervals"), "{stderr}");
+}
+
+#[test]
+fn help_names_the_environment_variables() {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_hookrelay"))
+        .args(["serve", "--help"])
+        .output()
+        .unwrap();
+    let help = String::from_utf8(out.stdout).unwrap();
+    assert!(help.contains("[env: HOOKRELAY_CONFIG="), "{help}");
+    assert!(help.contains("[env: HOOKRELAY_LOG_FORMAT="), "{help}");
+}
+
+#[test]
+fn log_format_can_come_from_the_environment() {
+    // check-config logs nothing on success; a stray variable's warning is a log line.
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("c.toml");
+    std::fs::write(&config, "[bbb]\nsecret = \"x\"\n").unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_hookrelay"))
+        .args(["check-config", "--config"])
+        .arg(&config)
+        .env("HOOKRELAY_LOG_FORMAT", "json")
+        .env("HOOKRELAY_STRAY", "value")
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    let line = stdout
+        .lines()
+        .find(|l| l.contains("HOOKRELAY_STRAY"))
+        .unwrap_or_else(|| panic!("{stdout}"));
+    let v: serde_json::Value = serde_json::from_str(line).expect("a JSON log line");
+    assert_eq!(v["fields"]["variable"], "HOOKRELAY_STRAY");
+}
+
+#[tokio::test]
+async fn bearer_mode_warns_at_start() {
+    let redis = TestRedis::start().await;
+    let relay = RelayProcess::start(&redis, "auth = \"bearer\"").await;
+    let log = relay.terminate().await;
+    assert!(
+        log.lines()
+            .any(|l| l.contains("WARN") && l.contains("opens the whole BBB API")),
+        "{log}"
+    );
+    assert!(!log.contains(crate::support::SECRET), "{log}");
+}

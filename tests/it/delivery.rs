@@ -238,6 +238,8 @@ async fn bearer_mode_sends_the_secret_as_a_token_and_no_checksum() {
     let redis = TestRedis::start().await;
     let mut config = TestRelay::config(&redis);
     config.delivery.auth = hookrelay::config::CallbackAuth::Bearer;
+    // The test receiver speaks plain http.
+    config.delivery.allow_insecure_bearer = true;
     let relay = TestRelay::start_with(&redis, config).await;
     let rx = TestReceiver::start().await;
     relay.create_hook(&rx.url("/b?x=1"), "").await;

@@ -120,14 +120,16 @@ async fn graceful_stop_with_callbacks_in_flight_resumes_after_restart() {
     let at_stop = rx.delivered().len();
     assert!(at_stop < 30, "stopped in the middle ({at_stop})");
     let relay = TestRelay::start(&redis).await;
-    rx.wait_delivered(30).await;
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    // A marker after the 30: a repeated callback would come before it (one queue, in order).
+    redis.publish_users(30..31).await;
+    rx.wait_delivered(31).await;
     let names: Vec<String> = rx
         .delivered()
         .iter()
         .map(|r| user_name(&r.event()))
         .collect();
-    let duplicates = check_no_loss(&names, 30);
+    assert_eq!(names.last().map(String::as_str), Some("n30"));
+    let duplicates = check_no_loss(&names, 31);
     assert_eq!(
         duplicates, 0,
         "a graceful stop finishes the callback in flight"
@@ -246,12 +248,15 @@ async fn destroying_a_hook_removes_its_queue() {
     let relay = TestRelay::start(&redis).await;
     let hook = relay.create_hook(&rx.url("/d"), "").await;
     redis.publish_users(0..10).await;
-    for _ in 0..100 {
-        if queue_len(&redis, hook).await >= 9 {
+    let mut queued = 0;
+    for _ in 0..500 {
+        queued = queue_len(&redis, hook).await;
+        if queued >= 9 {
             break;
         }
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
+    assert!(queued >= 9, "the queue never held the callbacks ({queued})");
     assert!(
         relay
             .call("destroy", &format!("hookID={hook}"))
@@ -284,8 +289,25 @@ async fn a_batch_sent_again_after_a_lost_reply_is_harmless() {
     let batch = vec![(7, entry(10)), (7, entry(11)), (8, entry(11))];
     // The first attempt wrote part of the batch before its reply was lost; the whole batch is
     // sent again.
-    journal::append(&mut conn, &batch[..2]).await.unwrap();
-    journal::append(&mut conn, &batch).await.unwrap();
+    let none = redis::pipe();
+    let conflicts = journal::append(&mut conn, &none, &batch[..2])
+        .await
+        .unwrap();
+    assert!(conflicts.is_empty(), "{conflicts:?}");
+    // Those already written are reported (the relay counts and logs them), the rest added.
+    let conflicts = journal::append(&mut conn, &none, &batch).await.unwrap();
+    assert_eq!(conflicts, [(7, 10), (7, 11)]);
+    // A Redis that forgot the script (restarted, or SCRIPT FLUSH) gets it again.
+    let () = redis::cmd("SCRIPT")
+        .arg("FLUSH")
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    let conflicts = journal::append(&mut conn, &none, &[(8, entry(12))])
+        .await
+        .unwrap();
+    assert!(conflicts.is_empty());
+    journal::remove(&mut conn, 8, &[12]).await.unwrap();
     let ts = |v: Vec<Entry>| {
         v.iter()
             .map(|e| (e.ts, e.payload.text().to_string()))

@@ -92,6 +92,11 @@ async fn meeting_bound_hooks_and_event_filters() {
         user_joined("int-1", "u1", "Ann"),
         user_joined("int-2", "u2", "Bob"),
         meeting_ended("int-1"),
+        // Markers: each hook's last callback. Anything that should not come would be queued
+        // before them (one queue per hook, in bus order), so it would be seen.
+        meeting_created("int-3", "ext-1"),
+        user_joined("int-3", "mark", "M1"),
+        user_joined("int-2", "mark", "M2"),
     ] {
         redis.publish(&msg).await;
     }
@@ -110,23 +115,85 @@ async fn meeting_bound_hooks_and_event_filters() {
             })
             .collect()
     };
-    all.wait_delivered(6).await;
-    m1.wait_delivered(4).await;
-    m2.wait_delivered(2).await;
-    m1_joins.wait_delivered(1).await;
-    // Let anything that should not come have its chance to arrive.
-    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    all.wait_delivered(9).await;
+    m1.wait_delivered(6).await;
+    m2.wait_delivered(3).await;
+    m1_joins.wait_delivered(2).await;
     assert_eq!(
         ids(&m1),
         [
             "meeting-created@ext-1",
             "user-joined@ext-1",
             "user-left@ext-1",
-            "meeting-ended@ext-1"
+            "meeting-ended@ext-1",
+            "meeting-created@ext-1",
+            "user-joined@ext-1"
         ]
     );
-    assert_eq!(ids(&m2), ["meeting-created@ext-2", "user-joined@ext-2"]);
-    assert_eq!(ids(&m1_joins), ["user-joined@ext-1"]);
-    assert_eq!(ids(&all).len(), 6);
+    assert_eq!(
+        ids(&m2),
+        [
+            "meeting-created@ext-2",
+            "user-joined@ext-2",
+            "user-joined@ext-2"
+        ]
+    );
+    assert_eq!(ids(&m1_joins), ["user-joined@ext-1", "user-joined@ext-1"]);
+    assert_eq!(ids(&all).len(), 9);
+    relay.stop().await;
+}
+
+#[tokio::test]
+async fn a_raw_hook_gets_each_bus_message_once_and_nothing_synthesized() {
+    let redis = TestRedis::start().await;
+    let relay = TestRelay::start(&redis).await;
+    let (raw, processed) = (TestReceiver::start().await, TestReceiver::start().await);
+    relay.create_hook(&raw.url("/raw"), "getRaw=true").await;
+    relay.create_hook(&processed.url("/p"), "").await;
+    // An emoji change that also yields a raise-hand, and a meeting end that makes Ann leave.
+    let emoji = serde_json::json!({
+        "envelope": {"name": "UserEmojiChangedEvtMsg", "routing": {"meetingId": "int-1", "userId": "u1"}},
+        "core": {"header": {"name": "UserEmojiChangedEvtMsg", "meetingId": "int-1", "userId": "u1"},
+                 "body": {"userId": "u1", "emoji": "raiseHand"}}
+    })
+    .to_string();
+    let messages = [
+        meeting_created("int-1", "ext-1"),
+        user_joined("int-1", "u1", "Ann"),
+        emoji,
+        meeting_ended("int-1"),
+    ];
+    for m in &messages {
+        redis.publish(m).await;
+    }
+    let got: Vec<String> = processed
+        .wait_delivered(6)
+        .await
+        .iter()
+        .map(|r| {
+            let v: serde_json::Value = serde_json::from_str(&r.event()).unwrap();
+            v["data"]["id"].as_str().unwrap().to_string()
+        })
+        .collect();
+    assert_eq!(
+        got,
+        [
+            "meeting-created",
+            "user-joined",
+            "user-emoji-changed",
+            "user-raise-hand-changed",
+            "user-left",
+            "meeting-ended"
+        ]
+    );
+    // The meeting's end is the raw hook's last callback: a repeat or a synthesized event
+    // would come before it.
+    let got: Vec<String> = raw
+        .wait_delivered(4)
+        .await
+        .iter()
+        .map(|r| r.event())
+        .collect();
+    assert_eq!(got, messages);
     relay.stop().await;
 }

@@ -40,10 +40,7 @@ async fn ssrf_guard_refuses_internal_addresses() {
         let xml = relay
             .call(
                 "create",
-                &format!(
-                    "callbackURL={}",
-                    hookrelay::delivery::sign::form_encode(&url)
-                ),
+                &format!("callbackURL={}", hookrelay::base::form::form_encode(&url)),
             )
             .await;
         assert!(

@@ -163,10 +163,19 @@ async fn example_plugins_each_change_what_their_hook_gets() {
         );
     }
 
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    // A marker the filter lets through: a filtered event sent by mistake would come before it.
+    redis
+        .publish(&meeting_created("marker-int", "marker-ext"))
+        .await;
+    let filtered = receivers[0].wait_delivered(3).await;
+    assert!(
+        filtered[2].event().contains("marker-ext"),
+        "{}",
+        filtered[2].event()
+    );
     assert_eq!(
         receivers[0].received().len(),
-        2,
+        3,
         "filtered events were sent"
     );
     let m = relay.metrics().await;

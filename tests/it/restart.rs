@@ -89,3 +89,114 @@ async fn hooks_of_the_reference_service_are_imported() {
     assert!(got[0].event().contains(r#""id":"user-joined""#));
     relay.stop().await;
 }
+
+/// Waits until `rx` has had a 2xx callback whose event contains `needle`; returns them all.
+async fn wait_for_event(
+    rx: &TestReceiver,
+    needle: &str,
+) -> Vec<crate::support::receiver::Received> {
+    let deadline = tokio::time::Instant::now() + crate::support::PATIENCE;
+    loop {
+        let got = rx.delivered();
+        if got.iter().any(|r| r.event().contains(needle)) {
+            return got;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "no {needle} among {:?}",
+            got.iter().map(|r| r.event()).collect::<Vec<_>>()
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+}
+
+#[tokio::test]
+async fn a_kill_right_after_meeting_created_keeps_the_meeting_mapping() {
+    use crate::support::{RelayProcess, relay::create_hook, relay::http_client};
+    let redis = TestRedis::start().await;
+    let rx = TestReceiver::start().await;
+    let relay = RelayProcess::start(&redis, "").await;
+    create_hook(
+        &http_client(),
+        relay.api,
+        &rx.url("/bound"),
+        "meetingID=ext-1",
+    )
+    .await;
+    redis.publish(&meeting_created("int-1", "ext-1")).await;
+    // Killed the moment the meeting's first callback arrives: the mapping int-1 -> ext-1 was
+    // persisted with that callback, in the same pipeline.
+    rx.wait_delivered(1).await;
+    relay.kill9().await;
+    let relay = RelayProcess::start(&redis, "").await;
+    redis.publish(&user_joined("int-1", "u1", "Ann")).await;
+    let got = wait_for_event(&rx, r#""id":"user-joined""#).await;
+    let joined = got
+        .iter()
+        .find(|r| r.event().contains(r#""id":"user-joined""#))
+        .unwrap();
+    assert!(
+        joined.event().contains(r#""external-meeting-id":"ext-1""#),
+        "{}",
+        joined.event()
+    );
+    relay.terminate().await;
+}
+
+#[tokio::test]
+async fn stored_hooks_that_hooks_create_would_refuse_are_not_loaded() {
+    let redis = TestRedis::start().await;
+    let rx = TestReceiver::start().await;
+    let mut c = redis.conn().await.unwrap();
+    let uuid = "5d7c2b40-1111-4c55-9a51-1f3f2d2a7e10";
+    let ok = rx.url("/ok");
+    let records: [(&str, &str); 4] = [
+        ("5", "http://10.1.2.3/internal"),
+        ("6", ok.as_str()),
+        ("7", "not a url"),
+        (uuid, "http://169.254.169.254/latest/meta-data"),
+    ];
+    let mut pipe = redis::pipe();
+    for (id, url) in records {
+        pipe.hset_multiple(
+            format!("bigbluebutton:webhooks:out:hook:{id}"),
+            &[
+                ("id", id),
+                ("callbackURL", url),
+                ("permanent", "false"),
+                ("getRaw", "false"),
+            ],
+        )
+        .ignore()
+        .sadd("bigbluebutton:webhooks:out:hooks", id)
+        .ignore();
+    }
+    let () = pipe.query_async(&mut c).await.unwrap();
+    let relay = TestRelay::start(&redis).await;
+    let list = relay.call("list", "").await;
+    assert_eq!(list.matches("<hook>").count(), 1, "{list}");
+    assert!(list.contains("<hookID>6</hookID>"), "{list}");
+    let m = relay.metrics().await;
+    assert!(m.contains("hookrelay_hooks_refused_total 3"), "{m}");
+    // Left in Redis, untouched: a wider allow-list brings them back.
+    for (id, url) in records {
+        assert_eq!(
+            redis
+                .hgetall(&format!("bigbluebutton:webhooks:out:hook:{id}"))
+                .await
+                .get("callbackURL")
+                .map(String::as_str),
+            Some(url)
+        );
+    }
+    // The allowed one is delivered to; nothing else is attempted.
+    redis.publish(&meeting_created("int-1", "ext-1")).await;
+    rx.wait_delivered(1).await;
+    assert!(
+        !relay
+            .metrics()
+            .await
+            .contains(r#"hookrelay_callback_failures_total{reason="blocked"}"#)
+    );
+    relay.stop().await;
+}

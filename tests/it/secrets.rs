@@ -7,7 +7,7 @@ use crate::support::{
     relay::{create_hook, http_client, signed_call},
     user_joined,
 };
-use hookrelay::delivery::sign::Algorithm;
+use hookrelay::base::digest::Algorithm;
 
 #[tokio::test]
 async fn no_secret_or_checksum_in_logs_or_metrics() {

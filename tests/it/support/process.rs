@@ -39,8 +39,43 @@ impl RelayProcess {
         Self::start_logging(redis, extra, "info").await
     }
 
-    /// As [`start`](Self::start), logging at `level` (a `RUST_LOG` value).
+    /// As [`start`](Self::start), logging at `level` (a `RUST_LOG` value). Ports found free can
+    /// be taken by another test before the relay binds them: then it exits, and it is started
+    /// again on other ports.
     pub async fn start_logging(redis: &TestRedis, extra: &str, level: &str) -> Self {
+        Self::start_env(redis, extra, level, &[]).await
+    }
+
+    /// As [`start_logging`](Self::start_logging), with environment variables `env` set. With
+    /// `HOOKRELAY_CONFIG` among them, the configuration file is named by that variable (its
+    /// value is replaced by the file's path) instead of `--config`; with `HOOKRELAY_BBB__SECRET`,
+    /// the file holds no secret.
+    pub async fn start_env(
+        redis: &TestRedis,
+        extra: &str,
+        level: &str,
+        env: &[(&str, &str)],
+    ) -> Self {
+        for _ in 0..10 {
+            if let Some(relay) = Self::try_start(redis, extra, level, env).await {
+                return relay;
+            }
+        }
+        panic!("the relay could not bind free ports in 10 tries");
+    }
+
+    async fn try_start(
+        redis: &TestRedis,
+        extra: &str,
+        level: &str,
+        env: &[(&str, &str)],
+    ) -> Option<Self> {
+        let has = |name: &str| env.iter().any(|(k, _)| *k == name);
+        let secret = if has("HOOKRELAY_BBB__SECRET") {
+            String::new()
+        } else {
+            format!("secret = \"{SECRET}\"")
+        };
         let dir = tempfile::tempdir().expect("temp dir");
         let api: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().unwrap();
         let metrics: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().unwrap();
@@ -48,41 +83,63 @@ impl RelayProcess {
         std::fs::write(
             &config,
             format!(
-                "[bbb]\nsecret = \"{SECRET}\"\n[api]\nbind = \"{api}\"\n[redis]\nurl = \"{}\"\n[metrics]\nbind = \"{metrics}\"\n[delivery]\nretry_intervals_ms = [50, 100, 150]\nrequest_timeout_ms = 1000\n{extra}\n[delivery.ssrf]\nallow_cidrs = [\"127.0.0.1/32\"]\n",
+                "[bbb]\n{secret}\n[api]\nbind = \"{api}\"\n[redis]\nurl = \"{}\"\n[metrics]\nbind = \"{metrics}\"\n[delivery]\nretry_intervals_ms = [50, 100, 150]\nrequest_timeout_ms = 1000\n{extra}\n[delivery.ssrf]\nallow_cidrs = [\"127.0.0.1/32\"]\n",
                 redis.url(),
             ),
         )
         .expect("config");
         let log = dir.path().join("relay.log");
-        let child = Command::new(binary())
-            .args(["serve", "--config"])
-            .arg(&config)
+        let mut command = Command::new(binary());
+        command.arg("serve");
+        if !has("HOOKRELAY_CONFIG") {
+            command.arg("--config").arg(&config);
+        }
+        for (k, v) in env {
+            if *k == "HOOKRELAY_CONFIG" {
+                command.env(k, &config);
+            } else {
+                command.env(k, v);
+            }
+        }
+        let mut child = command
             .env("RUST_LOG", level)
             .stdout(std::fs::File::create(&log).expect("log file"))
-            .stderr(Stdio::inherit())
+            .stderr(Stdio::piped())
             .kill_on_drop(true)
             .spawn()
             .expect("the hookrelay binary");
         let http = http_client();
-        for _ in 0..500 {
-            if http
+        for _ in 0..1000 {
+            if let Ok(Some(status)) = child.try_wait() {
+                let mut err = String::new();
+                if let Some(mut e) = child.stderr.take() {
+                    use tokio::io::AsyncReadExt;
+                    let _ = e.read_to_string(&mut err).await;
+                }
+                assert!(
+                    err.contains("cannot listen"),
+                    "the relay exited at start ({status}): {err}"
+                );
+                return None;
+            }
+            // Ours: subscribed to this test's Redis and answering on its API port.
+            let pinged = http
                 .get(format!("http://{api}/bigbluebutton/api/hooks/ping"))
                 .send()
                 .await
-                .is_ok()
-            {
-                break;
+                .is_ok();
+            if pinged && redis.has_subscriber().await {
+                return Some(Self {
+                    api,
+                    metrics,
+                    child,
+                    log,
+                    _dir: dir,
+                });
             }
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
-        redis.wait_for_subscriber().await;
-        Self {
-            api,
-            metrics,
-            child,
-            log,
-            _dir: dir,
-        }
+        panic!("the relay never subscribed");
     }
 
     /// The metrics text of the relay at `metrics`.

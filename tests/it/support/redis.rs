@@ -1,5 +1,7 @@
 //! `TestRedis`: a private `redis-server` on a free loopback port, in a temporary folder; it can
-//! be killed and started again on the same port.
+//! be killed and started again on the same port. A port found free can be taken by another test
+//! before redis-server binds it: then the server exits, and it is started again on another port;
+//! the server answering is checked to be this one (its `dir`), never another test's.
 
 use std::{net::TcpListener, process::Stdio, time::Duration};
 
@@ -15,23 +17,37 @@ pub struct TestRedis {
 
 impl TestRedis {
     pub async fn start() -> Self {
-        let port = free_port();
         let dir = tempfile::tempdir().expect("temp dir");
         let mut r = TestRedis {
-            port,
+            port: 0,
             dir,
             child: None,
         };
-        r.spawn().await;
-        r
+        for _ in 0..20 {
+            r.port = free_port();
+            if r.try_spawn().await {
+                return r;
+            }
+        }
+        panic!("redis-server could not bind a free port in 20 tries");
     }
 
     pub fn url(&self) -> String {
         format!("redis://127.0.0.1:{}", self.port)
     }
 
+    /// Starts the server on its port again (restart, start_again).
     async fn spawn(&mut self) {
-        let child = Command::new("redis-server")
+        assert!(
+            self.try_spawn().await,
+            "redis-server could not start again on port {}",
+            self.port
+        );
+    }
+
+    /// Starts the server on `self.port`; false when it could not bind it.
+    async fn try_spawn(&mut self) -> bool {
+        let mut child = Command::new("redis-server")
             .args([
                 "--port",
                 &self.port.to_string(),
@@ -49,14 +65,33 @@ impl TestRedis {
             .kill_on_drop(true)
             .spawn()
             .expect("redis-server must be installed (scripts/test.sh installs it)");
-        self.child = Some(child);
-        for _ in 0..200 {
-            if self.conn().await.is_some() {
-                return;
+        // A process holding the port that is not ours would answer: only ours counts.
+        for _ in 0..400 {
+            if let Ok(Some(_)) = child.try_wait() {
+                // It exited: the port was taken.
+                return false;
+            }
+            if self.answers_as_ours().await {
+                self.child = Some(child);
+                return true;
             }
             tokio::time::sleep(Duration::from_millis(25)).await;
         }
         panic!("redis-server did not start on port {}", self.port);
+    }
+
+    /// Whether the server on the port is the one started in this folder.
+    async fn answers_as_ours(&self) -> bool {
+        let Some(mut c) = self.conn().await else {
+            return false;
+        };
+        let dir: redis::RedisResult<(String, String)> = redis::cmd("CONFIG")
+            .arg("GET")
+            .arg("dir")
+            .query_async(&mut c)
+            .await;
+        let ours = std::fs::canonicalize(self.dir.path()).ok();
+        matches!(dir, Ok((_, ref d)) if ours.as_deref() == Some(std::path::Path::new(d)))
     }
 
     /// Kills the server (SIGKILL) and waits for it to be gone.
@@ -134,19 +169,25 @@ impl TestRedis {
     /// Waits until someone (the relay) is subscribed to BBB's main channel.
     pub async fn wait_for_subscriber(&self) {
         for _ in 0..1000 {
-            if let Some(mut c) = self.conn().await {
-                let r: redis::RedisResult<(String, i64)> = redis::cmd("PUBSUB")
-                    .arg("NUMSUB")
-                    .arg("from-akka-apps-redis-channel")
-                    .query_async(&mut c)
-                    .await;
-                if matches!(r, Ok((_, n)) if n > 0) {
-                    return;
-                }
+            if self.has_subscriber().await {
+                return;
             }
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
         panic!("the relay never subscribed");
+    }
+
+    /// Whether someone is subscribed to BBB's main channel now.
+    pub async fn has_subscriber(&self) -> bool {
+        let Some(mut c) = self.conn().await else {
+            return false;
+        };
+        let r: redis::RedisResult<(String, i64)> = redis::cmd("PUBSUB")
+            .arg("NUMSUB")
+            .arg("from-akka-apps-redis-channel")
+            .query_async(&mut c)
+            .await;
+        matches!(r, Ok((_, n)) if n > 0)
     }
 
     pub async fn hgetall(&self, key: &str) -> std::collections::HashMap<String, String> {

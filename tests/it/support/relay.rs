@@ -3,7 +3,7 @@
 
 use std::net::SocketAddr;
 
-use hookrelay::{Config, Listeners, Shutdown, delivery::sign::Algorithm};
+use hookrelay::{Config, Listeners, Shutdown, base::digest::Algorithm};
 use tokio::net::TcpListener;
 
 use super::{SECRET, TestRedis};
@@ -158,7 +158,7 @@ pub async fn create_hook(
 ) -> u64 {
     let mut q = format!(
         "callbackURL={}",
-        hookrelay::delivery::sign::form_encode(callback_url)
+        hookrelay::base::form::form_encode(callback_url)
     );
     if !extra.is_empty() {
         q.push('&');
