@@ -30,6 +30,8 @@ pub struct Callback {
     pub payload: Arc<Payload>,
     /// The callback's `timestamp` (milliseconds); also its id in the hook's queue.
     pub ts: u64,
+    /// Index of its bus message in the routed batch.
+    pub message: usize,
 }
 
 /// What a batch of messages came to.
@@ -120,6 +122,7 @@ impl Router {
                         event: event.clone(),
                         payload,
                         ts,
+                        message: i,
                     });
                 }
                 out.events.push(event);

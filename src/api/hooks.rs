@@ -47,10 +47,7 @@ async fn create(state: &ApiState, p: &Params<'_>) -> Result<(&'static str, Strin
     match state.store.create(new).await {
         Ok(CreateOutcome::Created(hook)) => {
             tracing::info!(hook_id = hook.id, meeting = ?hook.meeting_id, raw = hook.get_raw, "hook created");
-            state
-                .metrics
-                .hooks_registered
-                .set(state.store.registry().load().len() as i64);
+            state.metrics.count_hooks(&state.store.registry().load());
             Ok(("", xml::created(&hook)))
         }
         Ok(CreateOutcome::Duplicate(id)) => Ok(("duplicateWarning", xml::duplicate(id))),
@@ -66,10 +63,7 @@ async fn destroy(state: &ApiState, p: &Params<'_>) -> Result<(&'static str, Stri
     match state.store.destroy(id).await {
         Ok(true) => {
             tracing::info!(hook_id = id, "hook destroyed");
-            state
-                .metrics
-                .hooks_registered
-                .set(state.store.registry().load().len() as i64);
+            state.metrics.count_hooks(&state.store.registry().load());
             Ok(("", xml::removed()))
         }
         Ok(false) => Err(ApiError::DestroyMissingHook),

@@ -16,6 +16,8 @@ use crate::metrics::Metrics;
 pub struct BusMessage {
     pub channel: String,
     pub payload: Arc<str>,
+    /// When it came off the bus (for the callback latency).
+    pub arrived: std::time::Instant,
 }
 
 /// What the subscriber needs.
@@ -48,8 +50,11 @@ impl Subscriber {
                     }
                     first = false;
                     tracing::info!(channels = self.channels.len(), "subscribed to the bus");
+                    self.metrics.redis_connected.set(1);
                     delays = backoff();
-                    if !self.forward(pubsub, &tx, &token).await {
+                    let go_on = self.forward(pubsub, &tx, &token).await;
+                    self.metrics.redis_connected.set(0);
+                    if !go_on {
                         return;
                     }
                     tracing::warn!("bus connection lost; reconnecting");
@@ -89,7 +94,9 @@ impl Subscriber {
                 () = token.cancelled() => return false,
             };
             let Some(msg) = msg else { return true };
+            let arrived = std::time::Instant::now();
             self.metrics.bus_messages.inc();
+            self.metrics.bus_clock.tick();
             let bytes = msg.get_payload_bytes();
             if bytes.len() > self.max_message_bytes {
                 self.metrics.skip("oversized");
@@ -104,6 +111,7 @@ impl Subscriber {
             let m = BusMessage {
                 channel: msg.get_channel_name().to_string(),
                 payload: Arc::from(text),
+                arrived,
             };
             tokio::select! {
                 r = tx.send(m) => if r.is_err() { return false },

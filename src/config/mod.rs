@@ -224,7 +224,10 @@ impl Default for MappingConfig {
 pub struct MetricsConfig {
     /// `false` serves no metrics endpoint.
     pub enabled: bool,
+    /// Loopback by default: expose it only behind `auth` or a firewall.
     pub bind: SocketAddr,
+    /// Credentials a scrape must present; none set: open.
+    pub auth: MetricsAuth,
 }
 
 impl Default for MetricsConfig {
@@ -232,8 +235,20 @@ impl Default for MetricsConfig {
         Self {
             enabled: true,
             bind: SocketAddr::from(([127, 0, 0, 1], 3004)),
+            auth: MetricsAuth::default(),
         }
     }
+}
+
+/// `[metrics.auth]`: a bearer token, a basic-auth pair, or both (either is accepted).
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct MetricsAuth {
+    /// Scrapes must send `Authorization: Bearer <token>`.
+    pub bearer_token: Secret,
+    /// Scrapes must send HTTP basic auth with this user and `basic_password`.
+    pub basic_user: String,
+    pub basic_password: Secret,
 }
 
 /// WebAssembly event plugins.

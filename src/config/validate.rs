@@ -54,6 +54,13 @@ impl Config {
         if self.delivery.request_timeout_ms == 0 {
             return fail("delivery.request_timeout_ms", "must be greater than 0");
         }
+        let auth = &self.metrics.auth;
+        if auth.basic_user.is_empty() != auth.basic_password.is_empty() {
+            return fail("metrics.auth", "basic_user and basic_password go together");
+        }
+        if auth.basic_user.contains(':') {
+            return fail("metrics.auth.basic_user", "may not contain ':'");
+        }
         if let Some(dir) = &self.plugins.dir
             && !dir.is_dir()
         {

@@ -25,6 +25,8 @@ pub struct Entry {
     pub payload: Arc<Payload>,
     /// For logs and metrics.
     pub event_id: Arc<str>,
+    /// When its bus message arrived; `None` for entries read back after a restart.
+    pub arrived: Option<std::time::Instant>,
 }
 
 /// Adds one entry unless the stream already has it (or a later one): 1 when added, 0 when not.
@@ -147,6 +149,7 @@ pub async fn load(
                 ts,
                 payload: Arc::new(Payload::new(text)),
                 event_id: event_id.into(),
+                arrived: None,
             })
         })
         .collect())

@@ -11,6 +11,7 @@ use std::{
         Arc, Mutex,
         atomic::{AtomicBool, Ordering},
     },
+    time::Instant,
 };
 
 use bytes::Bytes;
@@ -109,7 +110,13 @@ impl Dispatcher {
     /// batch's id mapping changes) and a batch of callbacks in one pipeline, then queues the
     /// callbacks. Waits (retrying) while Redis is down; `false` when the relay stopped first
     /// (the batch is then not queued).
-    pub async fn accept(&mut self, state: redis::Pipeline, callbacks: Vec<Callback>) -> bool {
+    /// `arrivals[i]` is when the batch's message `i` came off the bus.
+    pub async fn accept(
+        &mut self,
+        state: redis::Pipeline,
+        callbacks: Vec<Callback>,
+        arrivals: &[Instant],
+    ) -> bool {
         if callbacks.is_empty() && state.is_empty() {
             return true;
         }
@@ -120,6 +127,7 @@ impl Dispatcher {
                     ts: c.ts,
                     payload: c.payload,
                     event_id: c.event.id.as_str().into(),
+                    arrived: arrivals.get(c.message).copied(),
                 };
                 (c.hook, entry)
             })
@@ -202,8 +210,8 @@ impl Dispatcher {
     }
 
     /// Closes the queues of hooks that no longer exist (their workers end), and returns how many
-    /// callbacks are queued in all.
-    pub fn prune(&mut self) -> usize {
+    /// callbacks each live hook has queued.
+    pub fn prune(&mut self) -> Vec<(u64, usize)> {
         let snapshot = self.ctx.store.registry().load();
         self.queues.retain(|id, q| {
             let live = snapshot.get(*id).is_some();
@@ -212,7 +220,7 @@ impl Dispatcher {
             }
             live
         });
-        self.queues.values().map(|q| q.len()).sum()
+        self.queues.iter().map(|(id, q)| (*id, q.len())).collect()
     }
 }
 
@@ -306,6 +314,10 @@ async fn deliver(
         let err = match result {
             Ok(_) => {
                 ctx.metrics.callbacks_delivered.inc();
+                if let Some(arrived) = entry.arrived {
+                    let seconds = arrived.elapsed().as_secs_f64();
+                    ctx.metrics.callback_latency.0.observe(seconds);
+                }
                 return Outcome::Delivered;
             }
             Err(e) => e,
@@ -323,9 +335,7 @@ async fn deliver(
             if let Err(e) = ctx.store.remove_failed(hook.id).await {
                 tracing::error!(hook_id = hook.id, error = %e, "could not remove the failed hook from Redis");
             }
-            ctx.metrics
-                .hooks_registered
-                .set(ctx.store.registry().load().len() as i64);
+            ctx.metrics.count_hooks(&ctx.store.registry().load());
             return Outcome::GaveUp;
         };
         tracing::debug!(hook_id = hook.id, event = %entry.event_id, failures, error = %err, retry_in_ms = wait.as_millis() as u64, "callback failed");

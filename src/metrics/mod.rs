@@ -1,13 +1,19 @@
-//! Prometheus metrics: the relay's own series ([`Metrics`]) and the `/metrics` endpoint.
+//! Prometheus metrics: the relay's own series ([`Metrics`]) and the `/metrics` endpoint, behind
+//! the optional credentials of [`auth`]; [`live`] holds the series computed at scrape time.
+
+pub mod auth;
+pub mod live;
 
 use std::sync::Arc;
 
 use axum::{Router, extract::State, http::header, response::IntoResponse, routing::get};
 use prometheus_client::{
     encoding::{EncodeLabelSet, text::encode},
-    metrics::{counter::Counter, family::Family, gauge::Gauge},
+    metrics::{counter::Counter, family::Family, gauge::Gauge, histogram::Histogram},
     registry::Registry,
 };
+
+use crate::hooks::Snapshot;
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct ReasonLabel {
@@ -53,6 +59,36 @@ pub struct ResultLabel {
     pub result: String,
 }
 
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct HookLabel {
+    pub hook: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct KindLabel {
+    pub kind: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct VersionLabel {
+    pub version: &'static str,
+}
+
+/// Upper bounds (seconds) of the callback latency buckets: a millisecond to the retry schedule.
+const LATENCY_BUCKETS: [f64; 16] = [
+    0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 300.0,
+];
+
+/// Seconds from a bus message's arrival to the 2xx of one of its callbacks.
+#[derive(Clone, Debug)]
+pub struct LatencyHistogram(pub Histogram);
+
+impl Default for LatencyHistogram {
+    fn default() -> Self {
+        Self(Histogram::new(LATENCY_BUCKETS))
+    }
+}
+
 /// Every series the relay exports. Labels are bounded: never a URL (it may carry tokens), never
 /// a free-form id.
 #[derive(Default)]
@@ -70,7 +106,15 @@ pub struct Metrics {
     pub queued_callbacks: Gauge,
     pub delivery_workers: Gauge,
     pub hooks_registered: Gauge,
+    pub hooks_by_kind: Family<KindLabel, Gauge>,
     pub hooks_refused: Counter,
+    pub callback_latency: LatencyHistogram,
+    pub queue_depth: Family<HookLabel, Gauge>,
+    /// The hooks that have a `queue_depth` series now.
+    depth_hooks: std::sync::Mutex<Vec<u64>>,
+    pub redis_connected: Gauge,
+    pub bus_clock: Arc<live::BusClock>,
+    pub build_info: Family<VersionLabel, Gauge>,
     pub meeting_mappings: Gauge,
     pub user_mappings: Gauge,
     pub api_requests: Family<ApiLabels, Counter>,
@@ -149,6 +193,38 @@ impl Metrics {
             m.hooks_registered.clone(),
         );
         r.register(
+            "hookrelay_hooks_by_kind",
+            "Hooks registered, by kind (global, meeting, raw, permanent; a hook may be of several)",
+            m.hooks_by_kind.clone(),
+        );
+        r.register(
+            "hookrelay_callback_latency_seconds",
+            "From a bus message's arrival to the 2xx of one of its callbacks (callbacks resumed \
+             after a restart are not counted)",
+            m.callback_latency.0.clone(),
+        );
+        r.register(
+            "hookrelay_queue_depth",
+            "Callbacks waiting in one hook's queue, by hook id (sampled every 10 s)",
+            m.queue_depth.clone(),
+        );
+        r.register(
+            "hookrelay_redis_connected",
+            "1 while the bus subscription to Redis is up",
+            m.redis_connected.clone(),
+        );
+        r.register(
+            "hookrelay_build_info",
+            "The relay's version, as a label of a constant 1",
+            m.build_info.clone(),
+        );
+        m.build_info
+            .get_or_create(&VersionLabel {
+                version: env!("CARGO_PKG_VERSION"),
+            })
+            .set(1);
+        r.register_collector(Box::new(m.bus_clock.clone()));
+        r.register(
             "hookrelay_hooks_refused",
             "Stored or reference hooks not loaded at start because hooks/create would refuse \
              their callback URL",
@@ -223,6 +299,44 @@ impl Metrics {
             .inc();
     }
 
+    /// Sets the hook counts from the registry's current snapshot.
+    pub fn count_hooks(&self, snapshot: &Snapshot) {
+        let (mut global, mut meeting, mut raw, mut permanent) = (0, 0, 0, 0);
+        for h in snapshot.all() {
+            if h.meeting_id.is_some() {
+                meeting += 1;
+            } else {
+                global += 1;
+            }
+            raw += i64::from(h.get_raw);
+            permanent += i64::from(h.permanent);
+        }
+        self.hooks_registered.set(snapshot.len() as i64);
+        for (kind, n) in [
+            ("global", global),
+            ("meeting", meeting),
+            ("raw", raw),
+            ("permanent", permanent),
+        ] {
+            self.hooks_by_kind.get_or_create(&KindLabel { kind }).set(n);
+        }
+    }
+
+    /// Sets the per-hook queue depths; hooks not in `depths` lose their series.
+    pub fn set_queue_depths(&self, depths: &[(u64, usize)]) {
+        let label = |hook: u64| HookLabel {
+            hook: hook.to_string(),
+        };
+        let mut had = self.depth_hooks.lock().unwrap_or_else(|e| e.into_inner());
+        for gone in had.iter().filter(|h| !depths.iter().any(|(d, _)| d == *h)) {
+            self.queue_depth.remove(&label(*gone));
+        }
+        for (hook, n) in depths {
+            self.queue_depth.get_or_create(&label(*hook)).set(*n as i64);
+        }
+        *had = depths.iter().map(|(h, _)| *h).collect();
+    }
+
     /// The text exposition.
     pub fn render(&self) -> String {
         let mut out = String::new();
@@ -232,11 +346,12 @@ impl Metrics {
     }
 }
 
-/// `GET /metrics`.
-pub fn router(metrics: Arc<Metrics>) -> Router {
+/// `GET /metrics`, behind `access`.
+pub fn router(metrics: Arc<Metrics>, access: Arc<auth::Access>) -> Router {
     Router::new()
         .route("/metrics", get(serve))
         .with_state(metrics)
+        .layer(axum::middleware::from_fn_with_state(access, auth::require))
 }
 
 async fn serve(State(m): State<Arc<Metrics>>) -> impl IntoResponse {

@@ -27,7 +27,7 @@ use crate::{
         process::{EventFilter, Processor},
     },
     hooks::{HookStore, Registry},
-    metrics::Metrics,
+    metrics::{Metrics, auth::Access},
     plugin_host::Plugins,
     redis_conn::{connect, redis_client},
     route::Router,
@@ -109,7 +109,7 @@ pub async fn run(config: Config, listeners: Listeners, shutdown: Shutdown) -> an
     let Some(restored) = restored else {
         return Ok(());
     };
-    metrics.hooks_registered.set(restored.hooks as i64);
+    metrics.count_hooks(&registry.load());
     metrics.hooks_refused.inc_by(restored.refused as u64);
     let mappings = retry_until_ok(&token, "restore id mappings", || {
         let mut c = conn.clone();
@@ -153,11 +153,17 @@ pub async fn run(config: Config, listeners: Listeners, shutdown: Shutdown) -> an
         "api",
     );
     if let Some(l) = listeners.metrics {
+        let access = Arc::new(Access::new(&config.metrics.auth));
+        if access.is_open() && l.local_addr().is_ok_and(|a| !a.ip().is_loopback()) {
+            tracing::warn!(
+                "the metrics endpoint listens beyond loopback without [metrics.auth]: firewall it"
+            );
+        }
         serve(
             &tracker,
             &token,
             l,
-            crate::metrics::router(metrics.clone()),
+            crate::metrics::router(metrics.clone(), access),
             "metrics",
         );
     }

@@ -103,7 +103,10 @@ impl ProcessStage {
         if let Some(router) = &mut self.router {
             persist::add_writes(&mut state, &router.processor.mappings.take_writes());
         }
-        self.dispatcher.accept(state, routed.callbacks).await
+        let arrivals: Vec<std::time::Instant> = batch.iter().map(|m| m.arrived).collect();
+        self.dispatcher
+            .accept(state, routed.callbacks, &arrivals)
+            .await
     }
 
     /// Routes `batch` with the hooks and plugins in force now. Plugins burn CPU (up to their
@@ -147,8 +150,10 @@ impl ProcessStage {
     }
 
     fn sweep(&mut self) {
-        let queued = self.dispatcher.prune();
+        let depths = self.dispatcher.prune();
+        let queued: usize = depths.iter().map(|(_, n)| n).sum();
         self.metrics.queued_callbacks.set(queued as i64);
+        self.metrics.set_queue_depths(&depths);
         let Some(router) = &mut self.router else {
             return;
         };

@@ -285,6 +285,7 @@ async fn a_batch_sent_again_after_a_lost_reply_is_harmless() {
         ts,
         payload: std::sync::Arc::new(Payload::new(format!("p{ts}"))),
         event_id: "user-joined".into(),
+        arrived: None,
     };
     let batch = vec![(7, entry(10)), (7, entry(11)), (8, entry(11))];
     // The first attempt wrote part of the batch before its reply was lost; the whole batch is

@@ -11,6 +11,7 @@ mod durability;
 mod events;
 mod faults;
 mod hostile;
+mod monitoring;
 mod plugin_reload;
 mod plugin_tools;
 mod plugins;
