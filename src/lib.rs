@@ -12,6 +12,8 @@
 //! - [`plugin_host`]: WebAssembly plugins that keep, replace or drop each (event, hook) pair
 //!   after matching, hot reloaded from a folder.
 //! - [`api`]: `hooks/create`, `hooks/destroy`, `hooks/list` (BBB checksum, BBB XML).
+//! - [`conference`]: the meetings, participants and recordings the events show, for the
+//!   `bbb_*` metrics (fed by [`event::process`], read by [`metrics`]).
 //! - [`metrics`]: the Prometheus endpoint.
 //! - [`pipeline`]: wires the stages; [`config`] (plain data) and [`shutdown`] serve it;
 //!   [`redis_index`] is the set-plus-hashes layout the stores share, [`redis_conn`] makes the
@@ -22,6 +24,7 @@
 pub mod api;
 pub mod base;
 pub mod bus;
+pub mod conference;
 pub mod config;
 pub mod delivery;
 pub mod event;

@@ -17,6 +17,11 @@ pub const MAPPING_PREFIX: &str = "bigbluebutton:webhooks:proc:mapping:";
 pub const USERS_SET: &str = "bigbluebutton:webhooks:proc:userMaps";
 /// Hash of one user mapping: `{USER_PREFIX}{meeting}:{user}`.
 pub const USER_PREFIX: &str = "bigbluebutton:webhooks:proc:userMap:";
+/// Hash: internal meeting id -> the conference state of that meeting (JSON), for the
+/// `bbb_*` metrics.
+pub const CONFERENCE_ROOMS: &str = "bigbluebutton:webhooks:proc:conference";
+/// Hash: record id -> the state of that recording (`processing`, `published`, ...).
+pub const CONFERENCE_RECORDINGS: &str = "bigbluebutton:webhooks:proc:recordings";
 
 /// The hash of hook `id`.
 pub fn hook_key(id: impl std::fmt::Display) -> String {

@@ -126,6 +126,11 @@ impl Mappings {
             })
     }
 
+    /// Inactivity after which a meeting is dropped (ms).
+    pub fn timeout_ms(&self) -> u64 {
+        self.timeout_ms
+    }
+
     pub fn external_meeting(&self, mid: &str) -> Option<&str> {
         self.meetings.get(mid)?.external.as_deref()
     }

@@ -7,6 +7,8 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
+use crate::conference::SharedConference;
+
 use super::{
     Event, Payload,
     catalogue::{self, MapError, Mapped},
@@ -50,15 +52,26 @@ impl EventFilter {
     }
 }
 
-/// The processing state: id mappings and the filter.
+/// The processing state: id mappings, the filter, and (in the relay) the conference state.
 pub struct Processor {
     pub mappings: Mappings,
     filter: EventFilter,
+    pub conference: Option<SharedConference>,
 }
 
 impl Processor {
     pub fn new(mappings: Mappings, filter: EventFilter) -> Self {
-        Self { mappings, filter }
+        Self {
+            mappings,
+            filter,
+            conference: None,
+        }
+    }
+
+    /// Also keeps `conference` up to date with every event (filtered ones included).
+    pub fn with_conference(mut self, conference: SharedConference) -> Self {
+        self.conference = Some(conference);
+        self
     }
 
     /// The events one bus message yields, in dispatch order (possibly none after filtering).
@@ -128,6 +141,11 @@ impl Processor {
                 }
             }
             _ => {}
+        }
+        if let Some(c) = &self.conference {
+            c.lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .observe(&msg, &mapped, now_ms);
         }
         // The message's own event carries it for raw hooks (after the users who left first).
         out.push(event(

@@ -130,7 +130,17 @@ pub struct Metrics {
 
 impl Metrics {
     pub fn new() -> Arc<Self> {
+        Self::with_collectors(Vec::new())
+    }
+
+    /// As [`Metrics::new`], with more series computed at scrape time (the conference state).
+    pub fn with_collectors(
+        collectors: Vec<Box<dyn prometheus_client::collector::Collector>>,
+    ) -> Arc<Self> {
         let mut m = Metrics::default();
+        for c in collectors {
+            m.registry.register_collector(c);
+        }
         let r = &mut m.registry;
         r.register(
             "hookrelay_bus_messages",

@@ -15,6 +15,7 @@ use crate::{
     api::{self, ApiState},
     base::time::now_ms,
     bus::Subscriber,
+    conference::{self, SharedConference, exposition::ConferenceCollector},
     config::{CallbackAuth, Config, callback_guard},
     delivery::{
         client::CallbackClient,
@@ -67,7 +68,8 @@ impl Listeners {
 pub async fn run(config: Config, listeners: Listeners, shutdown: Shutdown) -> anyhow::Result<()> {
     let token = shutdown.token().clone();
     let tracker = shutdown.tracker().clone();
-    let metrics = Metrics::new();
+    let conference = SharedConference::default();
+    let metrics = Metrics::with_collectors(vec![Box::new(ConferenceCollector(conference.clone()))]);
     if config.delivery.auth == CallbackAuth::Bearer {
         tracing::warn!(
             insecure_http_allowed = config.delivery.allow_insecure_bearer,
@@ -116,13 +118,18 @@ pub async fn run(config: Config, listeners: Listeners, shutdown: Shutdown) -> an
         async move {
             let meetings = persist::load_meetings(&mut c).await?;
             let users = persist::load_users(&mut c).await?;
-            Ok::<_, redis::RedisError>((meetings, users))
+            let rooms = conference::persist::load(&mut c).await?;
+            Ok::<_, redis::RedisError>((meetings, users, rooms))
         }
     })
     .await;
-    let Some((meetings, users)) = mappings else {
+    let Some((meetings, users, (rooms, recordings))) = mappings else {
         return Ok(());
     };
+    conference
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .restore(rooms, recordings, now_ms());
     tracing::info!(
         hooks = restored.hooks,
         refused_hooks = restored.refused,
@@ -196,7 +203,8 @@ pub async fn run(config: Config, listeners: Listeners, shutdown: Shutdown) -> an
         exclude: config.delivery.exclude_events.clone(),
     };
     let mut dispatcher = Dispatcher::new(delivery);
-    let mut router = Router::new(Processor::new(mappings, filter));
+    let mut router =
+        Router::new(Processor::new(mappings, filter).with_conference(conference.clone()));
     let resumed =
         recover::resume_queues(&conn, &registry, &mut dispatcher, &mut router.clock, &token).await;
     let Some(resumed) = resumed else {

@@ -11,6 +11,7 @@ use tokio_util::sync::CancellationToken;
 use crate::{
     base::time::now_ms,
     bus::BusMessage,
+    conference,
     delivery::queue::Dispatcher,
     event::persist,
     hooks::{Registry, Snapshot},
@@ -101,7 +102,12 @@ impl ProcessStage {
             .inc_by(routed.dropped.len() as u64);
         let mut state = redis::pipe();
         if let Some(router) = &mut self.router {
-            persist::add_writes(&mut state, &router.processor.mappings.take_writes());
+            let processor = &mut router.processor;
+            persist::add_writes(&mut state, &processor.mappings.take_writes());
+            if let Some(c) = &processor.conference {
+                let changes = c.lock().unwrap_or_else(|e| e.into_inner()).take_changes();
+                conference::persist::add_changes(&mut state, &changes);
+            }
         }
         let arrivals: Vec<std::time::Instant> = batch.iter().map(|m| m.arrived).collect();
         self.dispatcher
@@ -158,7 +164,13 @@ impl ProcessStage {
             return;
         };
         let mappings = &mut router.processor.mappings;
+        let timeout = mappings.timeout_ms();
         let expired = mappings.expire(now_ms());
+        if let Some(c) = &router.processor.conference {
+            c.lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .expire(now_ms(), timeout);
+        }
         if expired > 0 {
             tracing::info!(expired, "dropped inactive meeting mappings");
         }

@@ -2,8 +2,8 @@
 //! callbacks, queues and the bus connection.
 
 use crate::support::{
-    TestReceiver, TestRedis, TestRelay, meeting_created, metric_value, relay::http_client,
-    user_joined,
+    TestReceiver, TestRedis, TestRelay, meeting_created, meeting_ended, metric_value,
+    relay::http_client, user_joined,
 };
 
 #[tokio::test]
@@ -136,5 +136,161 @@ async fn hooks_callbacks_queues_and_the_bus_are_measured() {
         );
         tokio::time::sleep(std::time::Duration::from_millis(50)).await;
     }
+    relay.stop().await;
+}
+
+fn akka(name: &str, mid: &str, uid: &str, body: serde_json::Value) -> String {
+    serde_json::json!({
+        "envelope": {"name": name, "routing": {"meetingId": mid, "userId": uid}},
+        "core": {"header": {"name": name, "meetingId": mid, "userId": uid}, "body": body}
+    })
+    .to_string()
+}
+
+fn rap(step: &str, record: &str) -> String {
+    serde_json::json!({"header": {"name": step}, "payload": {"meeting_id": record, "record_id": record}})
+        .to_string()
+}
+
+/// The conference series a scrape shows, parsed by a real OpenMetrics parser (which also
+/// proves the exposition valid).
+fn conference_series(text: &str) -> Vec<(String, f64)> {
+    let parsed = openmetrics_parser::openmetrics::parse_openmetrics(text)
+        .unwrap_or_else(|e| panic!("invalid exposition: {e:?}\n{text}"));
+    let mut names: Vec<&String> = parsed
+        .families
+        .keys()
+        .filter(|n| n.starts_with("bbb_"))
+        .collect();
+    names.sort();
+    assert_eq!(names.len(), 17, "{names:?}");
+    text.lines()
+        .filter(|l| l.starts_with("bbb_") && !l.starts_with("bbb_unique"))
+        .map(|l| {
+            let (series, value) = l.rsplit_once(' ').unwrap();
+            (series.to_string(), value.parse().unwrap())
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn conference_metrics_follow_a_scripted_meeting_and_survive_a_restart() {
+    use serde_json::json;
+    let redis = TestRedis::start().await;
+    let relay = TestRelay::start(&redis).await;
+    let marker = TestReceiver::start().await;
+    relay
+        .create_hook(&marker.url("/"), "eventID=rap-deleted")
+        .await;
+    let joined = |mid: &str, uid: &str, client: &str| {
+        akka(
+            "UserJoinedMeetingEvtMsg",
+            mid,
+            uid,
+            json!({"intId": uid, "name": uid, "clientType": client}),
+        )
+    };
+    let voice = |uid: &str, listen: bool| {
+        akka(
+            "UserJoinedVoiceConfToClientEvtMsg",
+            "int-1",
+            uid,
+            json!({"listenOnly": listen}),
+        )
+    };
+    let cam = |uid: &str, stream: &str, on: bool| {
+        let name = if on {
+            "UserBroadcastCamStartedEvtMsg"
+        } else {
+            "UserBroadcastCamStoppedEvtMsg"
+        };
+        akka(name, "int-1", uid, json!({"stream": stream}))
+    };
+    let breakout =
+        meeting_created("br-1", "ext-br").replace(r#""isBreakout":false"#, r#""isBreakout":true"#);
+    assert!(breakout.contains(r#""isBreakout":true"#));
+    let script = [
+        meeting_created("int-1", "ext-1"),
+        joined("int-1", "a", "HTML5"),
+        joined("int-1", "b", "HTML5"),
+        joined("int-1", "b", "HTML5"),
+        joined("int-1", "c", "HTML5"),
+        joined("int-1", "p", "dial-in-user"),
+        voice("a", false),
+        voice("b", true),
+        voice("p", false),
+        cam("a", "a_1", true),
+        cam("c", "c_1", true),
+        cam("c", "c_2", true),
+        cam("c", "c_2", false),
+        akka("UserLeftVoiceConfToClientEvtMsg", "int-1", "a", json!({})),
+        akka("UserLeftMeetingEvtMsg", "int-1", "c", json!({})),
+        akka("UserLeftMeetingEvtMsg", "int-1", "nobody", json!({})),
+        breakout,
+        joined("br-1", "d", "HTML5"),
+        meeting_created("int-2", "ext-2"),
+        joined("int-2", "e", "HTML5"),
+        meeting_ended("int-2"),
+        rap("archive_started", "r1"),
+        rap("post_publish_ended", "r2"),
+        rap("published", "r3"),
+        rap("unpublished", "r3"),
+        rap("deleted", "r4"),
+    ];
+    for m in &script {
+        redis.publish(m).await;
+    }
+    marker.wait_delivered(1).await;
+    let text = relay.metrics().await;
+    let got = conference_series(&text);
+    let value = |series: &str| {
+        got.iter()
+            .find(|(s, _)| s == series)
+            .map(|(_, v)| *v)
+            .unwrap_or_else(|| panic!("{series} missing in\n{text}"))
+    };
+    for (series, want) in [
+        ("bbb_meetings", 2.0),
+        ("bbb_breakout_rooms", 1.0),
+        ("bbb_meetings_participants", 4.0), // a, b, p; d in the breakout room
+        ("bbb_meetings_listeners", 1.0),    // b
+        ("bbb_meetings_voice_participants", 1.0), // p (a left the audio)
+        ("bbb_meetings_video_participants", 1.0), // a_1 (c left with c_1)
+        (r#"bbb_meetings_participant_clients{type="html5"}"#, 3.0),
+        (r#"bbb_meetings_participant_clients{type="dial-in"}"#, 1.0),
+        (r#"bbb_meetings_participant_clients{type="flash"}"#, 0.0),
+        ("bbb_room_participants_count", 2.0),
+        ("bbb_room_participants_sum", 4.0),
+        (r#"bbb_room_participants_bucket{le="1.0"}"#, 1.0),
+        (r#"bbb_room_participants_bucket{le="5.0"}"#, 2.0),
+        (r#"bbb_room_participants_bucket{le="+Inf"}"#, 2.0),
+        ("bbb_room_listeners_sum", 1.0),
+        ("bbb_room_voice_participants_sum", 1.0),
+        ("bbb_room_video_participants_sum", 1.0),
+        ("bbb_recordings_processing", 1.0),
+        ("bbb_recordings_published", 1.0),
+        ("bbb_recordings_unpublished", 1.0),
+        ("bbb_recordings_deleted", 1.0),
+    ] {
+        assert_eq!(value(series), want, "{series} in\n{text}");
+    }
+    assert_eq!(metric_value(&text, "bbb_unique_meetings_total"), 2.0);
+    assert_eq!(metric_value(&text, "bbb_unique_breakout_rooms_total"), 1.0);
+    relay.stop().await;
+
+    // The same after a restart: the state was kept in Redis (the unique counters count since
+    // the start, as counters do).
+    let relay = TestRelay::start(&redis).await;
+    let again = relay.metrics().await;
+    assert_eq!(conference_series(&again), got);
+    assert_eq!(metric_value(&again, "bbb_unique_meetings_total"), 0.0);
+    // And it goes on from there: the meeting ends, everything of it goes.
+    redis.publish(&meeting_ended("int-1")).await;
+    redis.publish(&rap("deleted", "r5")).await;
+    marker.wait_delivered(2).await;
+    let after = relay.metrics().await;
+    assert_eq!(metric_value(&after, "bbb_meetings"), 1.0);
+    assert_eq!(metric_value(&after, "bbb_meetings_participants"), 1.0);
+    assert_eq!(metric_value(&after, "bbb_recordings_deleted"), 2.0);
     relay.stop().await;
 }

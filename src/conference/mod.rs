@@ -1,0 +1,280 @@
+//! The conference server's state as the bus shows it, for the `bbb_*` metrics that the
+//! community exporter (bbb-exporter) computes from `getMeetings`: who is in which meeting, on
+//! which client, in the voice conference (speaking or listen-only), with which camera streams;
+//! and the recordings' states. Set semantics: a repeated join counts once, an unknown leave
+//! does nothing, a meeting's entry goes when it ends or after the mapping timeout without
+//! events. Changes are buffered and written to Redis with the batch they belong to
+//! ([`persist`]); [`exposition`] renders the metrics at scrape time.
+
+pub mod exposition;
+pub mod persist;
+
+use std::{
+    collections::{BTreeMap, BTreeSet, HashMap, HashSet},
+    sync::{Arc, Mutex},
+};
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::event::{catalogue::Mapped, decode::Message};
+
+/// One running meeting (a breakout room is one too).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Room {
+    pub breakout: bool,
+    /// User id -> client type (`html5`, `dial-in`, ...).
+    pub users: BTreeMap<String, String>,
+    /// Users in the voice conference listening only.
+    pub listeners: BTreeSet<String>,
+    /// Users in the voice conference with a microphone.
+    pub voice: BTreeSet<String>,
+    /// Camera stream id -> its user.
+    pub streams: BTreeMap<String, String>,
+    /// Last event of the meeting (ms); not stored, reset to the restore time.
+    #[serde(skip)]
+    pub last_activity_ms: u64,
+}
+
+impl Room {
+    fn leave(&mut self, uid: &str) {
+        self.users.remove(uid);
+        self.listeners.remove(uid);
+        self.voice.remove(uid);
+        self.streams.retain(|_, owner| owner != uid);
+    }
+}
+
+/// Where a recording is, from the recording pipeline's events.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Recording {
+    Processing,
+    Published,
+    Unpublished,
+    Deleted,
+}
+
+impl Recording {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Processing => "processing",
+            Self::Published => "published",
+            Self::Unpublished => "unpublished",
+            Self::Deleted => "deleted",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        [
+            Self::Processing,
+            Self::Published,
+            Self::Unpublished,
+            Self::Deleted,
+        ]
+        .into_iter()
+        .find(|r| r.as_str() == s)
+    }
+
+    /// The state an event moves a recording to.
+    fn after(event_id: &str) -> Option<Self> {
+        match event_id {
+            "rap-published"
+            | "rap-publish-ended"
+            | "rap-post-publish-started"
+            | "rap-post-publish-ended" => Some(Self::Published),
+            "rap-unpublished" => Some(Self::Unpublished),
+            "rap-deleted" => Some(Self::Deleted),
+            id if id.starts_with("rap-") => Some(Self::Processing),
+            _ => None,
+        }
+    }
+}
+
+/// The whole state, and what changed since the last [`Conference::take_changes`].
+#[derive(Debug, Default)]
+pub struct Conference {
+    pub rooms: HashMap<String, Room>,
+    pub recordings: HashMap<String, Recording>,
+    /// Non-breakout meetings and breakout rooms created since the relay started.
+    pub unique_meetings: u64,
+    pub unique_breakout_rooms: u64,
+    changed_rooms: HashSet<String>,
+    changed_recordings: HashSet<String>,
+}
+
+/// Shared between the processing task (writes) and the metrics endpoint (reads).
+pub type SharedConference = Arc<Mutex<Conference>>;
+
+/// What to write to Redis: rooms to store (`Some`) or delete (`None`), recordings to store.
+#[derive(Debug, Default, PartialEq)]
+pub struct Changes {
+    pub rooms: Vec<(String, Option<Room>)>,
+    pub recordings: Vec<(String, Recording)>,
+}
+
+impl Conference {
+    /// Applies one processed event (`msg` is its bus message, for fields the event omits).
+    pub fn observe(&mut self, msg: &Message, mapped: &Mapped, now_ms: u64) {
+        let id = &*mapped.id;
+        if let Some(state) = Recording::after(id) {
+            if let Some(record) = mapped.attributes.get("record-id").and_then(Value::as_str) {
+                self.set_recording(record, state);
+            }
+            return;
+        }
+        let Some(mid) = mapped.meeting_field("internal-meeting-id") else {
+            return;
+        };
+        match id {
+            "meeting-created" => {
+                if !self.rooms.contains_key(mid) {
+                    let breakout = mapped
+                        .attributes
+                        .get("meeting")
+                        .and_then(|m| m.get("is-breakout"))
+                        .is_some_and(|b| b == &Value::Bool(true) || b == "true");
+                    if breakout {
+                        self.unique_breakout_rooms += 1;
+                    } else {
+                        self.unique_meetings += 1;
+                    }
+                    self.rooms.insert(
+                        mid.to_string(),
+                        Room {
+                            breakout,
+                            last_activity_ms: now_ms,
+                            ..Room::default()
+                        },
+                    );
+                    self.changed_rooms.insert(mid.to_string());
+                }
+                return;
+            }
+            "meeting-ended" => {
+                if self.rooms.remove(mid).is_some() {
+                    self.changed_rooms.insert(mid.to_string());
+                }
+                return;
+            }
+            _ => {}
+        }
+        let Some(uid) = mapped.user_id() else {
+            if let Some(room) = self.rooms.get_mut(mid) {
+                room.last_activity_ms = now_ms;
+            }
+            return;
+        };
+        let before = self.rooms.get(mid).cloned();
+        let room = match id {
+            // A meeting whose creation the relay did not see (it started mid-meeting) appears
+            // with its first join.
+            "user-joined" => self.rooms.entry(mid.to_string()).or_default(),
+            _ => match self.rooms.get_mut(mid) {
+                Some(room) => room,
+                None => return,
+            },
+        };
+        room.last_activity_ms = now_ms;
+        let user = |key: &str| mapped.attributes.get("user").and_then(|u| u.get(key));
+        match id {
+            "user-joined" => {
+                let client = client_type(msg.body_field("clientType"));
+                room.users.insert(uid.to_string(), client);
+            }
+            "user-left" => room.leave(uid),
+            "user-audio-voice-enabled" => {
+                if user("listening-only") == Some(&Value::Bool(true)) {
+                    room.voice.remove(uid);
+                    room.listeners.insert(uid.to_string());
+                } else {
+                    room.listeners.remove(uid);
+                    room.voice.insert(uid.to_string());
+                }
+            }
+            "user-audio-voice-disabled" => {
+                room.listeners.remove(uid);
+                room.voice.remove(uid);
+            }
+            "user-cam-broadcast-start" | "user-cam-broadcast-end" => {
+                if let Some(stream) = msg.body_field("stream").and_then(Value::as_str) {
+                    if id == "user-cam-broadcast-start" {
+                        room.streams.insert(stream.to_string(), uid.to_string());
+                    } else {
+                        room.streams.remove(stream);
+                    }
+                }
+            }
+            _ => {}
+        }
+        if before.as_ref() != Some(&*room) {
+            self.changed_rooms.insert(mid.to_string());
+        }
+    }
+
+    fn set_recording(&mut self, record: &str, state: Recording) {
+        if self.recordings.get(record) != Some(&state) {
+            self.recordings.insert(record.to_string(), state);
+            self.changed_recordings.insert(record.to_string());
+        }
+    }
+
+    /// Drops meetings without events for `timeout_ms` (their mapping expires alike).
+    pub fn expire(&mut self, now_ms: u64, timeout_ms: u64) -> usize {
+        let gone: Vec<String> = self
+            .rooms
+            .iter()
+            .filter(|(_, r)| now_ms.saturating_sub(r.last_activity_ms) > timeout_ms)
+            .map(|(mid, _)| mid.clone())
+            .collect();
+        for mid in &gone {
+            self.rooms.remove(mid);
+            self.changed_rooms.insert(mid.clone());
+        }
+        gone.len()
+    }
+
+    /// Puts back what was stored (at start-up); activity counts from `now_ms`.
+    pub fn restore(
+        &mut self,
+        rooms: HashMap<String, Room>,
+        recordings: HashMap<String, Recording>,
+        now_ms: u64,
+    ) {
+        self.rooms = rooms;
+        for room in self.rooms.values_mut() {
+            room.last_activity_ms = now_ms;
+        }
+        self.recordings = recordings;
+    }
+
+    /// What changed since the last call, for Redis.
+    pub fn take_changes(&mut self) -> Changes {
+        let rooms = self
+            .changed_rooms
+            .drain()
+            .map(|mid| {
+                let room = self.rooms.get(&mid).cloned();
+                (mid, room)
+            })
+            .collect();
+        let recordings = self
+            .changed_recordings
+            .drain()
+            .filter_map(|r| self.recordings.get(&r).map(|s| (r, *s)))
+            .collect();
+        Changes { rooms, recordings }
+    }
+}
+
+/// bbb-exporter's client types: `html5`, `dial-in`, `flash`; anything else as sent, lowercase.
+fn client_type(v: Option<&Value>) -> String {
+    match v.and_then(Value::as_str).map(str::to_ascii_lowercase) {
+        None => "html5".into(),
+        Some(c) if c.starts_with("dial-in") => "dial-in".into(),
+        Some(c) => c,
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,165 @@
+//! A scripted meeting through the processor, checked against the numbers a scrape shows.
+
+use serde_json::json;
+
+use super::{exposition::Summary, *};
+use crate::event::{
+    mapping::Mappings,
+    process::{EventFilter, Processor},
+};
+
+fn akka(name: &str, mid: &str, uid: &str, body: Value) -> Arc<str> {
+    json!({
+        "envelope": {"name": name, "routing": {"meetingId": mid, "userId": uid}},
+        "core": {"header": {"name": name, "meetingId": mid, "userId": uid}, "body": body}
+    })
+    .to_string()
+    .into()
+}
+
+fn created(mid: &str, breakout: bool) -> Arc<str> {
+    json!({
+        "envelope": {"name": "MeetingCreatedEvtMsg", "routing": {"sender": "bbb-apps-akka"}},
+        "core": {"header": {"name": "MeetingCreatedEvtMsg"}, "body": {"props": {
+            "meetingProp": {"intId": mid, "extId": format!("ext-{mid}"), "isBreakout": breakout},
+            "breakoutProps": {}, "durationProps": {}, "password": {}, "recordProp": {},
+            "voiceProp": {}, "usersProp": {}, "metadataProp": {}}}}
+    })
+    .to_string()
+    .into()
+}
+
+fn ended(mid: &str) -> Arc<str> {
+    json!({"envelope": {"name": "MeetingDestroyedEvtMsg"},
+           "core": {"header": {"name": "MeetingDestroyedEvtMsg"}, "body": {"meetingId": mid}}})
+    .to_string()
+    .into()
+}
+
+fn rap(step: &str, record: &str) -> Arc<str> {
+    json!({"header": {"name": step}, "payload": {"meeting_id": record, "record_id": record}})
+        .to_string()
+        .into()
+}
+
+fn run(messages: &[Arc<str>]) -> (SharedConference, Summary) {
+    let shared = SharedConference::default();
+    let mut p = Processor::new(Mappings::new(u64::MAX, false), EventFilter::default())
+        .with_conference(shared.clone());
+    for m in messages {
+        let _ = p.process(m, 1);
+    }
+    let summary = Summary::of(&shared.lock().unwrap());
+    (shared, summary)
+}
+
+#[test]
+fn a_scripted_meeting() {
+    let joined = |uid: &str, client: &str| {
+        akka(
+            "UserJoinedMeetingEvtMsg",
+            "m1",
+            uid,
+            json!({"intId": uid, "clientType": client}),
+        )
+    };
+    let voice = |uid: &str, listen: bool| {
+        akka(
+            "UserJoinedVoiceConfToClientEvtMsg",
+            "m1",
+            uid,
+            json!({"listenOnly": listen}),
+        )
+    };
+    let (_, s) = run(&[
+        created("m1", false),
+        created("m1", false), // a repeat counts once
+        joined("a", "HTML5"),
+        joined("b", "HTML5"),
+        joined("b", "HTML5"), // a repeated join counts once
+        joined("c", "dial-in-user"),
+        voice("a", false),
+        voice("b", true),
+        akka(
+            "UserBroadcastCamStartedEvtMsg",
+            "m1",
+            "a",
+            json!({"stream": "a_1"}),
+        ),
+        akka(
+            "UserBroadcastCamStartedEvtMsg",
+            "m1",
+            "a",
+            json!({"stream": "a_2"}),
+        ),
+        akka(
+            "UserBroadcastCamStartedEvtMsg",
+            "m1",
+            "b",
+            json!({"stream": "b_1"}),
+        ),
+        akka(
+            "UserBroadcastCamStoppedEvtMsg",
+            "m1",
+            "a",
+            json!({"stream": "a_2"}),
+        ),
+        akka("UserLeftMeetingEvtMsg", "m1", "zz", json!({})), // unknown: nothing
+        akka("UserLeftMeetingEvtMsg", "m1", "b", json!({})),  // takes b's audio and camera
+        created("br1", true),
+        akka(
+            "UserJoinedMeetingEvtMsg",
+            "br1",
+            "d",
+            json!({"clientType": "HTML5"}),
+        ),
+        rap("archive_started", "r1"),
+        rap("archive_started", "r2"),
+        rap("post_publish_ended", "r2"),
+        rap("published", "r3"),
+        rap("unpublished", "r3"),
+        rap("deleted", "r4"),
+    ]);
+    assert_eq!(s.meetings, 2);
+    assert_eq!(s.breakout_rooms, 1);
+    assert_eq!(s.participants, 3, "a, c in m1; d in the breakout room");
+    assert_eq!(s.listeners, 0);
+    assert_eq!(s.voice, 1);
+    assert_eq!(s.video, 1);
+    assert_eq!(
+        s.clients,
+        [
+            ("html5".into(), 2),
+            ("dial-in".into(), 1),
+            ("flash".into(), 0)
+        ]
+    );
+    let mut rooms = s.rooms.clone();
+    rooms.sort();
+    assert_eq!(rooms, [[1, 0, 0, 0], [2, 0, 1, 1]]);
+    assert_eq!(s.recordings, [1, 1, 1, 1]);
+    assert_eq!((s.unique_meetings, s.unique_breakout_rooms), (1, 1));
+}
+
+#[test]
+fn an_ended_meeting_leaves_nothing_and_changes_are_reported_once() {
+    let (shared, s) = run(&[
+        created("m1", false),
+        akka("UserJoinedMeetingEvtMsg", "m1", "a", json!({})),
+        ended("m1"),
+    ]);
+    assert_eq!((s.meetings, s.participants), (0, 0));
+    assert_eq!(s.unique_meetings, 1, "a counter since start");
+    let mut c = shared.lock().unwrap();
+    assert_eq!(c.take_changes().rooms, [("m1".to_string(), None)]);
+    assert_eq!(c.take_changes(), Changes::default());
+}
+
+#[test]
+fn inactive_meetings_expire() {
+    let (shared, _) = run(&[created("m1", false)]);
+    let mut c = shared.lock().unwrap();
+    assert_eq!(c.expire(1 + 1000, 1000), 0);
+    assert_eq!(c.expire(1 + 1001, 1000), 1);
+    assert!(c.rooms.is_empty());
+}
