@@ -61,6 +61,30 @@ impl Config {
         if auth.basic_user.contains(':') {
             return fail("metrics.auth.basic_user", "may not contain ':'");
         }
+        let merge = &self.metrics.merge;
+        if !merge.path.starts_with('/') || merge.path == "/metrics" {
+            return fail(
+                "metrics.merge.path",
+                "must start with '/' and differ from /metrics",
+            );
+        }
+        for (i, s) in merge.sources.iter().enumerate() {
+            if s.name.is_empty() || merge.sources[..i].iter().any(|o| o.name == s.name) {
+                return fail(
+                    "metrics.merge.sources",
+                    "every source needs a name of its own",
+                );
+            }
+            if !matches!(url::Url::parse(&s.url), Ok(u) if matches!(u.scheme(), "http" | "https")) {
+                return fail("metrics.merge.sources", "a source's url must be http(s)");
+            }
+            if s.timeout_ms == 0 {
+                return fail(
+                    "metrics.merge.sources",
+                    "a source's timeout_ms must be greater than 0",
+                );
+            }
+        }
         if let Some(dir) = &self.plugins.dir
             && !dir.is_dir()
         {

@@ -3,6 +3,7 @@
 
 pub mod auth;
 pub mod live;
+pub mod merge;
 
 use std::sync::Arc;
 
@@ -114,6 +115,9 @@ pub struct Metrics {
     depth_hooks: std::sync::Mutex<Vec<u64>>,
     pub redis_connected: Gauge,
     pub bus_clock: Arc<live::BusClock>,
+    pub merge_up: Family<SourceLabel, Gauge>,
+    pub merge_duration: Family<SourceLabel, Gauge<f64, std::sync::atomic::AtomicU64>>,
+    pub merge_left_out: Family<SourceLabel, Counter>,
     pub build_info: Family<VersionLabel, Gauge>,
     pub meeting_mappings: Gauge,
     pub user_mappings: Gauge,
@@ -234,6 +238,23 @@ impl Metrics {
             })
             .set(1);
         r.register_collector(Box::new(m.bus_clock.clone()));
+        r.register(
+            "hookrelay_merge_up",
+            "1 if the last scrape of /metrics/all got this source's metrics, 0 if it failed, \
+             timed out or sent what does not parse",
+            m.merge_up.clone(),
+        );
+        r.register(
+            "hookrelay_merge_duration_seconds",
+            "How long the last fetch of this source took",
+            m.merge_duration.clone(),
+        );
+        r.register(
+            "hookrelay_merge_left_out",
+            "Metric families of this source left out of /metrics/all because another source \
+             had already given that name another TYPE",
+            m.merge_left_out.clone(),
+        );
         r.register(
             "hookrelay_hooks_refused",
             "Stored or reference hooks not loaded at start because hooks/create would refuse \
@@ -356,12 +377,28 @@ impl Metrics {
     }
 }
 
-/// `GET /metrics`, behind `access`.
-pub fn router(metrics: Arc<Metrics>, access: Arc<auth::Access>) -> Router {
+/// `GET /metrics` and the merged endpoint at `merge_path`, behind `access`.
+pub fn router(
+    metrics: Arc<Metrics>,
+    merger: Arc<merge::Merger>,
+    merge_path: &str,
+    access: Arc<auth::Access>,
+) -> Router {
     Router::new()
         .route("/metrics", get(serve))
         .with_state(metrics)
+        .route(merge_path, get(serve_merged).with_state(merger))
         .layer(axum::middleware::from_fn_with_state(access, auth::require))
+}
+
+async fn serve_merged(State(merger): State<Arc<merge::Merger>>) -> impl IntoResponse {
+    (
+        [(
+            header::CONTENT_TYPE,
+            "text/plain; version=0.0.4; charset=utf-8",
+        )],
+        merger.scrape().await,
+    )
 }
 
 async fn serve(State(m): State<Arc<Metrics>>) -> impl IntoResponse {

@@ -28,7 +28,7 @@ use crate::{
         process::{EventFilter, Processor},
     },
     hooks::{HookStore, Registry},
-    metrics::{Metrics, auth::Access},
+    metrics::{Metrics, auth::Access, merge::Merger},
     plugin_host::Plugins,
     redis_conn::{connect, redis_client},
     route::Router,
@@ -166,13 +166,13 @@ pub async fn run(config: Config, listeners: Listeners, shutdown: Shutdown) -> an
                 "the metrics endpoint listens beyond loopback without [metrics.auth]: firewall it"
             );
         }
-        serve(
-            &tracker,
-            &token,
-            l,
-            crate::metrics::router(metrics.clone(), access),
-            "metrics",
-        );
+        let merger = Arc::new(Merger::new(
+            config.metrics.merge.sources.clone(),
+            metrics.clone(),
+        )?);
+        let router =
+            crate::metrics::router(metrics.clone(), merger, &config.metrics.merge.path, access);
+        serve(&tracker, &token, l, router, "metrics");
     }
 
     let delivery = Arc::new(DeliveryContext {

@@ -294,3 +294,122 @@ async fn conference_metrics_follow_a_scripted_meeting_and_survive_a_restart() {
     assert_eq!(metric_value(&after, "bbb_recordings_deleted"), 2.0);
     relay.stop().await;
 }
+
+/// A fake exporter on loopback answering every GET with `body` after `delay`.
+async fn fake_exporter(body: &'static str, delay: std::time::Duration) -> String {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let app = axum::Router::new().route(
+        "/metrics",
+        axum::routing::get(move || async move {
+            tokio::time::sleep(delay).await;
+            body
+        }),
+    );
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    format!("http://{addr}/metrics")
+}
+
+#[tokio::test]
+async fn the_merged_endpoint_survives_clashes_slow_and_broken_sources() {
+    use hookrelay::config::MergeSource;
+    use std::time::Duration;
+    let redis = TestRedis::start().await;
+    let a = fake_exporter(
+        "# HELP node_load1 1m load average.\n# TYPE node_load1 gauge\nnode_load1 0.5\n\
+         # TYPE clash gauge\nclash 1\n# TYPE only_a_total counter\nonly_a_total{source=\"disk\"} 4\n",
+        Duration::ZERO,
+    )
+    .await;
+    let b = fake_exporter(
+        "# HELP node_load1 Other help.\n# TYPE node_load1 gauge\nnode_load1{cpu=\"all\"} 0.7\n\
+         # TYPE clash counter\nclash 2\n\
+         # TYPE hookrelay_bus_messages_total counter\nhookrelay_bus_messages_total 99\n",
+        Duration::ZERO,
+    )
+    .await;
+    let slow = fake_exporter("# TYPE slow gauge\nslow 1\n", Duration::from_secs(5)).await;
+    let garbage = fake_exporter("this { is not = metrics\n", Duration::ZERO).await;
+    let mut config = TestRelay::config(&redis);
+    config.metrics.merge.sources = [("a", a), ("b", b), ("slow", slow), ("garbage", garbage)]
+        .into_iter()
+        .map(|(name, url)| MergeSource {
+            name: name.into(),
+            url,
+            timeout_ms: 300,
+        })
+        .collect();
+    let relay = TestRelay::start_with(&redis, config).await;
+    let http = http_client();
+    let response = http
+        .get(format!("http://{}/metrics/all", relay.metrics))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        response.headers()["content-type"],
+        "text/plain; version=0.0.4; charset=utf-8"
+    );
+    let text = response.text().await.unwrap();
+    // One valid exposition, by a real parser.
+    let parsed = openmetrics_parser::prometheus::parse_prometheus(&text)
+        .unwrap_or_else(|e| panic!("invalid merged exposition: {e:?}\n{text}"));
+    let samples = |family: &str| -> Vec<String> {
+        let mut lines: Vec<String> = text
+            .lines()
+            .filter(|l| {
+                l.starts_with(&format!("{family}{{")) || l.starts_with(&format!("{family} "))
+            })
+            .map(String::from)
+            .collect();
+        lines.sort();
+        lines
+    };
+    assert_eq!(
+        samples("node_load1"),
+        [
+            r#"node_load1{cpu="",source="a"} 0.5"#,
+            r#"node_load1{cpu="all",source="b"} 0.7"#
+        ]
+    );
+    assert_eq!(
+        text.matches("# TYPE node_load1 gauge").count(),
+        1,
+        "one header for the merged family"
+    );
+    assert!(text.contains("# HELP node_load1 1m load average."));
+    // The TYPE clash: the first source's family stays, the other's is left out.
+    assert_eq!(samples("clash"), [r#"clash{source="a"} 1"#]);
+    assert_eq!(
+        samples("only_a_total"),
+        [r#"only_a_total{exported_source="disk",source="a"} 4"#]
+    );
+    // The relay's own series are in, merged with a source's family of the same name and TYPE.
+    let own = samples("hookrelay_bus_messages_total");
+    assert_eq!(own.len(), 2, "{own:?}");
+    assert!(own.iter().any(|l| l.contains(r#"source="hookrelay""#)));
+    assert!(
+        own.iter()
+            .any(|l| l.contains(r#"source="b""#) && l.ends_with(" 99"))
+    );
+    assert!(!samples("bbb_meetings").is_empty());
+    // Failed sources are left out and shown (the relay's own `source` label becomes
+    // exported_source there, as every source's does).
+    assert!(samples("slow").is_empty());
+    for (source, up) in [("a", 1.0), ("b", 1.0), ("slow", 0.0), ("garbage", 0.0)] {
+        let series =
+            format!(r#"hookrelay_merge_up{{exported_source="{source}",source="hookrelay"}}"#);
+        let line = text
+            .lines()
+            .find(|l| l.starts_with(&series))
+            .unwrap_or_else(|| panic!("{series} missing in\n{text}"));
+        assert!(line.ends_with(&format!(" {up}")), "{line}");
+    }
+    assert!(parsed.families.contains_key("hookrelay_merge_up"));
+    let m = relay.metrics().await;
+    assert_eq!(
+        metric_value(&m, r#"hookrelay_merge_left_out_total{source="b"}"#),
+        1.0
+    );
+    relay.stop().await;
+}

@@ -1,0 +1,124 @@
+//! The configuration's schema, loading and validation.
+
+use super::*;
+
+/// Configuration is plain data: it uses the leaf modules of `base` and nothing of the
+/// stages, which all read it (no cycle).
+#[test]
+fn config_imports_only_the_leaf_modules() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src/config");
+    for entry in std::fs::read_dir(&dir).expect("src/config") {
+        let path = entry.expect("entry").path();
+        if path.ends_with("tests.rs") {
+            continue;
+        }
+        let text = std::fs::read_to_string(&path).expect("source");
+        let code = text.split("#[cfg(test)]").next().unwrap_or_default();
+        assert!(
+            !code.replace("crate::base", "").contains("crate::"),
+            "{} imports a stage",
+            path.display()
+        );
+    }
+}
+
+#[test]
+fn missing_secret_names_the_key() {
+    let err = Config::from_toml("").unwrap_err().to_string();
+    assert!(err.contains("bbb.secret"), "{err}");
+}
+
+#[test]
+fn unknown_key_is_named() {
+    let err = Config::from_toml("[bbb]\nsecret='x'\n[api]\nbnd='1.2.3.4:5'\n")
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("bnd"), "{err}");
+}
+
+#[test]
+fn bad_redis_url_is_named() {
+    let err = Config::from_toml("[bbb]\nsecret='x'\n[redis]\nurl='http://x'\n")
+        .unwrap_err()
+        .to_string();
+    assert!(err.starts_with("configuration: redis.url"), "{err}");
+}
+
+#[test]
+fn defaults_and_overrides() {
+    let c = Config::from_toml(
+        "[bbb]\nsecret='x'\n[delivery]\ncompat='reference'\nretry_intervals_ms=[1,2]\n",
+    )
+    .unwrap();
+    assert_eq!(c.delivery.compat, Compat::Reference);
+    assert_eq!(c.delivery.retry_intervals_ms, vec![1, 2]);
+    assert_eq!(c.api.bind.port(), 3005);
+    assert_eq!(c.redis.channels.len(), 7);
+    assert_eq!(c.mapping.inactivity_timeout_s, 86_400);
+}
+
+proptest::proptest! {
+    /// Any text as a configuration file: a config or one error line, never a panic.
+    #[test]
+    fn any_text_loads_or_fails_cleanly(text in "(\\[[a-z.]{0,12}\\]\n|[a-z_]{1,12} = (\"[ -~]{0,10}\"|[0-9]{1,6}|\\[[0-9, ]{0,12}\\]|true)\n|[ -~]{0,20}\n){0,8}") {
+        match Config::from_toml(&text) {
+            Ok(c) => proptest::prop_assert!(!c.bbb.secret.expose().is_empty()),
+            Err(e) => proptest::prop_assert_eq!(e.to_string().lines().count(), 1),
+        }
+    }
+}
+
+#[test]
+fn permanent_hooks_must_pass_the_ssrf_guard() {
+    let text = "[bbb]\nsecret='x'\n[delivery]\npermanent_hooks=[{url='http://127.0.0.1:9/x'}]\n";
+    let err = Config::from_toml(text).unwrap_err().to_string();
+    assert!(
+        err.starts_with(
+            "configuration: delivery.permanent_hooks: http://127.0.0.1:9/x: not allowed"
+        ),
+        "{err}"
+    );
+    let allowed = format!("{text}[delivery.ssrf]\nallow_cidrs=['127.0.0.0/8']\n");
+    assert!(Config::from_toml(&allowed).is_ok());
+}
+
+#[test]
+fn secret_is_not_debug_printed() {
+    let c = Config::from_toml("[bbb]\nsecret='hunter2'\n").unwrap();
+    assert!(!format!("{c:?}").contains("hunter2"));
+    assert_eq!(c.bbb.secret.expose(), "hunter2");
+}
+
+#[test]
+fn neither_debug_nor_serialized_output_shows_a_secret() {
+    let c = Config::from_toml(
+        "[bbb]\nsecret='hunter2'\n[redis]\nurl='redis://:opensesame@127.0.0.1:6379/0'\n",
+    )
+    .unwrap();
+    assert_eq!(c.redis.url.expose(), "redis://:opensesame@127.0.0.1:6379/0");
+    let shown = [
+        format!("{c:?}"),
+        format!("{c:#?}"),
+        serde_json::to_string(&c).unwrap(),
+        toml::to_string(&c).unwrap(),
+    ];
+    for text in shown {
+        assert!(!text.contains("hunter2"), "{text}");
+        assert!(!text.contains("opensesame"), "{text}");
+        assert!(
+            text.contains("127.0.0.1:6379"),
+            "the rest of the URL is shown: {text}"
+        );
+    }
+}
+
+#[test]
+fn bearer_mode_refuses_plain_http_permanent_hooks() {
+    let text = "[bbb]\nsecret='x'\n[delivery]\nauth='bearer'\npermanent_hooks=[{url='http://example.com/x'}]\n";
+    let err = Config::from_toml(text).unwrap_err().to_string();
+    assert!(err.contains("allow_insecure_bearer"), "{err}");
+    let allowed = text.replace("auth='bearer'", "auth='bearer'\nallow_insecure_bearer=true");
+    assert!(Config::from_toml(&allowed).is_ok());
+    let https = text.replace("http://", "https://");
+    assert!(Config::from_toml(&https).is_ok());
+}
