@@ -27,6 +27,8 @@ pub struct Subscriber {
     /// Larger messages are skipped and counted.
     pub max_message_bytes: usize,
     pub metrics: Arc<Metrics>,
+    /// Notified each time the subscription is made (at start and after every reconnect).
+    pub subscribed: Arc<tokio::sync::Notify>,
 }
 
 impl Subscriber {
@@ -51,6 +53,7 @@ impl Subscriber {
                     first = false;
                     tracing::info!(channels = self.channels.len(), "subscribed to the bus");
                     self.metrics.redis_connected.set(1);
+                    self.subscribed.notify_one();
                     delays = backoff();
                     let go_on = self.forward(pubsub, &tx, &token).await;
                     self.metrics.redis_connected.set(0);

@@ -4,10 +4,12 @@
 //! and the recordings' states. Set semantics: a repeated join counts once, an unknown leave
 //! does nothing, a meeting's entry goes when it ends or after the mapping timeout without
 //! events. Changes are buffered and written to Redis with the batch they belong to
-//! ([`persist`]); [`exposition`] renders the metrics at scrape time.
+//! ([`persist`]); [`exposition`] renders the metrics at scrape time; [`seed`] can take the
+//! meetings from BBB's `getMeetings` when the bus is (re)subscribed.
 
 pub mod exposition;
 pub mod persist;
+pub mod seed;
 
 use std::{
     collections::{BTreeMap, BTreeSet, HashMap, HashSet},
@@ -200,8 +202,9 @@ impl Conference {
                 if let Some(stream) = msg.body_field("stream").and_then(Value::as_str) {
                     if id == "user-cam-broadcast-start" {
                         room.streams.insert(stream.to_string(), uid.to_string());
-                    } else {
-                        room.streams.remove(stream);
+                    } else if room.streams.remove(stream).is_none() {
+                        // A camera known from getMeetings only by its user.
+                        room.streams.remove(&format!("seeded:{uid}"));
                     }
                 }
             }
@@ -248,6 +251,17 @@ impl Conference {
         self.recordings = recordings;
     }
 
+    /// Replaces the meetings with `rooms` (from `getMeetings`); every meeting before or after
+    /// counts as changed. Recordings and the unique counters stay.
+    pub fn seed(&mut self, rooms: HashMap<String, Room>, now_ms: u64) {
+        self.changed_rooms.extend(self.rooms.keys().cloned());
+        self.changed_rooms.extend(rooms.keys().cloned());
+        self.rooms = rooms;
+        for room in self.rooms.values_mut() {
+            room.last_activity_ms = now_ms;
+        }
+    }
+
     /// What changed since the last call, for Redis.
     pub fn take_changes(&mut self) -> Changes {
         let rooms = self
@@ -268,7 +282,7 @@ impl Conference {
 }
 
 /// bbb-exporter's client types: `html5`, `dial-in`, `flash`; anything else as sent, lowercase.
-fn client_type(v: Option<&Value>) -> String {
+pub(crate) fn client_type(v: Option<&Value>) -> String {
     match v.and_then(Value::as_str).map(str::to_ascii_lowercase) {
         None => "html5".into(),
         Some(c) if c.starts_with("dial-in") => "dial-in".into(),

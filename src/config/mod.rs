@@ -37,6 +37,9 @@ pub struct BbbConfig {
     pub secret: Secret,
     /// Sent as the `domain` field of callbacks when `delivery.compat = "reference"`.
     pub server_domain: String,
+    /// BBB's API base (`https://host/bigbluebutton/api`): when set, `getMeetings` seeds the
+    /// conference metrics each time the bus is subscribed. Empty: off.
+    pub api_url: String,
 }
 
 impl Default for BbbConfig {
@@ -44,6 +47,7 @@ impl Default for BbbConfig {
         Self {
             secret: Secret::default(),
             server_domain: "localhost".into(),
+            api_url: String::new(),
         }
     }
 }

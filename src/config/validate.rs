@@ -61,6 +61,11 @@ impl Config {
         if auth.basic_user.contains(':') {
             return fail("metrics.auth.basic_user", "may not contain ':'");
         }
+        if !self.bbb.api_url.is_empty()
+            && !matches!(url::Url::parse(&self.bbb.api_url), Ok(u) if matches!(u.scheme(), "http" | "https"))
+        {
+            return fail("bbb.api_url", "must be an http(s) URL");
+        }
         let merge = &self.metrics.merge;
         if !merge.path.starts_with('/') || merge.path == "/metrics" {
             return fail(

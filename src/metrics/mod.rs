@@ -115,6 +115,7 @@ pub struct Metrics {
     depth_hooks: std::sync::Mutex<Vec<u64>>,
     pub redis_connected: Gauge,
     pub bus_clock: Arc<live::BusClock>,
+    pub conference_seeds: Family<ResultLabel, Counter>,
     pub merge_up: Family<SourceLabel, Gauge>,
     pub merge_duration: Family<SourceLabel, Gauge<f64, std::sync::atomic::AtomicU64>>,
     pub merge_left_out: Family<SourceLabel, Counter>,
@@ -238,6 +239,11 @@ impl Metrics {
             })
             .set(1);
         r.register_collector(Box::new(m.bus_clock.clone()));
+        r.register(
+            "hookrelay_conference_seeds",
+            "getMeetings calls that seeded the conference state, by result (ok, error)",
+            m.conference_seeds.clone(),
+        );
         r.register(
             "hookrelay_merge_up",
             "1 if the last scrape of /metrics/all got this source's metrics, 0 if it failed, \

@@ -191,11 +191,23 @@ pub async fn run(config: Config, listeners: Listeners, shutdown: Shutdown) -> an
         tracker: tracker.clone(),
     });
     let (bus_tx, bus_rx) = mpsc::channel(BUS_BUFFER);
+    let subscribed = Arc::new(tokio::sync::Notify::new());
+    if !config.bbb.api_url.is_empty() {
+        tracker.spawn(conference::seed::run(
+            config.bbb.api_url.clone(),
+            config.bbb.secret.clone(),
+            conference.clone(),
+            subscribed.clone(),
+            metrics.clone(),
+            token.clone(),
+        ));
+    }
     let subscriber = Subscriber {
         client,
         channels: config.redis.channels.clone(),
         max_message_bytes: config.redis.max_message_bytes,
         metrics: metrics.clone(),
+        subscribed,
     };
     tracker.spawn(subscriber.run(bus_tx, token.clone()));
     let filter = EventFilter {

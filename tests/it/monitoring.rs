@@ -413,3 +413,110 @@ async fn the_merged_endpoint_survives_clashes_slow_and_broken_sources() {
     );
     relay.stop().await;
 }
+
+/// A fake BBB API answering `getMeetings` (checksum checked) with what `answer` holds.
+async fn fake_bbb_api(answer: std::sync::Arc<std::sync::Mutex<String>>) -> String {
+    use hookrelay::base::digest::Algorithm;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let expected = Algorithm::Sha1.hex_digest(&[b"getMeetings", crate::support::SECRET.as_bytes()]);
+    let app = axum::Router::new().route(
+        "/bigbluebutton/api/getMeetings",
+        axum::routing::get(
+            move |axum::extract::RawQuery(q): axum::extract::RawQuery| {
+                let answer = answer.clone();
+                let ok = q.as_deref() == Some(&format!("checksum={expected}"));
+                async move {
+                    if ok {
+                        answer.lock().unwrap().clone()
+                    } else {
+                        "<response><returncode>FAILED</returncode><messageKey>checksumError</messageKey></response>".into()
+                    }
+                }
+            },
+        ),
+    );
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    format!("http://{addr}/bigbluebutton/api")
+}
+
+fn meetings_xml(attendees: &[(&str, &str, bool, bool)]) -> String {
+    let people: String = attendees
+        .iter()
+        .map(|(id, client, listen, video)| {
+            format!(
+                "<attendee><userID>{id}</userID><clientType>{client}</clientType>\
+                 <isListeningOnly>{listen}</isListeningOnly><hasJoinedVoice>{}</hasJoinedVoice>\
+                 <hasVideo>{video}</hasVideo></attendee>",
+                !listen
+            )
+        })
+        .collect();
+    format!(
+        "<response><returncode>SUCCESS</returncode><meetings><meeting>\
+         <internalMeetingID>int-9</internalMeetingID><isBreakout>false</isBreakout>\
+         <attendees>{people}</attendees></meeting></meetings></response>"
+    )
+}
+
+#[tokio::test]
+async fn get_meetings_seeds_the_state_at_start_and_after_a_reconnect() {
+    let mut redis = TestRedis::start().await;
+    let answer = std::sync::Arc::new(std::sync::Mutex::new(meetings_xml(&[
+        ("u1", "HTML5", false, true),
+        ("u2", "HTML5", true, false),
+    ])));
+    let mut config = TestRelay::config(&redis);
+    config.bbb.api_url = fake_bbb_api(answer.clone()).await;
+    let relay = TestRelay::start_with(&redis, config).await;
+    let wait_for = |series: &'static str, want: f64| {
+        let relay = &relay;
+        async move {
+            let deadline = tokio::time::Instant::now() + crate::support::PATIENCE;
+            loop {
+                let m = relay.metrics().await;
+                if metric_value(&m, series) == want {
+                    return m;
+                }
+                assert!(
+                    tokio::time::Instant::now() < deadline,
+                    "{series} never {want}:\n{m}"
+                );
+                tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+            }
+        }
+    };
+    // No bus event at all: the meeting is known from getMeetings.
+    let m = wait_for("bbb_meetings_participants", 2.0).await;
+    assert_eq!(metric_value(&m, "bbb_meetings"), 1.0);
+    assert_eq!(metric_value(&m, "bbb_meetings_listeners"), 1.0);
+    assert_eq!(metric_value(&m, "bbb_meetings_voice_participants"), 1.0);
+    assert_eq!(metric_value(&m, "bbb_meetings_video_participants"), 1.0);
+    assert_eq!(
+        metric_value(&m, r#"hookrelay_conference_seeds_total{result="ok"}"#),
+        1.0
+    );
+    // The bus goes on from there: a camera stop of the seeded camera, a join.
+    redis
+        .publish(&akka(
+            "UserBroadcastCamStoppedEvtMsg",
+            "int-9",
+            "u1",
+            serde_json::json!({"stream": "u1_real_stream_id"}),
+        ))
+        .await;
+    redis.publish(&user_joined("int-9", "u3", "Cid")).await;
+    let m = wait_for("bbb_meetings_participants", 3.0).await;
+    assert_eq!(metric_value(&m, "bbb_meetings_video_participants"), 0.0);
+
+    // Redis goes away and comes back: the state is taken from getMeetings again.
+    *answer.lock().unwrap() = meetings_xml(&[("u9", "DIAL-IN", false, false)]);
+    redis.kill().await;
+    redis.start_again().await;
+    let m = wait_for("bbb_meetings_participants", 1.0).await;
+    assert_eq!(
+        metric_value(&m, r#"bbb_meetings_participant_clients{type="dial-in"}"#),
+        1.0
+    );
+    relay.stop().await;
+}
