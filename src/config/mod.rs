@@ -153,6 +153,10 @@ pub struct DeliveryConfig {
     pub permanent_hooks: Vec<PermanentHook>,
     /// Most callbacks queued per hook; beyond it the oldest are dropped (and counted).
     pub max_queue: usize,
+    /// Most delivered callbacks per hook not yet marked delivered in Redis (marking is batched
+    /// off the hot path): a crash repeats at most this many callbacks per hook. 1: each mark is
+    /// written before the next callback is sent.
+    pub max_unacked: usize,
     /// Accept callback URLs carrying `user:password@` (refused by default: they end up in logs
     /// and lists of other tools).
     pub allow_url_credentials: bool,
@@ -197,6 +201,7 @@ impl Default for DeliveryConfig {
             auth: CallbackAuth::Checksum,
             permanent_hooks: Vec::new(),
             max_queue: 10_000,
+            max_unacked: 16,
             allow_url_credentials: false,
             allow_insecure_bearer: false,
             include_events: Vec::new(),

@@ -51,6 +51,9 @@ impl Config {
         if self.delivery.max_queue == 0 {
             return fail("delivery.max_queue", "must be greater than 0");
         }
+        if self.delivery.max_unacked == 0 {
+            return fail("delivery.max_unacked", "must be at least 1");
+        }
         if self.delivery.request_timeout_ms == 0 {
             return fail("delivery.request_timeout_ms", "must be greater than 0");
         }

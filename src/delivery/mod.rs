@@ -1,7 +1,9 @@
 //! Delivery: per-hook FIFO queues with one callback in flight ([`queue`]), kept in Redis
-//! ([`journal`]), the retry schedule ([`retry`]), signing ([`sign`], pure), the HTTP client
-//! ([`client`]) and its address check at connection time ([`ssrf`]).
+//! ([`journal`]) and marked delivered there in batches ([`ack`]), the retry schedule
+//! ([`retry`]), signing ([`sign`], pure), the HTTP client ([`client`]) and its address check at
+//! connection time ([`ssrf`]).
 
+pub mod ack;
 pub mod client;
 pub mod journal;
 pub mod queue;

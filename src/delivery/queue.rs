@@ -20,6 +20,7 @@ use tokio::sync::Notify;
 use tokio_util::{sync::CancellationToken, task::TaskTracker};
 
 use super::{
+    ack::Acker,
     client::CallbackClient,
     client::DeliveryError,
     journal::{self, Entry},
@@ -37,6 +38,8 @@ use crate::{
 /// What every worker shares.
 pub struct DeliveryContext {
     pub client: CallbackClient,
+    /// Marks delivered callbacks in Redis, off the hot path.
+    pub acker: Arc<Acker>,
     pub store: Arc<HookStore>,
     /// For the queues' Redis streams.
     pub conn: ConnectionManager,
@@ -251,7 +254,12 @@ async fn worker(hook: Arc<Hook>, queue: Arc<HookQueue>, ctx: Arc<DeliveryContext
         .check_url(&hook.callback_url)
         .err()
         .map(|r| r.to_string());
+    let mut acks = ctx.acker.worker(hook.id);
     loop {
+        // At most max_unacked delivered callbacks may wait to be marked in Redis.
+        if !acks.ready_for_next(&ctx.token).await {
+            return;
+        }
         let entry = loop {
             if queue.is_closed() {
                 return;
@@ -268,26 +276,10 @@ async fn worker(hook: Arc<Hook>, queue: Arc<HookQueue>, ctx: Arc<DeliveryContext
             return;
         }
         match deliver(&hook, &entry, &policy, blocked.as_deref(), &ctx).await {
-            Outcome::Delivered => {
-                if !ack(&hook, &entry, &ctx).await {
-                    return;
-                }
-            }
+            Outcome::Delivered => acks.delivered(entry.ts),
             Outcome::GaveUp | Outcome::Stopped => return,
         }
     }
-}
-
-/// Removes a delivered entry from Redis before the next one is sent, so that a crash repeats at
-/// most the callback in flight. `false` when the relay stopped while Redis was unreachable.
-async fn ack(hook: &Hook, entry: &Entry, ctx: &DeliveryContext) -> bool {
-    let what = format!("mark a callback of hook {} delivered", hook.id);
-    retry_until_ok(&ctx.token, what, || {
-        let mut c = ctx.conn.clone();
-        async move { journal::remove(&mut c, hook.id, &[entry.ts]).await }
-    })
-    .await
-    .is_some()
 }
 
 /// Delivers one entry with retries.

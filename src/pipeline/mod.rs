@@ -18,6 +18,7 @@ use crate::{
     conference::{self, SharedConference, exposition::ConferenceCollector},
     config::{CallbackAuth, Config, callback_guard},
     delivery::{
+        ack::Acker,
         client::CallbackClient,
         queue::{DeliveryContext, Dispatcher},
         sign::Signer,
@@ -175,7 +176,10 @@ pub async fn run(config: Config, listeners: Listeners, shutdown: Shutdown) -> an
         serve(&tracker, &token, l, router, "metrics");
     }
 
+    let acker = Acker::new(config.delivery.max_unacked);
+    tracker.spawn(acker.clone().run(conn.clone(), token.clone()));
     let delivery = Arc::new(DeliveryContext {
+        acker,
         client: CallbackClient::new(
             Duration::from_millis(config.delivery.request_timeout_ms),
             guard.clone(),

@@ -1,0 +1,224 @@
+//! Acknowledgements of delivered callbacks, taken off the hot path: a worker records a 2xx and
+//! goes on to its next callback; one flusher task removes the recorded entries from the hooks'
+//! Redis streams in one pipeline per round, for every hook at once. A worker sends its next
+//! callback only while fewer than `delivery.max_unacked` of its delivered callbacks wait for
+//! that removal, so a crash repeats at most `max_unacked` callbacks per hook (the one in flight
+//! included); with 1, each removal is confirmed before the next callback, as it used to be. A
+//! graceful stop flushes everything the workers recorded before the flusher ends.
+
+use std::{
+    collections::HashMap,
+    collections::VecDeque,
+    sync::{
+        Arc, Mutex,
+        atomic::{AtomicUsize, Ordering},
+    },
+    time::Duration,
+};
+
+use redis::aio::ConnectionManager;
+use tokio::sync::{Notify, watch};
+use tokio_util::sync::CancellationToken;
+
+use crate::{base::redis_keys::queue_key, shutdown::retry_until_ok};
+
+/// Recorded acknowledgements and the number of the flush that will take them.
+#[derive(Default)]
+struct Pending {
+    entries: HashMap<u64, Vec<u64>>,
+    /// The flush that takes what is recorded now (flushes are numbered from 1).
+    next_flush: u64,
+}
+
+/// Shared by the workers (record, wait) and the flusher (write).
+pub struct Acker {
+    pending: Mutex<Pending>,
+    wake: Notify,
+    /// The number of the last flush written to Redis.
+    done: watch::Sender<u64>,
+    /// Workers alive: the flusher ends only once they are all gone and nothing is pending.
+    workers: AtomicUsize,
+    pub max_unacked: usize,
+}
+
+impl Acker {
+    pub fn new(max_unacked: usize) -> Arc<Self> {
+        Arc::new(Self {
+            pending: Mutex::new(Pending {
+                entries: HashMap::new(),
+                next_flush: 1,
+            }),
+            wake: Notify::new(),
+            done: watch::channel(0).0,
+            workers: AtomicUsize::new(0),
+            max_unacked: max_unacked.max(1),
+        })
+    }
+
+    /// Records that `hook`'s entry `ts` was delivered; returns the flush that will remove it.
+    fn record(&self, hook: u64, ts: u64) -> u64 {
+        let mut p = self.pending.lock().unwrap_or_else(|e| e.into_inner());
+        p.entries.entry(hook).or_default().push(ts);
+        let flush = p.next_flush;
+        drop(p);
+        self.wake.notify_one();
+        flush
+    }
+
+    /// Takes everything recorded, with the number of this flush.
+    fn take(&self) -> (u64, HashMap<u64, Vec<u64>>) {
+        let mut p = self.pending.lock().unwrap_or_else(|e| e.into_inner());
+        let flush = p.next_flush;
+        p.next_flush += 1;
+        (flush, std::mem::take(&mut p.entries))
+    }
+
+    fn is_idle(&self) -> bool {
+        self.pending
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .entries
+            .is_empty()
+    }
+
+    /// A worker's handle; counts it alive until dropped.
+    pub fn worker(self: &Arc<Self>, hook: u64) -> WorkerAcks {
+        self.workers.fetch_add(1, Ordering::AcqRel);
+        WorkerAcks {
+            acker: self.clone(),
+            hook,
+            unconfirmed: VecDeque::new(),
+            done: self.done.subscribe(),
+        }
+    }
+
+    /// Writes recorded acknowledgements until the relay stops, the workers are gone and nothing
+    /// is left to write.
+    pub async fn run(self: Arc<Self>, conn: ConnectionManager, token: CancellationToken) {
+        loop {
+            if !self.is_idle() {
+                let (flush, entries) = self.take();
+                let mut pipe = redis::pipe();
+                for (hook, ts) in &entries {
+                    let ids: Vec<String> = ts.iter().map(|t| format!("{t}-0")).collect();
+                    pipe.xdel(queue_key(*hook), &ids).ignore();
+                }
+                let written = retry_until_ok(&token, "mark delivered callbacks", || {
+                    let (mut c, pipe) = (conn.clone(), &pipe);
+                    async move { pipe.query_async::<()>(&mut c).await }
+                })
+                .await;
+                if written.is_none() {
+                    tracing::warn!(
+                        hooks = entries.len(),
+                        "stopping with delivered callbacks not marked in Redis: they will be sent again after the restart"
+                    );
+                    return;
+                }
+                self.done.send_replace(flush);
+                continue;
+            }
+            if token.is_cancelled() && self.workers.load(Ordering::Acquire) == 0 {
+                return;
+            }
+            if token.is_cancelled() {
+                // Stopping: look again now and then for workers that have ended.
+                tokio::select! {
+                    () = self.wake.notified() => {}
+                    () = tokio::time::sleep(Duration::from_millis(20)) => {}
+                }
+            } else {
+                tokio::select! {
+                    () = self.wake.notified() => {}
+                    () = token.cancelled() => {}
+                }
+            }
+        }
+    }
+}
+
+/// One worker's view: its acknowledgements not yet confirmed written.
+pub struct WorkerAcks {
+    acker: Arc<Acker>,
+    hook: u64,
+    /// Flush numbers of its delivered entries not yet written, oldest first.
+    unconfirmed: VecDeque<u64>,
+    done: watch::Receiver<u64>,
+}
+
+impl WorkerAcks {
+    /// Records a delivered entry.
+    pub fn delivered(&mut self, ts: u64) {
+        let flush = self.acker.record(self.hook, ts);
+        self.unconfirmed.push_back(flush);
+    }
+
+    /// Waits until another callback may be sent: fewer than `max_unacked` delivered entries
+    /// unwritten. `false` when the relay stops first.
+    pub async fn ready_for_next(&mut self, token: &CancellationToken) -> bool {
+        loop {
+            let done = *self.done.borrow_and_update();
+            while self.unconfirmed.front().is_some_and(|f| *f <= done) {
+                self.unconfirmed.pop_front();
+            }
+            // With one callback about to be in flight, at most max_unacked may go unwritten.
+            if self.unconfirmed.len() < self.acker.max_unacked {
+                return true;
+            }
+            tokio::select! {
+                r = self.done.changed() => if r.is_err() { return false },
+                () = token.cancelled() => return false,
+            }
+        }
+    }
+}
+
+impl Drop for WorkerAcks {
+    fn drop(&mut self) {
+        self.acker.workers.fetch_sub(1, Ordering::AcqRel);
+        self.acker.wake.notify_one();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn flush_numbers_follow_the_takes() {
+        let a = Acker::new(2);
+        let mut w = a.worker(7);
+        w.delivered(10);
+        w.delivered(11);
+        let (flush, entries) = a.take();
+        assert_eq!(flush, 1);
+        assert_eq!(entries[&7], [10, 11]);
+        w.delivered(12);
+        assert_eq!(w.unconfirmed, [1, 1, 2]);
+        assert!(!a.is_idle());
+    }
+
+    #[tokio::test]
+    async fn a_worker_waits_only_when_max_unacked_are_unwritten() {
+        let a = Acker::new(2);
+        let mut w = a.worker(1);
+        w.delivered(1);
+        let token = CancellationToken::new();
+        assert!(
+            w.ready_for_next(&token).await,
+            "one unwritten of two allowed"
+        );
+        w.delivered(2);
+        let waiting =
+            tokio::time::timeout(Duration::from_millis(50), w.ready_for_next(&token)).await;
+        assert!(waiting.is_err(), "two unwritten: it waits");
+        let (flush, _) = a.take();
+        a.done.send_replace(flush);
+        assert!(w.ready_for_next(&token).await);
+        assert!(w.unconfirmed.is_empty());
+        w.delivered(3);
+        w.delivered(4);
+        token.cancel();
+        assert!(!w.ready_for_next(&token).await, "a stop ends the wait");
+    }
+}
