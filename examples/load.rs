@@ -26,6 +26,9 @@ struct Args {
     /// on every callback; repeatable, applied in the order given.
     #[arg(long = "plugin")]
     plugins: Vec<String>,
+    /// delivery.max_unacked (1: each delivery marked in Redis before the next is sent).
+    #[arg(long, default_value_t = 16)]
+    max_unacked: usize,
 }
 
 #[tokio::main]
@@ -35,6 +38,7 @@ async fn main() {
     let mut config = TestRelay::config(&redis);
     // Room for the whole burst: the bound would otherwise drop the oldest (by design).
     config.delivery.max_queue = args.events;
+    config.delivery.max_unacked = args.max_unacked;
     let plugin_dir = support::PluginDir::new();
     if !args.plugins.is_empty() {
         for (i, name) in args.plugins.iter().enumerate() {

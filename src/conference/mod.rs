@@ -39,11 +39,13 @@ pub struct Room {
 }
 
 impl Room {
-    fn leave(&mut self, uid: &str) {
-        self.users.remove(uid);
-        self.listeners.remove(uid);
-        self.voice.remove(uid);
+    /// Whether anything of the user was there.
+    fn leave(&mut self, uid: &str) -> bool {
+        let was = self.users.remove(uid).is_some();
+        let audio = self.listeners.remove(uid) | self.voice.remove(uid);
+        let cameras = self.streams.len();
         self.streams.retain(|_, owner| owner != uid);
+        was || audio || cameras != self.streams.len()
     }
 }
 
@@ -167,7 +169,9 @@ impl Conference {
             }
             return;
         };
-        let before = self.rooms.get(mid).cloned();
+        // Each change is seen from its own operation: cloning a room to compare would cost
+        // its size on every event.
+        let is_new = !self.rooms.contains_key(mid);
         let room = match id {
             // A meeting whose creation the relay did not see (it started mid-meeting) appears
             // with its first join.
@@ -179,38 +183,44 @@ impl Conference {
         };
         room.last_activity_ms = now_ms;
         let user = |key: &str| mapped.attributes.get("user").and_then(|u| u.get(key));
-        match id {
+        let changed = match id {
             "user-joined" => {
                 let client = client_type(msg.body_field("clientType"));
-                room.users.insert(uid.to_string(), client);
+                if room.users.get(uid) == Some(&client) {
+                    false
+                } else {
+                    room.users.insert(uid.to_string(), client);
+                    true
+                }
             }
             "user-left" => room.leave(uid),
             "user-audio-voice-enabled" => {
-                if user("listening-only") == Some(&Value::Bool(true)) {
-                    room.voice.remove(uid);
-                    room.listeners.insert(uid.to_string());
+                let (from, to) = if user("listening-only") == Some(&Value::Bool(true)) {
+                    (&mut room.voice, &mut room.listeners)
                 } else {
-                    room.listeners.remove(uid);
-                    room.voice.insert(uid.to_string());
-                }
+                    (&mut room.listeners, &mut room.voice)
+                };
+                let removed = from.remove(uid);
+                to.insert(uid.to_string()) | removed
             }
-            "user-audio-voice-disabled" => {
-                room.listeners.remove(uid);
-                room.voice.remove(uid);
-            }
+            "user-audio-voice-disabled" => room.listeners.remove(uid) | room.voice.remove(uid),
             "user-cam-broadcast-start" | "user-cam-broadcast-end" => {
-                if let Some(stream) = msg.body_field("stream").and_then(Value::as_str) {
-                    if id == "user-cam-broadcast-start" {
-                        room.streams.insert(stream.to_string(), uid.to_string());
-                    } else if room.streams.remove(stream).is_none() {
-                        // A camera known from getMeetings only by its user.
-                        room.streams.remove(&format!("seeded:{uid}"));
+                match msg.body_field("stream").and_then(Value::as_str) {
+                    Some(stream) if id == "user-cam-broadcast-start" => room
+                        .streams
+                        .insert(stream.to_string(), uid.to_string())
+                        .is_none(),
+                    Some(stream) => {
+                        room.streams.remove(stream).is_some()
+                            // A camera known from getMeetings only by its user.
+                            || room.streams.remove(&format!("seeded:{uid}")).is_some()
                     }
+                    None => false,
                 }
             }
-            _ => {}
-        }
-        if before.as_ref() != Some(&*room) {
+            _ => false,
+        };
+        if changed || is_new {
             self.changed_rooms.insert(mid.to_string());
         }
     }
