@@ -15,10 +15,15 @@ pub const MAPPINGS_SET: &str = "bigbluebutton:webhooks:proc:mappings";
 pub const MAPPING_PREFIX: &str = "bigbluebutton:webhooks:proc:mapping:";
 /// Set of `{meeting}:{user}` ids with a stored user mapping.
 pub const USERS_SET: &str = "bigbluebutton:webhooks:proc:userMaps";
+/// Hash of one payload shared by several queued callbacks: `{PAYLOAD_PREFIX}<ref>` with the
+/// text (`t`) and the number of queue entries referring to it (`n`).
+pub const PAYLOAD_PREFIX: &str = "bigbluebutton:webhooks:out:payload:";
+/// The highest payload reference given so far, so that a restarted relay gives higher ones.
+pub const PAYLOAD_SEQ: &str = "bigbluebutton:webhooks:out:payloadSeq";
 /// Hash of one user mapping: `{USER_PREFIX}{meeting}:{user}`.
 pub const USER_PREFIX: &str = "bigbluebutton:webhooks:proc:userMap:";
-/// Hash: internal meeting id -> the conference state of that meeting (JSON), for the
-/// `bbb_*` metrics.
+/// Hash: internal meeting id -> that meeting's room without its users (JSON; rooms written by
+/// earlier versions hold their users too), for the `bbb_*` metrics.
 pub const CONFERENCE_ROOMS: &str = "bigbluebutton:webhooks:proc:conference";
 /// Hash: record id -> the state of that recording (`processing`, `published`, ...).
 pub const CONFERENCE_RECORDINGS: &str = "bigbluebutton:webhooks:proc:recordings";
@@ -26,6 +31,12 @@ pub const CONFERENCE_RECORDINGS: &str = "bigbluebutton:webhooks:proc:recordings"
 /// The hash of hook `id`.
 pub fn hook_key(id: impl std::fmt::Display) -> String {
     format!("{HOOK_PREFIX}{id}")
+}
+
+/// Hash of one meeting's users: user id -> that user's part of the room (JSON); the room's
+/// own entry (in [`CONFERENCE_ROOMS`]) holds the rest.
+pub fn conference_members_key(meeting: &str) -> String {
+    format!("{CONFERENCE_ROOMS}:{meeting}")
 }
 
 /// The stream holding hook `id`'s pending callbacks; removed with the hook.

@@ -38,7 +38,83 @@ pub struct Room {
     pub last_activity_ms: u64,
 }
 
+/// One user's part of a room, stored as one field of the room's member hash in Redis, so that
+/// a change costs the user's size, not the room's.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Member {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client: Option<String>,
+    /// `voice` or `listen`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub audio: Option<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub streams: Vec<String>,
+}
+
 impl Room {
+    /// The user's part of the room; `None` when nothing of them is there.
+    pub fn member(&self, uid: &str) -> Option<Member> {
+        let audio = if self.voice.contains(uid) {
+            Some("voice")
+        } else if self.listeners.contains(uid) {
+            Some("listen")
+        } else {
+            None
+        };
+        let m = Member {
+            client: self.users.get(uid).cloned(),
+            audio: audio.map(String::from),
+            streams: self
+                .streams
+                .iter()
+                .filter(|(_, owner)| *owner == uid)
+                .map(|(s, _)| s.clone())
+                .collect(),
+        };
+        (m != Member::default()).then_some(m)
+    }
+
+    /// Every user with something in the room.
+    pub fn members(&self) -> Vec<(String, Member)> {
+        let uids: BTreeSet<&String> = self
+            .users
+            .keys()
+            .chain(&self.listeners)
+            .chain(&self.voice)
+            .chain(self.streams.values())
+            .collect();
+        uids.into_iter()
+            .filter_map(|u| Some((u.clone(), self.member(u)?)))
+            .collect()
+    }
+
+    /// Adds a stored member back.
+    pub fn add_member(&mut self, uid: &str, m: Member) {
+        if let Some(c) = m.client {
+            self.users.insert(uid.to_string(), c);
+        }
+        match m.audio.as_deref() {
+            Some("voice") => {
+                self.voice.insert(uid.to_string());
+            }
+            Some("listen") => {
+                self.listeners.insert(uid.to_string());
+            }
+            _ => {}
+        }
+        for s in m.streams {
+            self.streams.insert(s, uid.to_string());
+        }
+    }
+
+    /// The room without its users (what the rooms hash stores).
+    pub fn header(&self) -> Room {
+        Room {
+            breakout: self.breakout,
+            ..Room::default()
+        }
+    }
+
     /// Whether anything of the user was there.
     fn leave(&mut self, uid: &str) -> bool {
         let was = self.users.remove(uid).is_some();
@@ -103,17 +179,22 @@ pub struct Conference {
     /// Non-breakout meetings and breakout rooms created since the relay started.
     pub unique_meetings: u64,
     pub unique_breakout_rooms: u64,
+    /// Rooms to write whole (created, ended, seeded, expired).
     changed_rooms: HashSet<String>,
+    /// (meeting, user) pairs whose part changed in a room not written whole.
+    changed_users: HashSet<(String, String)>,
     changed_recordings: HashSet<String>,
 }
 
 /// Shared between the processing task (writes) and the metrics endpoint (reads).
 pub type SharedConference = Arc<Mutex<Conference>>;
 
-/// What to write to Redis: rooms to store (`Some`) or delete (`None`), recordings to store.
+/// What to write to Redis: rooms to store whole (`Some`) or delete (`None`), users' parts of
+/// rooms to store or delete, recordings to store.
 #[derive(Debug, Default, PartialEq)]
 pub struct Changes {
     pub rooms: Vec<(String, Option<Room>)>,
+    pub users: Vec<(String, String, Option<Member>)>,
     pub recordings: Vec<(String, Recording)>,
 }
 
@@ -220,8 +301,11 @@ impl Conference {
             }
             _ => false,
         };
-        if changed || is_new {
+        if is_new {
             self.changed_rooms.insert(mid.to_string());
+        } else if changed {
+            self.changed_users
+                .insert((mid.to_string(), uid.to_string()));
         }
     }
 
@@ -274,9 +358,18 @@ impl Conference {
 
     /// What changed since the last call, for Redis.
     pub fn take_changes(&mut self) -> Changes {
-        let rooms = self
-            .changed_rooms
+        let whole = std::mem::take(&mut self.changed_rooms);
+        let users = self
+            .changed_users
             .drain()
+            .filter(|(mid, _)| !whole.contains(mid))
+            .map(|(mid, uid)| {
+                let m = self.rooms.get(&mid).and_then(|r| r.member(&uid));
+                (mid, uid, m)
+            })
+            .collect();
+        let rooms = whole
+            .into_iter()
             .map(|mid| {
                 let room = self.rooms.get(&mid).cloned();
                 (mid, room)
@@ -287,7 +380,11 @@ impl Conference {
             .drain()
             .filter_map(|r| self.recordings.get(&r).map(|s| (r, *s)))
             .collect();
-        Changes { rooms, recordings }
+        Changes {
+            rooms,
+            users,
+            recordings,
+        }
     }
 }
 

@@ -1,20 +1,45 @@
-//! The conference state in Redis, beside the id mappings: one hash of rooms (JSON per meeting)
-//! and one of recording states. Changes go into the pipeline that persists the batch's
-//! callbacks; everything is read back at start-up.
+//! The conference state in Redis, beside the id mappings: one hash of rooms (JSON per meeting,
+//! without its users), one hash per meeting of its users (JSON per user), and one hash of
+//! recording states. A change writes what changed only (a user's part, not the whole room), in
+//! the pipeline that persists the batch's callbacks; everything is read back at start-up.
 
 use std::collections::HashMap;
 
 use redis::{AsyncCommands, aio::ConnectionManager};
 
-use super::{Changes, Recording, Room};
-use crate::base::redis_keys::{CONFERENCE_RECORDINGS, CONFERENCE_ROOMS};
+use super::{Changes, Member, Recording, Room};
+use crate::base::redis_keys::{CONFERENCE_RECORDINGS, CONFERENCE_ROOMS, conference_members_key};
 
 /// Adds `changes` to `pipe` (replies ignored).
 pub fn add_changes(pipe: &mut redis::Pipeline, changes: &Changes) {
     for (mid, room) in &changes.rooms {
-        match room.as_ref().and_then(|r| serde_json::to_string(r).ok()) {
-            Some(json) => pipe.hset(CONFERENCE_ROOMS, mid, json).ignore(),
-            None => pipe.hdel(CONFERENCE_ROOMS, mid).ignore(),
+        let members = conference_members_key(mid);
+        pipe.del(&members).ignore();
+        match room
+            .as_ref()
+            .and_then(|r| Some((r, serde_json::to_string(&r.header()).ok()?)))
+        {
+            Some((room, header)) => {
+                pipe.hset(CONFERENCE_ROOMS, mid, header).ignore();
+                let fields: Vec<(String, String)> = room
+                    .members()
+                    .into_iter()
+                    .filter_map(|(uid, m)| Some((uid, serde_json::to_string(&m).ok()?)))
+                    .collect();
+                if !fields.is_empty() {
+                    pipe.hset_multiple(&members, &fields).ignore();
+                }
+            }
+            None => {
+                pipe.hdel(CONFERENCE_ROOMS, mid).ignore();
+            }
+        }
+    }
+    for (mid, uid, member) in &changes.users {
+        let key = conference_members_key(mid);
+        match member.as_ref().and_then(|m| serde_json::to_string(m).ok()) {
+            Some(json) => pipe.hset(key, uid, json).ignore(),
+            None => pipe.hdel(key, uid).ignore(),
         };
     }
     for (record, state) in &changes.recordings {
@@ -32,7 +57,7 @@ pub async fn load(
 ) -> Result<(HashMap<String, Room>, HashMap<String, Recording>), redis::RedisError> {
     let rooms: HashMap<String, String> = conn.hgetall(CONFERENCE_ROOMS).await?;
     let recordings: HashMap<String, String> = conn.hgetall(CONFERENCE_RECORDINGS).await?;
-    let rooms = rooms
+    let mut rooms: HashMap<String, Room> = rooms
         .into_iter()
         .filter_map(|(mid, json)| match serde_json::from_str(&json) {
             Ok(room) => Some((mid, room)),
@@ -42,6 +67,29 @@ pub async fn load(
             }
         })
         .collect();
+    let mids: Vec<String> = rooms.keys().cloned().collect();
+    let mut pipe = redis::pipe();
+    for mid in &mids {
+        pipe.hgetall(conference_members_key(mid));
+    }
+    let members: Vec<HashMap<String, String>> = if mids.is_empty() {
+        Vec::new()
+    } else {
+        pipe.query_async(conn).await?
+    };
+    for (mid, users) in mids.iter().zip(members) {
+        let Some(room) = rooms.get_mut(mid) else {
+            continue;
+        };
+        for (uid, json) in users {
+            match serde_json::from_str::<Member>(&json) {
+                Ok(m) => room.add_member(&uid, m),
+                Err(e) => {
+                    tracing::warn!(meeting = %mid, error = %e, "skipping a stored conference user that cannot be read");
+                }
+            }
+        }
+    }
     let recordings = recordings
         .into_iter()
         .filter_map(|(r, s)| Some((r, Recording::parse(&s)?)))

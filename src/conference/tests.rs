@@ -163,3 +163,64 @@ fn inactive_meetings_expire() {
     assert_eq!(c.expire(1 + 1001, 1000), 1);
     assert!(c.rooms.is_empty());
 }
+
+#[test]
+fn a_change_in_a_big_room_writes_that_user_only_and_members_round_trip() {
+    let joined = |uid: &str| akka("UserJoinedMeetingEvtMsg", "m1", uid, json!({"intId": uid}));
+    let mut messages = vec![created("m1", false)];
+    messages.extend((0..50).map(|i| joined(&format!("u{i}"))));
+    let (shared, _) = run(&messages);
+    let mut c = shared.lock().unwrap();
+    let first = c.take_changes();
+    assert_eq!(first.rooms.len(), 1, "the new room is written whole once");
+    assert_eq!(first.users.len(), 0, "its users come with it");
+    drop(c);
+    let mut p = Processor::new(Mappings::new(u64::MAX, false), EventFilter::default())
+        .with_conference(shared.clone());
+    let _ = p.process(&joined("u50"), 2);
+    let _ = p.process(
+        &akka(
+            "UserBroadcastCamStartedEvtMsg",
+            "m1",
+            "u3",
+            json!({"stream": "cam-3"}),
+        ),
+        2,
+    );
+    let mut c = shared.lock().unwrap();
+    let mut changes = c.take_changes();
+    changes.users.sort_by(|a, b| a.1.cmp(&b.1));
+    assert!(changes.rooms.is_empty());
+    let client = Some("html5".to_string());
+    assert_eq!(
+        changes.users,
+        [
+            (
+                "m1".to_string(),
+                "u3".to_string(),
+                Some(Member {
+                    client: client.clone(),
+                    audio: None,
+                    streams: vec!["cam-3".into()]
+                })
+            ),
+            (
+                "m1".to_string(),
+                "u50".to_string(),
+                Some(Member {
+                    client,
+                    ..Member::default()
+                })
+            ),
+        ]
+    );
+    // What the member hash holds rebuilds the room exactly.
+    let room = c.rooms["m1"].clone();
+    let mut rebuilt = room.header();
+    for (uid, m) in room.members() {
+        rebuilt.add_member(&uid, m);
+    }
+    rebuilt.last_activity_ms = room.last_activity_ms;
+    assert_eq!(rebuilt, room);
+    assert_eq!(room.members().len(), 51);
+}
