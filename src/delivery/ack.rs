@@ -20,12 +20,16 @@ use redis::aio::ConnectionManager;
 use tokio::sync::{Notify, watch};
 use tokio_util::sync::CancellationToken;
 
-use crate::{base::redis_keys::queue_key, shutdown::retry_until_ok};
+use super::journal;
+use crate::shutdown::retry_until_ok;
+
+/// Per hook, its delivered entries: `(timestamp, shared payload record)`.
+type Delivered = HashMap<u64, Vec<(u64, Option<u64>)>>;
 
 /// Recorded acknowledgements and the number of the flush that will take them.
 #[derive(Default)]
 struct Pending {
-    entries: HashMap<u64, Vec<u64>>,
+    entries: Delivered,
     /// The flush that takes what is recorded now (flushes are numbered from 1).
     next_flush: u64,
 }
@@ -55,10 +59,11 @@ impl Acker {
         })
     }
 
-    /// Records that `hook`'s entry `ts` was delivered; returns the flush that will remove it.
-    fn record(&self, hook: u64, ts: u64) -> u64 {
+    /// Records that `hook`'s entry `ts` (referring to shared payload `shared`) was delivered;
+    /// returns the flush that will remove it.
+    fn record(&self, hook: u64, ts: u64, shared: Option<u64>) -> u64 {
         let mut p = self.pending.lock().unwrap_or_else(|e| e.into_inner());
-        p.entries.entry(hook).or_default().push(ts);
+        p.entries.entry(hook).or_default().push((ts, shared));
         let flush = p.next_flush;
         drop(p);
         self.wake.notify_one();
@@ -66,7 +71,7 @@ impl Acker {
     }
 
     /// Takes everything recorded, with the number of this flush.
-    fn take(&self) -> (u64, HashMap<u64, Vec<u64>>) {
+    fn take(&self) -> (u64, Delivered) {
         let mut p = self.pending.lock().unwrap_or_else(|e| e.into_inner());
         let flush = p.next_flush;
         p.next_flush += 1;
@@ -99,13 +104,12 @@ impl Acker {
             if !self.is_idle() {
                 let (flush, entries) = self.take();
                 let mut pipe = redis::pipe();
-                for (hook, ts) in &entries {
-                    let ids: Vec<String> = ts.iter().map(|t| format!("{t}-0")).collect();
-                    pipe.xdel(queue_key(*hook), &ids).ignore();
+                for (hook, done) in &entries {
+                    journal::add_remove(&mut pipe, *hook, done);
                 }
                 let written = retry_until_ok(&token, "mark delivered callbacks", || {
                     let (mut c, pipe) = (conn.clone(), &pipe);
-                    async move { pipe.query_async::<()>(&mut c).await }
+                    async move { journal::send_removals(&mut c, pipe).await }
                 })
                 .await;
                 if written.is_none() {
@@ -148,8 +152,8 @@ pub struct WorkerAcks {
 
 impl WorkerAcks {
     /// Records a delivered entry.
-    pub fn delivered(&mut self, ts: u64) {
-        let flush = self.acker.record(self.hook, ts);
+    pub fn delivered(&mut self, ts: u64, shared: Option<u64>) {
+        let flush = self.acker.record(self.hook, ts, shared);
         self.unconfirmed.push_back(flush);
     }
 
@@ -188,12 +192,12 @@ mod tests {
     fn flush_numbers_follow_the_takes() {
         let a = Acker::new(2);
         let mut w = a.worker(7);
-        w.delivered(10);
-        w.delivered(11);
+        w.delivered(10, None);
+        w.delivered(11, Some(5));
         let (flush, entries) = a.take();
         assert_eq!(flush, 1);
-        assert_eq!(entries[&7], [10, 11]);
-        w.delivered(12);
+        assert_eq!(entries[&7], [(10, None), (11, Some(5))]);
+        w.delivered(12, None);
         assert_eq!(w.unconfirmed, [1, 1, 2]);
         assert!(!a.is_idle());
     }
@@ -202,13 +206,13 @@ mod tests {
     async fn a_worker_waits_only_when_max_unacked_are_unwritten() {
         let a = Acker::new(2);
         let mut w = a.worker(1);
-        w.delivered(1);
+        w.delivered(1, None);
         let token = CancellationToken::new();
         assert!(
             w.ready_for_next(&token).await,
             "one unwritten of two allowed"
         );
-        w.delivered(2);
+        w.delivered(2, None);
         let waiting =
             tokio::time::timeout(Duration::from_millis(50), w.ready_for_next(&token)).await;
         assert!(waiting.is_err(), "two unwritten: it waits");
@@ -216,8 +220,8 @@ mod tests {
         a.done.send_replace(flush);
         assert!(w.ready_for_next(&token).await);
         assert!(w.unconfirmed.is_empty());
-        w.delivered(3);
-        w.delivered(4);
+        w.delivered(3, None);
+        w.delivered(4, None);
         token.cancel();
         assert!(!w.ready_for_next(&token).await, "a stop ends the wait");
     }

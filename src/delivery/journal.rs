@@ -1,18 +1,19 @@
-//! The durable side of the per-hook queues: one Redis stream per hook whose entry ids are the
-//! callbacks' timestamps (`<ms>-0`, strictly increasing across the relay). Entries are appended
-//! in one pipeline per batch of bus messages (with that batch's id mapping changes) before they
-//! are handed to the workers, and removed after a 2xx; at start-up every stream is read back in
-//! order.
+//! The durable side of the per-hook queues. Each hook has a Redis stream whose entry ids are
+//! its callbacks' timestamps (`<ms>-0`, strictly increasing per hook). An entry carries the
+//! event id and either the payload itself (`p`: a payload only this callback uses) or a
+//! reference (`s`) to a shared payload record, `{PAYLOAD_PREFIX}<ref>`, a hash holding the text
+//! once (`t`) and how many entries still refer to it (`n`): an event going to a hundred hooks
+//! is stored once. A batch's entries and records are written in one transaction before they
+//! are handed to the workers; removing an entry (delivered, dropped, its hook gone) releases
+//! its record, which goes when nothing refers to it any more. Every script is idempotent, so
+//! after an error the same call is made again.
 
 use std::sync::{Arc, LazyLock};
 
-use redis::{
-    AsyncCommands, ErrorKind, Script, ServerErrorKind, aio::ConnectionManager,
-    streams::StreamRangeReply,
-};
+use redis::{AsyncCommands, ErrorKind, Script, ServerErrorKind, aio::ConnectionManager};
 
 use crate::{
-    base::redis_keys::{QUEUE_PREFIX, queue_hook_id, queue_key},
+    base::redis_keys::{PAYLOAD_PREFIX, PAYLOAD_SEQ, QUEUE_PREFIX, queue_hook_id, queue_key},
     event::Payload,
 };
 
@@ -27,141 +28,363 @@ pub struct Entry {
     pub event_id: Arc<str>,
     /// When its bus message arrived; `None` for entries read back after a restart.
     pub arrived: Option<std::time::Instant>,
+    /// The shared payload record it refers to; `None` when the entry holds its payload.
+    pub shared: Option<u64>,
 }
 
-/// Adds one entry unless the stream already has it (or a later one): 1 when added, 0 when not.
-/// A retried append after a lost reply must not fail on the entries the first attempt did write.
+/// Adds one entry unless the stream has it already: 1 added, 2 already there (a batch sent
+/// again after a lost reply), 0 refused (the stream holds a later id: a clock that went back).
 const XADD_ONCE: &str = r"
-local r = redis.pcall('XADD', KEYS[1], ARGV[1], 'e', ARGV[2], 'p', ARGV[3])
+local r = redis.pcall('XADD', KEYS[1], ARGV[1], 'e', ARGV[2], ARGV[3], ARGV[4])
 if type(r) == 'table' and r.err then
-  if string.find(r.err, 'equal or smaller', 1, true) then return 0 end
+  if string.find(r.err, 'equal or smaller', 1, true) then
+    if #redis.call('XRANGE', KEYS[1], ARGV[1], ARGV[1]) > 0 then return 2 end
+    return 0
+  end
   return r
 end
 return 1
 ";
 
-/// The script, loaded once per Redis server and then called by its SHA1 (`EVALSHA`).
-static XADD_SCRIPT: LazyLock<Script> = LazyLock::new(|| Script::new(XADD_ONCE));
+/// Removes entries (ARGV: record prefix, then id and reference pairs, '' for none), releasing
+/// the record of each entry actually removed, so that a repeated call releases nothing twice.
+const REMOVE: &str = r"
+local gone = 0
+for i = 2, #ARGV, 2 do
+  if redis.call('XDEL', KEYS[1], ARGV[i]) == 1 then
+    gone = gone + 1
+    if ARGV[i + 1] ~= '' then
+      local k = ARGV[1] .. ARGV[i + 1]
+      if redis.call('HINCRBY', k, 'n', -1) <= 0 then redis.call('DEL', k) end
+    end
+  end
+end
+return gone
+";
 
-/// Sends `state` (commands whose replies are ignored, e.g. id mapping changes) and appends
-/// `entries` (`(hook id, entry)` in order) in one pipeline. Everything in it is idempotent, so
-/// after an error the same call is simply made again. Returns the entries that were not added
-/// because their hook's stream already holds that id or a later one (a batch sent again after a
-/// lost reply, or a clock that went back).
+/// Removes up to ARGV[2] entries of a stream, oldest first, releasing their records; deletes
+/// the stream once it is empty. Returns how many entries it removed (0: the stream is gone).
+const DRAIN: &str = r"
+local entries = redis.call('XRANGE', KEYS[1], '-', '+', 'COUNT', ARGV[2])
+for _, e in ipairs(entries) do
+  local f = e[2]
+  for i = 1, #f, 2 do
+    if f[i] == 's' then
+      local k = ARGV[1] .. f[i + 1]
+      if redis.call('HINCRBY', k, 'n', -1) <= 0 then redis.call('DEL', k) end
+    end
+  end
+  redis.call('XDEL', KEYS[1], e[1])
+end
+if #entries == 0 then redis.call('DEL', KEYS[1]) end
+return #entries
+";
+
+/// Releases ARGV[1] references to record KEYS[1] (entries that were never written).
+const RELEASE: &str = r"
+if redis.call('HINCRBY', KEYS[1], 'n', -tonumber(ARGV[1])) <= 0 then redis.call('DEL', KEYS[1]) end
+return 0
+";
+
+/// The scripts, loaded once per Redis server and then called by their SHA1 (`EVALSHA`).
+static XADD_SCRIPT: LazyLock<Script> = LazyLock::new(|| Script::new(XADD_ONCE));
+static REMOVE_SCRIPT: LazyLock<Script> = LazyLock::new(|| Script::new(REMOVE));
+static DRAIN_SCRIPT: LazyLock<Script> = LazyLock::new(|| Script::new(DRAIN));
+static RELEASE_SCRIPT: LazyLock<Script> = LazyLock::new(|| Script::new(RELEASE));
+
+fn is_noscript(e: &redis::RedisError) -> bool {
+    e.kind() == ErrorKind::Server(ServerErrorKind::NoScript)
+}
+
+/// Sends `pipe`; after a `NOSCRIPT` (a new or restarted Redis) loads `scripts` and sends it
+/// again: everything the journal sends may be repeated.
+async fn query_loading<T: redis::FromRedisValue>(
+    conn: &mut ConnectionManager,
+    pipe: &redis::Pipeline,
+    scripts: &[&Script],
+) -> Result<T, redis::RedisError> {
+    match pipe.query_async(conn).await {
+        Err(e) if is_noscript(&e) => {
+            for s in scripts {
+                s.load_async(conn).await?;
+            }
+            pipe.query_async(conn).await
+        }
+        other => other,
+    }
+}
+
+/// Adds the `EVALSHA` of `script` on `key` to `pipe`; its arguments follow.
+fn evalsha<'a>(
+    pipe: &'a mut redis::Pipeline,
+    script: &Script,
+    key: &str,
+) -> &'a mut redis::Pipeline {
+    pipe.cmd("EVALSHA").arg(script.get_hash()).arg(1).arg(key)
+}
+
+fn record_key(shared: u64) -> String {
+    format!("{PAYLOAD_PREFIX}{shared}")
+}
+
+/// A payload record to write with a batch: its reference, text and number of entries.
+pub struct Record<'a> {
+    pub shared: u64,
+    pub payload: &'a Payload,
+    pub refs: usize,
+}
+
+/// Sends `state` (commands whose replies are ignored, e.g. id mapping changes), the shared
+/// payload `records` and the `entries` (`(hook id, entry)` in order) in one transaction.
+/// Returns the entries not added: already there (a batch sent again after a lost reply) or
+/// refused because their hook's stream holds a later id (a clock that went back; their
+/// references are released).
 ///
 /// # Errors
-/// When Redis fails; nothing may be assumed written then.
+/// When Redis fails; the call may then be made again as it is.
 pub async fn append(
     conn: &mut ConnectionManager,
     state: &redis::Pipeline,
+    records: &[Record<'_>],
     entries: &[(u64, Entry)],
 ) -> Result<Vec<(u64, u64)>, redis::RedisError> {
     if entries.is_empty() && state.is_empty() {
         return Ok(Vec::new());
     }
     let mut pipe = state.clone();
+    pipe.atomic();
+    for r in records {
+        pipe.hset_multiple(
+            record_key(r.shared),
+            &[("t", r.payload.text()), ("n", &r.refs.to_string())],
+        )
+        .ignore();
+    }
+    if let Some(last) = records.iter().map(|r| r.shared).max() {
+        pipe.set(PAYLOAD_SEQ, last).ignore();
+    }
     for (hook, e) in entries {
-        pipe.cmd("EVALSHA")
-            .arg(XADD_SCRIPT.get_hash())
-            .arg(1)
-            .arg(queue_key(*hook))
+        let (field, value) = match e.shared {
+            Some(s) => ("s", s.to_string()),
+            None => ("p", e.payload.text().to_string()),
+        };
+        evalsha(&mut pipe, &XADD_SCRIPT, &queue_key(*hook))
             .arg(format!("{}-0", e.ts))
             .arg(&*e.event_id)
-            .arg(e.payload.text());
+            .arg(field)
+            .arg(value);
     }
-    let added: Vec<i64> = match pipe.query_async(conn).await {
-        Err(e) if e.kind() == ErrorKind::Server(ServerErrorKind::NoScript) => {
-            // A new or restarted Redis: load the script, then send everything again.
-            XADD_SCRIPT.load_async(conn).await?;
-            pipe.query_async(conn).await?
-        }
-        other => other?,
-    };
-    Ok(entries
+    let added: Vec<i64> = query_loading(conn, &pipe, &[&XADD_SCRIPT]).await?;
+    let not_added: Vec<(&(u64, Entry), i64)> = entries
         .iter()
         .zip(added)
-        .filter(|(_, added)| *added == 0)
+        .filter(|(_, added)| *added != 1)
+        .collect();
+    // Refused entries were never written: their references go. Those already there (a batch
+    // sent again) keep theirs.
+    let mut release = std::collections::BTreeMap::<u64, usize>::new();
+    for ((_, e), _) in not_added.iter().filter(|(_, added)| *added == 0) {
+        if let Some(s) = e.shared {
+            *release.entry(s).or_default() += 1;
+        }
+    }
+    if !release.is_empty() {
+        let mut pipe = redis::pipe();
+        for (s, n) in release {
+            evalsha(&mut pipe, &RELEASE_SCRIPT, &record_key(s))
+                .arg(n)
+                .ignore();
+        }
+        query_loading::<()>(conn, &pipe, &[&RELEASE_SCRIPT]).await?;
+    }
+    Ok(not_added
+        .iter()
         .map(|((hook, e), _)| (*hook, e.ts))
         .collect())
 }
 
-/// The highest timestamp a hook's stream has ever held (its last generated id), so that new
-/// entries are given later ones even when the stream is empty now.
-///
-/// # Errors
-/// When Redis fails.
-pub async fn last_ts(conn: &mut ConnectionManager, hook: u64) -> Result<u64, redis::RedisError> {
-    let key = queue_key(hook);
-    let exists: bool = conn.exists(&key).await?;
-    if !exists {
-        return Ok(0);
+/// Adds to `pipe` the removal of `hook`'s entries `(ts, shared record)`, releasing records.
+pub fn add_remove(pipe: &mut redis::Pipeline, hook: u64, entries: &[(u64, Option<u64>)]) {
+    if entries.is_empty() {
+        return;
     }
-    let info: redis::streams::StreamInfoStreamReply = conn.xinfo_stream(&key).await?;
-    Ok(info
-        .last_generated_id
-        .split('-')
-        .next()
-        .and_then(|t| t.parse().ok())
-        .unwrap_or(0))
+    if entries.iter().all(|(_, s)| s.is_none()) {
+        let ids: Vec<String> = entries.iter().map(|(t, _)| format!("{t}-0")).collect();
+        pipe.xdel(queue_key(hook), &ids).ignore();
+        return;
+    }
+    let cmd = evalsha(pipe, &REMOVE_SCRIPT, &queue_key(hook)).arg(PAYLOAD_PREFIX);
+    for (ts, shared) in entries {
+        cmd.arg(format!("{ts}-0"))
+            .arg(shared.map_or(String::new(), |s| s.to_string()));
+    }
+    cmd.ignore();
 }
 
-/// Removes delivered or dropped entries of one hook.
+/// Sends a pipeline made with [`add_remove`].
+///
+/// # Errors
+/// When Redis fails; the call may then be made again as it is.
+pub async fn send_removals(
+    conn: &mut ConnectionManager,
+    pipe: &redis::Pipeline,
+) -> Result<(), redis::RedisError> {
+    query_loading(conn, pipe, &[&REMOVE_SCRIPT]).await
+}
+
+/// Removes delivered or dropped entries `(ts, shared record)` of one hook.
 ///
 /// # Errors
 /// When Redis fails.
 pub async fn remove(
     conn: &mut ConnectionManager,
     hook: u64,
-    timestamps: &[u64],
+    entries: &[(u64, Option<u64>)],
 ) -> Result<(), redis::RedisError> {
-    if timestamps.is_empty() {
-        return Ok(());
-    }
-    let ids: Vec<String> = timestamps.iter().map(|t| format!("{t}-0")).collect();
-    conn.xdel(queue_key(hook), &ids).await
+    let mut pipe = redis::pipe();
+    add_remove(&mut pipe, hook, entries);
+    send_removals(conn, &pipe).await
 }
 
-/// Deletes a hook's whole stream.
+/// Deletes a hook's whole stream, releasing its records, a thousand entries per call.
 ///
 /// # Errors
 /// When Redis fails.
 pub async fn delete(conn: &mut ConnectionManager, hook: u64) -> Result<(), redis::RedisError> {
-    conn.del(queue_key(hook)).await
+    let key = queue_key(hook);
+    loop {
+        let mut pipe = redis::pipe();
+        evalsha(&mut pipe, &DRAIN_SCRIPT, &key)
+            .arg(PAYLOAD_PREFIX)
+            .arg(1000);
+        let (removed,): (i64,) = query_loading(conn, &pipe, &[&DRAIN_SCRIPT]).await?;
+        if removed == 0 {
+            return Ok(());
+        }
+    }
 }
 
-/// Reads a hook's stream back, oldest first.
+/// Where a hook's stream stands.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Position {
+    /// The highest timestamp it ever held (its last generated id), so that new entries are
+    /// given later ones even when it is empty now; 0 without a stream.
+    pub last_ts: u64,
+    /// Entries it holds.
+    pub length: usize,
+}
+
+/// Where hook `hook`'s stream stands.
 ///
 /// # Errors
 /// When Redis fails.
-pub async fn load(
+pub async fn position(
     conn: &mut ConnectionManager,
     hook: u64,
-) -> Result<Vec<Entry>, redis::RedisError> {
-    let reply: StreamRangeReply = conn.xrange_all(queue_key(hook)).await?;
+) -> Result<Position, redis::RedisError> {
+    let key = queue_key(hook);
+    let exists: bool = conn.exists(&key).await?;
+    if !exists {
+        return Ok(Position::default());
+    }
+    let info: redis::streams::StreamInfoStreamReply = conn.xinfo_stream(&key).await?;
+    Ok(Position {
+        last_ts: parse_ts(&info.last_generated_id).unwrap_or(0),
+        length: info.length,
+    })
+}
+
+/// The highest shared record reference ever written.
+///
+/// # Errors
+/// When Redis fails.
+pub async fn last_shared(conn: &mut ConnectionManager) -> Result<u64, redis::RedisError> {
+    let v: Option<u64> = conn.get(PAYLOAD_SEQ).await?;
+    Ok(v.unwrap_or(0))
+}
+
+/// The millisecond part of a stream id.
+fn parse_ts(id: &str) -> Option<u64> {
+    id.split('-').next()?.parse().ok()
+}
+
+/// An entry as stored, its payload not yet resolved.
+pub struct Stored {
+    pub ts: u64,
+    pub event_id: Arc<str>,
+    pub body: StoredBody,
+}
+
+pub enum StoredBody {
+    Inline(String),
+    Shared(u64),
+    /// Neither field: nothing to send.
+    Unreadable,
+}
+
+/// Reads up to `count` entries of `hook`'s stream with ids after `after` (exclusive) and up to
+/// `until` (inclusive), oldest first.
+///
+/// # Errors
+/// When Redis fails.
+pub async fn read_page(
+    conn: &mut ConnectionManager,
+    hook: u64,
+    after: Option<u64>,
+    until: u64,
+    count: usize,
+) -> Result<Vec<Stored>, redis::RedisError> {
+    let start = after.map_or("-".to_string(), |t| format!("({t}-0"));
+    let reply: redis::streams::StreamRangeReply = conn
+        .xrange_count(queue_key(hook), start, format!("{until}-0"), count)
+        .await?;
     Ok(reply
         .ids
         .into_iter()
         .filter_map(|sid| {
-            let ts = sid.id.split('-').next()?.parse().ok()?;
-            let text: String = sid.get("p")?;
+            let ts = parse_ts(&sid.id)?;
             let event_id: String = sid.get("e").unwrap_or_default();
-            Some(Entry {
+            let body = if let Some(text) = sid.get::<String>("p") {
+                StoredBody::Inline(text)
+            } else if let Some(s) = sid.get::<String>("s").and_then(|s| s.parse().ok()) {
+                StoredBody::Shared(s)
+            } else {
+                StoredBody::Unreadable
+            };
+            Some(Stored {
                 ts,
-                payload: Arc::new(Payload::new(text)),
                 event_id: event_id.into(),
-                arrived: None,
+                body,
             })
         })
         .collect())
 }
 
+/// The texts of shared records (`None` for a record that is gone).
+///
+/// # Errors
+/// When Redis fails.
+pub async fn read_records(
+    conn: &mut ConnectionManager,
+    shared: &[u64],
+) -> Result<Vec<Option<String>>, redis::RedisError> {
+    if shared.is_empty() {
+        return Ok(Vec::new());
+    }
+    let mut pipe = redis::pipe();
+    for s in shared {
+        pipe.hget(record_key(*s), "t");
+    }
+    pipe.query_async(conn).await
+}
+
 /// Deletes the streams of hooks that no longer exist (left behind by a crash between removing a
-/// hook and its queue); returns how many.
+/// hook and its queue), releasing their records; returns how many.
 ///
 /// # Errors
 /// When Redis fails.
 pub async fn remove_orphans(
-    conn: &mut ConnectionManager,
+    mut conn: ConnectionManager,
     live: impl Fn(u64) -> bool + Sync,
 ) -> Result<usize, redis::RedisError> {
     let keys: Vec<String> = {
@@ -173,12 +396,19 @@ pub async fn remove_orphans(
         }
         v
     };
-    let orphans: Vec<&String> = keys
-        .iter()
-        .filter(|k| queue_hook_id(k).is_none_or(|id| !live(id)))
-        .collect();
-    if !orphans.is_empty() {
-        let _: () = conn.del(&orphans).await?;
+    let mut removed = 0;
+    for key in keys {
+        match queue_hook_id(&key) {
+            Some(id) if live(id) => {}
+            Some(id) => {
+                delete(&mut conn, id).await?;
+                removed += 1;
+            }
+            None => {
+                let _: () = conn.del(&key).await?;
+                removed += 1;
+            }
+        }
     }
-    Ok(orphans.len())
+    Ok(removed)
 }

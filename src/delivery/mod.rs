@@ -4,7 +4,9 @@
 //! connection time ([`ssrf`]).
 
 pub mod ack;
+pub mod backlog;
 pub mod client;
+pub mod hook_queue;
 pub mod journal;
 pub mod queue;
 pub mod retry;

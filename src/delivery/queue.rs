@@ -5,25 +5,19 @@
 //! removed. Queues are bounded: the oldest entries are dropped (and counted) when a hook falls
 //! too far behind. A slow hook only ever delays itself.
 
-use std::{
-    collections::{HashMap, VecDeque},
-    sync::{
-        Arc, Mutex,
-        atomic::{AtomicBool, Ordering},
-    },
-    time::Instant,
-};
+use std::{collections::HashMap, sync::Arc, time::Instant};
 
 use bytes::Bytes;
 use redis::aio::ConnectionManager;
-use tokio::sync::Notify;
 use tokio_util::{sync::CancellationToken, task::TaskTracker};
 
 use super::{
     ack::Acker,
+    backlog::{self, SharedPayloads},
     client::CallbackClient,
     client::DeliveryError,
-    journal::{self, Entry},
+    hook_queue::HookQueue,
+    journal::{self, Entry, Record},
     retry::RetryPolicy,
     sign::{SignedCallback, Signer},
 };
@@ -53,52 +47,14 @@ pub struct DeliveryContext {
     pub tracker: TaskTracker,
 }
 
-/// One hook's in-memory queue (a mirror of its Redis stream).
-#[derive(Default)]
-struct HookQueue {
-    entries: Mutex<VecDeque<Entry>>,
-    ready: Notify,
-    /// Set when the hook is gone: the worker ends even if it is idle.
-    closed: AtomicBool,
-}
-
-impl HookQueue {
-    /// Adds an entry; returns the entries dropped to stay within `max`.
-    fn push(&self, entry: Entry, max: usize) -> Vec<Entry> {
-        let mut q = self.entries.lock().unwrap_or_else(|e| e.into_inner());
-        q.push_back(entry);
-        let excess = q.len().saturating_sub(max);
-        let dropped = q.drain(..excess).collect();
-        drop(q);
-        self.ready.notify_one();
-        dropped
-    }
-
-    fn pop(&self) -> Option<Entry> {
-        self.entries
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .pop_front()
-    }
-
-    fn close(&self) {
-        self.closed.store(true, Ordering::Release);
-        self.ready.notify_one();
-    }
-
-    fn is_closed(&self) -> bool {
-        self.closed.load(Ordering::Acquire)
-    }
-
-    fn len(&self) -> usize {
-        self.entries.lock().unwrap_or_else(|e| e.into_inner()).len()
-    }
-}
-
 /// Owns every hook's queue; used by the pipeline's single processing task only.
 pub struct Dispatcher {
     ctx: Arc<DeliveryContext>,
     queues: HashMap<u64, Arc<HookQueue>>,
+    /// The last shared payload reference given.
+    last_shared: u64,
+    /// Payloads read back by the recovering queues.
+    recovered: Arc<SharedPayloads>,
 }
 
 impl Dispatcher {
@@ -106,7 +62,42 @@ impl Dispatcher {
         Self {
             ctx,
             queues: HashMap::new(),
+            last_shared: 0,
+            recovered: Arc::default(),
         }
+    }
+
+    /// Makes later shared payload references exceed `last` (the last one ever written).
+    pub fn observe_shared(&mut self, last: u64) {
+        self.last_shared = self.last_shared.max(last);
+    }
+
+    /// A new shared payload reference: the wall clock in microseconds, or one more than the
+    /// last one.
+    fn next_shared(&mut self) -> u64 {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_micros() as u64);
+        self.last_shared = now.max(self.last_shared + 1);
+        self.last_shared
+    }
+
+    /// Starts hook `hook`'s worker on the entries its stream holds up to `until` (read a page
+    /// at a time, before anything fresh).
+    pub fn recover(&mut self, hook: &Arc<Hook>, until: u64) {
+        let q = Arc::new(HookQueue::recovering());
+        self.ctx
+            .tracker
+            .spawn(worker(hook.clone(), q.clone(), self.ctx.clone()));
+        self.ctx.tracker.spawn(backlog::page_in(
+            self.ctx.conn.clone(),
+            hook.id,
+            until,
+            q.clone(),
+            self.recovered.clone(),
+            self.ctx.token.clone(),
+        ));
+        self.queues.insert(hook.id, q);
     }
 
     /// Persists `state` (commands that must be exactly as durable as these callbacks: the
@@ -123,25 +114,52 @@ impl Dispatcher {
         if callbacks.is_empty() && state.is_empty() {
             return true;
         }
+        // A payload that several callbacks carry is stored once, as a shared record.
+        // Keyed by the payload's address (a callback's payload is shared by `Arc`).
+        let mut uses: HashMap<usize, (usize, Option<u64>)> = HashMap::new();
+        for c in &callbacks {
+            uses.entry(Arc::as_ptr(&c.payload) as usize).or_default().0 += 1;
+        }
+        let mut records: Vec<(u64, Arc<crate::event::Payload>, usize)> = Vec::new();
         let batch: Vec<(Arc<Hook>, Entry)> = callbacks
             .into_iter()
             .map(|c| {
+                let shared = match uses.get_mut(&(Arc::as_ptr(&c.payload) as usize)) {
+                    Some((n, s)) if *n > 1 => {
+                        let n = *n;
+                        Some(*s.get_or_insert_with(|| {
+                            let r = self.next_shared();
+                            records.push((r, c.payload.clone(), n));
+                            r
+                        }))
+                    }
+                    _ => None,
+                };
                 let entry = Entry {
                     ts: c.ts,
                     payload: c.payload,
                     event_id: c.event.id.as_str().into(),
                     arrived: arrivals.get(c.message).copied(),
+                    shared,
                 };
                 (c.hook, entry)
             })
             .collect();
         let ids: Vec<(u64, Entry)> = batch.iter().map(|(h, e)| (h.id, e.clone())).collect();
+        let records: Vec<Record<'_>> = records
+            .iter()
+            .map(|(s, p, n)| Record {
+                shared: *s,
+                payload: p,
+                refs: *n,
+            })
+            .collect();
         let mut conn = self.ctx.conn.clone();
         let what = format!("persist {} callbacks", ids.len());
         let persisted = retry_until_ok(&self.ctx.token, what, || {
             let mut c = conn.clone();
-            let (state, ids) = (&state, &ids);
-            async move { journal::append(&mut c, state, ids).await }
+            let (state, ids, records) = (&state, &ids, &records);
+            async move { journal::append(&mut c, state, records, ids).await }
         })
         .await;
         let Some(conflicts) = persisted else {
@@ -179,13 +197,6 @@ impl Dispatcher {
         true
     }
 
-    /// Queues entries read back from Redis at start-up (already persisted).
-    pub fn resume(&mut self, hook: &Arc<Hook>, entries: Vec<Entry>) {
-        for e in entries {
-            self.queue(hook, e);
-        }
-    }
-
     fn queue(&mut self, hook: &Arc<Hook>, entry: Entry) {
         let q = self.queues.entry(hook.id).or_insert_with(|| {
             let q = Arc::new(HookQueue::default());
@@ -203,7 +214,7 @@ impl Dispatcher {
                 "queue full: dropped the oldest callbacks"
             );
             let (ctx, id) = (self.ctx.clone(), hook.id);
-            let ts: Vec<u64> = dropped.iter().map(|e| e.ts).collect();
+            let ts: Vec<(u64, Option<u64>)> = dropped.iter().map(|e| (e.ts, e.shared)).collect();
             self.ctx.tracker.spawn(async move {
                 if let Err(e) = journal::remove(&mut ctx.conn.clone(), id, &ts).await {
                     tracing::warn!(hook_id = id, error = %e, "cannot remove dropped callbacks from Redis");
@@ -212,8 +223,7 @@ impl Dispatcher {
         }
     }
 
-    /// Closes the queues of hooks that no longer exist (their workers end), and returns how many
-    /// callbacks each live hook has queued.
+    /// Closes the queues of hooks that no longer exist (their workers end), and returns how many callbacks each live hook has queued.
     pub fn prune(&mut self) -> Vec<(u64, usize)> {
         let snapshot = self.ctx.store.registry().load();
         self.queues.retain(|id, q| {
@@ -223,7 +233,8 @@ impl Dispatcher {
             }
             live
         });
-        self.queues.iter().map(|(id, q)| (*id, q.len())).collect()
+
+        self.queues.iter().map(|(id, q)| (*id, q.in_memory())).collect()
     }
 }
 
@@ -276,7 +287,7 @@ async fn worker(hook: Arc<Hook>, queue: Arc<HookQueue>, ctx: Arc<DeliveryContext
             return;
         }
         match deliver(&hook, &entry, &policy, blocked.as_deref(), &ctx).await {
-            Outcome::Delivered => acks.delivered(entry.ts),
+            Outcome::Delivered => acks.delivered(entry.ts, entry.shared),
             Outcome::GaveUp | Outcome::Stopped => return,
         }
     }

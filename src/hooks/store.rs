@@ -11,7 +11,7 @@ use super::{Hook, Registry};
 use crate::{
     base::{
         callback_url::Guard,
-        redis_keys::{HOOK_PREFIX, HOOKS_SET, ID_COUNTER, hook_key, queue_key},
+        redis_keys::{HOOK_PREFIX, HOOKS_SET, ID_COUNTER, hook_key},
     },
     config::PermanentHook,
     redis_index::load_all,
@@ -287,16 +287,17 @@ async fn write_hook(conn: &mut ConnectionManager, h: &Hook) -> Result<(), StoreE
     Ok(())
 }
 
+/// Removes the hook, then its queue (releasing the shared payloads it refers to); a queue left
+/// by a crash in between goes at the next start.
 async fn delete_hook(conn: &mut ConnectionManager, id: u64) -> Result<(), StoreError> {
     let mut pipe = redis::pipe();
     pipe.atomic()
         .del(hook_key(id))
         .ignore()
-        .del(queue_key(id))
-        .ignore()
         .srem(HOOKS_SET, id)
         .ignore();
     pipe.query_async::<()>(conn).await?;
+    crate::delivery::journal::delete(conn, id).await?;
     Ok(())
 }
 

@@ -221,13 +221,20 @@ pub async fn run(config: Config, listeners: Listeners, shutdown: Shutdown) -> an
     let mut dispatcher = Dispatcher::new(delivery);
     let mut router =
         Router::new(Processor::new(mappings, filter).with_conference(conference.clone()));
-    let resumed =
-        recover::resume_queues(&conn, &registry, &mut dispatcher, &mut router.clock, &token).await;
+    let resumed = recover::resume_queues(
+        &conn,
+        &registry,
+        &mut dispatcher,
+        &mut router.clock,
+        &tracker,
+        &token,
+    )
+    .await;
     let Some(resumed) = resumed else {
         return Ok(());
     };
     if resumed > 0 {
-        tracing::info!(callbacks = resumed, "resumed queued callbacks");
+        tracing::info!(callbacks = resumed, "resuming queued callbacks");
     }
     let stage = stage::ProcessStage {
         router: Some(router),

@@ -1,9 +1,11 @@
-//! Recovery at start: every hook's durable queue is read back and handed to the dispatcher, in
-//! order, and each hook's clock set past the last id its queue ever held; queues of hooks that
-//! are gone are deleted.
+//! Recovery at start: each hook's clock is set past the last id its queue ever held and its
+//! worker started on what the queue holds, read a page at a time in the background (all hooks
+//! at once) while the bus is already processed; queues of hooks that are gone are deleted in the
+//! background too. Only the queues' positions are read before the bus is processed.
 
+use futures_util::{StreamExt, TryStreamExt};
 use redis::aio::ConnectionManager;
-use tokio_util::sync::CancellationToken;
+use tokio_util::{sync::CancellationToken, task::TaskTracker};
 
 use crate::{
     delivery::{journal, queue::Dispatcher},
@@ -12,39 +14,67 @@ use crate::{
     shutdown::retry_until_ok,
 };
 
-/// Resumes every hook's queue; returns how many callbacks were queued again, or `None` when the
-/// relay stopped first.
+/// Hooks whose positions are read at once.
+const PARALLEL: usize = 64;
+
+/// Resumes every hook's queue; returns how many callbacks they hold, or `None` when the relay
+/// stopped first.
 pub async fn resume_queues(
     conn: &ConnectionManager,
     registry: &Registry,
     dispatcher: &mut Dispatcher,
     clock: &mut Clock,
+    tracker: &TaskTracker,
     token: &CancellationToken,
 ) -> Option<usize> {
     let snapshot = registry.load();
+    let ids: Vec<u64> = snapshot.all().map(|h| h.id).collect();
+    let (positions, last_shared) = retry_until_ok(token, "read the queues' positions", || {
+        positions(conn.clone(), ids.clone())
+    })
+    .await?;
+    dispatcher.observe_shared(last_shared);
     let mut total = 0;
-    for hook in snapshot.all() {
-        let (entries, last) = retry_until_ok(token, "read a hook's queue", || {
-            let mut c = conn.clone();
-            let id = hook.id;
-            async move {
-                let last = journal::last_ts(&mut c, id).await?;
-                Ok::<_, redis::RedisError>((journal::load(&mut c, id).await?, last))
-            }
-        })
-        .await?;
-        clock.observe(hook.id, last);
-        if let Some(e) = entries.last() {
-            clock.observe(hook.id, e.ts);
+    for (id, pos) in positions {
+        clock.observe(id, pos.last_ts);
+        if let (Some(hook), true) = (snapshot.get(id), pos.length > 0) {
+            total += pos.length;
+            dispatcher.recover(hook, pos.last_ts);
         }
-        total += entries.len();
-        dispatcher.resume(hook, entries);
     }
-    let live = |id| snapshot.get(id).is_some();
-    match journal::remove_orphans(&mut conn.clone(), live).await {
-        Ok(0) => {}
-        Ok(n) => tracing::info!(queues = n, "removed the queues of hooks that are gone"),
-        Err(e) => tracing::warn!(error = %e, "cannot look for orphaned queues"),
-    }
+    tracker.spawn(remove_orphans(conn.clone(), snapshot, token.clone()));
     Some(total)
+}
+
+/// Every hook's queue position, and the last shared payload reference.
+async fn positions(
+    conn: ConnectionManager,
+    ids: Vec<u64>,
+) -> Result<(Vec<(u64, journal::Position)>, u64), redis::RedisError> {
+    let positions = futures_util::stream::iter(ids)
+        .map(|id| {
+            let mut c = conn.clone();
+            async move { Ok::<_, redis::RedisError>((id, journal::position(&mut c, id).await?)) }
+        })
+        .buffer_unordered(PARALLEL)
+        .try_collect()
+        .await?;
+    let last_shared = journal::last_shared(&mut conn.clone()).await?;
+    Ok((positions, last_shared))
+}
+
+/// Deletes the queues of hooks not in `snapshot`.
+async fn remove_orphans(
+    conn: ConnectionManager,
+    snapshot: std::sync::Arc<crate::hooks::Snapshot>,
+    token: CancellationToken,
+) {
+    let removed = retry_until_ok(&token, "remove orphaned queues", || {
+        let snapshot = snapshot.clone();
+        journal::remove_orphans(conn.clone(), move |id| snapshot.get(id).is_some())
+    })
+    .await;
+    if let Some(n @ 1..) = removed {
+        tracing::info!(queues = n, "removed the queues of hooks that are gone");
+    }
 }

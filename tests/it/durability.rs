@@ -310,57 +310,145 @@ async fn destroying_a_hook_removes_its_queue() {
 }
 
 #[tokio::test]
-async fn a_batch_sent_again_after_a_lost_reply_is_harmless() {
+async fn a_batch_sent_again_after_a_lost_reply_is_harmless_and_shared_payloads_go_with_their_last_entry()
+ {
     use hookrelay::{
-        delivery::journal::{self, Entry},
+        base::redis_keys::PAYLOAD_PREFIX,
+        delivery::journal::{self, Entry, Record, StoredBody},
         event::Payload,
     };
+    use std::sync::Arc;
     let redis = TestRedis::start().await;
     let client = redis::Client::open(redis.url()).unwrap();
     let mut conn = redis::aio::ConnectionManager::new(client).await.unwrap();
-    let entry = |ts| Entry {
+    let own = |ts| Entry {
         ts,
-        payload: std::sync::Arc::new(Payload::new(format!("p{ts}"))),
+        payload: Arc::new(Payload::new(format!("p{ts}"))),
         event_id: "user-joined".into(),
         arrived: None,
+        shared: None,
     };
-    let batch = vec![(7, entry(10)), (7, entry(11)), (8, entry(11))];
+    // One payload for hooks 7 and 8, stored once as record 500.
+    let shared_payload = Arc::new(Payload::new("shared text"));
+    let shared = |ts| Entry {
+        payload: shared_payload.clone(),
+        shared: Some(500),
+        ..own(ts)
+    };
+    let records = [Record {
+        shared: 500,
+        payload: &shared_payload,
+        refs: 2,
+    }];
+    let batch = vec![(7, own(10)), (7, shared(11)), (8, shared(11))];
     // The first attempt wrote part of the batch before its reply was lost; the whole batch is
     // sent again.
     let none = redis::pipe();
-    let conflicts = journal::append(&mut conn, &none, &batch[..2])
+    let not_added = journal::append(&mut conn, &none, &records, &batch[..2])
         .await
         .unwrap();
-    assert!(conflicts.is_empty(), "{conflicts:?}");
+    assert!(not_added.is_empty(), "{not_added:?}");
     // Those already written are reported (the relay counts and logs them), the rest added.
-    let conflicts = journal::append(&mut conn, &none, &batch).await.unwrap();
-    assert_eq!(conflicts, [(7, 10), (7, 11)]);
-    // A Redis that forgot the script (restarted, or SCRIPT FLUSH) gets it again.
+    let not_added = journal::append(&mut conn, &none, &records, &batch)
+        .await
+        .unwrap();
+    assert_eq!(not_added, [(7, 10), (7, 11)]);
+    let refs = |conn: redis::aio::ConnectionManager| async move {
+        let mut c = conn;
+        let n: Option<i64> = redis::cmd("HGET")
+            .arg(format!("{PAYLOAD_PREFIX}500"))
+            .arg("n")
+            .query_async(&mut c)
+            .await
+            .unwrap();
+        n
+    };
+    assert_eq!(
+        refs(conn.clone()).await,
+        Some(2),
+        "sent twice, counted once"
+    );
+    // A Redis that forgot the scripts (restarted, or SCRIPT FLUSH) gets them again.
     let () = redis::cmd("SCRIPT")
         .arg("FLUSH")
         .query_async(&mut conn)
         .await
         .unwrap();
-    let conflicts = journal::append(&mut conn, &none, &[(8, entry(12))])
+    let not_added = journal::append(&mut conn, &none, &[], &[(8, own(12))])
         .await
         .unwrap();
-    assert!(conflicts.is_empty());
-    journal::remove(&mut conn, 8, &[12]).await.unwrap();
-    let ts = |v: Vec<Entry>| {
-        v.iter()
-            .map(|e| (e.ts, e.payload.text().to_string()))
-            .collect::<Vec<_>>()
+    assert!(not_added.is_empty());
+    // A clock that went back: refused, and its reference released at once.
+    let late = [Record {
+        shared: 501,
+        payload: &shared_payload,
+        refs: 2,
+    }];
+    let back = |ts| Entry {
+        shared: Some(501),
+        ..shared(ts)
+    };
+    let not_added = journal::append(&mut conn, &none, &late, &[(7, back(5)), (9, back(20))])
+        .await
+        .unwrap();
+    assert_eq!(not_added, [(7, 5)]);
+    let n501: Option<i64> = redis::cmd("HGET")
+        .arg(format!("{PAYLOAD_PREFIX}501"))
+        .arg("n")
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    assert_eq!(n501, Some(1));
+    journal::delete(&mut conn, 9).await.unwrap();
+    let exists: bool = redis::cmd("EXISTS")
+        .arg(format!("{PAYLOAD_PREFIX}501"))
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    assert!(!exists, "the deleted queue released its record");
+
+    journal::remove(&mut conn, 8, &[(12, None)]).await.unwrap();
+    let read = |hook| {
+        let mut c = conn.clone();
+        async move {
+            journal::read_page(&mut c, hook, None, u64::MAX, 100)
+                .await
+                .unwrap()
+                .into_iter()
+                .map(|s| {
+                    let body = match s.body {
+                        StoredBody::Inline(t) => t,
+                        StoredBody::Shared(r) => format!("record {r}"),
+                        StoredBody::Unreadable => "?".into(),
+                    };
+                    (s.ts, body)
+                })
+                .collect::<Vec<_>>()
+        }
     };
     assert_eq!(
-        ts(journal::load(&mut conn, 7).await.unwrap()),
-        [(10, "p10".into()), (11, "p11".into())]
+        read(7).await,
+        [(10, "p10".into()), (11, "record 500".into())]
     );
+    assert_eq!(read(8).await, [(11, "record 500".into())]);
     assert_eq!(
-        ts(journal::load(&mut conn, 8).await.unwrap()),
-        [(11, "p11".into())]
+        journal::read_records(&mut conn, &[500]).await.unwrap(),
+        [Some("shared text".to_string())]
     );
+    // Removing twice releases once; the record goes with its last entry.
+    journal::remove(&mut conn, 7, &[(10, None), (11, Some(500))])
+        .await
+        .unwrap();
+    journal::remove(&mut conn, 7, &[(11, Some(500))])
+        .await
+        .unwrap();
+    assert_eq!(refs(conn.clone()).await, Some(1));
+    journal::remove(&mut conn, 8, &[(11, Some(500))])
+        .await
+        .unwrap();
+    assert_eq!(refs(conn.clone()).await, None, "gone with its last entry");
     // Emptied, the stream still knows its last id: a restart starts above it.
-    journal::remove(&mut conn, 7, &[10, 11]).await.unwrap();
-    assert_eq!(journal::last_ts(&mut conn, 7).await.unwrap(), 11);
-    assert_eq!(journal::last_ts(&mut conn, 99).await.unwrap(), 0);
+    let pos = journal::position(&mut conn, 7).await.unwrap();
+    assert_eq!((pos.last_ts, pos.length), (11, 0));
+    assert_eq!(journal::position(&mut conn, 99).await.unwrap().last_ts, 0);
 }

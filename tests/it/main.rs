@@ -15,5 +15,6 @@ mod monitoring;
 mod plugin_reload;
 mod plugin_tools;
 mod plugins;
+mod recovery;
 mod restart;
 mod secrets;
