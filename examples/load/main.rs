@@ -1,108 +1,134 @@
-//! End-to-end load tool: a real `redis-server` on a free port, the relay (release build, same
-//! `run` as the binary), real HTTP receivers on loopback. Publishes N `user-joined` messages and
-//! measures how fast they reach every hook, and checks they arrive in bus order, none lost, none
-//! duplicated.
+//! End-to-end load tool: a real `redis-server` on a free port, the relay binary as its own
+//! process (so that its memory and CPU are its own), and lean HTTP receivers on loopback in this
+//! process. Each scenario checks that every hook got every event exactly once, in bus order.
 //!
-//! `cargo run --release --example load -- --events 20000 --hooks 1 [--plugin testing_keep_typed]`
+//! ```text
+//! cargo build --release --bin hookrelay --example load
+//! target/release/examples/load burst --events 20000 --hooks 1 --runs 3
+//! target/release/examples/load burst --events 10000 --hooks 9 --slow-hooks 1
+//! target/release/examples/load open --rate 2000 --seconds 10
+//! target/release/examples/load restart --hooks 1000 --events 100
+//! target/release/examples/load idle --seconds 10
+//! target/release/examples/load api --hooks 1000
+//! ```
+//! `--relay-bin OLD --relay-bin NEW` alternates two builds run by run (ratios in one run).
 
-#[path = "../tests/it/support/mod.rs"]
+#[path = "../../tests/it/support/mod.rs"]
 #[allow(dead_code, unused_imports)]
 mod support;
 
-use std::time::{Duration, Instant};
+mod api;
+mod launch;
+mod procstat;
+mod scenario;
+mod sink;
 
-use clap::Parser;
-use support::{TestReceiver, TestRedis, TestRelay, user_joined};
+use std::path::PathBuf;
+
+use clap::{Parser, Subcommand};
 
 #[derive(Parser)]
 struct Args {
-    /// Events to publish.
-    #[arg(long, default_value_t = 20_000)]
-    events: usize,
-    /// Global hooks, each with its own receiver.
-    #[arg(long, default_value_t = 1)]
-    hooks: usize,
-    /// Run this plugin (a crate of plugins/, e.g. testing_keep_typed or testing_replace_json)
-    /// on every callback; repeatable, applied in the order given.
-    #[arg(long = "plugin")]
-    plugins: Vec<String>,
-    /// delivery.max_unacked (1: each delivery marked in Redis before the next is sent).
-    #[arg(long, default_value_t = 16)]
+    #[command(subcommand)]
+    scenario: Option<Scenario>,
+    /// Runs of each scenario (medians are printed).
+    #[arg(long, default_value_t = 1, global = true)]
+    runs: usize,
+    /// The relay binary (default: `hookrelay` beside this tool); given twice, the two builds
+    /// alternate run by run.
+    #[arg(long = "relay-bin", global = true)]
+    relay_bins: Vec<PathBuf>,
+    /// delivery.max_unacked.
+    #[arg(long, default_value_t = 16, global = true)]
     max_unacked: usize,
+    /// Run this plugin (a crate of plugins/, e.g. testing_keep_typed) on every callback;
+    /// repeatable, applied in the order given.
+    #[arg(long = "plugin", global = true)]
+    plugins: Vec<String>,
+}
+
+#[derive(Subcommand, Clone)]
+pub enum Scenario {
+    /// Publish N events at once; time until every fast hook has them all.
+    Burst {
+        #[arg(long, default_value_t = 20_000)]
+        events: usize,
+        /// Fast hooks (each its own receiver).
+        #[arg(long, default_value_t = 1)]
+        hooks: usize,
+        /// Hooks whose receiver answers after --slow-ms (not waited for).
+        #[arg(long, default_value_t = 0)]
+        slow_hooks: usize,
+        #[arg(long, default_value_t = 50)]
+        slow_ms: u64,
+    },
+    /// Publish at a fixed rate; latency from publish to arrival.
+    Open {
+        #[arg(long, default_value_t = 2_000)]
+        rate: u64,
+        #[arg(long, default_value_t = 10)]
+        seconds: u64,
+        #[arg(long, default_value_t = 1)]
+        hooks: usize,
+    },
+    /// Queue hooks x events callbacks, kill -9 the relay, start it again: time to subscribe,
+    /// to the first callback and to the last.
+    Restart {
+        #[arg(long, default_value_t = 1_000)]
+        hooks: usize,
+        #[arg(long, default_value_t = 100)]
+        events: usize,
+    },
+    /// CPU used by an idle relay with some hooks.
+    Idle {
+        #[arg(long, default_value_t = 10)]
+        seconds: u64,
+        #[arg(long, default_value_t = 10)]
+        hooks: usize,
+    },
+    /// hooks/list and hooks/create throughput with wrk.
+    Api {
+        #[arg(long, default_value_t = 1_000)]
+        hooks: usize,
+        #[arg(long, default_value_t = 10)]
+        seconds: u64,
+    },
 }
 
 #[tokio::main]
 async fn main() {
     let args = Args::parse();
-    let redis = TestRedis::start().await;
-    let mut config = TestRelay::config(&redis);
-    // Room for the whole burst: the bound would otherwise drop the oldest (by design).
-    config.delivery.max_queue = args.events;
-    config.delivery.max_unacked = args.max_unacked;
-    let plugin_dir = support::PluginDir::new();
-    if !args.plugins.is_empty() {
-        for (i, name) in args.plugins.iter().enumerate() {
-            plugin_dir.add(&format!("{i:02}-{name}"), name, None);
+    let scenario = args.scenario.clone().unwrap_or(Scenario::Burst {
+        events: 20_000,
+        hooks: 1,
+        slow_hooks: 0,
+        slow_ms: 50,
+    });
+    let bins = if args.relay_bins.is_empty() {
+        vec![support::process::binary()]
+    } else {
+        args.relay_bins.clone()
+    };
+    let mut results: Vec<Vec<scenario::Figures>> = vec![Vec::new(); bins.len()];
+    for run in 0..args.runs {
+        for (b, bin) in bins.iter().enumerate() {
+            let setup = launch::Setup {
+                bin: bin.clone(),
+                max_unacked: args.max_unacked,
+                plugins: args.plugins.clone(),
+            };
+            let figures = scenario::run(&scenario, &setup).await;
+            println!("run {} {}: {}", run + 1, bin.display(), figures.line());
+            results[b].push(figures);
         }
-        config.plugins.dir = Some(plugin_dir.path().to_path_buf());
     }
-    let relay = TestRelay::start_with(&redis, config).await;
-    let mut receivers = Vec::new();
-    for i in 0..args.hooks {
-        let rx = TestReceiver::start().await;
-        relay.create_hook(&rx.url(&format!("/hook/{i}")), "").await;
-        receivers.push(rx);
-    }
-    let messages: Vec<String> = (0..args.events)
-        .map(|i| user_joined("int-load", &format!("w_{i}"), &format!("user {i}")))
-        .collect();
-    let start = Instant::now();
-    redis.publish_all(&messages).await;
-    let published = start.elapsed();
-    let deadline = Instant::now() + Duration::from_secs(300);
-    loop {
-        let done = receivers
-            .iter()
-            .map(|r| r.delivered().len())
-            .min()
-            .unwrap_or(0);
-        if done >= args.events || Instant::now() > deadline {
-            break;
+    if args.runs > 1 || bins.len() > 1 {
+        let medians: Vec<scenario::Figures> = results.iter().map(|r| scenario::median(r)).collect();
+        for (bin, m) in bins.iter().zip(&medians) {
+            println!("median {}: {}", bin.display(), m.line());
         }
-        tokio::time::sleep(Duration::from_millis(5)).await;
+        if let [old, new] = medians.as_slice() {
+            println!("ratio new/old: {}", new.ratio_line(old));
+        }
     }
-    let elapsed = start.elapsed();
-    let mut in_order = true;
-    let mut total = 0;
-    for rx in &receivers {
-        let got = rx.delivered();
-        total += got.len();
-        let names: Vec<String> = got.iter().map(|r| support::user_name(&r.event())).collect();
-        in_order &= names.len() == args.events
-            && names
-                .iter()
-                .enumerate()
-                .all(|(i, n)| *n == format!("user {i}"));
-    }
-    let rss_kib = std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("VmHWM:"))
-                .map(String::from)
-        })
-        .unwrap_or_default();
-    println!(
-        "events={} hooks={} delivered={} in_order_no_loss_no_dup={} publish={:.3}s total={:.3}s rate={:.0} callbacks/s ({:.0} events/s per hook) peak {}",
-        args.events,
-        args.hooks,
-        total,
-        in_order,
-        published.as_secs_f64(),
-        elapsed.as_secs_f64(),
-        total as f64 / elapsed.as_secs_f64(),
-        args.events as f64 / elapsed.as_secs_f64(),
-        rss_kib.trim()
-    );
-    relay.stop().await;
 }

@@ -1,0 +1,306 @@
+//! The scenarios: each starts its own Redis and relay, measures, checks order and completeness,
+//! and returns named figures.
+
+use std::time::{Duration, Instant};
+
+use crate::{
+    Scenario,
+    launch::{Relay, Setup},
+    procstat,
+    sink::Sink,
+    support::{TestRedis, user_joined},
+};
+
+/// Named figures of one run, and whether every check passed.
+#[derive(Clone, Default)]
+pub struct Figures {
+    pub values: Vec<(&'static str, f64)>,
+    pub ok: bool,
+}
+
+impl Figures {
+    pub fn push(&mut self, name: &'static str, value: f64) {
+        self.values.push((name, value));
+    }
+
+    pub fn line(&self) -> String {
+        let mut s: Vec<String> = self
+            .values
+            .iter()
+            .map(|(k, v)| format!("{k}={}", fmt(*v)))
+            .collect();
+        s.push(format!("checks={}", if self.ok { "ok" } else { "FAILED" }));
+        s.join(" ")
+    }
+
+    pub fn ratio_line(&self, old: &Figures) -> String {
+        self.values
+            .iter()
+            .zip(&old.values)
+            .map(|((k, new), (_, old))| format!("{k}={:.2}", new / old))
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+}
+
+fn fmt(v: f64) -> String {
+    if v.abs() >= 100.0 {
+        format!("{v:.0}")
+    } else {
+        format!("{v:.3}")
+    }
+}
+
+/// Per-figure medians of several runs.
+pub fn median(runs: &[Figures]) -> Figures {
+    let mut out = Figures {
+        ok: runs.iter().all(|r| r.ok),
+        ..Figures::default()
+    };
+    if let Some(first) = runs.first() {
+        for (i, (name, _)) in first.values.iter().enumerate() {
+            let mut v: Vec<f64> = runs
+                .iter()
+                .filter_map(|r| r.values.get(i))
+                .map(|x| x.1)
+                .collect();
+            v.sort_by(f64::total_cmp);
+            out.push(name, v[v.len() / 2]);
+        }
+    }
+    out
+}
+
+pub async fn run(scenario: &Scenario, setup: &Setup) -> Figures {
+    match *scenario {
+        Scenario::Burst {
+            events,
+            hooks,
+            slow_hooks,
+            slow_ms,
+        } => burst(setup, events, hooks, slow_hooks, slow_ms).await,
+        Scenario::Open {
+            rate,
+            seconds,
+            hooks,
+        } => open_loop(setup, rate, seconds, hooks).await,
+        Scenario::Restart { hooks, events } => restart(setup, hooks, events).await,
+        Scenario::Idle { seconds, hooks } => idle(setup, seconds, hooks).await,
+        Scenario::Api { hooks, seconds } => crate::api::run(setup, hooks, seconds).await,
+    }
+}
+
+fn messages(n: usize) -> Vec<String> {
+    (0..n)
+        .map(|i| user_joined("int-load", &format!("w_{i}"), &format!("user {i}")))
+        .collect()
+}
+
+/// Starts `n` receivers answering after `delay`, each registered as a global hook.
+async fn sinks(relay: &Relay, n: usize, delay: Duration, tag: &str) -> Vec<Sink> {
+    let mut out = Vec::new();
+    for i in 0..n {
+        let s = Sink::start(delay).await;
+        relay.create_hook(&s.url(&format!("/{tag}/{i}"))).await;
+        out.push(s);
+    }
+    out
+}
+
+/// Waits until every sink has `n` callbacks (or five minutes passed).
+async fn wait_all(sinks: &[Sink], n: usize) {
+    let deadline = Instant::now() + Duration::from_secs(300);
+    while sinks.iter().any(|s| s.count() < n) && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+}
+
+/// True when the sink got exactly callbacks 0..n, in order (or a prefix of them when `prefix`).
+fn in_order(sink: &Sink, n: usize, prefix: bool) -> bool {
+    let got = sink.arrivals();
+    let numbers_ok = got.iter().enumerate().all(|(i, (_, u))| *u == Some(i));
+    numbers_ok && (got.len() == n || (prefix && got.len() <= n))
+}
+
+async fn burst(
+    setup: &Setup,
+    events: usize,
+    hooks: usize,
+    slow_hooks: usize,
+    slow_ms: u64,
+) -> Figures {
+    let redis = TestRedis::start().await;
+    let (relay, _) = Relay::start(setup, &redis, &format!("max_queue = {events}")).await;
+    let fast = sinks(&relay, hooks, Duration::ZERO, "fast").await;
+    let slow = sinks(&relay, slow_hooks, Duration::from_millis(slow_ms), "slow").await;
+    let msgs = messages(events);
+    let cpu0 = procstat::cpu_seconds(relay.pid()).unwrap_or(0.0);
+    let start = Instant::now();
+    redis.publish_all(&msgs).await;
+    wait_all(&fast, events).await;
+    let elapsed = start.elapsed().as_secs_f64();
+    let cpu = procstat::cpu_seconds(relay.pid()).unwrap_or(0.0) - cpu0;
+    let rss = procstat::peak_rss_kib(relay.pid()).unwrap_or(0) as f64 / 1024.0;
+    let mut f = Figures {
+        ok: fast.iter().all(|s| in_order(s, events, false))
+            && slow.iter().all(|s| in_order(s, events, true)),
+        ..Figures::default()
+    };
+    f.push("callbacks_per_s", (events * hooks) as f64 / elapsed);
+    f.push("events_per_s_per_hook", events as f64 / elapsed);
+    f.push("relay_cpu_s", cpu);
+    f.push("relay_peak_rss_mib", rss);
+    if slow_hooks > 0 {
+        let slow_got: usize = slow.iter().map(Sink::count).sum();
+        f.push("slow_hook_callbacks", slow_got as f64 / slow_hooks as f64);
+    }
+    relay.kill9().await;
+    f
+}
+
+/// Nearest-rank percentile of sorted values.
+fn percentile(sorted: &[f64], p: f64) -> f64 {
+    if sorted.is_empty() {
+        return f64::NAN;
+    }
+    let rank = ((p / 100.0) * sorted.len() as f64).ceil() as usize;
+    sorted[rank.clamp(1, sorted.len()) - 1]
+}
+
+async fn open_loop(setup: &Setup, rate: u64, seconds: u64, hooks: usize) -> Figures {
+    let total = (rate * seconds) as usize;
+    let redis = TestRedis::start().await;
+    let (relay, _) = Relay::start(setup, &redis, &format!("max_queue = {total}")).await;
+    let sinks = sinks(&relay, hooks, Duration::ZERO, "open").await;
+    let msgs = messages(total);
+    let mut conn = redis.conn().await.expect("redis");
+    let mut published: Vec<Instant> = Vec::with_capacity(total);
+    let cpu0 = procstat::cpu_seconds(relay.pid()).unwrap_or(0.0);
+    let start = Instant::now();
+    let mut tick = tokio::time::interval(Duration::from_millis(1));
+    while published.len() < total {
+        tick.tick().await;
+        let due = ((start.elapsed().as_secs_f64() * rate as f64) as usize).min(total);
+        if due <= published.len() {
+            continue;
+        }
+        let mut pipe = redis::pipe();
+        for m in &msgs[published.len()..due] {
+            pipe.publish("from-akka-apps-redis-channel", m).ignore();
+        }
+        let now = Instant::now();
+        published.resize(due, now);
+        let () = pipe.query_async(&mut conn).await.expect("publish");
+    }
+    wait_all(&sinks, total).await;
+    let cpu = procstat::cpu_seconds(relay.pid()).unwrap_or(0.0) - cpu0;
+    let mut ok = true;
+    let mut latencies = Vec::with_capacity(total * hooks);
+    for s in &sinks {
+        ok &= in_order(s, total, false);
+        for (at, u) in s.arrivals() {
+            if let Some(p) = u.and_then(|u| published.get(u)) {
+                latencies.push(at.duration_since(*p).as_secs_f64() * 1000.0);
+            }
+        }
+    }
+    latencies.sort_by(f64::total_cmp);
+    let mut f = Figures {
+        ok,
+        ..Figures::default()
+    };
+    f.push("p50_ms", percentile(&latencies, 50.0));
+    f.push("p99_ms", percentile(&latencies, 99.0));
+    f.push("max_ms", latencies.last().copied().unwrap_or(f64::NAN));
+    f.push("relay_cpu_s", cpu);
+    f.push(
+        "relay_peak_rss_mib",
+        procstat::peak_rss_kib(relay.pid()).unwrap_or(0) as f64 / 1024.0,
+    );
+    relay.kill9().await;
+    f
+}
+
+async fn restart(setup: &Setup, hooks: usize, events: usize) -> Figures {
+    let redis = TestRedis::start().await;
+    // The first relay never gets an answer, so everything stays queued.
+    let hold = format!("max_queue = {events}\nrequest_timeout_ms = 600000");
+    let (first, _) = Relay::start(setup, &redis, &hold).await;
+    let mut sinks = Vec::new();
+    for i in 0..hooks {
+        let s = Sink::start(Duration::ZERO).await;
+        s.hold(true);
+        first.create_hook(&s.url(&format!("/r/{i}"))).await;
+        sinks.push(s);
+    }
+    redis.publish_all(&messages(events)).await;
+    let want = hooks * events;
+    let deadline = Instant::now() + Duration::from_secs(300);
+    while queued(&redis, hooks).await < want && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let was_queued = queued(&redis, hooks).await;
+    first.kill9().await;
+    for s in &sinks {
+        s.hold(false);
+    }
+    let (second, subscribed) = Relay::start(setup, &redis, &format!("max_queue = {events}")).await;
+    let started = Instant::now() - subscribed;
+    wait_all(&sinks, events).await;
+    let firsts: Vec<Instant> = sinks.iter().filter_map(Sink::first_arrival).collect();
+    let lasts: Vec<Instant> = sinks.iter().filter_map(Sink::last_arrival).collect();
+    let since = |t: Option<&Instant>| {
+        t.map_or(f64::NAN, |t| {
+            t.duration_since(started).as_secs_f64() * 1000.0
+        })
+    };
+    let mut f = Figures {
+        ok: was_queued == want && sinks.iter().all(|s| in_order(s, events, false)),
+        ..Figures::default()
+    };
+    f.push("queued", was_queued as f64);
+    f.push("subscribed_ms", subscribed.as_secs_f64() * 1000.0);
+    f.push("first_callback_ms", since(firsts.iter().min()));
+    f.push("all_delivered_ms", since(lasts.iter().max()));
+    f.push(
+        "relay_peak_rss_mib",
+        procstat::peak_rss_kib(second.pid()).unwrap_or(0) as f64 / 1024.0,
+    );
+    second.kill9().await;
+    f
+}
+
+/// Entries in the queues of hooks 1..=hooks.
+async fn queued(redis: &TestRedis, hooks: usize) -> usize {
+    let Some(mut c) = redis.conn().await else {
+        return 0;
+    };
+    let mut pipe = redis::pipe();
+    for id in 1..=hooks {
+        pipe.xlen(hookrelay::base::redis_keys::queue_key(id as u64));
+    }
+    let lens: Vec<usize> = pipe.query_async(&mut c).await.unwrap_or_default();
+    lens.iter().sum()
+}
+
+async fn idle(setup: &Setup, seconds: u64, hooks: usize) -> Figures {
+    let redis = TestRedis::start().await;
+    let (relay, _) = Relay::start(setup, &redis, "").await;
+    let _sinks = sinks(&relay, hooks, Duration::ZERO, "idle").await;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let cpu0 = procstat::cpu_seconds(relay.pid()).unwrap_or(0.0);
+    tokio::time::sleep(Duration::from_secs(seconds)).await;
+    let cpu = procstat::cpu_seconds(relay.pid()).unwrap_or(0.0) - cpu0;
+    let mut f = Figures {
+        ok: true,
+        ..Figures::default()
+    };
+    f.push("idle_cpu_ms", cpu * 1000.0);
+    f.push("idle_seconds", seconds as f64);
+    f.push(
+        "relay_peak_rss_mib",
+        procstat::peak_rss_kib(relay.pid()).unwrap_or(0) as f64 / 1024.0,
+    );
+    relay.kill9().await;
+    f
+}
