@@ -1,7 +1,9 @@
-//! Recovery of one hook's queue after a restart, a page at a time: its stream is read up to
-//! the last id written before the start, [`PAGE`] entries whenever the worker runs low, while
-//! the bus is already being processed (fresh entries wait behind the backlog). Shared payload
-//! records are read once and shared in memory by every hook whose pages refer to them.
+//! The pager of one hook's queue: reads the part of the queue that is in Redis only (after a
+//! restart, the whole stream; after a burst, what did not fit the window) [`PAGE`] entries at a
+//! time whenever the worker runs low, while the bus goes on being processed. Shared payload
+//! records are read once and shared in memory by every hook whose pages refer to them. The
+//! queue's bound (`delivery.max_queue`) is kept here for what is in Redis only: the oldest
+//! entries beyond it are dropped (and counted) as they are read.
 
 use std::{
     collections::HashMap,
@@ -9,17 +11,22 @@ use std::{
 };
 
 use redis::aio::ConnectionManager;
-use tokio_util::sync::CancellationToken;
 
 use super::{
     hook_queue::{HookQueue, PAGE},
     journal::{self, Entry, Stored, StoredBody},
+    queue::DeliveryContext,
 };
 use crate::{event::Payload, shutdown::retry_until_ok};
 
 /// Payloads read back so far, by record reference; entries hold the strong references.
+/// Records are read one pager at a time, so that a thousand hooks starting together read each
+/// record once, not once each.
 #[derive(Default)]
-pub struct SharedPayloads(Mutex<HashMap<u64, Weak<Payload>>>);
+pub struct SharedPayloads {
+    known: Mutex<HashMap<u64, Weak<Payload>>>,
+    reading: tokio::sync::Mutex<()>,
+}
 
 impl SharedPayloads {
     fn get(&self, shared: u64) -> Option<Arc<Payload>> {
@@ -35,51 +42,72 @@ impl SharedPayloads {
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<u64, Weak<Payload>>> {
-        self.0.lock().unwrap_or_else(|e| e.into_inner())
+        self.known.lock().unwrap_or_else(|e| e.into_inner())
     }
 }
 
-/// Pages hook `hook`'s stream (ids up to `until`) into `queue` until it is read whole, the
-/// queue closes or the relay stops.
+/// Pages hook `hook`'s span into `queue` until it is read whole, the queue closes or the relay
+/// stops.
 pub async fn page_in(
-    conn: ConnectionManager,
+    ctx: Arc<DeliveryContext>,
     hook: u64,
-    until: u64,
     queue: Arc<HookQueue>,
     shared: Arc<SharedPayloads>,
-    token: CancellationToken,
 ) {
-    let mut after = None;
+    let token = ctx.token.clone();
     loop {
-        while queue.backlog_len() >= PAGE / 2 {
+        while !queue.wants_more() {
+            if queue.is_closed() || queue.span().is_none() {
+                return;
+            }
             tokio::select! {
                 () = queue.wants_page.notified() => {}
                 () = token.cancelled() => return,
             }
-            if queue.is_closed() {
-                return;
-            }
         }
-        if queue.is_closed() {
-            return;
-        }
+        let Some(span) = queue.span() else { return };
         let page = retry_until_ok(&token, "read a hook's queue", || {
-            let mut c = conn.clone();
-            async move { journal::read_page(&mut c, hook, after, until, PAGE).await }
+            let mut c = ctx.conn.clone();
+            async move { journal::read_page(&mut c, hook, span.after, span.until, PAGE).await }
         })
         .await;
-        let Some(page) = page else { return };
-        let last = page.len() < PAGE;
-        after = page.last().map(|s| s.ts).or(after);
+        let Some(mut page) = page else { return };
+        let read = page.len();
+        let last = page.last().map(|s| s.ts);
+        let complete = (read < PAGE).then_some(span.until);
+        let excess = queue.total().saturating_sub(ctx.max_queue).min(read);
+        if excess > 0 {
+            let dropped: Vec<Stored> = page.drain(..excess).collect();
+            drop_oldest(&ctx, hook, &dropped).await;
+        }
         let entries = retry_until_ok(&token, "read queued payloads", || {
-            resolve(conn.clone(), hook, &page, &shared)
+            resolve(ctx.conn.clone(), hook, &page, &shared)
         })
         .await;
         let Some(entries) = entries else { return };
-        queue.add_page(entries, last);
-        if last {
+        if !queue.add_page(entries, read, last, complete) {
             return;
         }
+    }
+}
+
+/// Removes the oldest stored entries of a queue over its bound.
+async fn drop_oldest(ctx: &DeliveryContext, hook: u64, dropped: &[Stored]) {
+    ctx.metrics.queue_dropped.inc_by(dropped.len() as u64);
+    tracing::warn!(
+        hook_id = hook,
+        dropped = dropped.len(),
+        "queue full: dropped the oldest callbacks"
+    );
+    let ids: Vec<(u64, Option<u64>)> = dropped
+        .iter()
+        .map(|s| match s.body {
+            StoredBody::Shared(r) => (s.ts, Some(r)),
+            _ => (s.ts, None),
+        })
+        .collect();
+    if let Err(e) = journal::remove(&mut ctx.conn.clone(), hook, &ids).await {
+        tracing::warn!(hook_id = hook, error = %e, "cannot remove dropped callbacks from Redis");
     }
 }
 
@@ -91,23 +119,37 @@ async fn resolve(
     page: &[Stored],
     shared: &SharedPayloads,
 ) -> Result<Vec<Entry>, redis::RedisError> {
-    let mut missing: Vec<u64> = page
-        .iter()
-        .filter_map(|s| match s.body {
-            StoredBody::Shared(r) if shared.get(r).is_none() => Some(r),
-            _ => None,
-        })
-        .collect();
-    missing.sort_unstable();
-    missing.dedup();
-    let texts = journal::read_records(&mut conn, &missing).await?;
-    // Payloads of this page, kept alive by its entries.
+    // Payloads of this page, held from here on so that none can go in between.
     let mut held: HashMap<u64, Arc<Payload>> = HashMap::new();
-    for (r, text) in missing.iter().zip(texts) {
-        if let Some(t) = text {
-            let p = Arc::new(Payload::new(t));
-            shared.insert(*r, &p);
-            held.insert(*r, p);
+    let take_known = |held: &mut HashMap<u64, Arc<Payload>>| {
+        let mut missing = Vec::new();
+        for s in page {
+            if let StoredBody::Shared(r) = s.body
+                && !held.contains_key(&r)
+            {
+                match shared.get(r) {
+                    Some(p) => {
+                        held.insert(r, p);
+                    }
+                    None => missing.push(r),
+                }
+            }
+        }
+        missing.sort_unstable();
+        missing.dedup();
+        missing
+    };
+    if !take_known(&mut held).is_empty() {
+        let _one = shared.reading.lock().await;
+        // Another pager may have read some meanwhile.
+        let missing = take_known(&mut held);
+        let texts = journal::read_records(&mut conn, &missing).await?;
+        for (r, text) in missing.iter().zip(texts) {
+            if let Some(t) = text {
+                let p = Arc::new(Payload::new(t));
+                shared.insert(*r, &p);
+                held.insert(*r, p);
+            }
         }
     }
     let mut entries = Vec::with_capacity(page.len());
@@ -115,19 +157,13 @@ async fn resolve(
     for s in page {
         let (payload, shared_ref) = match &s.body {
             StoredBody::Inline(t) => (Arc::new(Payload::new(t.as_str())), None),
-            StoredBody::Shared(r) => {
-                let found = held.get(r).cloned().or_else(|| shared.get(*r));
-                match found {
-                    Some(p) => {
-                        held.insert(*r, p.clone());
-                        (p, Some(*r))
-                    }
-                    None => {
-                        unusable.push((s.ts, Some(*r)));
-                        continue;
-                    }
+            StoredBody::Shared(r) => match held.get(r) {
+                Some(p) => (p.clone(), Some(*r)),
+                None => {
+                    unusable.push((s.ts, Some(*r)));
+                    continue;
                 }
-            }
+            },
             StoredBody::Unreadable => {
                 unusable.push((s.ts, None));
                 continue;

@@ -1,6 +1,8 @@
-//! One hook's queue in memory: the entries read back from Redis after a restart (the backlog,
-//! paged in by [`super::backlog`]) go first, then the fresh ones from the bus. Only the fresh
-//! part is bounded by `delivery.max_queue` (the backlog is read a page at a time).
+//! One hook's queue in memory: a window over its Redis stream. At most [`WINDOW`] entries are
+//! held; the rest of the queue (entries after them) is in Redis only, as a span of ids that
+//! [`super::backlog`] pages in while the worker runs low. A restart starts with the whole
+//! stream as that span; a burst that outruns the hook makes one. While a span exists, new
+//! entries only extend it, so the order is always memory first, then the span.
 
 use std::{
     collections::VecDeque,
@@ -14,15 +16,33 @@ use tokio::sync::Notify;
 
 use super::journal::Entry;
 
-/// Backlog entries held in memory per hook while its stream is paged in.
+/// Entries read from Redis at a time.
 pub const PAGE: usize = 256;
+/// Most entries held in memory per hook.
+pub const WINDOW: usize = 2 * PAGE;
+
+/// Entries in Redis only: ids in `(after, until]`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Span {
+    pub after: Option<u64>,
+    pub until: u64,
+    /// How many (as far as known).
+    pub count: usize,
+}
 
 #[derive(Default)]
 struct Parts {
-    backlog: VecDeque<Entry>,
-    fresh: VecDeque<Entry>,
-    /// Pages are still to come: fresh entries wait behind them.
-    recovering: bool,
+    mem: VecDeque<Entry>,
+    span: Option<Span>,
+}
+
+/// What a push did.
+#[derive(Default)]
+pub struct Pushed {
+    /// The oldest entries dropped to stay within `max`.
+    pub dropped: Vec<Entry>,
+    /// A span began: a pager must be started.
+    pub spilled: bool,
 }
 
 #[derive(Default)]
@@ -30,17 +50,21 @@ pub struct HookQueue {
     parts: Mutex<Parts>,
     /// Wakes the worker: an entry or a page arrived, or the queue closed.
     pub ready: Notify,
-    /// Wakes the pager: the backlog runs low.
+    /// Wakes the pager: memory runs low.
     pub wants_page: Notify,
     /// Set when the hook is gone: the worker ends even if it is idle.
     closed: AtomicBool,
 }
 
 impl HookQueue {
-    /// A queue whose first entries are still in Redis.
-    pub fn recovering() -> Self {
+    /// A queue whose `count` entries, ids up to `until`, are in Redis only (after a restart).
+    pub fn stored(until: u64, count: usize) -> Self {
         let q = Self::default();
-        q.lock().recovering = true;
+        q.lock().span = Some(Span {
+            after: None,
+            until,
+            count,
+        });
         q
     }
 
@@ -48,46 +72,87 @@ impl HookQueue {
         self.parts.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Adds a fresh entry; returns the fresh entries dropped to stay within `max`.
-    pub fn push(&self, entry: Entry, max: usize) -> Vec<Entry> {
+    /// Adds an entry already written to Redis: held in memory while there is room and nothing
+    /// waits in Redis, else it joins (or starts) the span. Then the oldest entries in memory
+    /// are dropped while more than `max` are queued in all.
+    pub fn push(&self, entry: Entry, max: usize) -> Pushed {
         let mut p = self.lock();
-        p.fresh.push_back(entry);
-        let excess = p.fresh.len().saturating_sub(max);
-        let dropped = p.fresh.drain(..excess).collect();
-        drop(p);
-        self.ready.notify_one();
-        dropped
-    }
-
-    /// Adds a page of the backlog; `last` when the stream has no more.
-    pub fn add_page(&self, entries: Vec<Entry>, last: bool) {
-        let mut p = self.lock();
-        p.backlog.extend(entries);
-        if last {
-            p.recovering = false;
+        let mut out = Pushed::default();
+        let last_in_memory = p.mem.back().map(|e| e.ts);
+        let full = p.mem.len() >= WINDOW;
+        match &mut p.span {
+            Some(span) => {
+                span.until = entry.ts;
+                span.count += 1;
+            }
+            None if full => {
+                p.span = Some(Span {
+                    after: last_in_memory,
+                    until: entry.ts,
+                    count: 1,
+                });
+                out.spilled = true;
+            }
+            None => p.mem.push_back(entry),
         }
+        let total = p.mem.len() + p.span.map_or(0, |s| s.count);
+        let excess = total.saturating_sub(max).min(p.mem.len());
+        out.dropped = p.mem.drain(..excess).collect();
         drop(p);
         self.ready.notify_one();
+        out
     }
 
-    /// The next entry in order; `None` when there is none yet.
+    /// The span to read next, if any.
+    pub fn span(&self) -> Option<Span> {
+        self.lock().span
+    }
+
+    /// Entries queued in all, memory and Redis.
+    pub fn total(&self) -> usize {
+        let p = self.lock();
+        p.mem.len() + p.span.map_or(0, |s| s.count)
+    }
+
+    /// Adds a page read from the span: `read` entries were read up to id `last` (`entries` of
+    /// them usable); `complete` when the read reached the span's end as it was then (`until`).
+    /// Returns whether a span remains.
+    pub fn add_page(
+        &self,
+        entries: Vec<Entry>,
+        read: usize,
+        last: Option<u64>,
+        complete: Option<u64>,
+    ) -> bool {
+        let mut p = self.lock();
+        p.mem.extend(entries);
+        if let Some(span) = &mut p.span {
+            span.after = last.or(span.after);
+            span.count = span.count.saturating_sub(read);
+            if complete == Some(span.until) {
+                p.span = None;
+            }
+        }
+        let more = p.span.is_some();
+        drop(p);
+        self.ready.notify_one();
+        more
+    }
+
+    /// The next entry in order; `None` when there is none in memory yet.
     pub fn pop(&self) -> Option<Entry> {
         let mut p = self.lock();
-        if let Some(e) = p.backlog.pop_front() {
-            if p.recovering && p.backlog.len() < PAGE / 2 {
-                self.wants_page.notify_one();
-            }
-            return Some(e);
-        }
-        if p.recovering {
+        let e = p.mem.pop_front();
+        if p.span.is_some() && p.mem.len() < PAGE / 2 {
             self.wants_page.notify_one();
-            return None;
         }
-        p.fresh.pop_front()
+        e
     }
 
-    pub fn backlog_len(&self) -> usize {
-        self.lock().backlog.len()
+    /// Whether the pager should read another page now.
+    pub fn wants_more(&self) -> bool {
+        let p = self.lock();
+        p.span.is_some() && p.mem.len() < PAGE / 2
     }
 
     pub fn close(&self) {
@@ -100,10 +165,9 @@ impl HookQueue {
         self.closed.load(Ordering::Acquire)
     }
 
-    /// Entries in memory.
+    /// Entries held in memory.
     pub fn in_memory(&self) -> usize {
-        let p = self.lock();
-        p.backlog.len() + p.fresh.len()
+        self.lock().mem.len()
     }
 }
 
@@ -129,25 +193,48 @@ mod tests {
     }
 
     #[test]
-    fn fresh_entries_wait_behind_the_whole_backlog() {
-        let q = HookQueue::recovering();
-        q.push(entry(10), 100);
+    fn fresh_entries_wait_behind_the_stored_ones() {
+        let q = HookQueue::stored(3, 3);
+        assert!(q.push(entry(10), 100).dropped.is_empty());
         assert!(q.pop().is_none(), "nothing before the first page");
-        q.add_page(vec![entry(1), entry(2)], false);
+        assert_eq!(q.span().map(|s| (s.until, s.count)), Some((10, 4)));
+        assert!(q.add_page(vec![entry(1), entry(2)], 2, Some(2), None));
         q.push(entry(11), 100);
         assert_eq!(order(&q), [1, 2], "then it waits for the next page");
-        q.add_page(vec![entry(3)], true);
+        // A read up to 10 that came back short: 11 joined the span meanwhile, so it goes on.
+        assert!(q.add_page(vec![entry(3), entry(10)], 2, Some(10), Some(10)));
+        assert!(!q.add_page(vec![entry(11)], 1, Some(11), Some(11)));
         assert_eq!(order(&q), [3, 10, 11]);
+        q.push(entry(12), 100);
+        assert_eq!(order(&q), [12], "no span: held in memory again");
     }
 
     #[test]
-    fn only_fresh_entries_are_dropped_when_full() {
-        let q = HookQueue::recovering();
-        q.add_page((1..=5).map(entry).collect(), true);
-        assert!(q.push(entry(10), 2).is_empty());
-        assert!(q.push(entry(11), 2).is_empty());
-        let dropped = q.push(entry(12), 2);
+    fn a_burst_beyond_the_window_spills_to_redis_in_order() {
+        let q = HookQueue::default();
+        for ts in 1..=WINDOW as u64 {
+            assert!(!q.push(entry(ts), 100_000).spilled);
+        }
+        assert!(q.push(entry(1000), 100_000).spilled, "a span begins");
+        assert!(!q.push(entry(1001), 100_000).spilled, "and grows");
+        let span = q.span().expect("span");
+        assert_eq!(
+            (span.after, span.until, span.count),
+            (Some(WINDOW as u64), 1001, 2)
+        );
+        assert_eq!(q.in_memory(), WINDOW);
+        assert_eq!(q.total(), WINDOW + 2);
+        assert_eq!(order(&q).len(), WINDOW);
+        assert!(q.wants_more());
+    }
+
+    #[test]
+    fn the_oldest_in_memory_are_dropped_when_full() {
+        let q = HookQueue::default();
+        assert!(q.push(entry(10), 2).dropped.is_empty());
+        assert!(q.push(entry(11), 2).dropped.is_empty());
+        let dropped = q.push(entry(12), 2).dropped;
         assert_eq!(dropped.iter().map(|e| e.ts).collect::<Vec<_>>(), [10]);
-        assert_eq!(order(&q), [1, 2, 3, 4, 5, 11, 12]);
+        assert_eq!(order(&q), [11, 12]);
     }
 }

@@ -82,22 +82,24 @@ impl Dispatcher {
         self.last_shared
     }
 
-    /// Starts hook `hook`'s worker on the entries its stream holds up to `until` (read a page
-    /// at a time, before anything fresh).
-    pub fn recover(&mut self, hook: &Arc<Hook>, until: u64) {
-        let q = Arc::new(HookQueue::recovering());
+    /// Starts hook `hook`'s worker on the `count` entries its stream holds up to `until` (read
+    /// a page at a time, before anything fresh).
+    pub fn recover(&mut self, hook: &Arc<Hook>, until: u64, count: usize) {
+        let q = Arc::new(HookQueue::stored(until, count));
         self.ctx
             .tracker
             .spawn(worker(hook.clone(), q.clone(), self.ctx.clone()));
+        self.start_pager(hook.id, &q);
+        self.queues.insert(hook.id, q);
+    }
+
+    fn start_pager(&self, hook: u64, q: &Arc<HookQueue>) {
         self.ctx.tracker.spawn(backlog::page_in(
-            self.ctx.conn.clone(),
-            hook.id,
-            until,
+            self.ctx.clone(),
+            hook,
             q.clone(),
             self.recovered.clone(),
-            self.ctx.token.clone(),
         ));
-        self.queues.insert(hook.id, q);
     }
 
     /// Persists `state` (commands that must be exactly as durable as these callbacks: the
@@ -205,7 +207,12 @@ impl Dispatcher {
                 .spawn(worker(hook.clone(), q.clone(), self.ctx.clone()));
             q
         });
-        let dropped = q.push(entry, self.ctx.max_queue);
+        let pushed = q.push(entry, self.ctx.max_queue);
+        if pushed.spilled {
+            let q = q.clone();
+            self.start_pager(hook.id, &q);
+        }
+        let dropped = pushed.dropped;
         if !dropped.is_empty() {
             self.ctx.metrics.queue_dropped.inc_by(dropped.len() as u64);
             tracing::warn!(
@@ -234,7 +241,7 @@ impl Dispatcher {
             live
         });
 
-        self.queues.iter().map(|(id, q)| (*id, q.in_memory())).collect()
+        self.queues.iter().map(|(id, q)| (*id, q.total())).collect()
     }
 }
 

@@ -39,7 +39,7 @@ pub async fn resume_queues(
         clock.observe(id, pos.last_ts);
         if let (Some(hook), true) = (snapshot.get(id), pos.length > 0) {
             total += pos.length;
-            dispatcher.recover(hook, pos.last_ts);
+            dispatcher.recover(hook, pos.last_ts, pos.length);
         }
     }
     tracker.spawn(remove_orphans(conn.clone(), snapshot, token.clone()));

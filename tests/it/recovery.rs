@@ -158,3 +158,39 @@ async fn a_removed_hook_takes_its_queue_and_the_payloads_only_it_still_needed() 
     assert!(payload_keys(&redis).await.is_empty());
     relay.stop().await;
 }
+
+#[tokio::test]
+async fn a_queue_beyond_its_window_keeps_the_newest_within_max_queue() {
+    let redis = TestRedis::start().await;
+    let rx = TestReceiver::start().await;
+    // The first callback hangs while 1,000 events arrive: far more than the 512 held in
+    // memory and than max_queue (300); the rest waits in Redis only.
+    rx.script([Reply::Delay(Duration::from_millis(2000), 200)]);
+    let mut config = TestRelay::config(&redis);
+    config.delivery.max_queue = 300;
+    config.delivery.request_timeout_ms = 10_000;
+    let relay = TestRelay::start_with(&redis, config).await;
+    relay.create_hook(&rx.url("/w"), "").await;
+    redis.publish_users(0..1000).await;
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while names(&rx, "/w").len() < 301 {
+        assert!(Instant::now() < deadline, "got {}", names(&rx, "/w").len());
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let want: Vec<String> = std::iter::once(0)
+        .chain(700..1000)
+        .map(|i| format!("n{i}"))
+        .collect();
+    assert_eq!(
+        names(&rx, "/w"),
+        want,
+        "the one in flight, then the newest 300"
+    );
+    let metrics = relay.metrics().await;
+    assert_eq!(
+        crate::support::metric_value(&metrics, "hookrelay_queue_dropped_total"),
+        699.0
+    );
+    relay.stop().await;
+}
