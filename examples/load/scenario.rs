@@ -134,12 +134,15 @@ async fn burst(
     let fast = sinks(&relay, hooks, Duration::ZERO, "fast").await;
     let slow = sinks(&relay, slow_hooks, Duration::from_millis(slow_ms), "slow").await;
     let msgs = messages(events);
+    let redis_cpu = || redis.pid().and_then(procstat::cpu_seconds).unwrap_or(0.0);
     let cpu0 = procstat::cpu_seconds(relay.pid()).unwrap_or(0.0);
+    let redis0 = redis_cpu();
     let start = Instant::now();
     redis.publish_all(&msgs).await;
     wait_all(&fast, events).await;
     let elapsed = start.elapsed().as_secs_f64();
     let cpu = procstat::cpu_seconds(relay.pid()).unwrap_or(0.0) - cpu0;
+    let redis_cpu = redis_cpu() - redis0;
     let rss = procstat::peak_rss_kib(relay.pid()).unwrap_or(0) as f64 / 1024.0;
     let mut f = Figures {
         ok: fast.iter().all(|s| in_order(s, events, false))
@@ -149,6 +152,7 @@ async fn burst(
     f.push("callbacks_per_s", (events * hooks) as f64 / elapsed);
     f.push("events_per_s_per_hook", events as f64 / elapsed);
     f.push("relay_cpu_s", cpu);
+    f.push("redis_cpu_s", redis_cpu);
     f.push("relay_peak_rss_mib", rss);
     if slow_hooks > 0 {
         let slow_got: usize = slow.iter().map(Sink::count).sum();

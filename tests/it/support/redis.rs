@@ -32,6 +32,11 @@ impl TestRedis {
         panic!("redis-server could not bind a free port in 20 tries");
     }
 
+    /// The server's process id, while it runs.
+    pub fn pid(&self) -> Option<u32> {
+        self.child.as_ref().and_then(Child::id)
+    }
+
     pub fn url(&self) -> String {
         format!("redis://127.0.0.1:{}", self.port)
     }
