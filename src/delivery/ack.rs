@@ -104,9 +104,9 @@ impl Acker {
             if !self.is_idle() {
                 let (flush, entries) = self.take();
                 let mut pipe = redis::pipe();
-                for (hook, done) in &entries {
-                    journal::add_remove(&mut pipe, *hook, done);
-                }
+                let hooks: Vec<(u64, &[(u64, Option<u64>)])> =
+                    entries.iter().map(|(h, d)| (*h, d.as_slice())).collect();
+                journal::add_remove_many(&mut pipe, &hooks);
                 let written = retry_until_ok(&token, "mark delivered callbacks", || {
                     let (mut c, pipe) = (conn.clone(), &pipe);
                     async move { journal::send_removals(&mut c, pipe).await }

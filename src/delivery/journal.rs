@@ -62,6 +62,30 @@ end
 return gone
 ";
 
+/// Removes the delivered entries of several hooks at once (KEYS: their streams; ARGV: record
+/// prefix, then per hook the number of its entries followed by their id and reference pairs),
+/// releasing each record once per entry actually removed, with one HINCRBY per record.
+const REMOVE_MANY: &str = r"
+local released = {}
+local a = 2
+for k = 1, #KEYS do
+  local n = tonumber(ARGV[a])
+  a = a + 1
+  for i = 1, n do
+    local id, ref = ARGV[a], ARGV[a + 1]
+    a = a + 2
+    if redis.call('XDEL', KEYS[k], id) == 1 and ref ~= '' then
+      released[ref] = (released[ref] or 0) + 1
+    end
+  end
+end
+for ref, n in pairs(released) do
+  local key = ARGV[1] .. ref
+  if redis.call('HINCRBY', key, 'n', -n) <= 0 then redis.call('DEL', key) end
+end
+return 0
+";
+
 /// Removes up to ARGV[2] entries of a stream, oldest first, releasing their records; deletes
 /// the stream once it is empty. Returns how many entries it removed (0: the stream is gone).
 const DRAIN: &str = r"
@@ -89,6 +113,7 @@ return 0
 /// The scripts, loaded once per Redis server and then called by their SHA1 (`EVALSHA`).
 static XADD_SCRIPT: LazyLock<Script> = LazyLock::new(|| Script::new(XADD_ONCE));
 static REMOVE_SCRIPT: LazyLock<Script> = LazyLock::new(|| Script::new(REMOVE));
+static REMOVE_MANY_SCRIPT: LazyLock<Script> = LazyLock::new(|| Script::new(REMOVE_MANY));
 static DRAIN_SCRIPT: LazyLock<Script> = LazyLock::new(|| Script::new(DRAIN));
 static RELEASE_SCRIPT: LazyLock<Script> = LazyLock::new(|| Script::new(RELEASE));
 
@@ -221,7 +246,39 @@ pub fn add_remove(pipe: &mut redis::Pipeline, hook: u64, entries: &[(u64, Option
     cmd.ignore();
 }
 
-/// Sends a pipeline made with [`add_remove`].
+/// Removes the delivered entries `(ts, shared record)` of several hooks in one script call:
+/// a record shared by all of them is released once, not once per hook. Hooks whose entries
+/// refer to no record are removed with plain `XDEL`s.
+pub fn add_remove_many(pipe: &mut redis::Pipeline, hooks: &[(u64, &[(u64, Option<u64>)])]) {
+    let (shared, own): (Vec<(u64, &[(u64, Option<u64>)])>, Vec<_>) = hooks
+        .iter()
+        .copied()
+        .filter(|(_, e)| !e.is_empty())
+        .partition(|(_, e)| e.iter().any(|(_, s)| s.is_some()));
+    for (hook, entries) in own {
+        add_remove(pipe, hook, entries);
+    }
+    if shared.is_empty() {
+        return;
+    }
+    pipe.cmd("EVALSHA")
+        .arg(REMOVE_MANY_SCRIPT.get_hash())
+        .arg(shared.len());
+    for (hook, _) in &shared {
+        pipe.arg(queue_key(*hook));
+    }
+    pipe.arg(PAYLOAD_PREFIX);
+    for (_, entries) in &shared {
+        pipe.arg(entries.len());
+        for (ts, s) in entries.iter() {
+            pipe.arg(format!("{ts}-0"))
+                .arg(s.map_or(String::new(), |s| s.to_string()));
+        }
+    }
+    pipe.ignore();
+}
+
+/// Sends a pipeline made with [`add_remove`] or [`add_remove_many`].
 ///
 /// # Errors
 /// When Redis fails; the call may then be made again as it is.
@@ -229,7 +286,7 @@ pub async fn send_removals(
     conn: &mut ConnectionManager,
     pipe: &redis::Pipeline,
 ) -> Result<(), redis::RedisError> {
-    query_loading(conn, pipe, &[&REMOVE_SCRIPT]).await
+    query_loading(conn, pipe, &[&REMOVE_SCRIPT, &REMOVE_MANY_SCRIPT]).await
 }
 
 /// Removes delivered or dropped entries `(ts, shared record)` of one hook.

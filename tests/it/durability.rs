@@ -447,8 +447,29 @@ async fn a_batch_sent_again_after_a_lost_reply_is_harmless_and_shared_payloads_g
         .await
         .unwrap();
     assert_eq!(refs(conn.clone()).await, None, "gone with its last entry");
+    // The flusher removes several hooks' entries in one call: a record they share is released
+    // once per entry removed, however often the call is repeated.
+    let records = [Record {
+        shared: 500,
+        payload: &shared_payload,
+        refs: 3,
+    }];
+    let batch = vec![(7, shared(20)), (8, shared(20)), (9, shared(20))];
+    journal::append(&mut conn, &none, &records, &batch)
+        .await
+        .unwrap();
+    let done: &[(u64, Option<u64>)] = &[(20, Some(500))];
+    let mut pipe = redis::pipe();
+    journal::add_remove_many(&mut pipe, &[(7, done), (8, done), (8, &[])]);
+    journal::send_removals(&mut conn, &pipe).await.unwrap();
+    journal::send_removals(&mut conn, &pipe).await.unwrap();
+    assert_eq!(refs(conn.clone()).await, Some(1));
+    let mut pipe = redis::pipe();
+    journal::add_remove_many(&mut pipe, &[(9, done), (7, &[(10, None)])]);
+    journal::send_removals(&mut conn, &pipe).await.unwrap();
+    assert_eq!(refs(conn.clone()).await, None);
     // Emptied, the stream still knows its last id: a restart starts above it.
     let pos = journal::position(&mut conn, 7).await.unwrap();
-    assert_eq!((pos.last_ts, pos.length), (11, 0));
+    assert_eq!((pos.last_ts, pos.length), (20, 0));
     assert_eq!(journal::position(&mut conn, 99).await.unwrap().last_ts, 0);
 }
