@@ -8,7 +8,7 @@ use super::{
     params::{ApiError, Params, authenticate, hook_id, new_hook},
     xml,
 };
-use crate::hooks::CreateOutcome;
+use crate::hooks::{CreateOutcome, Snapshot};
 
 /// Runs one call: (returncode, messageKey for metrics, XML body).
 pub async fn answer(
@@ -74,10 +74,26 @@ async fn destroy(state: &ApiState, p: &Params<'_>) -> Result<(&'static str, Stri
     }
 }
 
+/// The last unfiltered `hooks/list` answer and the hook snapshot it shows: listing every hook
+/// renders them once per change, not once per call.
+#[derive(Default)]
+pub struct ListCache(std::sync::Mutex<Option<(Arc<Snapshot>, Arc<str>)>>);
+
 fn list(state: &ApiState, p: &Params<'_>) -> String {
     let snapshot = state.store.registry().load();
     let hooks: Vec<Arc<_>> = match p.get("meetingID") {
-        None => snapshot.all().cloned().collect(),
+        None => {
+            let mut cache = state.list_cache.0.lock().unwrap_or_else(|e| e.into_inner());
+            if let Some((s, xml)) = cache.as_ref()
+                && Arc::ptr_eq(s, &snapshot)
+            {
+                return xml.to_string();
+            }
+            let all: Vec<Arc<_>> = snapshot.all().cloned().collect();
+            let xml = xml::list(&all);
+            *cache = Some((snapshot, xml.as_str().into()));
+            return xml;
+        }
         Some(m) => {
             let mut v: Vec<_> = snapshot
                 .globals()

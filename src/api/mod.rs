@@ -35,6 +35,8 @@ pub struct ApiState {
     pub metrics: Arc<Metrics>,
     /// Refuses callback URLs whose address can never be allowed.
     pub guard: Arc<Guard>,
+    /// The answer to an unfiltered `hooks/list` for the hook snapshot it was made from.
+    pub list_cache: hooks::ListCache,
 }
 
 /// The API router. One fallback handler matches paths the way the reference does

@@ -24,7 +24,7 @@ use super::journal;
 use crate::shutdown::retry_until_ok;
 
 /// Per hook, its delivered entries: `(timestamp, shared payload record)`.
-type Delivered = HashMap<u64, Vec<(u64, Option<u64>)>>;
+type Delivered = HashMap<u64, Vec<journal::Removal>>;
 
 /// Recorded acknowledgements and the number of the flush that will take them.
 #[derive(Default)]
@@ -104,7 +104,7 @@ impl Acker {
             if !self.is_idle() {
                 let (flush, entries) = self.take();
                 let mut pipe = redis::pipe();
-                let hooks: Vec<(u64, &[(u64, Option<u64>)])> =
+                let hooks: Vec<journal::HookRemovals<'_>> =
                     entries.iter().map(|(h, d)| (*h, d.as_slice())).collect();
                 journal::add_remove_many(&mut pipe, &hooks);
                 let written = retry_until_ok(&token, "mark delivered callbacks", || {

@@ -228,6 +228,11 @@ pub async fn append(
         .collect())
 }
 
+/// An entry to remove: its timestamp and the shared record it refers to.
+pub type Removal = (u64, Option<u64>);
+/// A hook's entries to remove.
+pub type HookRemovals<'a> = (u64, &'a [Removal]);
+
 /// Adds to `pipe` the removal of `hook`'s entries `(ts, shared record)`, releasing records.
 pub fn add_remove(pipe: &mut redis::Pipeline, hook: u64, entries: &[(u64, Option<u64>)]) {
     if entries.is_empty() {
@@ -249,8 +254,8 @@ pub fn add_remove(pipe: &mut redis::Pipeline, hook: u64, entries: &[(u64, Option
 /// Removes the delivered entries `(ts, shared record)` of several hooks in one script call:
 /// a record shared by all of them is released once, not once per hook. Hooks whose entries
 /// refer to no record are removed with plain `XDEL`s.
-pub fn add_remove_many(pipe: &mut redis::Pipeline, hooks: &[(u64, &[(u64, Option<u64>)])]) {
-    let (shared, own): (Vec<(u64, &[(u64, Option<u64>)])>, Vec<_>) = hooks
+pub fn add_remove_many(pipe: &mut redis::Pipeline, hooks: &[HookRemovals<'_>]) {
+    let (shared, own): (Vec<HookRemovals<'_>>, Vec<_>) = hooks
         .iter()
         .copied()
         .filter(|(_, e)| !e.is_empty())

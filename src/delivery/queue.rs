@@ -123,6 +123,8 @@ impl Dispatcher {
             uses.entry(Arc::as_ptr(&c.payload) as usize).or_default().0 += 1;
         }
         let mut records: Vec<(u64, Arc<crate::event::Payload>, usize)> = Vec::new();
+        // One event id text per event, shared by its callbacks.
+        let mut event_id: Option<(usize, Arc<str>)> = None;
         let batch: Vec<(Arc<Hook>, Entry)> = callbacks
             .into_iter()
             .map(|c| {
@@ -140,7 +142,14 @@ impl Dispatcher {
                 let entry = Entry {
                     ts: c.ts,
                     payload: c.payload,
-                    event_id: c.event.id.as_str().into(),
+                    event_id: match &event_id {
+                        Some((e, id)) if *e == Arc::as_ptr(&c.event) as usize => id.clone(),
+                        _ => {
+                            let id: Arc<str> = c.event.id.as_str().into();
+                            event_id = Some((Arc::as_ptr(&c.event) as usize, id.clone()));
+                            id
+                        }
+                    },
                     arrived: arrivals.get(c.message).copied(),
                     shared,
                 };

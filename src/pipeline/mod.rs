@@ -152,6 +152,7 @@ pub async fn run(config: Config, listeners: Listeners, shutdown: Shutdown) -> an
         path: config.api.path.trim_end_matches('/').to_string(),
         algorithms: config.api.checksum_algorithms.clone(),
         metrics: metrics.clone(),
+        list_cache: Default::default(),
     });
     serve(
         &tracker,
