@@ -109,6 +109,13 @@ async fn list_by_meeting_gives_bound_and_global_hooks() {
     // No hook bound to m3: just the global ones (the reference answers an error here).
     assert_eq!(ids(&relay.call("list", "meetingID=m3").await), vec![g]);
     assert_eq!(ids(&relay.call("list", "").await).len(), 4);
+    // The unfiltered answer is kept per hook snapshot: a change shows at once.
+    let again = relay.call("list", "").await;
+    assert_eq!(ids(&again).len(), 4);
+    let d = relay.create_hook("http://h.example/d", "").await;
+    assert_eq!(ids(&relay.call("list", "").await).len(), 5);
+    relay.call("destroy", &format!("hookID={d}")).await;
+    assert_eq!(relay.call("list", "").await, again);
     relay.stop().await;
 }
 
