@@ -14,8 +14,9 @@ use redis::aio::ConnectionManager;
 
 use super::{
     hook_queue::{HookQueue, PAGE},
+    journal::Removal,
     journal::{self, Entry, Stored, StoredBody},
-    queue::DeliveryContext,
+    queue::{DeliveryContext, drop_oldest},
 };
 use crate::{event::Payload, shutdown::retry_until_ok};
 
@@ -77,7 +78,7 @@ pub async fn page_in(
         let complete = (read < PAGE).then_some(span.until);
         let excess = queue.total().saturating_sub(ctx.max_queue).min(read);
         if excess > 0 {
-            let dropped: Vec<Stored> = page.drain(..excess).collect();
+            let dropped: Vec<Removal> = page.drain(..excess).map(|s| s.removal()).collect();
             drop_oldest(&ctx, hook, &dropped).await;
         }
         let entries = retry_until_ok(&token, "read queued payloads", || {
@@ -88,26 +89,6 @@ pub async fn page_in(
         if !queue.add_page(entries, read, last, complete) {
             return;
         }
-    }
-}
-
-/// Removes the oldest stored entries of a queue over its bound.
-async fn drop_oldest(ctx: &DeliveryContext, hook: u64, dropped: &[Stored]) {
-    ctx.metrics.queue_dropped.inc_by(dropped.len() as u64);
-    tracing::warn!(
-        hook_id = hook,
-        dropped = dropped.len(),
-        "queue full: dropped the oldest callbacks"
-    );
-    let ids: Vec<(u64, Option<u64>)> = dropped
-        .iter()
-        .map(|s| match s.body {
-            StoredBody::Shared(r) => (s.ts, Some(r)),
-            _ => (s.ts, None),
-        })
-        .collect();
-    if let Err(e) = journal::remove(&mut ctx.conn.clone(), hook, &ids).await {
-        tracing::warn!(hook_id = hook, error = %e, "cannot remove dropped callbacks from Redis");
     }
 }
 
@@ -160,12 +141,12 @@ async fn resolve(
             StoredBody::Shared(r) => match held.get(r) {
                 Some(p) => (p.clone(), Some(*r)),
                 None => {
-                    unusable.push((s.ts, Some(*r)));
+                    unusable.push(s.removal());
                     continue;
                 }
             },
             StoredBody::Unreadable => {
-                unusable.push((s.ts, None));
+                unusable.push(s.removal());
                 continue;
             }
         };

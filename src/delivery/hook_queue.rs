@@ -36,6 +36,13 @@ struct Parts {
     span: Option<Span>,
 }
 
+impl Parts {
+    /// Entries wait in Redis and memory runs low.
+    fn wants_page(&self) -> bool {
+        self.span.is_some() && self.mem.len() < PAGE / 2
+    }
+}
+
 /// What a push did.
 #[derive(Default)]
 pub struct Pushed {
@@ -143,7 +150,7 @@ impl HookQueue {
     pub fn pop(&self) -> Option<Entry> {
         let mut p = self.lock();
         let e = p.mem.pop_front();
-        if p.span.is_some() && p.mem.len() < PAGE / 2 {
+        if p.wants_page() {
             self.wants_page.notify_one();
         }
         e
@@ -151,8 +158,7 @@ impl HookQueue {
 
     /// Whether the pager should read another page now.
     pub fn wants_more(&self) -> bool {
-        let p = self.lock();
-        p.span.is_some() && p.mem.len() < PAGE / 2
+        self.lock().wants_page()
     }
 
     pub fn close(&self) {

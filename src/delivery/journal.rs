@@ -377,6 +377,16 @@ pub struct Stored {
     pub body: StoredBody,
 }
 
+impl Stored {
+    /// What removing it takes.
+    pub fn removal(&self) -> Removal {
+        match self.body {
+            StoredBody::Shared(r) => (self.ts, Some(r)),
+            _ => (self.ts, None),
+        }
+    }
+}
+
 pub enum StoredBody {
     Inline(String),
     Shared(u64),

@@ -17,7 +17,7 @@ use super::{
     client::CallbackClient,
     client::DeliveryError,
     hook_queue::HookQueue,
-    journal::{self, Entry, Record},
+    journal::{self, Entry, Record, Removal},
     retry::RetryPolicy,
     sign::{SignedCallback, Signer},
 };
@@ -53,8 +53,8 @@ pub struct Dispatcher {
     queues: HashMap<u64, Arc<HookQueue>>,
     /// The last shared payload reference given.
     last_shared: u64,
-    /// Payloads read back by the recovering queues.
-    recovered: Arc<SharedPayloads>,
+    /// Payloads read back by the pagers.
+    paged: Arc<SharedPayloads>,
 }
 
 impl Dispatcher {
@@ -63,7 +63,7 @@ impl Dispatcher {
             ctx,
             queues: HashMap::new(),
             last_shared: 0,
-            recovered: Arc::default(),
+            paged: Arc::default(),
         }
     }
 
@@ -75,22 +75,25 @@ impl Dispatcher {
     /// A new shared payload reference: the wall clock in microseconds, or one more than the
     /// last one.
     fn next_shared(&mut self) -> u64 {
-        let now = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_micros() as u64);
-        self.last_shared = now.max(self.last_shared + 1);
+        self.last_shared = crate::base::time::now_us().max(self.last_shared + 1);
         self.last_shared
     }
 
     /// Starts hook `hook`'s worker on the `count` entries its stream holds up to `until` (read
     /// a page at a time, before anything fresh).
     pub fn recover(&mut self, hook: &Arc<Hook>, until: u64, count: usize) {
-        let q = Arc::new(HookQueue::stored(until, count));
+        let q = self.start_worker(hook, HookQueue::stored(until, count));
+        self.start_pager(hook.id, &q);
+        self.queues.insert(hook.id, q);
+    }
+
+    /// Starts the worker of `hook` on `queue`.
+    fn start_worker(&self, hook: &Arc<Hook>, queue: HookQueue) -> Arc<HookQueue> {
+        let q = Arc::new(queue);
         self.ctx
             .tracker
             .spawn(worker(hook.clone(), q.clone(), self.ctx.clone()));
-        self.start_pager(hook.id, &q);
-        self.queues.insert(hook.id, q);
+        q
     }
 
     fn start_pager(&self, hook: u64, q: &Arc<HookQueue>) {
@@ -98,7 +101,7 @@ impl Dispatcher {
             self.ctx.clone(),
             hook,
             q.clone(),
-            self.recovered.clone(),
+            self.paged.clone(),
         ));
     }
 
@@ -209,33 +212,24 @@ impl Dispatcher {
     }
 
     fn queue(&mut self, hook: &Arc<Hook>, entry: Entry) {
-        let q = self.queues.entry(hook.id).or_insert_with(|| {
-            let q = Arc::new(HookQueue::default());
-            self.ctx
-                .tracker
-                .spawn(worker(hook.clone(), q.clone(), self.ctx.clone()));
-            q
-        });
+        let q = match self.queues.get(&hook.id) {
+            Some(q) => q.clone(),
+            None => {
+                let q = self.start_worker(hook, HookQueue::default());
+                self.queues.insert(hook.id, q.clone());
+                q
+            }
+        };
         let pushed = q.push(entry, self.ctx.max_queue);
         if pushed.spilled {
-            let q = q.clone();
             self.start_pager(hook.id, &q);
         }
-        let dropped = pushed.dropped;
-        if !dropped.is_empty() {
-            self.ctx.metrics.queue_dropped.inc_by(dropped.len() as u64);
-            tracing::warn!(
-                hook_id = hook.id,
-                dropped = dropped.len(),
-                "queue full: dropped the oldest callbacks"
-            );
+        if !pushed.dropped.is_empty() {
+            let dropped: Vec<Removal> = pushed.dropped.iter().map(|e| (e.ts, e.shared)).collect();
             let (ctx, id) = (self.ctx.clone(), hook.id);
-            let ts: Vec<(u64, Option<u64>)> = dropped.iter().map(|e| (e.ts, e.shared)).collect();
-            self.ctx.tracker.spawn(async move {
-                if let Err(e) = journal::remove(&mut ctx.conn.clone(), id, &ts).await {
-                    tracing::warn!(hook_id = id, error = %e, "cannot remove dropped callbacks from Redis");
-                }
-            });
+            self.ctx
+                .tracker
+                .spawn(async move { drop_oldest(&ctx, id, &dropped).await });
         }
     }
 
@@ -251,6 +245,19 @@ impl Dispatcher {
         });
 
         self.queues.iter().map(|(id, q)| (*id, q.total())).collect()
+    }
+}
+
+/// Counts, logs and removes from Redis the oldest entries of a queue over its bound.
+pub(super) async fn drop_oldest(ctx: &DeliveryContext, hook: u64, dropped: &[Removal]) {
+    ctx.metrics.queue_dropped.inc_by(dropped.len() as u64);
+    tracing::warn!(
+        hook_id = hook,
+        dropped = dropped.len(),
+        "queue full: dropped the oldest callbacks"
+    );
+    if let Err(e) = journal::remove(&mut ctx.conn.clone(), hook, dropped).await {
+        tracing::warn!(hook_id = hook, error = %e, "cannot remove dropped callbacks from Redis");
     }
 }
 

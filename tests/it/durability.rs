@@ -353,16 +353,18 @@ async fn a_batch_sent_again_after_a_lost_reply_is_harmless_and_shared_payloads_g
         .await
         .unwrap();
     assert_eq!(not_added, [(7, 10), (7, 11)]);
-    let refs = |conn: redis::aio::ConnectionManager| async move {
+    // The reference count of a record; `None` once it is gone.
+    let count = |conn: redis::aio::ConnectionManager, record: u64| async move {
         let mut c = conn;
         let n: Option<i64> = redis::cmd("HGET")
-            .arg(format!("{PAYLOAD_PREFIX}500"))
+            .arg(format!("{PAYLOAD_PREFIX}{record}"))
             .arg("n")
             .query_async(&mut c)
             .await
             .unwrap();
         n
     };
+    let refs = |conn| count(conn, 500);
     assert_eq!(
         refs(conn.clone()).await,
         Some(2),
@@ -392,13 +394,7 @@ async fn a_batch_sent_again_after_a_lost_reply_is_harmless_and_shared_payloads_g
         .await
         .unwrap();
     assert_eq!(not_added, [(7, 5)]);
-    let n501: Option<i64> = redis::cmd("HGET")
-        .arg(format!("{PAYLOAD_PREFIX}501"))
-        .arg("n")
-        .query_async(&mut conn)
-        .await
-        .unwrap();
-    assert_eq!(n501, Some(1));
+    assert_eq!(count(conn.clone(), 501).await, Some(1));
     journal::delete(&mut conn, 9).await.unwrap();
     let exists: bool = redis::cmd("EXISTS")
         .arg(format!("{PAYLOAD_PREFIX}501"))
