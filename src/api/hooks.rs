@@ -97,7 +97,6 @@ fn list(state: &ApiState, p: &Params<'_>) -> String {
         Some(m) => {
             let mut v: Vec<_> = snapshot
                 .globals()
-                .iter()
                 .chain(snapshot.bound_to(m))
                 .cloned()
                 .collect();

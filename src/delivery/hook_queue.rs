@@ -1,5 +1,5 @@
-//! One hook's queue in memory: a window over its Redis stream. At most [`WINDOW`] entries are
-//! held; the rest of the queue (entries after them) is in Redis only, as a span of ids that
+//! One hook's queue in memory: a window over its Redis stream. At most [`WINDOW`] entries and
+//! about [`WINDOW_BYTES`] of payload are held (plus one page being read); the rest of the queue (entries after them) is in Redis only, as a span of ids that
 //! [`super::backlog`] pages in while the worker runs low. A restart starts with the whole
 //! stream as that span; a burst that outruns the hook makes one. While a span exists, new
 //! entries only extend it, so the order is always memory first, then the span.
@@ -20,6 +20,9 @@ use super::journal::Entry;
 pub const PAGE: usize = 256;
 /// Most entries held in memory per hook.
 pub const WINDOW: usize = 2 * PAGE;
+/// Payload bytes held in memory per hook beyond which new entries stay in Redis only (a
+/// payload several hooks share counts for each of them). A window over large events is short.
+pub const WINDOW_BYTES: usize = 256 * 1024;
 
 /// Entries in Redis only: ids in `(after, until]`.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -33,13 +36,34 @@ pub struct Span {
 #[derive(Default)]
 struct Parts {
     mem: VecDeque<Entry>,
+    /// Payload bytes of the entries in `mem`.
+    bytes: usize,
     span: Option<Span>,
+}
+
+fn size(e: &Entry) -> usize {
+    e.payload.text().len()
 }
 
 impl Parts {
     /// Entries wait in Redis and memory runs low.
     fn wants_page(&self) -> bool {
-        self.span.is_some() && self.mem.len() < PAGE / 2
+        self.span.is_some() && self.mem.len() < PAGE / 2 && self.bytes < WINDOW_BYTES / 2
+    }
+
+    fn full(&self) -> bool {
+        self.mem.len() >= WINDOW || self.bytes >= WINDOW_BYTES
+    }
+
+    fn push_back(&mut self, e: Entry) {
+        self.bytes += size(&e);
+        self.mem.push_back(e);
+    }
+
+    fn pop_front(&mut self) -> Option<Entry> {
+        let e = self.mem.pop_front()?;
+        self.bytes -= size(&e);
+        Some(e)
     }
 }
 
@@ -86,7 +110,7 @@ impl HookQueue {
         let mut p = self.lock();
         let mut out = Pushed::default();
         let last_in_memory = p.mem.back().map(|e| e.ts);
-        let full = p.mem.len() >= WINDOW;
+        let full = p.full();
         match &mut p.span {
             Some(span) => {
                 span.until = entry.ts;
@@ -100,11 +124,11 @@ impl HookQueue {
                 });
                 out.spilled = true;
             }
-            None => p.mem.push_back(entry),
+            None => p.push_back(entry),
         }
         let total = p.mem.len() + p.span.map_or(0, |s| s.count);
         let excess = total.saturating_sub(max).min(p.mem.len());
-        out.dropped = p.mem.drain(..excess).collect();
+        out.dropped = (0..excess).filter_map(|_| p.pop_front()).collect();
         drop(p);
         self.ready.notify_one();
         out
@@ -132,7 +156,9 @@ impl HookQueue {
         complete: Option<u64>,
     ) -> bool {
         let mut p = self.lock();
-        p.mem.extend(entries);
+        for e in entries {
+            p.push_back(e);
+        }
         if let Some(span) = &mut p.span {
             span.after = last.or(span.after);
             span.count = span.count.saturating_sub(read);
@@ -149,7 +175,7 @@ impl HookQueue {
     /// The next entry in order; `None` when there is none in memory yet.
     pub fn pop(&self) -> Option<Entry> {
         let mut p = self.lock();
-        let e = p.mem.pop_front();
+        let e = p.pop_front();
         if p.wants_page() {
             self.wants_page.notify_one();
         }
@@ -175,6 +201,11 @@ impl HookQueue {
     pub fn in_memory(&self) -> usize {
         self.lock().mem.len()
     }
+
+    /// Payload bytes held in memory.
+    pub fn bytes_in_memory(&self) -> usize {
+        self.lock().bytes
+    }
 }
 
 #[cfg(test)]
@@ -185,9 +216,13 @@ mod tests {
     use crate::event::Payload;
 
     fn entry(ts: u64) -> Entry {
+        sized(ts, 2)
+    }
+
+    fn sized(ts: u64, bytes: usize) -> Entry {
         Entry {
             ts,
-            payload: Arc::new(Payload::new("{}")),
+            payload: Arc::new(Payload::new("x".repeat(bytes))),
             event_id: "e".into(),
             arrived: None,
             shared: None,
@@ -242,5 +277,32 @@ mod tests {
         let dropped = q.push(entry(12), 2).dropped;
         assert_eq!(dropped.iter().map(|e| e.ts).collect::<Vec<_>>(), [10]);
         assert_eq!(order(&q), [11, 12]);
+    }
+
+    #[test]
+    fn large_payloads_spill_by_bytes_and_are_counted_out_again() {
+        let q = HookQueue::default();
+        let big = WINDOW_BYTES / 4;
+        for ts in 1..=4 {
+            assert!(!q.push(sized(ts, big), 100).spilled);
+        }
+        assert_eq!(q.bytes_in_memory(), WINDOW_BYTES);
+        assert!(
+            q.push(sized(5, 10), 100).spilled,
+            "full by bytes, not count"
+        );
+        assert_eq!(q.in_memory(), 4);
+        assert!(!q.wants_more(), "memory is not low yet");
+        assert_eq!(q.pop().map(|e| e.ts), Some(1));
+        assert_eq!(q.pop().map(|e| e.ts), Some(2));
+        assert_eq!(q.pop().map(|e| e.ts), Some(3));
+        assert!(q.wants_more(), "below half the budget: read a page");
+        assert!(!q.add_page(vec![sized(5, 10)], 1, Some(5), Some(5)));
+        assert_eq!(order(&q), [4, 5]);
+        assert_eq!(q.bytes_in_memory(), 0);
+        // Dropping the oldest to stay within max_queue counts their bytes out too.
+        q.push(sized(6, 100), 1);
+        assert_eq!(q.push(sized(7, 30), 1).dropped.len(), 1);
+        assert_eq!(q.bytes_in_memory(), 30);
     }
 }

@@ -11,11 +11,13 @@ pub fn matching<'a>(
     event_id: &'a str,
     external_meeting_id: Option<&str>,
 ) -> impl Iterator<Item = &'a Arc<Hook>> + 'a {
-    let bound = external_meeting_id.map_or(&[][..], |m| snapshot.bound_to(m));
+    let bound = external_meeting_id
+        .map(|m| snapshot.bound_to(m))
+        .into_iter()
+        .flatten();
     snapshot
         .globals()
-        .iter()
-        .chain(bound.iter())
+        .chain(bound)
         .filter(move |h| h.wants(event_id))
 }
 

@@ -1,39 +1,101 @@
 //! The in-memory snapshot of all hooks (arc-swap): matching and listing read it without a lock
-//! or a Redis round trip; the store replaces it after every change.
+//! or a Redis round trip; the store replaces it after every change. Its indexes are persistent
+//! maps (imbl), so adding or removing one hook copies O(log n) of them, not every hook.
 
-use std::{
-    collections::{BTreeMap, HashMap},
-    sync::Arc,
-};
+use std::sync::Arc;
 
 use arc_swap::ArcSwap;
+use imbl::{HashMap, OrdMap, OrdSet};
 
 use super::Hook;
 
+/// How many hooks of each kind a snapshot holds (for the `hooks` metrics), kept as hooks come
+/// and go.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Counts {
+    pub global: i64,
+    pub meeting: i64,
+    pub raw: i64,
+    pub permanent: i64,
+}
+
+impl Counts {
+    fn add(&mut self, h: &Hook, sign: i64) {
+        if h.meeting_id.is_some() {
+            self.meeting += sign;
+        } else {
+            self.global += sign;
+        }
+        self.raw += sign * i64::from(h.get_raw);
+        self.permanent += sign * i64::from(h.permanent);
+    }
+}
+
+/// Hooks in id order.
+type ById = OrdMap<u64, Arc<Hook>>;
+
 /// An immutable view of every hook, indexed the ways the relay looks them up.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub struct Snapshot {
-    by_id: BTreeMap<u64, Arc<Hook>>,
-    by_url: HashMap<String, u64>,
-    /// Global hooks in id order.
-    globals: Vec<Arc<Hook>>,
-    /// Hooks bound to each external meeting id, in id order.
-    by_meeting: HashMap<String, Vec<Arc<Hook>>>,
+    by_id: ById,
+    /// Ids per callback URL: one, but stores written by concurrent tools can hold two hooks of
+    /// one URL, and the URL stays found while either exists.
+    by_url: HashMap<String, OrdSet<u64>>,
+    globals: ById,
+    by_meeting: HashMap<String, ById>,
+    counts: Counts,
 }
 
 impl Snapshot {
-    fn build(hooks: impl IntoIterator<Item = Arc<Hook>>) -> Self {
-        let mut s = Snapshot::default();
-        for h in hooks {
-            s.by_id.insert(h.id, h);
-        }
-        for h in s.by_id.values() {
-            s.by_url.insert(h.callback_url.clone(), h.id);
-            match &h.meeting_id {
-                None => s.globals.push(h.clone()),
-                Some(m) => s.by_meeting.entry(m.clone()).or_default().push(h.clone()),
+    /// This snapshot with `hook` added, or put in place of the hook with its id.
+    fn with(&self, hook: Arc<Hook>) -> Self {
+        let mut s = self.without(hook.id);
+        s.by_url
+            .entry(hook.callback_url.clone())
+            .or_default()
+            .insert(hook.id);
+        match &hook.meeting_id {
+            None => {
+                s.globals.insert(hook.id, hook.clone());
+            }
+            Some(m) => {
+                s.by_meeting
+                    .entry(m.clone())
+                    .or_default()
+                    .insert(hook.id, hook.clone());
             }
         }
+        s.counts.add(&hook, 1);
+        s.by_id.insert(hook.id, hook);
+        s
+    }
+
+    /// This snapshot without hook `id`.
+    fn without(&self, id: u64) -> Self {
+        let mut s = self.clone();
+        let Some(old) = s.by_id.remove(&id) else {
+            return s;
+        };
+        if let Some(ids) = s.by_url.get_mut(&old.callback_url) {
+            ids.remove(&id);
+            if ids.is_empty() {
+                s.by_url.remove(&old.callback_url);
+            }
+        }
+        match &old.meeting_id {
+            None => {
+                s.globals.remove(&id);
+            }
+            Some(m) => {
+                if let Some(bound) = s.by_meeting.get_mut(m) {
+                    bound.remove(&id);
+                    if bound.is_empty() {
+                        s.by_meeting.remove(m);
+                    }
+                }
+            }
+        }
+        s.counts.add(&old, -1);
         s
     }
 
@@ -41,13 +103,22 @@ impl Snapshot {
         self.by_id.get(&id)
     }
 
+    /// The hook with this callback URL (the lowest id, should there be two).
     pub fn by_url(&self, url: &str) -> Option<&Arc<Hook>> {
-        self.by_url.get(url).and_then(|id| self.by_id.get(id))
+        self.by_url
+            .get(url)
+            .and_then(OrdSet::get_min)
+            .and_then(|id| self.by_id.get(id))
     }
 
     /// Every hook in id order.
     pub fn all(&self) -> impl Iterator<Item = &Arc<Hook>> {
         self.by_id.values()
+    }
+
+    /// The highest hook id in use.
+    pub fn max_id(&self) -> Option<u64> {
+        self.by_id.get_max().map(|(id, _)| *id)
     }
 
     pub fn len(&self) -> usize {
@@ -58,12 +129,24 @@ impl Snapshot {
         self.by_id.is_empty()
     }
 
-    pub fn globals(&self) -> &[Arc<Hook>] {
-        &self.globals
+    pub fn counts(&self) -> Counts {
+        self.counts
     }
 
-    pub fn bound_to(&self, meeting_id: &str) -> &[Arc<Hook>] {
-        self.by_meeting.get(meeting_id).map_or(&[], Vec::as_slice)
+    /// Global hooks in id order.
+    pub fn globals(&self) -> impl Iterator<Item = &Arc<Hook>> {
+        self.globals.values()
+    }
+
+    /// Hooks bound to external meeting id `meeting_id`, in id order.
+    pub fn bound_to<'s>(
+        &'s self,
+        meeting_id: &str,
+    ) -> impl Iterator<Item = &'s Arc<Hook>> + use<'s> {
+        self.by_meeting
+            .get(meeting_id)
+            .into_iter()
+            .flat_map(OrdMap::values)
     }
 }
 
@@ -84,28 +167,22 @@ impl Registry {
 
     /// Replaces every hook.
     pub fn replace_all(&self, hooks: impl IntoIterator<Item = Hook>) {
-        self.current
-            .store(Arc::new(Snapshot::build(hooks.into_iter().map(Arc::new))));
+        let s = hooks
+            .into_iter()
+            .fold(Snapshot::default(), |s, h| s.with(Arc::new(h)));
+        self.current.store(Arc::new(s));
     }
 
     /// Adds or replaces one hook.
     pub fn upsert(&self, hook: Hook) {
         let hook = Arc::new(hook);
-        self.current.rcu(|cur| {
-            Snapshot::build(
-                cur.all()
-                    .filter(|h| h.id != hook.id)
-                    .cloned()
-                    .chain(std::iter::once(hook.clone())),
-            )
-        });
+        self.current.rcu(|cur| cur.with(hook.clone()));
     }
 
     /// Removes one hook; returns it if it was there.
     pub fn remove(&self, id: u64) -> Option<Arc<Hook>> {
         let old = self.current.load().get(id).cloned()?;
-        self.current
-            .rcu(|cur| Snapshot::build(cur.all().filter(|h| h.id != id).cloned()));
+        self.current.rcu(|cur| cur.without(id));
         Some(old)
     }
 }
@@ -125,22 +202,87 @@ mod tests {
         }
     }
 
+    fn ids<'a>(hooks: impl Iterator<Item = &'a Arc<Hook>>) -> Vec<u64> {
+        hooks.map(|h| h.id).collect()
+    }
+
     #[test]
     fn indexes_follow_changes() {
         let r = Registry::default();
         r.replace_all([hook(2, "http://b/", Some("m")), hook(1, "http://a/", None)]);
         r.upsert(hook(3, "http://c/", Some("m")));
         let s = r.load();
-        assert_eq!(s.all().map(|h| h.id).collect::<Vec<_>>(), vec![1, 2, 3]);
-        assert_eq!(
-            s.bound_to("m").iter().map(|h| h.id).collect::<Vec<_>>(),
-            vec![2, 3]
-        );
+        assert_eq!(ids(s.all()), vec![1, 2, 3]);
+        assert_eq!(ids(s.bound_to("m")), vec![2, 3]);
         assert_eq!(s.by_url("http://a/").map(|h| h.id), Some(1));
+        assert_eq!(s.max_id(), Some(3));
         assert_eq!(r.remove(2).map(|h| h.id), Some(2));
         assert!(r.remove(2).is_none());
         let s = r.load();
-        assert_eq!(s.bound_to("m").len(), 1);
+        assert_eq!(ids(s.bound_to("m")), vec![3]);
         assert!(s.by_url("http://b/").is_none());
+    }
+
+    #[test]
+    fn replacing_a_hook_moves_it_between_indexes() {
+        let r = Registry::default();
+        r.replace_all([hook(1, "http://a/", Some("m")), hook(2, "http://b/", None)]);
+        let before = r.load();
+        r.upsert(Hook {
+            get_raw: true,
+            permanent: true,
+            ..hook(1, "http://a2/", None)
+        });
+        let s = r.load();
+        assert_eq!(ids(s.globals()), vec![1, 2]);
+        assert_eq!(ids(s.bound_to("m")), Vec::<u64>::new());
+        assert!(s.by_url("http://a/").is_none());
+        assert_eq!(s.by_url("http://a2/").map(|h| h.id), Some(1));
+        assert_eq!(
+            s.counts(),
+            Counts {
+                global: 2,
+                meeting: 0,
+                raw: 1,
+                permanent: 1
+            }
+        );
+        // The snapshot taken before is unchanged.
+        assert_eq!(ids(before.bound_to("m")), vec![1]);
+        assert_eq!(before.counts().meeting, 1);
+    }
+
+    #[test]
+    fn a_url_held_by_two_hooks_stays_found_while_either_exists() {
+        let r = Registry::default();
+        r.replace_all([hook(7, "http://a/", None), hook(3, "http://a/", None)]);
+        assert_eq!(r.load().by_url("http://a/").map(|h| h.id), Some(3));
+        r.remove(3);
+        assert_eq!(r.load().by_url("http://a/").map(|h| h.id), Some(7));
+        r.remove(7);
+        assert!(r.load().by_url("http://a/").is_none());
+    }
+
+    #[test]
+    fn counts_match_a_recount_after_any_changes() {
+        let r = Registry::default();
+        for i in 0..200u64 {
+            let m = (i % 3 == 0).then(|| format!("m{}", i % 7));
+            r.upsert(Hook {
+                get_raw: i % 5 == 0,
+                ..hook(i, &format!("http://h/{i}"), m.as_deref())
+            });
+            if i % 4 == 1 {
+                r.remove(i / 2);
+            }
+        }
+        let s = r.load();
+        let mut recount = Counts::default();
+        for h in s.all() {
+            recount.add(h, 1);
+        }
+        assert_eq!(s.counts(), recount);
+        let bound: usize = (0..7).map(|m| s.bound_to(&format!("m{m}")).count()).sum();
+        assert_eq!(s.globals().count() + bound, s.len());
     }
 }

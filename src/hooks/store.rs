@@ -2,12 +2,16 @@
 //! tooling finds them), ids from `INCR`. Every change is written to Redis first and then to the
 //! [`Registry`], which stays the authority for matching and listing.
 
-use std::{collections::HashMap, sync::Arc};
+use std::{
+    collections::HashMap,
+    hash::{BuildHasher, RandomState},
+    sync::{Arc, LazyLock},
+};
 
-use redis::{AsyncCommands, aio::ConnectionManager};
-use tokio::sync::Mutex;
+use redis::{AsyncCommands, Script, aio::ConnectionManager};
+use tokio::sync::{Mutex, RwLock};
 
-use super::{Hook, Registry};
+use super::{Hook, Registry, import};
 use crate::{
     base::{
         callback_url::Guard,
@@ -32,6 +36,9 @@ pub enum CreateOutcome {
     Duplicate(u64),
 }
 
+/// Locks that creates of different URLs spread over.
+const URL_LOCKS: usize = 64;
+
 /// What a new hook asks for (the id is allocated by the store).
 #[derive(Debug, Clone)]
 pub struct NewHook {
@@ -55,9 +62,13 @@ pub struct Restored {
 pub struct HookStore {
     conn: ConnectionManager,
     registry: Arc<Registry>,
-    /// Serializes create and destroy, so that two creates of one URL cannot both win. Only the
-    /// API takes it; delivery never waits on it.
-    changes: Mutex<()>,
+    /// Creates share it; restore, destroy and removals take it alone. Delivery never waits on
+    /// it.
+    changes: RwLock<()>,
+    /// Creates of one callback URL take turns (so that only one of them wins); creates of
+    /// different URLs mostly hold different locks and run at once.
+    url_locks: Box<[Mutex<()>]>,
+    url_hasher: RandomState,
     /// URLs of the configured permanent hooks.
     permanent_urls: Vec<String>,
     /// The rules `hooks/create` applies; stored and imported hooks must pass them too.
@@ -74,7 +85,9 @@ impl HookStore {
         Self {
             conn,
             registry,
-            changes: Mutex::new(()),
+            changes: RwLock::new(()),
+            url_locks: (0..URL_LOCKS).map(|_| Mutex::new(())).collect(),
+            url_hasher: RandomState::new(),
             permanent_urls: permanent.iter().map(|p| p.url.clone()).collect(),
             guard,
         }
@@ -108,25 +121,24 @@ impl HookStore {
     /// # Errors
     /// When Redis cannot be read or written.
     pub async fn restore(&self, permanent: &[PermanentHook]) -> Result<Restored, StoreError> {
-        let _guard = self.changes.lock().await;
+        let _guard = self.changes.write().await;
         let mut conn = self.conn.clone();
         let mut hooks = Vec::new();
         let mut refused = 0;
-        // Hooks of the reference service (UUID ids) are imported below with a number.
-        let mut foreign = Vec::new();
         for (member, fields) in load_all(&mut conn, HOOKS_SET, HOOK_PREFIX).await? {
-            let parsed = parse_hook(&fields);
-            if let Some(h) = &parsed
-                && !self.allowed(&member, h)
-            {
+            // Hooks of the reference service (UUID ids) are imported below.
+            let Some(id) = stored_id(&member, &fields) else {
+                continue;
+            };
+            let Some(h) = parse_hook(&fields) else {
+                tracing::warn!(member, "skipping a stored hook that cannot be read");
+                continue;
+            };
+            if !self.allowed(&member, &h) {
                 refused += 1;
                 continue;
             }
-            match (stored_id(&member, &fields), parsed) {
-                (Some(id), Some(h)) => hooks.push(Hook { id, ..h }),
-                (None, Some(h)) => foreign.push((member, h)),
-                _ => tracing::warn!(member, "skipping a stored hook that cannot be read"),
-            }
+            hooks.push(Hook { id, ..h });
         }
         // Hooks stored as permanent whose URL left the configuration are removed.
         let mut stale = Vec::new();
@@ -144,23 +156,28 @@ impl HookStore {
             );
             delete_hook(&mut conn, id).await?;
         }
-        // The counter must never hand out a stored id again.
-        if let Some(max) = hooks.iter().map(|h| h.id).max() {
-            let current: Option<u64> = conn.get(ID_COUNTER).await?;
-            if current.unwrap_or(0) < max {
-                let _: () = conn.set(ID_COUNTER, max).await?;
+        let found = import::plan(&mut conn, &self.guard, &hooks, &self.permanent_urls).await?;
+        for f in &found {
+            match &f.action {
+                import::Action::Refuse(why) => {
+                    refused += 1;
+                    tracing::warn!(hook = f.member, %why, "not importing a hook of the reference service: its callback URL is refused by the same rules as hooks/create");
+                }
+                import::Action::Unreadable => {
+                    tracing::warn!(
+                        hook = f.member,
+                        "skipping a hook of the reference service that cannot be read"
+                    );
+                }
+                import::Action::Drop(why) => {
+                    tracing::info!(hook = f.member, %why, "not importing a hook of the reference service");
+                }
+                import::Action::Import => {}
             }
         }
-        for (member, mut h) in foreign {
-            let _: () = conn.del(hook_key(&member)).await?;
-            let _: () = conn.srem(HOOKS_SET, &member).await?;
-            let stale_permanent = h.permanent && !self.permanent_urls.contains(&h.callback_url);
-            if stale_permanent || hooks.iter().any(|o| o.callback_url == h.callback_url) {
-                continue;
-            }
-            h.id = conn.incr(ID_COUNTER, 1).await?;
-            write_hook(&mut conn, &h).await?;
-            tracing::info!(hook_id = h.id, old_id = %member, "imported a hook of the reference service");
+        let max_id = hooks.iter().map(|h| h.id).max().unwrap_or(0);
+        for h in import::apply(&mut conn, &found, max_id).await? {
+            tracing::info!(hook_id = h.id, "imported a hook of the reference service");
             hooks.push(h);
         }
         for p in permanent {
@@ -202,33 +219,28 @@ impl HookStore {
     /// # Errors
     /// When Redis fails; nothing is registered then.
     pub async fn create(&self, new: NewHook) -> Result<CreateOutcome, StoreError> {
-        let _guard = self.changes.lock().await;
+        let _shared = self.changes.read().await;
+        let stripe = self.url_hasher.hash_one(&new.callback_url) as usize % URL_LOCKS;
+        let _url = self.url_locks[stripe].lock().await;
         if let Some(existing) = self.registry.load().by_url(&new.callback_url) {
             return Ok(CreateOutcome::Duplicate(existing.id));
         }
-        let mut conn = self.conn.clone();
-        let mut id: u64 = conn.incr(ID_COUNTER, 1).await?;
-        // Redis lost its data (restarted without persistence): never hand out a live id again.
-        if let Some(max) = self
-            .registry
-            .load()
-            .all()
-            .map(|h| h.id)
-            .max()
-            .filter(|m| id <= *m)
-        {
-            let _: () = conn.set(ID_COUNTER, max).await?;
-            id = conn.incr(ID_COUNTER, 1).await?;
-        }
-        let hook = Hook {
-            id,
+        let mut hook = Hook {
+            id: 0,
             permanent: self.permanent_urls.contains(&new.callback_url),
             callback_url: new.callback_url,
             meeting_id: new.meeting_id,
             event_ids: new.event_ids,
             get_raw: new.get_raw,
         };
-        write_hook(&mut conn, &hook).await?;
+        let mut call = CREATE_SCRIPT.key(ID_COUNTER);
+        call.key(HOOKS_SET)
+            .arg(self.registry.load().max_id().unwrap_or(0))
+            .arg(HOOK_PREFIX);
+        for (name, value) in fields(&hook) {
+            call.arg(name).arg(value);
+        }
+        hook.id = call.invoke_async(&mut self.conn.clone()).await?;
         self.registry.upsert(hook.clone());
         Ok(CreateOutcome::Created(hook))
     }
@@ -238,7 +250,7 @@ impl HookStore {
     /// # Errors
     /// When Redis fails; the hook stays registered then.
     pub async fn destroy(&self, id: u64) -> Result<bool, StoreError> {
-        let _guard = self.changes.lock().await;
+        let _guard = self.changes.write().await;
         match self.registry.load().get(id) {
             Some(h) if !h.permanent => {}
             _ => return Ok(false),
@@ -255,16 +267,33 @@ impl HookStore {
     /// When Redis fails; the hook is gone from memory all the same and its record is retried at
     /// the next restore (it comes back then).
     pub async fn remove_failed(&self, id: u64) -> Result<(), StoreError> {
-        let _guard = self.changes.lock().await;
+        let _guard = self.changes.write().await;
         self.registry.remove(id);
         delete_hook(&mut self.conn.clone(), id).await
     }
 }
 
-async fn write_hook(conn: &mut ConnectionManager, h: &Hook) -> Result<(), StoreError> {
-    let key = hook_key(h.id);
-    let mut fields: Vec<(&str, String)> = vec![
-        ("id", h.id.to_string()),
+/// Gives the next hook id and stores a hook under it, in one round trip. `ARGV[1]` is the highest
+/// id in use (a Redis that lost its data must never give a live id again), `ARGV[2]` the prefix
+/// of hook keys, the rest the hook's fields but its id. Returns the id.
+const CREATE: &str = r"
+local id = redis.call('INCR', KEYS[1])
+if id <= tonumber(ARGV[1]) then
+  redis.call('SET', KEYS[1], ARGV[1])
+  id = redis.call('INCR', KEYS[1])
+end
+local key = ARGV[2] .. id
+redis.call('DEL', key)
+redis.call('HSET', key, 'id', id, unpack(ARGV, 3))
+redis.call('SADD', KEYS[2], id)
+return id
+";
+
+static CREATE_SCRIPT: LazyLock<Script> = LazyLock::new(|| Script::new(CREATE));
+
+/// A hook's stored fields but its id, as the reference names them.
+fn fields(h: &Hook) -> Vec<(&'static str, String)> {
+    let mut fields = vec![
         ("callbackURL", h.callback_url.clone()),
         ("permanent", h.permanent.to_string()),
         ("getRaw", h.get_raw.to_string()),
@@ -275,6 +304,13 @@ async fn write_hook(conn: &mut ConnectionManager, h: &Hook) -> Result<(), StoreE
     if let Some(ids) = &h.event_ids {
         fields.push(("eventID", ids.join(",")));
     }
+    fields
+}
+
+pub(super) async fn write_hook(conn: &mut ConnectionManager, h: &Hook) -> Result<(), StoreError> {
+    let key = hook_key(h.id);
+    let mut fields = fields(h);
+    fields.push(("id", h.id.to_string()));
     let mut pipe = redis::pipe();
     pipe.atomic()
         .del(&key)
@@ -302,7 +338,7 @@ async fn delete_hook(conn: &mut ConnectionManager, id: u64) -> Result<(), StoreE
 }
 
 /// The numeric id of a stored hook; `None` for the reference's UUID ids.
-fn stored_id(member: &str, f: &HashMap<String, String>) -> Option<u64> {
+pub(super) fn stored_id(member: &str, f: &HashMap<String, String>) -> Option<u64> {
     f.get("id")
         .or_else(|| f.get("hookID"))
         .map_or(member, String::as_str)
@@ -312,7 +348,7 @@ fn stored_id(member: &str, f: &HashMap<String, String>) -> Option<u64> {
 
 /// Reads a stored hook (id 0: see [`stored_id`]); accepts the reference's forms too (`hookID`,
 /// eventID as JSON array).
-fn parse_hook(f: &HashMap<String, String>) -> Option<Hook> {
+pub(super) fn parse_hook(f: &HashMap<String, String>) -> Option<Hook> {
     let callback_url = f.get("callbackURL")?.clone();
     let event_ids = f
         .get("eventID")

@@ -338,22 +338,13 @@ impl Metrics {
 
     /// Sets the hook counts from the registry's current snapshot.
     pub fn count_hooks(&self, snapshot: &Snapshot) {
-        let (mut global, mut meeting, mut raw, mut permanent) = (0, 0, 0, 0);
-        for h in snapshot.all() {
-            if h.meeting_id.is_some() {
-                meeting += 1;
-            } else {
-                global += 1;
-            }
-            raw += i64::from(h.get_raw);
-            permanent += i64::from(h.permanent);
-        }
+        let c = snapshot.counts();
         self.hooks_registered.set(snapshot.len() as i64);
         for (kind, n) in [
-            ("global", global),
-            ("meeting", meeting),
-            ("raw", raw),
-            ("permanent", permanent),
+            ("global", c.global),
+            ("meeting", c.meeting),
+            ("raw", c.raw),
+            ("permanent", c.permanent),
         ] {
             self.hooks_by_kind.get_or_create(&KindLabel { kind }).set(n);
         }

@@ -24,6 +24,14 @@ use crate::{
 const SWEEP_EVERY: Duration = Duration::from_secs(10);
 /// Most bus messages processed (and their callbacks persisted in one pipeline) at a time.
 pub const BATCH: usize = 256;
+/// About the most callbacks one batch makes: with many hooks a batch holds fewer messages, so
+/// that the transaction that persists it (built in memory whole) stays small.
+const BATCH_CALLBACKS: usize = 4096;
+
+/// How many bus messages to take at once with `hooks` hooks registered.
+fn batch_limit(hooks: usize) -> usize {
+    (BATCH_CALLBACKS / hooks.max(1)).clamp(1, BATCH)
+}
 
 pub struct ProcessStage {
     /// `None` only while a batch is routed off the async workers (plugins loaded).
@@ -59,7 +67,7 @@ impl ProcessStage {
                         break;
                     }
                 }
-                n = rx.recv_many(&mut batch, BATCH) => {
+                n = rx.recv_many(&mut batch, batch_limit(self.registry.load().len())) => {
                     if n == 0 {
                         return;
                     }
@@ -178,5 +186,17 @@ impl ProcessStage {
             .meeting_mappings
             .set(mappings.meeting_count() as i64);
         self.metrics.user_mappings.set(mappings.user_count() as i64);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn batches_shrink_as_hooks_grow() {
+        use super::{BATCH, batch_limit};
+        assert_eq!(batch_limit(0), BATCH);
+        assert_eq!(batch_limit(10), BATCH);
+        assert_eq!(batch_limit(100), 40);
+        assert_eq!(batch_limit(100_000), 1);
     }
 }

@@ -79,6 +79,73 @@ async fn create_duplicate_list_destroy_answers_are_exact() {
     let stored = redis.hgetall("bigbluebutton:webhooks:out:hook:2").await;
     assert_eq!(stored["externalMeetingID"], "m1");
     assert_eq!(stored["eventID"], "user-joined,meeting-ended");
+    assert_eq!(stored["id"], "2");
+    assert_eq!(stored["getRaw"], "true");
+    assert_eq!(stored["permanent"], "false");
+
+    // A Redis that lost its id counter (restarted without persistence) never makes the relay
+    // give out the id of a live hook again.
+    let _: () = redis::AsyncCommands::del(
+        &mut redis.conn().await.expect("redis"),
+        "bigbluebutton:webhooks:out:hookId",
+    )
+    .await
+    .expect("del");
+    let xml = relay
+        .call("create", "callbackURL=http%3A%2F%2Fh.example%2Fafter-loss")
+        .await;
+    assert!(xml.contains("<hookID>4</hookID>"), "{xml}");
+    assert_eq!(
+        redis.hgetall("bigbluebutton:webhooks:out:hook:4").await["callbackURL"],
+        "http://h.example/after-loss"
+    );
+    relay.stop().await;
+}
+
+#[tokio::test]
+async fn concurrent_creates_give_one_hook_per_url_and_distinct_ids() {
+    let redis = TestRedis::start().await;
+    let relay = TestRelay::start(&redis).await;
+    let same = (0..16).map(|_| relay.call("create", "callbackURL=http%3A%2F%2Fh.example%2Fsame"));
+    let distinct: Vec<String> = (0..16)
+        .map(|i| format!("callbackURL=http%3A%2F%2Fh.example%2Fd{i}"))
+        .collect();
+    let (same, distinct) = tokio::join!(
+        futures_util::future::join_all(same),
+        futures_util::future::join_all(distinct.iter().map(|q| relay.call("create", q)))
+    );
+    let id = |xml: &str| -> u64 {
+        let start = xml.find("<hookID>").expect("hookID") + "<hookID>".len();
+        let end = xml[start..].find('<').expect("end") + start;
+        xml[start..end].parse().expect("number")
+    };
+    let created: Vec<&String> = same
+        .iter()
+        .filter(|x| x.contains("<permanentHook>"))
+        .collect();
+    assert_eq!(created.len(), 1, "{same:?}");
+    let winner = id(created[0]);
+    for xml in same.iter().filter(|x| !x.contains("<permanentHook>")) {
+        assert_eq!(
+            *xml,
+            format!(
+                "<response><returncode>SUCCESS</returncode><hookID>{winner}</hookID><messageKey>duplicateWarning</messageKey><message>There is already a hook for this callback URL.</message></response>"
+            )
+        );
+    }
+    let mut ids: Vec<u64> = distinct.iter().map(|x| id(x)).collect();
+    ids.push(winner);
+    ids.sort_unstable();
+    ids.dedup();
+    assert_eq!(ids.len(), 17, "every new URL got an id of its own");
+    assert_eq!(
+        redis
+            .smembers("bigbluebutton:webhooks:out:hooks")
+            .await
+            .len(),
+        17
+    );
+    assert_eq!(relay.call("list", "").await.matches("<hook>").count(), 17);
     relay.stop().await;
 }
 
