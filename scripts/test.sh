@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs the whole test suite: unit tests, and integration tests that start their own
 # redis-server processes on free ports, real HTTP receivers on loopback, and the WebAssembly
-# plugins built from plugins/. Ends with one "tests: N passed, N failed" line summing every
+# plugins built from plugins/; then builds the Debian package and checks it
+# (scripts/check-package.sh). Ends with one "tests: N passed, N failed" line summing every
 # test binary.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -12,6 +13,7 @@ log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 status=0
 cargo test --all-targets "$@" 2>&1 | tee "$log" || status=$?
+scripts/check-package.sh || status=$?
 awk '/^test result:/ { for (i = 1; i <= NF; i++) { if ($(i) ~ /^passed/) p += $(i-1); if ($(i) ~ /^failed/) f += $(i-1) } }
      END { printf "tests: %d passed, %d failed\n", p, f }' "$log"
 exit "$status"

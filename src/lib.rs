@@ -15,7 +15,8 @@
 //! - [`conference`]: the meetings, participants and recordings the events show, for the
 //!   `bbb_*` metrics (fed by [`event::process`], read by [`metrics`]).
 //! - [`metrics`]: the Prometheus endpoint.
-//! - [`pipeline`]: wires the stages; [`config`] (plain data) and [`shutdown`] serve it;
+//! - [`pipeline`]: wires the stages; [`config`] (plain data), [`shutdown`] and [`systemd`]
+//!   (readiness) serve it;
 //!   [`redis_index`] is the set-plus-hashes layout the stores share, [`redis_conn`] makes the
 //!   connections.
 //! - [`base`]: leaf modules everyone may use and that use nothing of the crate: secrets, digest
@@ -37,6 +38,7 @@ pub mod redis_index;
 pub mod replay;
 pub mod route;
 pub mod shutdown;
+pub mod systemd;
 
 pub use config::Config;
 pub use pipeline::{Listeners, run};

@@ -27,8 +27,9 @@ pub struct Subscriber {
     /// Larger messages are skipped and counted.
     pub max_message_bytes: usize,
     pub metrics: Arc<Metrics>,
-    /// Notified each time the subscription is made (at start and after every reconnect).
-    pub subscribed: Arc<tokio::sync::Notify>,
+    /// How many times the subscription was made (at start and after every reconnect): a
+    /// change tells the watchers.
+    pub subscribed: tokio::sync::watch::Sender<u64>,
 }
 
 impl Subscriber {
@@ -53,7 +54,7 @@ impl Subscriber {
                     first = false;
                     tracing::info!(channels = self.channels.len(), "subscribed to the bus");
                     self.metrics.redis_connected.set(1);
-                    self.subscribed.notify_one();
+                    self.subscribed.send_modify(|n| *n += 1);
                     delays = backoff();
                     let go_on = self.forward(pubsub, &tx, &token).await;
                     self.metrics.redis_connected.set(0);

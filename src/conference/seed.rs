@@ -6,7 +6,6 @@
 use std::{collections::HashMap, sync::Arc, time::Duration};
 
 use serde::Deserialize;
-use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
 use super::{Room, SharedConference};
@@ -129,12 +128,13 @@ pub async fn fetch(
     parse(&response.text().await?)
 }
 
-/// Seeds the state each time `subscribed` is notified, until the relay stops.
+/// Seeds the state each time the bus is subscribed (`subscribed` changes), until the relay
+/// stops.
 pub async fn run(
     api_url: String,
     secret: Secret,
     conference: SharedConference,
-    subscribed: Arc<Notify>,
+    mut subscribed: tokio::sync::watch::Receiver<u64>,
     metrics: Arc<Metrics>,
     token: CancellationToken,
 ) {
@@ -152,7 +152,7 @@ pub async fn run(
     };
     loop {
         tokio::select! {
-            () = subscribed.notified() => {}
+            changed = subscribed.changed() => if changed.is_err() { return },
             () = token.cancelled() => return,
         }
         let result = match fetch(&client, &api_url, &secret).await {

@@ -196,13 +196,17 @@ pub async fn run(config: Config, listeners: Listeners, shutdown: Shutdown) -> an
         tracker: tracker.clone(),
     });
     let (bus_tx, bus_rx) = mpsc::channel(BUS_BUFFER);
-    let subscribed = Arc::new(tokio::sync::Notify::new());
+    let (subscribed, _) = tokio::sync::watch::channel(0);
+    tracker.spawn(crate::systemd::ready_when_subscribed(
+        subscribed.subscribe(),
+        token.clone(),
+    ));
     if !config.bbb.api_url.is_empty() {
         tracker.spawn(conference::seed::run(
             config.bbb.api_url.clone(),
             config.bbb.secret.clone(),
             conference.clone(),
-            subscribed.clone(),
+            subscribed.subscribe(),
             metrics.clone(),
             token.clone(),
         ));

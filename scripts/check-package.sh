@@ -1,0 +1,106 @@
+#!/usr/bin/env bash
+# Builds the Debian package from the test build's binary (cargo-deb, installed from crates.io
+# if missing), checks its contents with dpkg-deb, and, when run as root on a machine with dpkg,
+# installs it, runs the installed service's command as its user against a private
+# redis-server, then purges it. Prints "package: ok" or fails.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+CARGO_DEB_VERSION=3.8.0
+if ! cargo deb --version 2>/dev/null | grep -q "$CARGO_DEB_VERSION"; then
+  echo "package: installing cargo-deb $CARGO_DEB_VERSION from crates.io"
+  cargo install --quiet --locked cargo-deb --version "$CARGO_DEB_VERSION"
+fi
+# The test build (cargo test) made target/debug/hookrelay; scripts/package.sh makes a release.
+cargo build --quiet --bin hookrelay
+out=$(mktemp -d)
+trap 'rm -rf "$out"' EXIT
+cargo deb --quiet --no-build --profile dev --no-strip --fast -o "$out/"
+deb=$(ls "$out"/hookrelay_*.deb)
+
+fail() { echo "package: $*" >&2; exit 1; }
+contents=$(dpkg-deb -c "$deb")
+for f in ./usr/bin/hookrelay ./etc/hookrelay/hookrelay.toml \
+         ./usr/lib/systemd/system/hookrelay.service ./usr/share/doc/hookrelay/README.md; do
+  grep -q " $f\$" <<<"$contents" || fail "$f missing"
+done
+grep -q -- '-rw-r----- .* ./etc/hookrelay/hookrelay.toml$' <<<"$contents" \
+  || fail "the configuration is not 640"
+dpkg-deb -e "$deb" "$out/control"
+grep -qx /etc/hookrelay/hookrelay.toml "$out/control/conffiles" || fail "configuration is not a conffile"
+grep -q '^Depends: .*adduser' "$out/control/control" || fail "adduser not a dependency"
+grep -q 'adduser --system' "$out/control/postinst" || fail "postinst makes no user"
+grep -q 'deb-systemd-helper' "$out/control/postinst" || fail "postinst does not enable the unit"
+dpkg-deb --fsys-tarfile "$deb" | tar -x -C "$out" ./usr/lib/systemd/system/hookrelay.service
+unit="$out/usr/lib/systemd/system/hookrelay.service"
+for line in 'Type=notify' 'Restart=always' 'User=hookrelay' 'ProtectSystem=strict' \
+            'NoNewPrivileges=yes' 'PartOf=bigbluebutton.target' 'StartLimitIntervalSec=0' \
+            'After=network.target redis-server.service' \
+            'WantedBy=multi-user.target bigbluebutton.target' \
+            'EnvironmentFile=/etc/hookrelay/secret.env' \
+            'ExecStart=/usr/bin/hookrelay serve --config /etc/hookrelay/hookrelay.toml'; do
+  grep -qx "$line" "$unit" || fail "the unit lacks $line"
+done
+echo "package: contents ok ($(basename "$deb"))"
+
+# Installing starts the service where systemd runs, against the machine's own Redis: only on a
+# machine without systemd (a container, as in CI).
+if [ "$(id -u)" != 0 ] || ! command -v dpkg >/dev/null || dpkg -s hookrelay >/dev/null 2>&1 \
+   || [ -d /run/systemd/system ]; then
+  echo "package: not installed here (needs root, dpkg, no systemd running and no hookrelay package installed)"
+  echo "package: ok"
+  exit 0
+fi
+dpkg -i "$deb" >"$out/install.log" 2>&1 || { cat "$out/install.log"; fail "dpkg -i failed"; }
+cleanup() {
+  [ -n "${relay:-}" ] && kill "$relay" 2>/dev/null || true
+  [ -n "${redis:-}" ] && kill "$redis" 2>/dev/null || true
+  dpkg --purge hookrelay >/dev/null 2>&1 || true
+  [ ! -e /etc/hookrelay/secret.env ] || echo "package: purge left /etc/hookrelay/secret.env" >&2
+  rm -rf "$out"
+}
+trap cleanup EXIT
+getent passwd hookrelay >/dev/null || fail "no hookrelay user"
+[ "$(stat -c '%U:%G %a' /etc/hookrelay/hookrelay.toml)" = "root:hookrelay 640" ] \
+  || fail "configuration owner or mode: $(stat -c '%U:%G %a' /etc/hookrelay/hookrelay.toml)"
+[ "$(stat -c '%U:%G %a' /etc/hookrelay/secret.env)" = "root:hookrelay 640" ] \
+  || fail "secret file owner or mode: $(stat -c '%U:%G %a' /etc/hookrelay/secret.env)"
+grep -Eqx 'HOOKRELAY_BBB__SECRET=[A-Za-z0-9]+' /etc/hookrelay/secret.env || fail "no secret written"
+cmp -s hookrelay.example.toml /etc/hookrelay/hookrelay.toml || fail "the conffile was edited"
+# The secret comes from secret.env beside the configuration, for the service and for the
+# commands run by hand alike.
+runuser -u hookrelay -- /usr/bin/hookrelay check-config --config /etc/hookrelay/hookrelay.toml \
+  >/dev/null || fail "the installed configuration does not load as the service user"
+# The unit's command, as its user, with a private Redis and free ports (never the machine's).
+port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+rport=$(port); aport=$(port); mport=$(port)
+redis-server --port "$rport" --bind 127.0.0.1 --save '' --appendonly no >/dev/null &
+redis=$!
+HOOKRELAY_REDIS__URL="redis://127.0.0.1:$rport" HOOKRELAY_API__BIND="127.0.0.1:$aport" \
+  HOOKRELAY_METRICS__BIND="127.0.0.1:$mport" \
+  runuser -u hookrelay -- /usr/bin/hookrelay serve --config /etc/hookrelay/hookrelay.toml \
+  >"$out/serve.log" 2>&1 &
+relay=$!
+for _ in $(seq 1 100); do
+  if curl -fsS "http://127.0.0.1:$aport/bigbluebutton/api/hooks/ping" 2>/dev/null | grep -q 'API up'; then
+    echo "package: installed, and its service answers as user hookrelay"
+    /usr/bin/hookrelay hooks --config /etc/hookrelay/hookrelay.toml \
+      --api-url "http://127.0.0.1:$aport/bigbluebutton/api" list >"$out/list.txt" 2>&1 \
+      || { cat "$out/list.txt"; fail "hookrelay hooks list was refused by the installed service"; }
+    echo "package: hookrelay hooks list answers with the installed secret"
+    if command -v systemd-analyze >/dev/null; then
+      systemd-analyze verify /usr/lib/systemd/system/hookrelay.service >"$out/verify.txt" 2>&1 || true
+      # Units it names that this machine lacks (BigBlueButton's target) are not the unit's fault.
+      if grep -v -e 'bigbluebutton.target' -e 'redis-server.service' "$out/verify.txt" | grep -q .; then
+        cat "$out/verify.txt"
+        fail "systemd-analyze verify found problems in the unit"
+      fi
+      echo "package: systemd-analyze verify accepts the unit"
+    fi
+    echo "package: ok"
+    exit 0
+  fi
+  sleep 0.2
+done
+cat "$out/serve.log"
+fail "the installed service did not answer"

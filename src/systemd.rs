@@ -1,0 +1,34 @@
+//! Tells systemd (a `Type=notify` unit) that the relay is ready, once its API listens (the
+//! listeners are bound before the pipeline starts) and the bus is subscribed, and that it is
+//! stopping. Outside systemd (`NOTIFY_SOCKET` unset) it does nothing.
+
+use sd_notify::NotifyState;
+use tokio_util::sync::CancellationToken;
+
+/// Sends `READY=1` at the first subscription to the bus, then `STOPPING=1` when the relay
+/// stops.
+pub async fn ready_when_subscribed(
+    mut subscribed: tokio::sync::watch::Receiver<u64>,
+    token: CancellationToken,
+) {
+    tokio::select! {
+        changed = subscribed.changed() => {
+            if changed.is_ok() {
+                notify(NotifyState::Ready, "ready");
+            }
+        }
+        () = token.cancelled() => {}
+    }
+    token.cancelled().await;
+    notify(NotifyState::Stopping, "stopping");
+}
+
+fn notify(state: NotifyState<'_>, what: &str) {
+    if std::env::var_os("NOTIFY_SOCKET").is_none() {
+        return;
+    }
+    match sd_notify::notify(&[state]) {
+        Ok(()) => tracing::info!("told systemd: {what}"),
+        Err(e) => tracing::warn!(error = %e, "cannot tell systemd the relay is {what}"),
+    }
+}
