@@ -1,8 +1,10 @@
 //! The `hookrelay` binary: parses the command line, sets up logging, loads the configuration and
-//! runs the relay until SIGTERM or ctrl-c; the plugin authors' commands live in [`tools`].
+//! runs the relay until SIGTERM or ctrl-c; the plugin authors' commands live in [`tools`], the
+//! administrators' and integrators' in [`admin`].
 
 use std::{path::PathBuf, process::ExitCode};
 
+mod admin;
 mod tools;
 
 use clap::{Parser, Subcommand, ValueEnum};
@@ -32,12 +34,19 @@ enum Command {
         /// variables override it, e.g. HOOKRELAY_BBB__SECRET).
         #[arg(long, short, env = "HOOKRELAY_CONFIG")]
         config: Option<PathBuf>,
+        /// The reference service's YAML configuration (bbb-webhooks' default.yml): the keys
+        /// hookrelay understands are read under the TOML file; the others are named.
+        #[arg(long)]
+        reference_config: Option<PathBuf>,
     },
     /// Load and validate a configuration, then exit.
     CheckConfig {
         /// TOML configuration file, as for serve.
         #[arg(long, short, env = "HOOKRELAY_CONFIG")]
         config: Option<PathBuf>,
+        /// As for serve.
+        #[arg(long)]
+        reference_config: Option<PathBuf>,
     },
     /// Tools for WebAssembly plugin authors.
     Plugin {
@@ -47,6 +56,16 @@ enum Command {
     /// Run recorded raw bus messages through the mapper, matcher and plugin chain (no Redis)
     /// and print, per hook, the payloads that would be sent.
     Replay(tools::ReplayArgs),
+    /// List, create or destroy hooks of a running relay (the checksum is computed from the
+    /// configuration's secret).
+    Hooks(admin::HooksArgs),
+    /// Print the checksum of a callback and the URL it is posted to.
+    Sign(admin::SignArgs),
+    /// Check the checksum of a callback a receiver got (exit 0 when it is right, 1 when not).
+    Verify(admin::VerifyArgs),
+    /// Import the hooks bbb-webhooks left in Redis (as the relay does at start); --dry-run
+    /// prints what would be imported, skipped or refused.
+    ImportReference(admin::ImportArgs),
 }
 
 #[derive(Subcommand)]
@@ -61,12 +80,39 @@ enum PluginCommand {
     },
 }
 
+/// A command line clap refuses: one line and exit 2 (help and version as clap prints them).
+fn usage_error(e: &clap::Error) -> ExitCode {
+    use clap::error::ErrorKind;
+    if matches!(
+        e.kind(),
+        ErrorKind::DisplayHelp
+            | ErrorKind::DisplayVersion
+            | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
+    ) {
+        e.exit();
+    }
+    let text = e.to_string();
+    let first = text
+        .lines()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or("invalid arguments");
+    let first = first.strip_prefix("error: ").unwrap_or(first);
+    eprintln!("hookrelay: {first} (see --help)");
+    ExitCode::from(2)
+}
+
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => return usage_error(&e),
+    };
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
     // The tools print their results on stdout: their log lines go to stderr.
-    let tool = matches!(cli.command, Command::Plugin { .. } | Command::Replay(_));
+    let tool = !matches!(
+        cli.command,
+        Command::Serve { .. } | Command::CheckConfig { .. }
+    );
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(move || -> Box<dyn std::io::Write> {
@@ -80,17 +126,34 @@ fn main() -> ExitCode {
         LogFormat::Text => builder.init(),
         LogFormat::Json => builder.json().init(),
     }
-    let (path, serve) = match cli.command {
-        Command::Serve { config } => (config, true),
-        Command::CheckConfig { config } => (config, false),
+    let (path, reference, serve) = match cli.command {
+        Command::Serve {
+            config,
+            reference_config,
+        } => (config, reference_config, true),
+        Command::CheckConfig {
+            config,
+            reference_config,
+        } => (config, reference_config, false),
         Command::Plugin {
             command: PluginCommand::Check { file, config },
         } => return tools::plugin_check(&file, config.as_deref()),
         Command::Replay(args) => return tools::replay(&args),
+        Command::Hooks(args) => return admin::hooks(&args),
+        Command::Sign(args) => return admin::sign(&args),
+        Command::Verify(args) => return admin::verify(&args),
+        Command::ImportReference(args) => return admin::import_reference(&args),
     };
-    let path = path.as_deref();
-    let config = match Config::load(path) {
-        Ok(c) => c,
+    let config = match Config::load_with_reference(path.as_deref(), reference.as_deref()) {
+        Ok((c, ignored)) => {
+            if !ignored.is_empty() {
+                tracing::info!(
+                    keys = ignored.join(", "),
+                    "keys of the reference configuration that hookrelay does not use"
+                );
+            }
+            c
+        }
         Err(e) => {
             eprintln!("hookrelay: {e}");
             return ExitCode::from(2);

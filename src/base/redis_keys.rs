@@ -7,6 +7,12 @@ pub const HOOKS_SET: &str = "bigbluebutton:webhooks:out:hooks";
 pub const HOOK_PREFIX: &str = "bigbluebutton:webhooks:out:hook:";
 /// Counter that hands out hook ids (`INCR`).
 pub const ID_COUNTER: &str = "bigbluebutton:webhooks:out:hookId";
+/// The reference service's 2.x index set of hook ids (imported, then removed).
+pub const V2_HOOKS_SET: &str = "bigbluebutton:webhooks:hooks";
+/// The reference service's 2.x hash of one hook: `{V2_HOOK_PREFIX}{id}`.
+pub const V2_HOOK_PREFIX: &str = "bigbluebutton:webhooks:hook:";
+/// The reference service's 2.x list of one hook's pending events: `{V2_EVENTS_PREFIX}{id}`.
+pub const V2_EVENTS_PREFIX: &str = "bigbluebutton:webhooks:events:";
 /// Stream of one hook's pending callbacks: `{QUEUE_PREFIX}{id}`.
 pub const QUEUE_PREFIX: &str = "bigbluebutton:webhooks:out:queue:";
 /// Set of internal meeting ids with a stored mapping.

@@ -13,7 +13,7 @@ use std::{collections::HashMap, path::Path, sync::Arc};
 use figment::{
     Figment,
     error::Kind,
-    providers::{Env, Format, Toml},
+    providers::{Env, Format, Serialized, Toml},
 };
 
 use super::Config;
@@ -23,6 +23,27 @@ const PREFIX: &str = "HOOKRELAY_";
 /// Variables of the prefix that belong to the command line (clap reads them), not to the
 /// configuration.
 const CLI_VARIABLES: &[&str] = &["CONFIG", "LOG_FORMAT"];
+
+/// The file beside the configuration file that holds `HOOKRELAY_*` variables (the secret), in
+/// systemd's `EnvironmentFile` form.
+pub const SECRET_ENV: &str = "secret.env";
+
+/// The `NAME=value` lines of an environment file.
+fn read_env_file(path: &Path) -> Result<Vec<(String, String)>, ConfigError> {
+    // A line that does not parse is not shown: it may hold the secret.
+    let named = |e: dotenvy::Error| {
+        let why = match e {
+            dotenvy::Error::LineParse(_, at) => format!("a line does not parse (at {at})"),
+            dotenvy::Error::Io(e) => e.to_string(),
+            _ => "cannot be read".to_string(),
+        };
+        ConfigError(format!("{}: {why}", path.display()))
+    };
+    dotenvy::from_path_iter(path)
+        .map_err(named)?
+        .map(|line| line.map_err(named))
+        .collect()
+}
 
 /// Why the configuration was refused: one line, naming the key.
 #[derive(Debug, thiserror::Error)]
@@ -37,7 +58,26 @@ impl Config {
     /// When the file cannot be read or parsed, a key of the file is unknown, a value has the
     /// wrong type, or a value fails validation.
     pub fn load(path: Option<&Path>) -> Result<Config, ConfigError> {
+        Self::load_with_reference(path, None).map(|(c, _)| c)
+    }
+
+    /// As [`Config::load`], with the keys hookrelay understands of the reference service's
+    /// YAML configuration `reference` under the file and the environment. Also returns the
+    /// reference's keys that were ignored.
+    ///
+    /// # Errors
+    /// As [`Config::load`], and when `reference` cannot be read or is not YAML.
+    pub fn load_with_reference(
+        path: Option<&Path>,
+        reference: Option<&Path>,
+    ) -> Result<(Config, Vec<String>), ConfigError> {
         let mut figment = Figment::new();
+        let mut ignored = Vec::new();
+        if let Some(reference) = reference {
+            let r = super::reference::read(reference)?;
+            figment = figment.merge(Serialized::defaults(r.keys));
+            ignored = r.ignored;
+        }
         if let Some(path) = path {
             if !path.is_file() {
                 return Err(ConfigError(format!(
@@ -46,6 +86,28 @@ impl Config {
                 )));
             }
             figment = figment.merge(Toml::file(path));
+            // The package keeps the secret apart from the configuration, in `secret.env`
+            // beside it, which the unit reads as its environment: the commands run by hand
+            // read it too, under the process's own variables.
+            let beside = path.with_file_name(SECRET_ENV);
+            if beside.is_file() {
+                let pairs = read_env_file(&beside)?;
+                let env = EnvKeys::read(pairs.iter().map(|(k, _)| k.clone()));
+                for (name, value) in pairs {
+                    let Some(rest) = name.strip_prefix(PREFIX) else {
+                        continue;
+                    };
+                    if std::env::var_os(&name).is_some() {
+                        continue;
+                    }
+                    if let Some(key) = env.keys.get(&rest.to_ascii_lowercase()) {
+                        let value: figment::value::Value = value
+                            .parse()
+                            .unwrap_or_else(|_| figment::value::Value::from(value));
+                        figment = figment.merge((key.as_str(), value));
+                    }
+                }
+            }
         }
         let names = std::env::vars_os().filter_map(|(k, _)| k.into_string().ok());
         let env = EnvKeys::read(names);
@@ -55,7 +117,7 @@ impl Config {
                 "ignoring an environment variable that names no configuration key"
             );
         }
-        Self::extract(figment.merge(env.provider()))
+        Ok((Self::extract(figment.merge(env.provider()))?, ignored))
     }
 
     /// Parses a TOML text over the defaults, without the environment (for tests and tools).
@@ -268,6 +330,31 @@ mod tests {
                 vec!["10.0.0.0/8".parse().unwrap()]
             );
             assert!(c.delivery.ssrf.enabled);
+            Ok(())
+        });
+    }
+
+    #[test]
+    #[allow(clippy::result_large_err)]
+    fn secret_env_beside_the_file_wins_over_it_and_the_environment_over_both() {
+        figment::Jail::expect_with(|jail| {
+            jail.create_file("c.toml", "[bbb]\nsecret = 'change-me'\n")?;
+            jail.create_file(
+                SECRET_ENV,
+                "# written at install\nHOOKRELAY_BBB__SECRET=from-secret-env\nOTHER=x\nHOOKRELAY_DELIVERY__MAX_UNACKED=3\n",
+            )?;
+            let c = Config::load(Some(Path::new("c.toml"))).map_err(|e| e.to_string())?;
+            assert_eq!(c.bbb.secret.expose(), "from-secret-env");
+            assert_eq!(c.delivery.max_unacked, 3);
+            jail.set_env("HOOKRELAY_BBB__SECRET", "from-env");
+            let c = Config::load(Some(Path::new("c.toml"))).map_err(|e| e.to_string())?;
+            assert_eq!(c.bbb.secret.expose(), "from-env");
+            jail.create_file(SECRET_ENV, "HOOKRELAY_BBB__SECRET='unclosed\n")?;
+            let err = Config::load(Some(Path::new("c.toml")))
+                .unwrap_err()
+                .to_string();
+            assert!(err.contains("secret.env"), "{err}");
+            assert!(!err.contains("unclosed"), "{err}");
             Ok(())
         });
     }

@@ -151,3 +151,73 @@ async fn bearer_mode_warns_at_start() {
     );
     assert!(!log.contains(crate::support::SECRET), "{log}");
 }
+
+#[tokio::test]
+async fn tells_systemd_it_is_ready_once_subscribed_and_when_it_stops() {
+    let dir = tempfile::tempdir().unwrap();
+    let socket_path = dir.path().join("notify.sock");
+    let socket = tokio::net::UnixDatagram::bind(&socket_path).unwrap();
+    let redis = TestRedis::start().await;
+    let path = socket_path.to_str().unwrap();
+    // What the relay has done at the moment READY=1 arrives: it must be subscribed already.
+    let url = redis.url();
+    let watcher = tokio::spawn(async move {
+        let ready = notification(&socket).await;
+        let mut c = redis::Client::open(url)
+            .expect("url")
+            .get_multiplexed_async_connection()
+            .await
+            .expect("redis");
+        let (_, subscribers): (String, i64) = redis::cmd("PUBSUB")
+            .arg("NUMSUB")
+            .arg("from-akka-apps-redis-channel")
+            .query_async(&mut c)
+            .await
+            .expect("numsub");
+        (ready, subscribers, socket)
+    });
+    let relay = RelayProcess::start_env(&redis, "", "info", &[("NOTIFY_SOCKET", path)]).await;
+    let (ready, subscribers, socket) = watcher.await.expect("watcher");
+    assert_eq!(ready, "READY=1");
+    assert_eq!(subscribers, 1, "READY=1 came before the bus was subscribed");
+    let log = relay.terminate().await;
+    assert_eq!(notification(&socket).await, "STOPPING=1");
+    assert!(log.contains("told systemd: ready"), "{log}");
+}
+
+async fn notification(socket: &tokio::net::UnixDatagram) -> String {
+    let mut buf = vec![0u8; 256];
+    let n = tokio::time::timeout(crate::support::PATIENCE, socket.recv(&mut buf))
+        .await
+        .expect("a notification")
+        .expect("recv");
+    String::from_utf8_lossy(&buf[..n]).trim().to_string()
+}
+
+#[tokio::test]
+async fn check_config_reads_the_reference_yaml_and_names_what_it_ignores() {
+    let dir = tempfile::tempdir().unwrap();
+    let yml = dir.path().join("default.yml");
+    std::fs::write(
+        &yml,
+        "log:\n  level: info\nbbb:\n  sharedSecret: from-yaml\n  serverDomain: bbb.example.com\n",
+    )
+    .unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_hookrelay"))
+        .arg("check-config")
+        .arg("--reference-config")
+        .arg(&yml)
+        .env_remove("HOOKRELAY_CONFIG")
+        .env_remove("HOOKRELAY_BBB__SECRET")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}");
+    assert!(stdout.contains("configuration ok"), "{stdout}");
+    assert!(
+        stdout.contains("keys of the reference configuration that hookrelay does not use")
+            && stdout.contains("log.level"),
+        "{stdout}"
+    );
+    assert!(!stdout.contains("from-yaml"), "never the secret: {stdout}");
+}

@@ -1,0 +1,234 @@
+//! Commands for administrators: `hooks list|create|destroy` against a running relay, the
+//! checksum computed from the configuration.
+
+use std::{path::PathBuf, process::ExitCode, time::Duration};
+
+use clap::{Args, Subcommand};
+use hookrelay::base::{digest::Algorithm, form::form_encode};
+use serde::Deserialize;
+
+use super::{REFUSED, UNREACHABLE, fail, load};
+
+#[derive(Subcommand)]
+pub enum HooksCommand {
+    /// List the registered hooks (with --meeting-id: the global ones and those bound to it).
+    List {
+        /// Only the global hooks and those bound to this meeting (its external id).
+        #[arg(long)]
+        meeting_id: Option<String>,
+    },
+    /// Register a hook.
+    Create {
+        /// Where the callbacks go (absolute http or https URL).
+        callback_url: String,
+        /// Only this meeting's events (its external id); a global hook without it.
+        #[arg(long)]
+        meeting_id: Option<String>,
+        /// Only these event ids, comma-separated (e.g. user-joined,meeting-ended).
+        #[arg(long)]
+        event_id: Option<String>,
+        /// Send the bus messages as they came instead of processed events.
+        #[arg(long)]
+        get_raw: bool,
+    },
+    /// Remove a hook by its id.
+    Destroy {
+        /// The hook's id, as hooks create and hooks list show it.
+        hook_id: u64,
+    },
+}
+
+#[derive(Args)]
+pub struct HooksArgs {
+    /// The relay's configuration: its secret, and where its API listens.
+    #[arg(long, short, env = "HOOKRELAY_CONFIG", global = true)]
+    config: Option<PathBuf>,
+    /// The API's base URL (default: from api.bind and api.path of the configuration).
+    #[arg(long, global = true)]
+    api_url: Option<String>,
+    #[command(subcommand)]
+    command: HooksCommand,
+}
+
+/// An answer of the hooks API.
+#[derive(Debug, Deserialize)]
+struct Answer {
+    returncode: String,
+    #[serde(rename = "messageKey")]
+    message_key: Option<String>,
+    message: Option<String>,
+    #[serde(rename = "hookID")]
+    hook_id: Option<u64>,
+    hooks: Option<Hooks>,
+}
+
+#[derive(Debug, Deserialize)]
+struct Hooks {
+    #[serde(default)]
+    hook: Vec<ListedHook>,
+}
+
+#[derive(Debug, Deserialize)]
+struct ListedHook {
+    #[serde(rename = "hookID")]
+    id: u64,
+    #[serde(rename = "callbackURL")]
+    url: String,
+    #[serde(rename = "meetingID")]
+    meeting: Option<String>,
+    #[serde(rename = "eventID")]
+    events: Option<String>,
+    #[serde(rename = "permanentHook")]
+    permanent: bool,
+    #[serde(rename = "rawData")]
+    raw: bool,
+}
+
+/// `hookrelay hooks ...`.
+pub fn hooks(args: &HooksArgs) -> ExitCode {
+    let config = match load(args.config.as_deref()) {
+        Ok(c) => c,
+        Err(code) => return code,
+    };
+    let base = args.api_url.clone().unwrap_or_else(|| {
+        let mut addr = config.api.bind;
+        if addr.ip().is_unspecified() {
+            addr.set_ip(std::net::Ipv4Addr::LOCALHOST.into());
+        }
+        format!("http://{addr}{}", config.api.path)
+    });
+    let (call, query) = match &args.command {
+        HooksCommand::List { meeting_id } => (
+            "list",
+            meeting_id
+                .as_ref()
+                .map(|m| format!("meetingID={}", form_encode(m)))
+                .unwrap_or_default(),
+        ),
+        HooksCommand::Create {
+            callback_url,
+            meeting_id,
+            event_id,
+            get_raw,
+        } => {
+            let mut q = format!("callbackURL={}", form_encode(callback_url));
+            if let Some(m) = meeting_id {
+                q.push_str(&format!("&meetingID={}", form_encode(m)));
+            }
+            if let Some(e) = event_id {
+                q.push_str(&format!("&eventID={}", form_encode(e)));
+            }
+            if *get_raw {
+                q.push_str("&getRaw=true");
+            }
+            ("create", q)
+        }
+        HooksCommand::Destroy { hook_id } => ("destroy", format!("hookID={hook_id}")),
+    };
+    let alg = config
+        .api
+        .checksum_algorithms
+        .first()
+        .copied()
+        .unwrap_or(Algorithm::Sha1);
+    let checksum = alg.hex_digest(&[
+        format!("hooks/{call}").as_bytes(),
+        query.as_bytes(),
+        config.bbb.secret.expose().as_bytes(),
+    ]);
+    let sep = if query.is_empty() { "" } else { "&" };
+    let url = format!(
+        "{}/hooks/{call}?{query}{sep}checksum={checksum}",
+        base.trim_end_matches('/')
+    );
+    let answer = match fetch(&url) {
+        Ok(a) => a,
+        Err(why) => return fail(UNREACHABLE, &format!("{base}: {why}")),
+    };
+    if answer.returncode != "SUCCESS" {
+        let key = answer.message_key.unwrap_or_default();
+        let message = answer.message.unwrap_or_default();
+        let hint = if key == "checksumError" {
+            " (is bbb.secret of this configuration the relay's?)"
+        } else {
+            ""
+        };
+        return fail(REFUSED, &format!("{call} refused: {key}: {message}{hint}"));
+    }
+    match &args.command {
+        HooksCommand::List { .. } => print_list(answer.hooks.map(|h| h.hook).unwrap_or_default()),
+        HooksCommand::Create { .. } => match (answer.message_key.as_deref(), answer.hook_id) {
+            (Some("duplicateWarning"), Some(id)) => {
+                println!("a hook for this URL exists already: {id}");
+            }
+            (_, Some(id)) => println!("created hook {id}"),
+            _ => return fail(UNREACHABLE, "the answer has no hookID"),
+        },
+        HooksCommand::Destroy { hook_id } => println!("removed hook {hook_id}"),
+    }
+    ExitCode::SUCCESS
+}
+
+fn print_list(hooks: Vec<ListedHook>) {
+    if hooks.is_empty() {
+        println!("no hooks");
+        return;
+    }
+    println!(
+        "{:>6}  {:<9}  {:<12}  {:<20}  callback URL",
+        "id", "kind", "meeting", "events"
+    );
+    for h in hooks {
+        let kind = match (h.permanent, h.raw) {
+            (true, true) => "perm,raw",
+            (true, false) => "permanent",
+            (false, true) => "raw",
+            (false, false) => "-",
+        };
+        println!(
+            "{:>6}  {:<9}  {:<12}  {:<20}  {}",
+            h.id,
+            kind,
+            h.meeting.as_deref().unwrap_or("(all)"),
+            h.events.as_deref().unwrap_or("(all)"),
+            h.url
+        );
+    }
+}
+
+fn fetch(url: &str) -> Result<Answer, String> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| e.to_string())?;
+    runtime.block_on(async {
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let client = reqwest::Client::builder()
+            .timeout(Duration::from_secs(10))
+            .build()
+            .map_err(|e| e.to_string())?;
+        let response = client
+            .get(url)
+            .send()
+            .await
+            .map_err(|e| format!("cannot reach the relay ({})", error_kind(&e)))?;
+        let status = response.status();
+        let text = response
+            .text()
+            .await
+            .map_err(|e| format!("the answer broke off ({})", error_kind(&e)))?;
+        quick_xml::de::from_str::<Answer>(&text)
+            .map_err(|_| format!("not a hooks API answer (HTTP {status})"))
+    })
+}
+
+/// A short reason without the URL (it carries the checksum).
+fn error_kind(e: &reqwest::Error) -> &'static str {
+    if e.is_connect() {
+        "connection refused or no route"
+    } else if e.is_timeout() {
+        "no answer within 10 s"
+    } else {
+        "request failed"
+    }
+}

@@ -1,0 +1,151 @@
+//! `hookrelay import-reference`: the reference service's hooks imported on demand.
+
+use std::{path::PathBuf, process::ExitCode, time::Duration};
+
+use clap::Args;
+
+use super::{UNREACHABLE, fail};
+#[derive(Args)]
+pub struct ImportArgs {
+    /// The relay's configuration: its Redis, and the rules for callback URLs.
+    #[arg(long, short, env = "HOOKRELAY_CONFIG")]
+    config: Option<PathBuf>,
+    /// The reference service's YAML configuration, as for serve: its permanent URLs decide
+    /// which of its permanent hooks are kept.
+    #[arg(long)]
+    reference_config: Option<PathBuf>,
+    /// Print what would be imported, skipped or refused, and change nothing.
+    #[arg(long)]
+    dry_run: bool,
+}
+
+/// `hookrelay import-reference`: imports the hooks bbb-webhooks left in Redis (both layouts),
+/// as the relay does at start, printing one line per record.
+pub fn import_reference(args: &ImportArgs) -> ExitCode {
+    use hookrelay::{
+        config::callback_guard,
+        hooks::import::{self, Action, Layout},
+    };
+    let config = match hookrelay::Config::load_with_reference(
+        args.config.as_deref(),
+        args.reference_config.as_deref(),
+    ) {
+        Ok((c, _)) => c,
+        Err(e) => return fail(2, &e.to_string()),
+    };
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(r) => r,
+        Err(e) => return fail(UNREACHABLE, &e.to_string()),
+    };
+    let guard = callback_guard(&config.delivery);
+    let permanent: Vec<String> = config
+        .delivery
+        .permanent_hooks
+        .iter()
+        .map(|p| p.url.clone())
+        .collect();
+    let mut api = config.api.bind;
+    if api.ip().is_unspecified() {
+        api.set_ip(std::net::Ipv4Addr::LOCALHOST.into());
+    }
+    let running = runtime.block_on(async {
+        let connect = tokio::net::TcpStream::connect(api);
+        matches!(
+            tokio::time::timeout(Duration::from_secs(1), connect).await,
+            Ok(Ok(_))
+        )
+    });
+    if running && !args.dry_run {
+        // A running relay would not see the imported hooks, and could register their URLs
+        // again meanwhile; it imports the same records at start. The reference service itself
+        // listens there too while it is still installed.
+        return fail(
+            2,
+            &format!(
+                "something listens on api.bind ({api}): stop bbb-webhooks (systemctl stop bbb-webhooks) or hookrelay first (hookrelay imports these hooks itself when it starts); --dry-run works meanwhile"
+            ),
+        );
+    }
+    let result = runtime.block_on(async {
+        let client = hookrelay::redis_conn::redis_client(config.redis.url.expose())
+            .map_err(|e| format!("redis.url: {e}"))?;
+        let mut conn = tokio::time::timeout(
+            Duration::from_secs(5),
+            redis::aio::ConnectionManager::new(client),
+        )
+        .await
+        .map_err(|_| "Redis did not answer within 5 s".to_string())?
+        .map_err(|e| format!("cannot reach Redis: {e}"))?;
+        let own = import::stored_own(&mut conn)
+            .await
+            .map_err(|e| e.to_string())?;
+        let found = import::plan(&mut conn, &guard, &own, &permanent)
+            .await
+            .map_err(|e| e.to_string())?;
+        let imported = if args.dry_run {
+            Vec::new()
+        } else {
+            let max = own.iter().map(|h| h.id).max().unwrap_or(0);
+            import::apply(&mut conn, &found, max)
+                .await
+                .map_err(|e| e.to_string())?
+        };
+        Ok::<_, String>((found, imported))
+    });
+    let (found, imported) = match result {
+        Ok(r) => r,
+        Err(why) => return fail(UNREACHABLE, &why),
+    };
+    let mut new_ids = imported.iter().map(|h| h.id);
+    let (mut to_import, mut skipped, mut refused) = (0, 0, 0);
+    for f in &found {
+        let layout = match f.layout {
+            Layout::V2 => "2.x",
+            Layout::V3 => "3.x",
+        };
+        let url = f
+            .hook
+            .as_ref()
+            .map_or("(no callback URL)", |h| h.callback_url.as_str());
+        let what = match &f.action {
+            Action::Import => {
+                to_import += 1;
+                match new_ids.next() {
+                    Some(id) => format!("imported as hook {id}"),
+                    None => "would import".to_string(),
+                }
+            }
+            Action::Drop(why) => {
+                skipped += 1;
+                format!("skip ({why})")
+            }
+            Action::Refuse(why) => {
+                refused += 1;
+                format!("refuse ({why})")
+            }
+            Action::Unreadable => {
+                skipped += 1;
+                "skip (unreadable)".to_string()
+            }
+        };
+        let pending = match f.pending {
+            0 => String::new(),
+            1 => " (1 event it had queued is not sent again)".to_string(),
+            n => format!(" ({n} events it had queued are not sent again)"),
+        };
+        println!("{layout} hook {}: {url}: {what}{pending}", f.member);
+    }
+    let verb = if args.dry_run {
+        "to import"
+    } else {
+        "imported"
+    };
+    println!("{to_import} {verb}, {skipped} skipped, {refused} refused");
+    if !args.dry_run && to_import > 0 {
+        println!("restart the relay to deliver to them (systemctl restart hookrelay)");
+    }
+    ExitCode::SUCCESS
+}

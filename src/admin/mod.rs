@@ -1,0 +1,30 @@
+//! The commands for people: administrators' `hooks` ([`hooks`]) and `import-reference`
+//! ([`import`]), integrators' `sign` and `verify` ([`callback`]). Each prints for people and
+//! answers a wrong argument, an unreachable relay or a refused call with one line on stderr and
+//! a non-zero exit: 2 for arguments and configuration, 1 for a refusal or a mismatch, 3 for
+//! what cannot be reached.
+
+mod callback;
+mod hooks;
+mod import;
+
+use std::process::ExitCode;
+
+pub use callback::{SignArgs, VerifyArgs, sign, verify};
+use hookrelay::Config;
+pub use hooks::{HooksArgs, hooks};
+pub use import::{ImportArgs, import_reference};
+
+/// Exit code of a call the relay refused, or a callback that does not verify.
+const REFUSED: u8 = 1;
+/// Exit code of a relay or a Redis that cannot be reached or answers something unexpected.
+const UNREACHABLE: u8 = 3;
+
+fn fail(code: u8, line: &str) -> ExitCode {
+    eprintln!("hookrelay: {line}");
+    ExitCode::from(code)
+}
+
+fn load(config: Option<&std::path::Path>) -> Result<Config, ExitCode> {
+    Config::load(config).map_err(|e| fail(2, &e.to_string()))
+}

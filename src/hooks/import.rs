@@ -1,0 +1,176 @@
+//! Hooks the reference service (bbb-webhooks) left in Redis, in either of its layouts (3.x:
+//! UUID members of the set the relay uses too; 2.x: a set and hashes of its own), planned one
+//! by one and imported under new numeric ids. Runs at every start and as
+//! `hookrelay import-reference`; a hook imported once is gone from the reference's records, so
+//! running it again imports nothing twice.
+
+use std::collections::HashSet;
+
+use redis::{AsyncCommands, aio::ConnectionManager};
+
+use super::{
+    Hook,
+    store::{StoreError, parse_hook, stored_id, write_hook},
+};
+use crate::{
+    base::{
+        callback_url::Guard,
+        redis_keys::{
+            HOOK_PREFIX, HOOKS_SET, ID_COUNTER, V2_EVENTS_PREFIX, V2_HOOK_PREFIX, V2_HOOKS_SET,
+        },
+    },
+    redis_index::load_all,
+};
+
+/// Which of the reference's layouts a record is in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Layout {
+    V2,
+    V3,
+}
+
+impl Layout {
+    fn keys(self) -> (&'static str, &'static str) {
+        match self {
+            Self::V2 => (V2_HOOKS_SET, V2_HOOK_PREFIX),
+            Self::V3 => (HOOKS_SET, HOOK_PREFIX),
+        }
+    }
+}
+
+/// What happens to one record.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Action {
+    /// Registered under a new id; the record is removed.
+    Import,
+    /// Not registered, and the record is removed (why).
+    Drop(String),
+    /// Not registered: `hooks/create` would refuse its URL (why). The record stays, so that a
+    /// wider allow-list imports it later.
+    Refuse(String),
+    /// Not registered: the record has no callback URL. It stays.
+    Unreadable,
+}
+
+/// One record of the reference and what happens to it.
+#[derive(Debug, Clone)]
+pub struct Found {
+    pub layout: Layout,
+    /// Its id in the reference's records.
+    pub member: String,
+    pub hook: Option<Hook>,
+    pub action: Action,
+    /// Events a 2.x hook still had queued: the reference would have sent them again; they go
+    /// with its record (the relay cannot replay 2.x queues).
+    pub pending: u64,
+}
+
+/// Reads the reference's records and decides for each, against the relay's `own` hooks (a URL
+/// registered already is not imported again) and the configured permanent URLs.
+///
+/// # Errors
+/// When Redis cannot be read.
+pub async fn plan(
+    conn: &mut ConnectionManager,
+    guard: &Guard,
+    own: &[Hook],
+    permanent_urls: &[String],
+) -> Result<Vec<Found>, StoreError> {
+    let mut urls: HashSet<String> = own.iter().map(|h| h.callback_url.clone()).collect();
+    let mut found = Vec::new();
+    for layout in [Layout::V3, Layout::V2] {
+        let (set, prefix) = layout.keys();
+        for (member, fields) in load_all(conn, set, prefix).await? {
+            // The relay's own records share the 3.x set: numeric ids.
+            if layout == Layout::V3 && stored_id(&member, &fields).is_some() {
+                continue;
+            }
+            let hook = parse_hook(&fields);
+            let action = match &hook {
+                None => Action::Unreadable,
+                Some(h) => match guard.check_url(&h.callback_url) {
+                    Err(why) => Action::Refuse(why.to_string()),
+                    Ok(()) if h.permanent && !permanent_urls.contains(&h.callback_url) => {
+                        Action::Drop("a permanent hook the configuration does not name".into())
+                    }
+                    Ok(()) if !urls.insert(h.callback_url.clone()) => {
+                        Action::Drop("a hook with this callback URL exists".into())
+                    }
+                    Ok(()) => Action::Import,
+                },
+            };
+            let pending = match layout {
+                Layout::V2 => conn.llen(format!("{V2_EVENTS_PREFIX}{member}")).await?,
+                Layout::V3 => 0,
+            };
+            found.push(Found {
+                layout,
+                member,
+                hook,
+                action,
+                pending,
+            });
+        }
+    }
+    Ok(found)
+}
+
+/// The relay's own hooks as stored (numeric ids), for a plan made outside the relay.
+///
+/// # Errors
+/// When Redis cannot be read.
+pub async fn stored_own(conn: &mut ConnectionManager) -> Result<Vec<Hook>, StoreError> {
+    Ok(load_all(conn, HOOKS_SET, HOOK_PREFIX)
+        .await?
+        .into_iter()
+        .filter_map(|(member, fields)| {
+            let id = stored_id(&member, &fields)?;
+            Some(Hook {
+                id,
+                ..parse_hook(&fields)?
+            })
+        })
+        .collect())
+}
+
+/// Carries out `plan`: each hook to import gets the next id (the counter first raised past
+/// `max_id`, the highest id in use) and its record goes, as do dropped records (with a 2.x
+/// hook's list of pending events). Returns the imported hooks.
+///
+/// # Errors
+/// When Redis fails; what was done stays done, and the rest is planned again next time.
+pub async fn apply(
+    conn: &mut ConnectionManager,
+    plan: &[Found],
+    max_id: u64,
+) -> Result<Vec<Hook>, StoreError> {
+    let current: Option<u64> = conn.get(ID_COUNTER).await?;
+    if current.unwrap_or(0) < max_id {
+        let _: () = conn.set(ID_COUNTER, max_id).await?;
+    }
+    let mut imported = Vec::new();
+    for f in plan {
+        let (set, prefix) = f.layout.keys();
+        match (&f.action, &f.hook) {
+            (Action::Import, Some(h)) => {
+                let id: u64 = conn.incr(ID_COUNTER, 1).await?;
+                let h = Hook { id, ..h.clone() };
+                write_hook(conn, &h).await?;
+                imported.push(h);
+            }
+            (Action::Drop(_), _) => {}
+            _ => continue,
+        }
+        let mut pipe = redis::pipe();
+        pipe.atomic()
+            .del(format!("{prefix}{}", f.member))
+            .ignore()
+            .srem(set, &f.member)
+            .ignore();
+        if f.layout == Layout::V2 {
+            pipe.del(format!("{V2_EVENTS_PREFIX}{}", f.member)).ignore();
+        }
+        pipe.query_async::<()>(conn).await?;
+    }
+    Ok(imported)
+}
