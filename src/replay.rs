@@ -150,8 +150,14 @@ pub async fn send(replay: &Replay, signer: &Signer, client: &CallbackClient) -> 
         let mut lines = Vec::with_capacity(out.callbacks.len());
         for cb in &out.callbacks {
             let signed = signer.sign(&out.hook.callback_url, cb.payload.form_encoded(), cb.ts);
+            let standard = signer.standard_headers(out.hook.id, cb.ts, signed.body.as_bytes());
             let result = client
-                .post(&signed.url, Bytes::from(signed.body), signer.bearer())
+                .post(
+                    &signed.url,
+                    Bytes::from(signed.body),
+                    signer.bearer(),
+                    standard.as_ref(),
+                )
                 .await;
             lines.push(match result {
                 Ok(status) => format!("{} {}: {status}", cb.ts, cb.event_id),

@@ -1,12 +1,14 @@
 //! Leaf modules that every layer may use and that use nothing else of the crate (a unit test
-//! below checks it): the shared secret, digest algorithms, form encoding, the callback URL
-//! policy and the Redis key names. Configuration, stages and tools sit above them.
+//! below checks it): the shared secret, digest algorithms, Standard Webhooks signatures, form
+//! encoding, the callback URL policy and the Redis key names. Configuration, stages and tools
+//! sit above them.
 
 pub mod callback_url;
 pub mod digest;
 pub mod form;
 pub mod redis_keys;
 pub mod secret;
+pub mod standard_webhooks;
 pub mod time;
 
 #[cfg(test)]

@@ -5,6 +5,7 @@
 //! `Debug` and serialized output show neither the shared secret nor a Redis password.
 
 mod load;
+pub mod reference;
 mod validate;
 
 use std::{net::SocketAddr, path::PathBuf};
@@ -168,6 +169,16 @@ pub struct DeliveryConfig {
     /// These event ids are never delivered.
     pub exclude_events: Vec<String>,
     pub ssrf: SsrfConfig,
+    pub standard_webhooks: StandardWebhooksConfig,
+}
+
+/// Standard Webhooks signature headers, sent beside the BBB checksum when a secret is set.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct StandardWebhooksConfig {
+    /// `whsec_<base64 key>` secrets; every callback carries one signature per secret (give the
+    /// new and the old one while receivers move to a new secret). Empty: no such headers.
+    pub secrets: Vec<Secret>,
 }
 
 /// Which addresses callbacks may go to.
@@ -207,6 +218,7 @@ impl Default for DeliveryConfig {
             include_events: Vec::new(),
             exclude_events: Vec::new(),
             ssrf: SsrfConfig::default(),
+            standard_webhooks: StandardWebhooksConfig::default(),
         }
     }
 }

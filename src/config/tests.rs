@@ -122,3 +122,16 @@ fn bearer_mode_refuses_plain_http_permanent_hooks() {
     let https = text.replace("http://", "https://");
     assert!(Config::from_toml(&https).is_ok());
 }
+
+#[test]
+fn standard_webhooks_secrets_must_be_keys() {
+    let text = "[bbb]\nsecret='x'\n[delivery.standard_webhooks]\nsecrets=['whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw', 'whsec_%%']\n";
+    let err = Config::from_toml(text).unwrap_err().to_string();
+    assert_eq!(
+        err,
+        "configuration: delivery.standard_webhooks.secrets: secret 2 is not base64 (whsec_ followed by the key in base64)"
+    );
+    let ok = Config::from_toml(&text.replace(", 'whsec_%%'", "")).unwrap();
+    assert_eq!(ok.delivery.standard_webhooks.secrets.len(), 1);
+    assert!(!format!("{ok:?}").contains("MfKQ9r8"), "never shown");
+}

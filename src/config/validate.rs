@@ -36,6 +36,11 @@ impl Config {
             Ok(u) if matches!(u.scheme(), "redis" | "rediss" | "unix") => {}
             _ => return fail("redis.url", "must be a redis:// URL"),
         }
+        if let Err(e) = crate::base::standard_webhooks::StandardSigner::new(
+            &self.delivery.standard_webhooks.secrets,
+        ) {
+            return fail("delivery.standard_webhooks.secrets", &e.to_string());
+        }
         if self.redis.channels.is_empty() {
             return fail("redis.channels", "must name at least one channel");
         }

@@ -5,6 +5,7 @@ use std::{sync::Arc, time::Duration};
 
 use super::ssrf::GuardedResolver;
 use crate::base::callback_url::Guard;
+use crate::base::standard_webhooks::Headers;
 
 /// Most of a receiver's answer the relay reads (it is thrown away; reading a little lets the
 /// connection be reused).
@@ -96,8 +97,8 @@ impl CallbackClient {
         })
     }
 
-    /// POSTs one form body (with `Authorization: Bearer` when `bearer` is given); `Ok` only for a
-    /// 2xx answer.
+    /// POSTs one form body (with `Authorization: Bearer` when `bearer` is given, and the
+    /// Standard Webhooks headers when `standard` is); `Ok` only for a 2xx answer.
     ///
     /// # Errors
     /// Any other status, a timeout, or a connection or protocol error.
@@ -106,6 +107,7 @@ impl CallbackClient {
         url: &str,
         body: bytes::Bytes,
         bearer: Option<&str>,
+        standard: Option<&Headers>,
     ) -> Result<u16, DeliveryError> {
         let mut request = self
             .http
@@ -117,6 +119,12 @@ impl CallbackClient {
             .body(body);
         if let Some(token) = bearer {
             request = request.bearer_auth(token);
+        }
+        if let Some(h) = standard {
+            request = request
+                .header("webhook-id", &h.id)
+                .header("webhook-timestamp", &h.timestamp)
+                .header("webhook-signature", &h.signature);
         }
         let mut resp = request
             .send()

@@ -335,7 +335,11 @@ async fn deliver(
         // bounds it), so that a delivered callback is not sent again after a restart.
         let result = match blocked {
             Some(why) => Err(DeliveryError::Blocked(why.to_string())),
-            None => ctx.client.post(&url, body.clone(), bearer).await,
+            None => {
+                let standard = ctx.signer.standard_headers(hook.id, entry.ts, &body);
+                let standard = standard.as_ref();
+                ctx.client.post(&url, body.clone(), bearer, standard).await
+            }
         };
         let err = match result {
             Ok(_) => {

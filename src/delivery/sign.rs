@@ -1,5 +1,6 @@
 //! Pure signing: the callback body, its checksum and the signed URL.
 
+use crate::base::standard_webhooks::{Headers, StandardSigner};
 use crate::{
     base::{digest::Algorithm, form::form_encode},
     config::{CallbackAuth, Compat, Config, Secret},
@@ -38,6 +39,26 @@ pub fn signed_url(callback_url: &str, checksum: &str) -> String {
     }
 }
 
+/// The inverse of [`signed_url`]: the URL as registered and the checksum, from the URL a
+/// callback came to; `None` when it does not end with a `checksum` parameter.
+pub fn unsign_url(url: &str) -> Option<(String, &str)> {
+    let (base, fragment) = match url.split_once('#') {
+        Some((b, f)) => (b, Some(f)),
+        None => (url, None),
+    };
+    let at = base.rfind("checksum=")?;
+    let sep = base[..at].chars().next_back()?;
+    if sep != '?' && sep != '&' {
+        return None;
+    }
+    let checksum = &base[at + "checksum=".len()..];
+    let registered = &base[..at - 1];
+    Some(match fragment {
+        Some(f) => (format!("{registered}#{f}"), checksum),
+        None => (registered.to_string(), checksum),
+    })
+}
+
 /// How callbacks are signed, from the configuration; shared by the delivery workers and
 /// `hookrelay replay --send`.
 #[derive(Debug, Clone)]
@@ -48,6 +69,8 @@ pub struct Signer {
     pub auth: CallbackAuth,
     /// `domain` of the reference body form.
     pub domain: String,
+    /// Standard Webhooks headers, when configured.
+    pub standard: Option<StandardSigner>,
 }
 
 /// One callback ready to POST.
@@ -64,7 +87,19 @@ impl Signer {
             compat: config.delivery.compat,
             auth: config.delivery.auth,
             domain: config.bbb.server_domain.clone(),
+            // Validated with the configuration.
+            standard: StandardSigner::new(&config.delivery.standard_webhooks.secrets)
+                .ok()
+                .flatten(),
         }
+    }
+
+    /// The Standard Webhooks headers of an attempt made now at callback `ts` of `hook`.
+    pub fn standard_headers(&self, hook: u64, ts: u64, body: &[u8]) -> Option<Headers> {
+        let now_s = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
+        Some(self.standard.as_ref()?.headers(hook, ts, now_s, body))
     }
 
     /// The body for a payload (already form-encoded) timestamped `ts`, and the URL to POST it
@@ -125,6 +160,25 @@ mod tests {
         let parsed: Vec<_> = form_urlencoded::parse(body.as_bytes()).collect();
         assert_eq!(parsed[0].1, r#"{"a":"b c/é"}"#);
         assert_eq!(parsed[1].1, "7");
+    }
+
+    #[test]
+    fn unsign_url_gives_back_what_signed_url_signed() {
+        for url in [
+            "http://h/cb",
+            "http://h/cb?x=1",
+            "http://h/cb?",
+            "http://h/cb#f",
+            "http://h/c?a=b#f",
+        ] {
+            assert_eq!(
+                unsign_url(&signed_url(url, "ab")),
+                Some((url.to_string(), "ab"))
+            );
+        }
+        assert_eq!(unsign_url("http://h/cb?xchecksum=ab"), None);
+        assert_eq!(unsign_url("http://h/cb"), None);
+        assert_eq!(unsign_url("checksum=ab"), None);
     }
 
     #[test]
