@@ -8,6 +8,14 @@ pub const SECRET: &str = "test-secret-Zq9";
 /// Longest any test waits for something that should happen.
 pub const PATIENCE: Duration = Duration::from_secs(20);
 
+/// A loopback port that was free a moment ago (another process may still take it).
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a free port")
+}
+
 /// A line of the BBB fixtures (1-based), and the processed event the reference made from it.
 pub fn fixture(line: usize) -> (String, String) {
     let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/fixtures/bbb/");

@@ -5,21 +5,16 @@ use std::{net::SocketAddr, path::PathBuf, process::Stdio, time::Duration};
 
 use tokio::process::{Child, Command};
 
-use super::{SECRET, TestRedis, relay::http_client};
+use super::{SECRET, TestRedis, free_port, relay::http_client};
 
 pub struct RelayProcess {
     pub api: SocketAddr,
     pub metrics: SocketAddr,
     child: Child,
     pub log: PathBuf,
+    /// Its configuration file.
+    pub config: PathBuf,
     _dir: tempfile::TempDir,
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("a free port")
 }
 
 /// The `hookrelay` binary of the same build as this test (`target/<profile>/hookrelay`; cargo
@@ -30,6 +25,31 @@ pub fn binary() -> PathBuf {
         .and_then(|deps| deps.parent())
         .map(|dir| dir.join("hookrelay"))
         .expect("target directory")
+}
+
+/// The example program `name` (`examples/<name>/`), built by cargo once per test process into
+/// the same target folder and profile as this test: `cargo test` builds examples only as
+/// checks, without leaving their programs where they can be run.
+pub fn example(name: &str) -> PathBuf {
+    static BUILT: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+    let dir = binary().parent().expect("target directory").to_path_buf();
+    let mut built = BUILT.lock().unwrap_or_else(|e| e.into_inner());
+    if !built.iter().any(|n| n == name) {
+        let mut cargo = std::process::Command::new(env!("CARGO"));
+        cargo
+            .args(["build", "--quiet", "--example", name, "--manifest-path"])
+            .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/Cargo.toml"));
+        if let Some(target) = dir.parent() {
+            cargo.arg("--target-dir").arg(target);
+        }
+        if dir.file_name().is_some_and(|p| p == "release") {
+            cargo.arg("--release");
+        }
+        let status = cargo.status().expect("run cargo build --example");
+        assert!(status.success(), "building the example {name} failed");
+        built.push(name.to_owned());
+    }
+    dir.join("examples").join(name)
 }
 
 impl RelayProcess {
@@ -134,6 +154,7 @@ impl RelayProcess {
                     metrics,
                     child,
                     log,
+                    config,
                     _dir: dir,
                 });
             }

@@ -3,9 +3,11 @@
 //! before redis-server binds it: then the server exits, and it is started again on another port;
 //! the server answering is checked to be this one (its `dir`), never another test's.
 
-use std::{net::TcpListener, process::Stdio, time::Duration};
+use std::{process::Stdio, time::Duration};
 
 use redis::AsyncCommands;
+
+use super::free_port;
 use tempfile::TempDir;
 use tokio::process::{Child, Command};
 
@@ -200,6 +202,10 @@ impl TestRedis {
         self.must_conn().await.hgetall(key).await.expect("hgetall")
     }
 
+    pub async fn llen(&self, key: &str) -> usize {
+        self.must_conn().await.llen(key).await.expect("llen")
+    }
+
     pub async fn smembers(&self, key: &str) -> Vec<String> {
         self.must_conn()
             .await
@@ -207,11 +213,4 @@ impl TestRedis {
             .await
             .expect("smembers")
     }
-}
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("a free port")
 }

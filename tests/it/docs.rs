@@ -1,0 +1,189 @@
+//! `docs/events.md`, the integrators' event catalogue, is made from the test fixtures by the
+//! relay's own mapping, so that it cannot go stale: this test fails when the file differs from
+//! what the code makes now (`UPDATE_DOCS=1 cargo test --test it docs` writes it again).
+
+use std::{collections::BTreeMap, sync::Arc};
+
+use hookrelay::{
+    event::{catalogue::OUTPUT_IDS, process::EventFilter},
+    hooks::Hook,
+    plugin_host::PluginSet,
+    replay,
+};
+use serde_json::{Value, json};
+
+const FILE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/docs/events.md");
+
+const MID: &str = "8043c8452ae9830aac14c517adff3839dbd9228f-1698771157700";
+const UID: &str = "w_xfsb9gxtlfom";
+
+/// An akka-apps message of the recorded meeting, from its user `UID`.
+fn akka(name: &str, body: Value) -> Value {
+    json!({
+        "envelope": {"name": name, "routing": {"msgType": "BROADCAST_TO_MEETING", "meetingId": MID, "userId": UID}, "timestamp": 1_698_771_250_000u64},
+        "core": {"header": {"name": name, "meetingId": MID, "userId": UID}, "body": body}
+    })
+}
+
+/// Messages for the meeting-time ids the recorded meeting has no example of, shaped as in
+/// bbb-events.md section 2.
+fn more_messages() -> Vec<Value> {
+    vec![
+        akka(
+            "RecordingStatusChangedEvtMsg",
+            json!({"recording": true, "setBy": UID}),
+        ),
+        akka(
+            "RecordingStatusChangedEvtMsg",
+            json!({"recording": false, "setBy": UID}),
+        ),
+        akka(
+            "RecordingStatusChangedEvtMsg",
+            json!({"recording": "true", "setBy": UID}),
+        ),
+        akka(
+            "SetCurrentPresentationEvtMsg",
+            json!({"podId": "DEFAULT_PRESENTATION_POD", "presentationId": "a1b2c3-1698771250000"}),
+        ),
+        akka(
+            "PresenterUnassignedEvtMsg",
+            json!({"intId": UID, "name": "John Doe", "assignedBy": UID}),
+        ),
+        akka(
+            "UserMutedVoiceEvtMsg",
+            json!({"voiceConf": "71347", "intId": UID, "voiceUserId": UID}),
+        ),
+        akka(
+            "PadContentEvtMsg",
+            json!({"padId": "notes", "externalId": "shared-notes", "rev": 3, "start": 0, "end": 5, "text": "Hello"}),
+        ),
+        akka(
+            "TranscriptUpdatedEvtMsg",
+            json!({"transcriptId": "t-1", "transcript": "hello everyone", "locale": "en-US", "result": true}),
+        ),
+    ]
+}
+
+/// The recording's processing steps after the meeting (from-rap), then bbb-web's messages.
+fn recording_messages() -> Vec<Value> {
+    let mut out: Vec<Value> = [
+        "archive_started", "archive_ended", "sanity_started", "sanity_ended",
+        "post_archive_started", "post_archive_ended", "process_started", "process_ended",
+        "post_process_started", "post_process_ended", "publish_started", "publish_ended",
+        "post_publish_started", "post_publish_ended",
+    ]
+    .iter()
+    .map(|step| {
+        json!({
+            "header": {"timestamp": 1_698_771_400u64, "name": step, "current_time": 1_698_771_400u64, "version": "0.0.1"},
+            "payload": {"meeting_id": MID, "record_id": MID, "workflow": "presentation", "success": true, "step_time": 812,
+                        "recorded": true, "duration": 95_000,
+                        "metadata": {"meetingName": "random-9019868", "isBreakout": "false", "meetingId": "random-9019868"},
+                        "playback": {"format": "presentation", "link": "https://bbb.example.com/playback/presentation/2.3/8043c845", "processing_time": 7000, "duration": 95_000, "size": 1_048_576},
+                        "download": null}
+        })
+    })
+    .collect();
+    for name in [
+        "PublishedRecordingSysMsg",
+        "UnpublishedRecordingSysMsg",
+        "DeletedRecordingSysMsg",
+    ] {
+        out.push(json!({
+            "envelope": {"name": name, "routing": {"sender": "bbb-web"}, "timestamp": 1_698_771_500_000u64},
+            "core": {"header": {"name": name}, "body": {"recordId": MID}}
+        }));
+    }
+    out
+}
+
+/// The catalogue as Markdown: one example per event id the fixtures hold, in catalogue order.
+fn render() -> String {
+    let raw = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../shared/fixtures/bbb/raw-events.json"
+    ))
+    .expect("fixture");
+    let mut messages: Vec<Arc<str>> = replay::read_messages(&raw).expect("messages");
+    // Before the users leave (the last three lines): the ids the recorded meeting lacks.
+    let end = messages.split_off(messages.len() - 3);
+    messages.extend(more_messages().iter().map(|m| Arc::from(m.to_string())));
+    messages.extend(end);
+    messages.extend(
+        recording_messages()
+            .iter()
+            .map(|m| Arc::from(m.to_string())),
+    );
+    let hook = Hook {
+        id: 1,
+        callback_url: "https://app.example/bbb".into(),
+        meeting_id: None,
+        event_ids: None,
+        get_raw: false,
+        permanent: false,
+    };
+    let out = replay::run(
+        &messages,
+        vec![hook],
+        &PluginSet::default(),
+        EventFilter::default(),
+    );
+    let mut examples: BTreeMap<&str, Value> = BTreeMap::new();
+    for cb in &out.hooks[0].callbacks {
+        let id = OUTPUT_IDS
+            .iter()
+            .find(|i| **i == cb.event_id)
+            .expect("a catalogue id");
+        examples.entry(id).or_insert_with(|| {
+            let mut v: Value = serde_json::from_str(cb.payload.text()).expect("json");
+            // The time the relay processed the message: different on every run.
+            v["data"]["event"]["ts"] = Value::from(1_698_771_157_700u64);
+            v
+        });
+    }
+    let mut md = String::from(
+        "# Event catalogue\n\n\
+         <!-- Generated by tests/it/docs.rs from ../shared/fixtures/bbb/raw-events.json \
+         (real bus messages of one meeting) and the messages that test adds for the ids the \
+         meeting lacks, through hookrelay's own mapping; do not edit. -->\n\n\
+         Every callback's `event` field holds one of these (`delivery.compat = \"reference\"`: a \
+         one-element array of it). `data.event.ts` is when the relay processed the bus message \
+         (fixed here). Field by field, the events follow the reference service \
+         (`bbb-events.md`); README's \"Differences from the reference service\" lists where \
+         hookrelay deliberately differs.\n\n",
+    );
+    md.push_str("| event id | example |\n| --- | --- |\n");
+    for id in OUTPUT_IDS {
+        let cell = if examples.contains_key(id) {
+            format!("[below](#{id})")
+        } else {
+            "no example: the fixtures have no such message".to_string()
+        };
+        md.push_str(&format!("| `{id}` | {cell} |\n"));
+    }
+    for id in OUTPUT_IDS {
+        if let Some(v) = examples.get(id) {
+            let json = serde_json::to_string_pretty(v).expect("json");
+            md.push_str(&format!("\n## {id}\n\n```json\n{json}\n```\n"));
+        }
+    }
+    md
+}
+
+#[test]
+fn the_event_catalogue_in_docs_is_current() {
+    let now = render();
+    if std::env::var_os("UPDATE_DOCS").is_some() {
+        std::fs::write(FILE, &now).expect("write docs/events.md");
+    }
+    let on_disk = std::fs::read_to_string(FILE).unwrap_or_default();
+    assert!(
+        on_disk == now,
+        "docs/events.md is stale: run UPDATE_DOCS=1 cargo test --test it docs"
+    );
+    let missing: Vec<&&str> = OUTPUT_IDS
+        .iter()
+        .filter(|id| !now.contains(&format!("\n## {id}\n")))
+        .collect();
+    assert!(missing.is_empty(), "no example of {missing:?}");
+}
