@@ -6,7 +6,7 @@
 //! ([`super::persist`]) in the same pipeline as that batch's callbacks, so they are exactly as
 //! durable (the buffer never holds more than one batch's changes).
 
-use std::collections::HashMap;
+use std::{collections::HashMap, sync::Arc};
 
 use indexmap::IndexMap;
 use serde_json::{Map, Value};
@@ -43,7 +43,7 @@ pub enum MappingWrite {
 pub struct UserEntry {
     pub external: String,
     /// The `user` attributes of the `user-joined` event (`presenter` kept up to date).
-    pub user: Map<String, Value>,
+    pub user: UserAttributes,
     /// Sharing the screen since a `meeting-screenshare-started` attributed to this user.
     pub screenshare: bool,
     /// Hand raised through the emoji of older servers (bbb-events.md 2.6).
@@ -53,8 +53,66 @@ pub struct UserEntry {
 impl UserEntry {
     /// The stored `presenter` flag (`true` or `"true"`).
     pub fn presenter(&self) -> bool {
-        matches!(self.user.get("presenter"), Some(Value::Bool(true)))
-            || self.user.get("presenter").and_then(Value::as_str) == Some("true")
+        self.user.presenter
+    }
+}
+
+/// A user's `user` attributes, kept as their JSON text: a meeting of thousands holds one short
+/// string per user instead of a map of strings and values (about a third of the memory), and
+/// copies for persisting share it. Read back as a map only when an event needs it (`user-left`
+/// at a meeting's end), changed only when the presenter changes.
+#[derive(Debug, Clone, PartialEq)]
+pub struct UserAttributes {
+    json: Arc<str>,
+    presenter: bool,
+    guest: bool,
+}
+
+/// A flag as BBB sends it: `true` or `"true"`.
+pub fn flag(v: &Value) -> bool {
+    match v {
+        Value::Bool(b) => *b,
+        Value::String(s) => s == "true",
+        _ => false,
+    }
+}
+
+impl UserAttributes {
+    pub fn new(map: &Map<String, Value>) -> Self {
+        Self {
+            json: serde_json::to_string(map).unwrap_or_default().into(),
+            presenter: map.get("presenter").is_some_and(flag),
+            guest: map.get("guest").is_some_and(flag),
+        }
+    }
+
+    /// The stored `guest` flag.
+    pub fn guest(&self) -> bool {
+        self.guest
+    }
+
+    /// The attributes as stored (a JSON object), or `None` when `text` is not one.
+    pub fn parse(text: &str) -> Option<Self> {
+        serde_json::from_str::<Map<String, Value>>(text)
+            .ok()
+            .map(|m| Self::new(&m))
+    }
+
+    /// The JSON text of the object.
+    pub fn json(&self) -> &str {
+        &self.json
+    }
+
+    /// The attributes as a map, keys in their order.
+    pub fn to_map(&self) -> Map<String, Value> {
+        serde_json::from_str(&self.json).unwrap_or_default()
+    }
+
+    /// Sets `presenter` (the key keeps its place, or comes last when it was missing).
+    pub fn set_presenter(&mut self, on: bool) {
+        let mut map = self.to_map();
+        map.insert("presenter".into(), on.into());
+        *self = Self::new(&map);
     }
 }
 
@@ -200,7 +258,7 @@ impl Mappings {
     }
 
     /// A user joined meeting `mid` (a rejoin replaces the entry).
-    pub fn user_joined(&mut self, mid: &str, uid: &str, user: Map<String, Value>, now_ms: u64) {
+    pub fn user_joined(&mut self, mid: &str, uid: &str, user: &Map<String, Value>, now_ms: u64) {
         let external = user
             .get("external-user-id")
             .and_then(Value::as_str)
@@ -208,7 +266,7 @@ impl Mappings {
             .to_string();
         let entry = UserEntry {
             external,
-            user,
+            user: UserAttributes::new(user),
             screenshare: false,
             raise_hand: false,
         };
@@ -295,6 +353,33 @@ mod tests {
     }
 
     #[test]
+    fn user_attributes_keep_their_text_order_and_flags() {
+        let a = UserAttributes::new(&user(
+            json!({"internal-user-id": "u", "presenter": "true", "guest": true, "n": 1.5}),
+        ));
+        assert!(a.presenter && a.guest());
+        assert_eq!(
+            a.json(),
+            r#"{"internal-user-id":"u","presenter":"true","guest":true,"n":1.5}"#
+        );
+        let mut b = a.clone();
+        b.set_presenter(false);
+        assert!(!b.presenter && b.guest());
+        assert_eq!(
+            b.json(),
+            r#"{"internal-user-id":"u","presenter":false,"guest":true,"n":1.5}"#,
+            "the key keeps its place"
+        );
+        assert_eq!(b.to_map()["n"], 1.5);
+        let mut c = UserAttributes::new(&Map::new());
+        c.set_presenter(true);
+        assert_eq!((c.json(), c.presenter), (r#"{"presenter":true}"#, true));
+        assert_eq!(UserAttributes::parse(a.json()), Some(a));
+        assert_eq!(UserAttributes::parse("[1]"), None);
+        assert_eq!(UserAttributes::parse("{"), None);
+    }
+
+    #[test]
     fn created_touched_expired() {
         let mut m = Mappings::new(1000, true);
         m.meeting_created("i", "e", 10);
@@ -309,7 +394,7 @@ mod tests {
         m.user_joined(
             "i",
             "u",
-            user(json!({"external-user-id": "x", "presenter": true})),
+            &user(json!({"external-user-id": "x", "presenter": true})),
             900,
         );
         assert!(matches!(m.take_writes()[..], [MappingWrite::User { .. }]));
@@ -344,7 +429,7 @@ mod tests {
     #[test]
     fn users_of_unknown_meetings_expire_too() {
         let mut m = Mappings::new(1000, false);
-        m.user_joined("nobody-created-me", "u", Map::new(), 0);
+        m.user_joined("nobody-created-me", "u", &Map::new(), 0);
         assert_eq!(m.user_count(), 1);
         assert_eq!(m.meeting_count(), 0);
         assert_eq!(m.expire(2000), 1);
@@ -355,9 +440,9 @@ mod tests {
     fn users_keep_join_order_and_rejoin_moves_last() {
         let mut m = Mappings::new(1000, false);
         for u in ["a", "b", "c"] {
-            m.user_joined("i", u, Map::new(), 0);
+            m.user_joined("i", u, &Map::new(), 0);
         }
-        m.user_joined("i", "a", Map::new(), 0);
+        m.user_joined("i", "a", &Map::new(), 0);
         assert_eq!(m.users_of("i"), ["b", "c", "a"]);
         assert!(m.user_left("i", "c").is_some());
         assert!(m.user_left("i", "c").is_none());

@@ -8,9 +8,7 @@ use std::collections::HashMap;
 
 use redis::aio::ConnectionManager;
 
-use serde_json::{Map, Value};
-
-use super::mapping::{MappingWrite, UserEntry};
+use super::mapping::{MappingWrite, UserAttributes, UserEntry};
 use crate::base::redis_keys::{MAPPING_PREFIX, MAPPINGS_SET, USER_PREFIX, USERS_SET};
 use crate::redis_index::load_all;
 
@@ -49,7 +47,7 @@ pub async fn load_users(
 }
 
 fn parse_user(h: &HashMap<String, String>) -> Option<(String, String, UserEntry)> {
-    let user: Map<String, Value> = serde_json::from_str(h.get("user")?).ok()?;
+    let user = UserAttributes::parse(h.get("user")?)?;
     let flag = |k: &str| h.get(k).is_some_and(|v| v == "true");
     Some((
         h.get("meetingId")?.clone(),
@@ -98,7 +96,6 @@ pub fn add_writes(pipe: &mut redis::Pipeline, writes: &[MappingWrite]) {
                 entry,
             } => {
                 let id = format!("{meeting}:{internal}");
-                let user = Value::Object(entry.user.clone()).to_string();
                 pipe.hset_multiple(
                     format!("{USER_PREFIX}{id}"),
                     &[
@@ -106,7 +103,7 @@ pub fn add_writes(pipe: &mut redis::Pipeline, writes: &[MappingWrite]) {
                         ("internalUserID", internal.as_str()),
                         ("externalUserID", entry.external.as_str()),
                         ("meetingId", meeting.as_str()),
-                        ("user", user.as_str()),
+                        ("user", entry.user.json()),
                         ("screenshare", bool_str(entry.screenshare)),
                         ("raiseHand", bool_str(entry.raise_hand)),
                     ],
@@ -154,7 +151,7 @@ mod tests {
             (m.as_str(), u.as_str(), e.external.as_str()),
             ("m", "u", "x")
         );
-        assert_eq!(e.user["userdata"]["a"], 1, "types survive");
+        assert_eq!(e.user.to_map()["userdata"]["a"], 1, "types survive");
         assert!(e.screenshare && !e.raise_hand && e.presenter());
     }
 }

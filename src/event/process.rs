@@ -100,7 +100,7 @@ impl Processor {
             }
             ("user-joined", Some(mid), Some(uid)) => {
                 if let Some(Value::Object(user)) = mapped.attributes.get("user") {
-                    m.user_joined(mid, uid, user.clone(), now_ms);
+                    m.user_joined(mid, uid, user, now_ms);
                 }
             }
             ("user-left", Some(mid), Some(uid)) => {
@@ -112,7 +112,7 @@ impl Processor {
                 Some(uid),
             ) => {
                 let on = id == "user-presenter-assigned";
-                m.update_user(mid, uid, |u| u.user.insert("presenter".into(), on.into()));
+                m.update_user(mid, uid, |u| u.user.set_presenter(on));
             }
             (
                 id @ ("meeting-screenshare-started" | "meeting-screenshare-stopped"),
@@ -130,7 +130,7 @@ impl Processor {
                         if let Some(meeting) = mapped.attributes.get("meeting") {
                             attributes.insert("meeting".into(), meeting.clone());
                         }
-                        attributes.insert("user".into(), Value::Object(entry.user));
+                        attributes.insert("user".into(), Value::Object(entry.user.to_map()));
                         let left = Mapped {
                             id: "user-left".into(),
                             attributes,

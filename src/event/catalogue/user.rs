@@ -6,7 +6,7 @@ use serde_json::{Map, Value};
 use super::{MapError, Mapped, put, with_meeting};
 use crate::event::{
     decode::{Message, truthy, truthy_str},
-    mapping::Mappings,
+    mapping::{Mappings, flag},
 };
 
 /// EUID-a: the stored mapping's external id, else the body's `extId`, else `""`.
@@ -84,17 +84,13 @@ fn event(
 
 /// `guest`: the body's flag, else the stored user's; `"true"` counts as true.
 fn guest(msg: &Message, mappings: &Mappings) -> bool {
-    let from_body = msg.body_field("guest").filter(|v| !v.is_null());
-    let stored = || {
-        msg.meeting_id()
+    match msg.body_field("guest").filter(|v| !v.is_null()) {
+        Some(v) => flag(v),
+        None => msg
+            .meeting_id()
             .zip(msg.user_id())
             .and_then(|(mid, uid)| mappings.user(mid, uid))
-            .and_then(|e| e.user.get("guest"))
-    };
-    match from_body.or_else(stored) {
-        Some(Value::Bool(b)) => *b,
-        Some(Value::String(s)) => s == "true",
-        _ => false,
+            .is_some_and(|e| e.user.guest()),
     }
 }
 
