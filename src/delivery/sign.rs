@@ -96,10 +96,8 @@ impl Signer {
 
     /// The Standard Webhooks headers of an attempt made now at callback `ts` of `hook`.
     pub fn standard_headers(&self, hook: u64, ts: u64, body: &[u8]) -> Option<Headers> {
-        let now_s = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_secs());
-        Some(self.standard.as_ref()?.headers(hook, ts, now_s, body))
+        let standard = self.standard.as_ref()?;
+        Some(standard.headers(hook, ts, crate::base::time::now_ms() / 1000, body))
     }
 
     /// The body for a payload (already form-encoded) timestamped `ts`, and the URL to POST it
