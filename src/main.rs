@@ -14,16 +14,17 @@ use hookrelay::{Config, Listeners, Shutdown};
 /// binary uses it; the library and its tests keep the system allocator, and so does a build
 /// with `--no-default-features` (for heaptrack).
 #[cfg(all(feature = "jemalloc", target_os = "linux", not(target_env = "musl")))]
-#[global_allocator]
-static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+mod allocator {
+    #[global_allocator]
+    static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
-/// jemalloc's options, read once when it starts (its C `malloc_conf`, under the prefix this
-/// build of jemalloc gives its symbols). One arena instead of four per core: with a handful of
-/// threads it kept peak RSS at or below glibc's, where the default was up to 10 % above it.
-/// `_RJEM_MALLOC_CONF` in the environment still overrides it.
-#[cfg(all(feature = "jemalloc", target_os = "linux", not(target_env = "musl")))]
-#[unsafe(export_name = "_rjem_malloc_conf")]
-static JEMALLOC_CONF: &[u8; 10] = b"narenas:1\0";
+    /// jemalloc's options, read once when it starts (its C `malloc_conf`, under the prefix this
+    /// build of jemalloc gives its symbols). One arena instead of four per core: with a handful
+    /// of threads it kept peak RSS at or below glibc's, where the default was up to 10 % above
+    /// it. `_RJEM_MALLOC_CONF` in the environment still overrides it.
+    #[unsafe(export_name = "_rjem_malloc_conf")]
+    static JEMALLOC_CONF: &[u8; 10] = b"narenas:1\0";
+}
 
 #[derive(Parser)]
 #[command(version, about = "Webhook relay for BigBlueButton")]

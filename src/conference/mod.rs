@@ -19,7 +19,10 @@ use std::{
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::event::{catalogue::Mapped, decode::Message};
+use crate::event::{
+    catalogue::Mapped,
+    decode::{Message, flag},
+};
 
 /// One running meeting (a breakout room is one too).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -218,7 +221,7 @@ impl Conference {
                         .attributes
                         .get("meeting")
                         .and_then(|m| m.get("is-breakout"))
-                        .is_some_and(|b| b == &Value::Bool(true) || b == "true");
+                        .is_some_and(flag);
                     if breakout {
                         self.unique_breakout_rooms += 1;
                     } else {

@@ -81,6 +81,15 @@ pub fn is_set(v: &Value) -> bool {
     !v.is_null() && v.as_str() != Some("")
 }
 
+/// A flag as BBB sends it: `true` or `"true"`; anything else is false.
+pub fn flag(v: &Value) -> bool {
+    match v {
+        Value::Bool(b) => *b,
+        Value::String(s) => s == "true",
+        _ => false,
+    }
+}
+
 /// JavaScript truthiness of an optional value (missing counts as false).
 pub fn truthy(v: Option<&Value>) -> bool {
     match v {

@@ -11,6 +11,8 @@ use std::{collections::HashMap, sync::Arc};
 use indexmap::IndexMap;
 use serde_json::{Map, Value};
 
+use super::decode::flag;
+
 /// How stale the `lastActivity` stored in Redis may get before a refresh is written again.
 /// Expiry counts in hours, so writing on every event (the reference's write amplification)
 /// buys nothing.
@@ -68,19 +70,14 @@ pub struct UserAttributes {
     guest: bool,
 }
 
-/// A flag as BBB sends it: `true` or `"true"`.
-pub fn flag(v: &Value) -> bool {
-    match v {
-        Value::Bool(b) => *b,
-        Value::String(s) => s == "true",
-        _ => false,
-    }
-}
-
 impl UserAttributes {
     pub fn new(map: &Map<String, Value>) -> Self {
+        Self::with_text(serde_json::to_string(map).unwrap_or_default().into(), map)
+    }
+
+    fn with_text(json: Arc<str>, map: &Map<String, Value>) -> Self {
         Self {
-            json: serde_json::to_string(map).unwrap_or_default().into(),
+            json,
             presenter: map.get("presenter").is_some_and(flag),
             guest: map.get("guest").is_some_and(flag),
         }
@@ -91,11 +88,10 @@ impl UserAttributes {
         self.guest
     }
 
-    /// The attributes as stored (a JSON object), or `None` when `text` is not one.
+    /// The attributes as stored (a JSON object, kept as it is), or `None` when `text` is not one.
     pub fn parse(text: &str) -> Option<Self> {
-        serde_json::from_str::<Map<String, Value>>(text)
-            .ok()
-            .map(|m| Self::new(&m))
+        let map = serde_json::from_str::<Map<String, Value>>(text).ok()?;
+        Some(Self::with_text(text.into(), &map))
     }
 
     /// The JSON text of the object.

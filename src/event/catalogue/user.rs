@@ -5,8 +5,8 @@ use serde_json::{Map, Value};
 
 use super::{MapError, Mapped, put, with_meeting};
 use crate::event::{
-    decode::{Message, truthy, truthy_str},
-    mapping::{Mappings, flag},
+    decode::{Message, flag, truthy, truthy_str},
+    mapping::Mappings,
 };
 
 /// EUID-a: the stored mapping's external id, else the body's `extId`, else `""`.
