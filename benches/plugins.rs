@@ -35,6 +35,7 @@ fn event() -> Event {
         processed.len()
     );
     Event {
+        source: 0,
         id: "user-joined".into(),
         internal_meeting_id: Some("183f0bf3a0982a127bdb8161e0c44eb696b3e75c-1700000000000".into()),
         external_meeting_id: Some("course-42".into()),

@@ -149,7 +149,8 @@ pub async fn send(replay: &Replay, signer: &Signer, client: &CallbackClient) -> 
     for out in &replay.hooks {
         let mut lines = Vec::with_capacity(out.callbacks.len());
         for cb in &out.callbacks {
-            let signed = signer.sign(&out.hook.callback_url, cb.payload.form_encoded(), cb.ts);
+            // A replayed file is one server's bus: the first source's.
+            let signed = signer.sign(&out.hook.callback_url, cb.payload.form_encoded(), cb.ts, 0);
             let standard = signer.standard_headers(out.hook.id, cb.ts, signed.body.as_bytes());
             let result = client
                 .post(
@@ -157,6 +158,7 @@ pub async fn send(replay: &Replay, signer: &Signer, client: &CallbackClient) -> 
                     Bytes::from(signed.body),
                     signer.bearer(),
                     standard.as_ref(),
+                    signer.sources.domain(0),
                 )
                 .await;
             lines.push(match result {

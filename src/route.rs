@@ -12,6 +12,7 @@
 use std::{collections::HashMap, sync::Arc};
 
 use crate::{
+    base::sources::SourceId,
     event::{
         Event, Payload,
         process::{Processor, Skip},
@@ -71,31 +72,61 @@ impl Clock {
     }
 }
 
-/// The state the way needs: the processor (id mappings) and the per-hook clock. Owned by one
-/// task, so that messages are routed strictly in bus order.
+/// The state the way needs: one processor (id mappings) per source and the per-hook clock.
+/// Owned by one task, so that messages are routed strictly in bus order.
 pub struct Router {
-    pub processor: Processor,
+    /// Indexed by source.
+    pub processors: Vec<Processor>,
     pub clock: Clock,
 }
 
 impl Router {
+    /// One source.
     pub fn new(processor: Processor) -> Self {
+        Self::with_sources(vec![processor])
+    }
+
+    /// `processors[i]` processes source `i`'s messages; at least one.
+    pub fn with_sources(processors: Vec<Processor>) -> Self {
         Self {
-            processor,
+            processors,
             clock: Clock::default(),
         }
     }
 
-    /// Routes `messages` in order to the hooks of `snapshot`, through `plugins`.
+    /// Routes `messages`, all of the first source, in order to the hooks of `snapshot`,
+    /// through `plugins`.
     pub fn route<'a>(
         &mut self,
         messages: impl IntoIterator<Item = &'a Arc<str>>,
         snapshot: &Snapshot,
         plugins: &PluginSet,
     ) -> Routed {
+        self.route_sourced(messages.into_iter().map(|m| (0, m)), snapshot, plugins)
+    }
+
+    /// Routes `(source, message)` pairs in order to the hooks of `snapshot`, through
+    /// `plugins`. Each source's messages go through its own processor, so that two servers'
+    /// internal ids never mix; hooks match by external meeting id, whichever server hosts it.
+    pub fn route_sourced<'a>(
+        &mut self,
+        messages: impl IntoIterator<Item = (SourceId, &'a Arc<str>)>,
+        snapshot: &Snapshot,
+        plugins: &PluginSet,
+    ) -> Routed {
         let mut out = Routed::default();
-        for (i, msg) in messages.into_iter().enumerate() {
-            let events = match self.processor.process(msg, crate::base::time::now_ms()) {
+        for (i, (source, msg)) in messages.into_iter().enumerate() {
+            let n = self.processors.len();
+            let Some(processor) = self.processors.get_mut(usize::from(source)) else {
+                tracing::error!(
+                    source,
+                    sources = n,
+                    "a message of an unknown source is skipped"
+                );
+                out.skipped.push((i, Skip::Unmapped));
+                continue;
+            };
+            let events = match processor.process(msg, crate::base::time::now_ms()) {
                 Ok(events) => events,
                 Err(skip) => {
                     out.skipped.push((i, skip));

@@ -5,19 +5,25 @@
 use sd_notify::NotifyState;
 use tokio_util::sync::CancellationToken;
 
-/// Sends `READY=1` at the first subscription to the bus, then `STOPPING=1` when the relay
-/// stops.
+/// Sends `READY=1` at the first subscription to any source's bus (one source being down
+/// must not keep the others from being served), then `STOPPING=1` when the relay stops.
 pub async fn ready_when_subscribed(
-    mut subscribed: tokio::sync::watch::Receiver<u64>,
+    subscribed: Vec<tokio::sync::watch::Receiver<u64>>,
     token: CancellationToken,
 ) {
-    tokio::select! {
-        changed = subscribed.changed() => {
-            if changed.is_ok() {
-                notify(NotifyState::Ready, "ready");
+    let any = subscribed
+        .into_iter()
+        .map(|mut r| Box::pin(async move { r.changed().await }));
+    let any: Vec<_> = any.collect();
+    if !any.is_empty() {
+        tokio::select! {
+            (changed, _, _) = futures_util::future::select_all(any) => {
+                if changed.is_ok() {
+                    notify(NotifyState::Ready, "ready");
+                }
             }
+            () = token.cancelled() => {}
         }
-        () = token.cancelled() => {}
     }
     token.cancelled().await;
     notify(NotifyState::Stopping, "stopping");

@@ -8,6 +8,7 @@ pub mod digest;
 pub mod form;
 pub mod redis_keys;
 pub mod secret;
+pub mod sources;
 pub mod standard_webhooks;
 pub mod time;
 

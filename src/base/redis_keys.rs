@@ -34,15 +34,59 @@ pub const CONFERENCE_ROOMS: &str = "bigbluebutton:webhooks:proc:conference";
 /// Hash: record id -> the state of that recording (`processing`, `published`, ...).
 pub const CONFERENCE_RECORDINGS: &str = "bigbluebutton:webhooks:proc:recordings";
 
+/// The keys of one source's id mappings and conference state. The `default` source keeps the
+/// reference service's names (the constants above); any other source's keys carry the hash tag
+/// `{src:<name>}` after the same prefix, so that two servers' internal ids never meet.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SourceKeys {
+    pub mappings_set: String,
+    pub mapping_prefix: String,
+    pub users_set: String,
+    pub user_prefix: String,
+    pub conference_rooms: String,
+    pub conference_recordings: String,
+}
+
+impl SourceKeys {
+    /// The keys of the source named `name`.
+    pub fn new(name: &str) -> Self {
+        if name == "default" {
+            return Self {
+                mappings_set: MAPPINGS_SET.into(),
+                mapping_prefix: MAPPING_PREFIX.into(),
+                users_set: USERS_SET.into(),
+                user_prefix: USER_PREFIX.into(),
+                conference_rooms: CONFERENCE_ROOMS.into(),
+                conference_recordings: CONFERENCE_RECORDINGS.into(),
+            };
+        }
+        let tagged = |key: &str| {
+            let rest = key.strip_prefix(PROC_PREFIX).unwrap_or(key);
+            format!("{PROC_PREFIX}{{src:{name}}}:{rest}")
+        };
+        Self {
+            mappings_set: tagged(MAPPINGS_SET),
+            mapping_prefix: tagged(MAPPING_PREFIX),
+            users_set: tagged(USERS_SET),
+            user_prefix: tagged(USER_PREFIX),
+            conference_rooms: tagged(CONFERENCE_ROOMS),
+            conference_recordings: tagged(CONFERENCE_RECORDINGS),
+        }
+    }
+
+    /// Hash of one meeting's users: user id -> that user's part of the room (JSON); the
+    /// room's own entry (in `conference_rooms`) holds the rest.
+    pub fn conference_members(&self, meeting: &str) -> String {
+        format!("{}:{meeting}", self.conference_rooms)
+    }
+}
+
+/// What the processing state's keys start with.
+const PROC_PREFIX: &str = "bigbluebutton:webhooks:proc:";
+
 /// The hash of hook `id`.
 pub fn hook_key(id: impl std::fmt::Display) -> String {
     format!("{HOOK_PREFIX}{id}")
-}
-
-/// Hash of one meeting's users: user id -> that user's part of the room (JSON); the room's
-/// own entry (in [`CONFERENCE_ROOMS`]) holds the rest.
-pub fn conference_members_key(meeting: &str) -> String {
-    format!("{CONFERENCE_ROOMS}:{meeting}")
 }
 
 /// The stream holding hook `id`'s pending callbacks; removed with the hook.
@@ -64,5 +108,32 @@ mod tests {
         assert_eq!(queue_hook_id(&queue_key(42)), Some(42));
         assert_eq!(queue_hook_id("bigbluebutton:webhooks:out:queue:x"), None);
         assert_eq!(queue_hook_id(&hook_key(42)), None);
+    }
+
+    #[test]
+    fn the_default_source_keeps_the_reference_names_and_others_are_tagged() {
+        let d = SourceKeys::new("default");
+        assert_eq!(d.mapping_prefix, MAPPING_PREFIX);
+        assert_eq!(
+            d.conference_members("m"),
+            "bigbluebutton:webhooks:proc:conference:m"
+        );
+        let b = SourceKeys::new("b1");
+        assert_eq!(
+            b.mappings_set,
+            "bigbluebutton:webhooks:proc:{src:b1}:mappings"
+        );
+        assert_eq!(
+            b.mapping_prefix,
+            "bigbluebutton:webhooks:proc:{src:b1}:mapping:"
+        );
+        assert_eq!(
+            b.user_prefix,
+            "bigbluebutton:webhooks:proc:{src:b1}:userMap:"
+        );
+        assert_eq!(
+            b.conference_members("m"),
+            "bigbluebutton:webhooks:proc:{src:b1}:conference:m"
+        );
     }
 }

@@ -1,5 +1,5 @@
-//! The Redis pub/sub subscriber: one connection on the configured channels, messages handed on
-//! in bus order; when Redis goes away it reconnects with backoff (50 ms growing to 1 s: whatever
+//! The Redis pub/sub subscriber of one source (conference server): one connection on its
+//! channels, messages handed on in bus order, each marked with its source; when Redis goes away it reconnects with backoff (50 ms growing to 1 s: whatever
 //! is published while it is away is lost, so it retries often) and subscribes again.
 
 use std::{sync::Arc, time::Duration};
@@ -9,24 +9,34 @@ use futures_util::StreamExt;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use crate::metrics::Metrics;
+use crate::{
+    base::sources::SourceId,
+    metrics::{Metrics, bus::SourceMetrics},
+};
 
 /// One message as it came off the bus.
 #[derive(Debug, Clone)]
 pub struct BusMessage {
+    /// Which source's bus it came from.
+    pub source: SourceId,
     pub channel: String,
     pub payload: Arc<str>,
     /// When it came off the bus (for the callback latency).
     pub arrived: std::time::Instant,
 }
 
-/// What the subscriber needs.
+/// What the subscriber of one source needs.
 pub struct Subscriber {
+    pub source: SourceId,
+    /// The source's name, for logs and metrics.
+    pub name: Arc<str>,
     pub client: redis::Client,
     pub channels: Vec<String>,
     /// Larger messages are skipped and counted.
     pub max_message_bytes: usize,
     pub metrics: Arc<Metrics>,
+    /// This source's series.
+    pub series: SourceMetrics,
     /// How many times the subscription was made (at start and after every reconnect): a
     /// change tells the watchers.
     pub subscribed: tokio::sync::watch::Sender<u64>,
@@ -49,21 +59,23 @@ impl Subscriber {
             match self.subscribe().await {
                 Ok(pubsub) => {
                     if !first {
-                        self.metrics.bus_reconnects.inc();
+                        self.series.reconnects.inc();
                     }
                     first = false;
-                    tracing::info!(channels = self.channels.len(), "subscribed to the bus");
-                    self.metrics.redis_connected.set(1);
+                    tracing::info!(source = %self.name, channels = self.channels.len(), "subscribed to the bus");
+                    self.series.connected.set(1);
                     self.subscribed.send_modify(|n| *n += 1);
                     delays = backoff();
                     let go_on = self.forward(pubsub, &tx, &token).await;
-                    self.metrics.redis_connected.set(0);
+                    self.series.connected.set(0);
                     if !go_on {
                         return;
                     }
-                    tracing::warn!("bus connection lost; reconnecting");
+                    tracing::warn!(source = %self.name, "bus connection lost; reconnecting");
                 }
-                Err(e) => tracing::warn!(error = %e, "cannot subscribe to the bus; retrying"),
+                Err(e) => {
+                    tracing::warn!(source = %self.name, error = %e, "cannot subscribe to the bus; retrying");
+                }
             }
             let wait = delays.next().unwrap_or(Duration::from_secs(1));
             tokio::select! {
@@ -99,20 +111,21 @@ impl Subscriber {
             };
             let Some(msg) = msg else { return true };
             let arrived = std::time::Instant::now();
-            self.metrics.bus_messages.inc();
-            self.metrics.bus_clock.tick();
+            self.series.messages.inc();
+            self.series.clock.tick();
             let bytes = msg.get_payload_bytes();
             if bytes.len() > self.max_message_bytes {
-                self.metrics.skip("oversized");
-                tracing::debug!(bytes = bytes.len(), "skipping an oversized bus message");
+                self.metrics.bus.skip(&self.name, "oversized");
+                tracing::debug!(source = %self.name, bytes = bytes.len(), "skipping an oversized bus message");
                 continue;
             }
             let Ok(text) = std::str::from_utf8(bytes) else {
-                self.metrics.skip("not_utf8");
-                tracing::debug!("skipping a bus message that is not UTF-8");
+                self.metrics.bus.skip(&self.name, "not_utf8");
+                tracing::debug!(source = %self.name, "skipping a bus message that is not UTF-8");
                 continue;
             };
             let m = BusMessage {
+                source: self.source,
                 channel: msg.get_channel_name().to_string(),
                 payload: Arc::from(text),
                 arrived,

@@ -22,9 +22,10 @@ struct TypeLabel {
     r#type: String,
 }
 
-/// Registered with the metrics registry; reads the shared state when scraped.
+/// Registered with the metrics registry; reads the shared states (one per source) when
+/// scraped and shows their sum: the `bbb_*` series of a fleet are its totals.
 #[derive(Debug)]
-pub struct ConferenceCollector(pub SharedConference);
+pub struct ConferenceCollector(pub Vec<SharedConference>);
 
 /// The numbers one scrape shows.
 #[derive(Debug, Default, PartialEq)]
@@ -85,6 +86,28 @@ impl Summary {
         }
         s
     }
+
+    /// Adds `other`'s numbers to these.
+    pub fn add(&mut self, other: Summary) {
+        self.meetings += other.meetings;
+        self.breakout_rooms += other.breakout_rooms;
+        self.participants += other.participants;
+        self.listeners += other.listeners;
+        self.voice += other.voice;
+        self.video += other.video;
+        for (client, n) in other.clients {
+            match self.clients.iter_mut().find(|(c, _)| *c == client) {
+                Some((_, m)) => *m += n,
+                None => self.clients.push((client, n)),
+            }
+        }
+        self.rooms.extend(other.rooms);
+        for (mine, theirs) in self.recordings.iter_mut().zip(other.recordings) {
+            *mine += theirs;
+        }
+        self.unique_meetings += other.unique_meetings;
+        self.unique_breakout_rooms += other.unique_breakout_rooms;
+    }
 }
 
 fn gauge(encoder: &mut DescriptorEncoder, name: &str, help: &str, v: usize) -> std::fmt::Result {
@@ -124,10 +147,11 @@ fn rooms_histogram(
 
 impl Collector for ConferenceCollector {
     fn encode(&self, mut e: DescriptorEncoder) -> std::fmt::Result {
-        let s = {
-            let c = self.0.lock().unwrap_or_else(|p| p.into_inner());
-            Summary::of(&c)
-        };
+        let mut s = Summary::default();
+        for shared in &self.0 {
+            let c = shared.lock().unwrap_or_else(|p| p.into_inner());
+            s.add(Summary::of(&c));
+        }
         let e = &mut e;
         gauge(
             e,

@@ -8,19 +8,19 @@ use std::collections::HashMap;
 use redis::{AsyncCommands, aio::ConnectionManager};
 
 use super::{Changes, Member, Recording, Room};
-use crate::base::redis_keys::{CONFERENCE_RECORDINGS, CONFERENCE_ROOMS, conference_members_key};
+use crate::base::redis_keys::SourceKeys;
 
 /// Adds `changes` to `pipe` (replies ignored).
-pub fn add_changes(pipe: &mut redis::Pipeline, changes: &Changes) {
+pub fn add_changes(pipe: &mut redis::Pipeline, keys: &SourceKeys, changes: &Changes) {
     for (mid, room) in &changes.rooms {
-        let members = conference_members_key(mid);
+        let members = keys.conference_members(mid);
         pipe.del(&members).ignore();
         match room
             .as_ref()
             .and_then(|r| Some((r, serde_json::to_string(&r.header()).ok()?)))
         {
             Some((room, header)) => {
-                pipe.hset(CONFERENCE_ROOMS, mid, header).ignore();
+                pipe.hset(&keys.conference_rooms, mid, header).ignore();
                 let fields: Vec<(String, String)> = room
                     .members()
                     .into_iter()
@@ -31,19 +31,19 @@ pub fn add_changes(pipe: &mut redis::Pipeline, changes: &Changes) {
                 }
             }
             None => {
-                pipe.hdel(CONFERENCE_ROOMS, mid).ignore();
+                pipe.hdel(&keys.conference_rooms, mid).ignore();
             }
         }
     }
     for (mid, uid, member) in &changes.users {
-        let key = conference_members_key(mid);
+        let key = keys.conference_members(mid);
         match member.as_ref().and_then(|m| serde_json::to_string(m).ok()) {
             Some(json) => pipe.hset(key, uid, json).ignore(),
             None => pipe.hdel(key, uid).ignore(),
         };
     }
     for (record, state) in &changes.recordings {
-        pipe.hset(CONFERENCE_RECORDINGS, record, state.as_str())
+        pipe.hset(&keys.conference_recordings, record, state.as_str())
             .ignore();
     }
 }
@@ -54,9 +54,10 @@ pub fn add_changes(pipe: &mut redis::Pipeline, changes: &Changes) {
 /// When Redis cannot be read.
 pub async fn load(
     conn: &mut ConnectionManager,
+    keys: &SourceKeys,
 ) -> Result<(HashMap<String, Room>, HashMap<String, Recording>), redis::RedisError> {
-    let rooms: HashMap<String, String> = conn.hgetall(CONFERENCE_ROOMS).await?;
-    let recordings: HashMap<String, String> = conn.hgetall(CONFERENCE_RECORDINGS).await?;
+    let rooms: HashMap<String, String> = conn.hgetall(&keys.conference_rooms).await?;
+    let recordings: HashMap<String, String> = conn.hgetall(&keys.conference_recordings).await?;
     let mut rooms: HashMap<String, Room> = rooms
         .into_iter()
         .filter_map(|(mid, json)| match serde_json::from_str(&json) {
@@ -70,7 +71,7 @@ pub async fn load(
     let mids: Vec<String> = rooms.keys().cloned().collect();
     let mut pipe = redis::pipe();
     for mid in &mids {
-        pipe.hgetall(conference_members_key(mid));
+        pipe.hgetall(keys.conference_members(mid));
     }
     let members: Vec<HashMap<String, String>> = if mids.is_empty() {
         Vec::new()

@@ -11,7 +11,7 @@ use tokio_util::sync::CancellationToken;
 use super::{Room, SharedConference};
 use crate::{
     base::{digest::Algorithm, secret::Secret, time::now_ms},
-    metrics::{Metrics, ResultLabel},
+    metrics::{Metrics, SourceResultLabels},
 };
 
 /// Why a seeding failed (the state is then left as it was).
@@ -131,6 +131,7 @@ pub async fn fetch(
 /// Seeds the state each time the bus is subscribed (`subscribed` changes), until the relay
 /// stops.
 pub async fn run(
+    source: Arc<str>,
     api_url: String,
     secret: Secret,
     conference: SharedConference,
@@ -158,6 +159,7 @@ pub async fn run(
         let result = match fetch(&client, &api_url, &secret).await {
             Ok(rooms) => {
                 tracing::info!(
+                    %source,
                     meetings = rooms.len(),
                     "conference state seeded from getMeetings"
                 );
@@ -168,13 +170,14 @@ pub async fn run(
                 "ok"
             }
             Err(e) => {
-                tracing::warn!(error = %e, "cannot seed the conference state from getMeetings");
+                tracing::warn!(%source, error = %e, "cannot seed the conference state from getMeetings");
                 "error"
             }
         };
         metrics
             .conference_seeds
-            .get_or_create(&ResultLabel {
+            .get_or_create(&SourceResultLabels {
+                source: source.to_string(),
                 result: result.into(),
             })
             .inc();

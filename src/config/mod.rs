@@ -6,6 +6,7 @@
 
 mod load;
 pub mod reference;
+mod sources;
 mod validate;
 
 use std::{net::SocketAddr, path::PathBuf};
@@ -15,6 +16,7 @@ use serde::{Deserialize, Serialize};
 use crate::base::digest::Algorithm;
 pub use crate::base::secret::{Secret, SecretUrl};
 pub use load::ConfigError;
+pub use sources::{DEFAULT_SOURCE, MAX_SOURCES, SourceConfig, StoreConfig};
 pub use validate::callback_guard;
 
 /// The whole configuration of one relay.
@@ -28,9 +30,12 @@ pub struct Config {
     pub mapping: MappingConfig,
     pub metrics: MetricsConfig,
     pub plugins: PluginsConfig,
+    /// `[[sources]]`: the conference servers listened to; none: `[redis]` and `[bbb]`.
+    pub sources: Vec<SourceConfig>,
+    pub store: StoreConfig,
 }
 
-/// The conference server this relay serves.
+/// The relay's own API secret, and (without `[[sources]]`) the conference server it serves.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct BbbConfig {
@@ -75,7 +80,8 @@ impl Default for ApiConfig {
     }
 }
 
-/// The Redis server that carries BBB's bus and stores hooks and mappings.
+/// The Redis server that carries BBB's bus (without `[[sources]]`) and, unless `[store]` says
+/// otherwise, stores hooks, mappings and queues.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct RedisConfig {

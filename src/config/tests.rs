@@ -135,3 +135,86 @@ fn standard_webhooks_secrets_must_be_keys() {
     assert_eq!(ok.delivery.standard_webhooks.secrets.len(), 1);
     assert!(!format!("{ok:?}").contains("MfKQ9r8"), "never shown");
 }
+
+#[test]
+fn without_sources_redis_and_bbb_are_the_default_source_and_the_store() {
+    let c = Config::from_toml(
+        "[bbb]\nsecret='x'\nserver_domain='bbb.example'\napi_url='https://bbb.example/bigbluebutton/api'\n[redis]\nurl='redis://10.0.0.1:6379'\nchannels=['c1']\n",
+    )
+    .unwrap();
+    let s = c.effective_sources();
+    assert_eq!(s.len(), 1);
+    assert_eq!(s[0].name, DEFAULT_SOURCE);
+    assert_eq!(s[0].url.expose(), "redis://10.0.0.1:6379");
+    assert_eq!(s[0].channels, ["c1"]);
+    assert_eq!(s[0].secret.expose(), "x");
+    assert_eq!(s[0].server_domain, "bbb.example");
+    assert_eq!(s[0].api_url, "https://bbb.example/bigbluebutton/api");
+    assert_eq!(c.store_url().expose(), "redis://10.0.0.1:6379");
+}
+
+#[test]
+fn sources_take_their_defaults_and_the_store_its_own_url() {
+    let c = Config::from_toml(
+        "[bbb]\nsecret='relay'\n[store]\nurl='redis://store:6379'\n\
+         [[sources]]\nname='bbb1'\nurl='redis://bbb1:6379'\nserver_domain='bbb1.example'\n\
+         [[sources]]\nname='bbb2'\nurl='redis://:pw@bbb2:6379'\nchannels=['only']\nsecret='s2'\n",
+    )
+    .unwrap();
+    let s = c.effective_sources();
+    assert_eq!(
+        s.iter().map(|s| s.name.as_str()).collect::<Vec<_>>(),
+        ["bbb1", "bbb2"]
+    );
+    assert_eq!(s[0].channels, RedisConfig::default().channels);
+    assert_eq!(
+        s[0].secret.expose(),
+        "relay",
+        "the relay's secret by default"
+    );
+    assert_eq!(s[1].channels, ["only"]);
+    assert_eq!(s[1].secret.expose(), "s2");
+    assert_eq!(s[1].server_domain, "localhost");
+    assert_eq!(c.store_url().expose(), "redis://store:6379");
+    let shown = format!("{c:?}{}", toml::to_string(&c).unwrap());
+    assert!(
+        !shown.contains(":pw@") && !shown.contains("s2\""),
+        "{shown}"
+    );
+}
+
+#[test]
+fn bad_sources_are_named() {
+    let base = "[bbb]\nsecret='x'\n";
+    for (sources, expected) in [
+        (
+            "[[sources]]\nname='a b'\nurl='redis://h'\n",
+            "sources.name: \"a b\": 1 to 64 letters, digits, '-', '_' or '.'",
+        ),
+        (
+            "[[sources]]\nname='a'\nurl='redis://h'\n[[sources]]\nname='a'\nurl='redis://i'\n",
+            "sources.name: \"a\" is given twice",
+        ),
+        (
+            "[[sources]]\nname='a'\nurl='http://h'\n",
+            "sources.url: source \"a\": must be a redis:// URL",
+        ),
+        (
+            "[[sources]]\nname='a'\nurl='redis://h'\napi_url='ftp://h'\n",
+            "sources.api_url: source \"a\": must be an http(s) URL",
+        ),
+        (
+            "[[sources]]\nname='a'\nurl='redis://h'\nserver_domain='a b'\n",
+            "sources.server_domain: source \"a\": must be a host name",
+        ),
+        (
+            "[store]\nurl='h:6379'\n",
+            "store.url: must be a redis:// URL",
+        ),
+    ] {
+        let err = Config::from_toml(&format!("{base}{sources}"))
+            .unwrap_err()
+            .to_string();
+        assert_eq!(err, format!("configuration: {expected}"), "{sources}");
+    }
+}

@@ -32,10 +32,10 @@ impl Config {
                 "must name at least one algorithm",
             );
         }
-        match url::Url::parse(self.redis.url.expose()) {
-            Ok(u) if matches!(u.scheme(), "redis" | "rediss" | "unix") => {}
-            _ => return fail("redis.url", "must be a redis:// URL"),
+        if !super::sources::is_redis_url(&self.redis.url) {
+            return fail("redis.url", "must be a redis:// URL");
         }
+        self.validate_sources()?;
         if let Err(e) = crate::base::standard_webhooks::StandardSigner::new(
             &self.delivery.standard_webhooks.secrets,
         ) {
@@ -69,9 +69,7 @@ impl Config {
         if auth.basic_user.contains(':') {
             return fail("metrics.auth.basic_user", "may not contain ':'");
         }
-        if !self.bbb.api_url.is_empty()
-            && !matches!(url::Url::parse(&self.bbb.api_url), Ok(u) if matches!(u.scheme(), "http" | "https"))
-        {
+        if !self.bbb.api_url.is_empty() && !super::sources::is_http_url(&self.bbb.api_url) {
             return fail("bbb.api_url", "must be an http(s) URL");
         }
         let merge = &self.metrics.merge;

@@ -18,7 +18,7 @@ use super::{
     journal::{self, Entry, Stored, StoredBody},
     queue::{DeliveryContext, drop_oldest},
 };
-use crate::{event::Payload, shutdown::retry_until_ok};
+use crate::{base::sources::SourceTable, event::Payload, shutdown::retry_until_ok};
 
 /// Payloads read back so far, by record reference; entries hold the strong references.
 /// Records are read one pager at a time, so that a thousand hooks starting together read each
@@ -82,7 +82,7 @@ pub async fn page_in(
             drop_oldest(&ctx, hook, &dropped).await;
         }
         let entries = retry_until_ok(&token, "read queued payloads", || {
-            resolve(ctx.conn.clone(), hook, &page, &shared)
+            resolve(ctx.conn.clone(), hook, &page, &shared, &ctx.sources)
         })
         .await;
         let Some(entries) = entries else { return };
@@ -99,6 +99,7 @@ async fn resolve(
     hook: u64,
     page: &[Stored],
     shared: &SharedPayloads,
+    sources: &SourceTable,
 ) -> Result<Vec<Entry>, redis::RedisError> {
     // Payloads of this page, held from here on so that none can go in between.
     let mut held: HashMap<u64, Arc<Payload>> = HashMap::new();
@@ -135,6 +136,7 @@ async fn resolve(
     }
     let mut entries = Vec::with_capacity(page.len());
     let mut unusable = Vec::new();
+    let mut unknown_source = None;
     for s in page {
         let (payload, shared_ref) = match &s.body {
             StoredBody::Inline(t) => (Arc::new(Payload::new(t.as_str())), None),
@@ -150,13 +152,25 @@ async fn resolve(
                 continue;
             }
         };
+        let source = sources.find_stored(s.source.as_deref()).unwrap_or_else(|| {
+            unknown_source = s.source.clone();
+            0
+        });
         entries.push(Entry {
             ts: s.ts,
             payload,
             event_id: s.event_id.clone(),
             arrived: None,
             shared: shared_ref,
+            source,
         });
+    }
+    if let Some(name) = unknown_source {
+        tracing::warn!(
+            hook_id = hook,
+            source = name,
+            "queued callbacks of a source no longer configured are sent with the first source's domain"
+        );
     }
     if !unusable.is_empty() {
         tracing::warn!(

@@ -71,6 +71,9 @@ fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
 }
 
 /// Sends callbacks.
+/// The header naming the conference server an event came from.
+pub const DOMAIN_HEADER: &str = "x-hookrelay-domain";
+
 #[derive(Clone)]
 pub struct CallbackClient {
     http: reqwest::Client,
@@ -97,8 +100,9 @@ impl CallbackClient {
         })
     }
 
-    /// POSTs one form body (with `Authorization: Bearer` when `bearer` is given, and the
-    /// Standard Webhooks headers when `standard` is); `Ok` only for a 2xx answer.
+    /// POSTs one form body (with `Authorization: Bearer` when `bearer` is given, the
+    /// Standard Webhooks headers when `standard` is, and the source server's domain as
+    /// `X-Hookrelay-Domain`); `Ok` only for a 2xx answer.
     ///
     /// # Errors
     /// Any other status, a timeout, or a connection or protocol error.
@@ -108,6 +112,7 @@ impl CallbackClient {
         body: bytes::Bytes,
         bearer: Option<&str>,
         standard: Option<&Headers>,
+        domain: &str,
     ) -> Result<u16, DeliveryError> {
         let mut request = self
             .http
@@ -119,6 +124,10 @@ impl CallbackClient {
             .body(body);
         if let Some(token) = bearer {
             request = request.bearer_auth(token);
+        }
+        // A domain that cannot be a header value is left out rather than failing the call.
+        if let Ok(v) = reqwest::header::HeaderValue::from_str(domain) {
+            request = request.header(DOMAIN_HEADER, v);
         }
         if let Some(h) = standard {
             request = request

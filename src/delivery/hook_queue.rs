@@ -226,6 +226,7 @@ mod tests {
             event_id: "e".into(),
             arrived: None,
             shared: None,
+            source: 0,
         }
     }
 

@@ -13,7 +13,10 @@ use std::sync::{Arc, LazyLock};
 use redis::{AsyncCommands, ErrorKind, Script, ServerErrorKind, aio::ConnectionManager};
 
 use crate::{
-    base::redis_keys::{PAYLOAD_PREFIX, PAYLOAD_SEQ, QUEUE_PREFIX, queue_hook_id, queue_key},
+    base::{
+        redis_keys::{PAYLOAD_PREFIX, PAYLOAD_SEQ, QUEUE_PREFIX, queue_hook_id, queue_key},
+        sources::{SourceId, SourceTable},
+    },
     event::Payload,
 };
 
@@ -30,12 +33,16 @@ pub struct Entry {
     pub arrived: Option<std::time::Instant>,
     /// The shared payload record it refers to; `None` when the entry holds its payload.
     pub shared: Option<u64>,
+    /// The source (conference server) of its event; stored by name (`o`), except for the
+    /// `default` source.
+    pub source: SourceId,
 }
 
-/// Adds one entry unless the stream has it already: 1 added, 2 already there (a batch sent
-/// again after a lost reply), 0 refused (the stream holds a later id: a clock that went back).
+/// Adds one entry (ARGV: id, then its field and value pairs) unless the stream has it already:
+/// 1 added, 2 already there (a batch sent again after a lost reply), 0 refused (the stream
+/// holds a later id: a clock that went back).
 const XADD_ONCE: &str = r"
-local r = redis.pcall('XADD', KEYS[1], ARGV[1], 'e', ARGV[2], ARGV[3], ARGV[4])
+local r = redis.pcall('XADD', KEYS[1], unpack(ARGV))
 if type(r) == 'table' and r.err then
   if string.find(r.err, 'equal or smaller', 1, true) then
     if #redis.call('XRANGE', KEYS[1], ARGV[1], ARGV[1]) > 0 then return 2 end
@@ -172,6 +179,7 @@ pub async fn append(
     state: &redis::Pipeline,
     records: &[Record<'_>],
     entries: &[(u64, Entry)],
+    sources: &SourceTable,
 ) -> Result<Vec<(u64, u64)>, redis::RedisError> {
     if entries.is_empty() && state.is_empty() {
         return Ok(Vec::new());
@@ -193,11 +201,15 @@ pub async fn append(
             Some(s) => ("s", s.to_string()),
             None => ("p", e.payload.text().to_string()),
         };
-        evalsha(&mut pipe, &XADD_SCRIPT, &queue_key(*hook))
+        let cmd = evalsha(&mut pipe, &XADD_SCRIPT, &queue_key(*hook))
             .arg(format!("{}-0", e.ts))
+            .arg("e")
             .arg(&*e.event_id)
             .arg(field)
             .arg(value);
+        if let Some(name) = sources.stored_name(e.source) {
+            cmd.arg("o").arg(name);
+        }
     }
     let added: Vec<i64> = query_loading(conn, &pipe, &[&XADD_SCRIPT]).await?;
     let not_added: Vec<(&(u64, Entry), i64)> = entries
@@ -375,6 +387,8 @@ pub struct Stored {
     pub ts: u64,
     pub event_id: Arc<str>,
     pub body: StoredBody,
+    /// The source's stored name; `None` for the `default` source.
+    pub source: Option<String>,
 }
 
 impl Stored {
@@ -425,6 +439,7 @@ pub async fn read_page(
             };
             Some(Stored {
                 ts,
+                source: sid.get("o"),
                 event_id: event_id.into(),
                 body,
             })

@@ -22,7 +22,7 @@ use super::{
     sign::{SignedCallback, Signer},
 };
 use crate::{
-    base::callback_url::Guard,
+    base::{callback_url::Guard, sources::SourceTable},
     hooks::{Hook, HookStore},
     metrics::{Metrics, ReasonLabel},
     route::Callback,
@@ -38,6 +38,8 @@ pub struct DeliveryContext {
     /// For the queues' Redis streams.
     pub conn: ConnectionManager,
     pub signer: Signer,
+    /// The sources' names, for the queues' stored entries.
+    pub sources: Arc<SourceTable>,
     pub retry_intervals_ms: Vec<u64>,
     /// Most entries queued per hook.
     pub max_queue: usize,
@@ -155,6 +157,7 @@ impl Dispatcher {
                     },
                     arrived: arrivals.get(c.message).copied(),
                     shared,
+                    source: c.event.source,
                 };
                 (c.hook, entry)
             })
@@ -173,7 +176,8 @@ impl Dispatcher {
         let persisted = retry_until_ok(&self.ctx.token, what, || {
             let mut c = conn.clone();
             let (state, ids, records) = (&state, &ids, &records);
-            async move { journal::append(&mut c, state, records, ids).await }
+            let sources = &self.ctx.sources;
+            async move { journal::append(&mut c, state, records, ids, sources).await }
         })
         .await;
         let Some(conflicts) = persisted else {
@@ -324,9 +328,13 @@ async fn deliver(
     blocked: Option<&str>,
     ctx: &DeliveryContext,
 ) -> Outcome {
-    let SignedCallback { url, body } =
-        ctx.signer
-            .sign(&hook.callback_url, entry.payload.form_encoded(), entry.ts);
+    let SignedCallback { url, body } = ctx.signer.sign(
+        &hook.callback_url,
+        entry.payload.form_encoded(),
+        entry.ts,
+        entry.source,
+    );
+    let domain = ctx.signer.sources.domain(entry.source);
     let bearer = ctx.signer.bearer();
     let body = Bytes::from(body);
     let mut failures = 0;
@@ -338,7 +346,10 @@ async fn deliver(
             None => {
                 let standard = ctx.signer.standard_headers(hook.id, entry.ts, &body);
                 let standard = standard.as_ref();
-                ctx.client.post(&url, body.clone(), bearer, standard).await
+                let client = &ctx.client;
+                client
+                    .post(&url, body.clone(), bearer, standard, domain)
+                    .await
             }
         };
         let err = match result {

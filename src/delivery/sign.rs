@@ -1,8 +1,14 @@
 //! Pure signing: the callback body, its checksum and the signed URL.
 
+use std::sync::Arc;
+
 use crate::base::standard_webhooks::{Headers, StandardSigner};
 use crate::{
-    base::{digest::Algorithm, form::form_encode},
+    base::{
+        digest::Algorithm,
+        form::form_encode,
+        sources::{SourceId, SourceTable},
+    },
     config::{CallbackAuth, Compat, Config, Secret},
 };
 
@@ -67,8 +73,8 @@ pub struct Signer {
     pub algorithm: Algorithm,
     pub compat: Compat,
     pub auth: CallbackAuth,
-    /// `domain` of the reference body form.
-    pub domain: String,
+    /// The sources' domains: the `domain` of the reference body form.
+    pub sources: Arc<SourceTable>,
     /// Standard Webhooks headers, when configured.
     pub standard: Option<StandardSigner>,
 }
@@ -86,7 +92,7 @@ impl Signer {
             algorithm: config.delivery.checksum_algorithm,
             compat: config.delivery.compat,
             auth: config.delivery.auth,
-            domain: config.bbb.server_domain.clone(),
+            sources: Arc::new(source_table(config)),
             // Validated with the configuration.
             standard: StandardSigner::new(&config.delivery.standard_webhooks.secrets)
                 .ok()
@@ -100,12 +106,19 @@ impl Signer {
         Some(standard.headers(hook, ts, crate::base::time::now_ms() / 1000, body))
     }
 
-    /// The body for a payload (already form-encoded) timestamped `ts`, and the URL to POST it
-    /// to: signed with `checksum=` in checksum mode, as registered in bearer mode.
-    pub fn sign(&self, callback_url: &str, encoded_payload: &str, ts: u64) -> SignedCallback {
+    /// The body for a payload (already form-encoded) of `source`, timestamped `ts`, and the
+    /// URL to POST it to: signed with `checksum=` in checksum mode, as registered in bearer
+    /// mode.
+    pub fn sign(
+        &self,
+        callback_url: &str,
+        encoded_payload: &str,
+        ts: u64,
+        source: SourceId,
+    ) -> SignedCallback {
         let body = match self.compat {
             Compat::Spec => spec_body(encoded_payload, ts),
-            Compat::Reference => reference_body(&self.domain, encoded_payload, ts),
+            Compat::Reference => reference_body(self.sources.domain(source), encoded_payload, ts),
         };
         let url = match self.auth {
             CallbackAuth::Checksum => {
@@ -122,6 +135,16 @@ impl Signer {
     pub fn bearer(&self) -> Option<&str> {
         (self.auth == CallbackAuth::Bearer).then(|| self.secret.expose())
     }
+}
+
+/// The configured sources' names and domains, in order.
+pub fn source_table(config: &Config) -> SourceTable {
+    SourceTable::new(
+        config
+            .effective_sources()
+            .into_iter()
+            .map(|s| (s.name, s.server_domain)),
+    )
 }
 
 #[cfg(test)]

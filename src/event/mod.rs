@@ -43,6 +43,8 @@ impl Payload {
 /// One processed event, ready for matching and delivery; shared (`Arc`) by every hook it goes to.
 #[derive(Debug)]
 pub struct Event {
+    /// The source (conference server) whose bus message made it.
+    pub source: crate::base::sources::SourceId,
     /// The processed id, e.g. `user-joined`.
     pub id: String,
     pub internal_meeting_id: Option<String>,

@@ -1,4 +1,4 @@
-//! Meeting and user mappings in Redis (the reference v3 keys): read back at start-up, and each
+//! Meeting and user mappings in Redis (the reference v3 keys, per source: [`SourceKeys`]): read back at start-up, and each
 //! batch's changes added to the pipeline that also persists that batch's callbacks, so a
 //! mapping is exactly as durable as the callbacks made after it. User attributes are stored as
 //! typed JSON, so they come back as they were (the reference turns them into strings:
@@ -9,7 +9,7 @@ use std::collections::HashMap;
 use redis::aio::ConnectionManager;
 
 use super::mapping::{MappingWrite, UserAttributes, UserEntry};
-use crate::base::redis_keys::{MAPPING_PREFIX, MAPPINGS_SET, USER_PREFIX, USERS_SET};
+use crate::base::redis_keys::SourceKeys;
 use crate::redis_index::load_all;
 
 /// Reads every stored meeting mapping as (internal, external, last activity ms).
@@ -18,8 +18,9 @@ use crate::redis_index::load_all;
 /// When Redis cannot be read.
 pub async fn load_meetings(
     conn: &mut ConnectionManager,
+    keys: &SourceKeys,
 ) -> Result<Vec<(String, String, u64)>, redis::RedisError> {
-    let hashes = load_all(conn, MAPPINGS_SET, MAPPING_PREFIX).await?;
+    let hashes = load_all(conn, &keys.mappings_set, &keys.mapping_prefix).await?;
     Ok(hashes
         .into_iter()
         .filter_map(|(_, h)| {
@@ -38,8 +39,9 @@ pub async fn load_meetings(
 /// When Redis cannot be read.
 pub async fn load_users(
     conn: &mut ConnectionManager,
+    keys: &SourceKeys,
 ) -> Result<Vec<(String, String, UserEntry)>, redis::RedisError> {
-    let hashes = load_all(conn, USERS_SET, USER_PREFIX).await?;
+    let hashes = load_all(conn, &keys.users_set, &keys.user_prefix).await?;
     Ok(hashes
         .into_iter()
         .filter_map(|(_, h)| parse_user(&h))
@@ -63,7 +65,14 @@ fn parse_user(h: &HashMap<String, String>) -> Option<(String, String, UserEntry)
 
 /// Adds the commands that persist `writes`, in order, to `pipe` (their replies ignored). Every
 /// command is idempotent, so the pipeline can be sent again after a lost reply.
-pub fn add_writes(pipe: &mut redis::Pipeline, writes: &[MappingWrite]) {
+pub fn add_writes(pipe: &mut redis::Pipeline, keys: &SourceKeys, writes: &[MappingWrite]) {
+    let SourceKeys {
+        mappings_set,
+        mapping_prefix,
+        users_set,
+        user_prefix,
+        ..
+    } = keys;
     for w in writes {
         match w {
             MappingWrite::Meeting {
@@ -72,7 +81,7 @@ pub fn add_writes(pipe: &mut redis::Pipeline, writes: &[MappingWrite]) {
                 last_activity_ms,
             } => {
                 pipe.hset_multiple(
-                    format!("{MAPPING_PREFIX}{internal}"),
+                    format!("{mapping_prefix}{internal}"),
                     &[
                         ("id", internal.as_str()),
                         ("internalMeetingID", internal.as_str()),
@@ -81,13 +90,13 @@ pub fn add_writes(pipe: &mut redis::Pipeline, writes: &[MappingWrite]) {
                     ],
                 )
                 .ignore()
-                .sadd(MAPPINGS_SET, internal)
+                .sadd(mappings_set, internal)
                 .ignore();
             }
             MappingWrite::DeleteMeeting { internal } => {
-                pipe.del(format!("{MAPPING_PREFIX}{internal}"))
+                pipe.del(format!("{mapping_prefix}{internal}"))
                     .ignore()
-                    .srem(MAPPINGS_SET, internal)
+                    .srem(mappings_set, internal)
                     .ignore();
             }
             MappingWrite::User {
@@ -97,7 +106,7 @@ pub fn add_writes(pipe: &mut redis::Pipeline, writes: &[MappingWrite]) {
             } => {
                 let id = format!("{meeting}:{internal}");
                 pipe.hset_multiple(
-                    format!("{USER_PREFIX}{id}"),
+                    format!("{user_prefix}{id}"),
                     &[
                         ("id", id.as_str()),
                         ("internalUserID", internal.as_str()),
@@ -109,14 +118,14 @@ pub fn add_writes(pipe: &mut redis::Pipeline, writes: &[MappingWrite]) {
                     ],
                 )
                 .ignore()
-                .sadd(USERS_SET, &id)
+                .sadd(users_set, &id)
                 .ignore();
             }
             MappingWrite::DeleteUser { meeting, internal } => {
                 let id = format!("{meeting}:{internal}");
-                pipe.del(format!("{USER_PREFIX}{id}"))
+                pipe.del(format!("{user_prefix}{id}"))
                     .ignore()
-                    .srem(USERS_SET, &id)
+                    .srem(users_set, &id)
                     .ignore();
             }
         }

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use crate::conference::SharedConference;
+use crate::{base::sources::SourceId, conference::SharedConference};
 
 use super::{
     Event, Payload,
@@ -52,11 +52,14 @@ impl EventFilter {
     }
 }
 
-/// The processing state: id mappings, the filter, and (in the relay) the conference state.
+/// The processing state of one source: id mappings, the filter, and (in the relay) the
+/// conference state.
 pub struct Processor {
     pub mappings: Mappings,
     filter: EventFilter,
     pub conference: Option<SharedConference>,
+    /// Marks every event made.
+    source: SourceId,
 }
 
 impl Processor {
@@ -65,7 +68,14 @@ impl Processor {
             mappings,
             filter,
             conference: None,
+            source: 0,
         }
+    }
+
+    /// Marks the events made as coming from `source`.
+    pub fn with_source(mut self, source: SourceId) -> Self {
+        self.source = source;
+        self
     }
 
     /// Also keeps `conference` up to date with every event (filtered ones included).
@@ -167,6 +177,9 @@ impl Processor {
             out.push(event(&hand, catalogue::to_json(&hand, now_ms), None));
         }
         out.retain(|e| self.filter.allows(&e.id));
+        for e in &mut out {
+            e.source = self.source;
+        }
         Ok(out)
     }
 
@@ -191,6 +204,7 @@ impl Processor {
 
 fn event(mapped: &Mapped, json: String, raw: Option<Arc<str>>) -> Event {
     Event {
+        source: 0,
         id: mapped.id.to_string(),
         internal_meeting_id: mapped
             .meeting_field("internal-meeting-id")

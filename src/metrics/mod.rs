@@ -2,6 +2,7 @@
 //! the optional credentials of [`auth`]; [`live`] holds the series computed at scrape time.
 
 pub mod auth;
+pub mod bus;
 pub mod live;
 pub mod merge;
 
@@ -19,11 +20,6 @@ use crate::hooks::Snapshot;
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct ReasonLabel {
     pub reason: String,
-}
-
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-pub struct EventLabel {
-    pub event: String,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -57,6 +53,12 @@ pub struct SourceLabel {
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct ResultLabel {
+    pub result: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct SourceResultLabels {
+    pub source: String,
     pub result: String,
 }
 
@@ -95,10 +97,8 @@ impl Default for LatencyHistogram {
 #[derive(Default)]
 pub struct Metrics {
     registry: Registry,
-    pub bus_messages: Counter,
-    pub bus_skipped: Family<ReasonLabel, Counter>,
-    pub bus_reconnects: Counter,
-    pub events_mapped: Family<EventLabel, Counter>,
+    /// Per source.
+    pub bus: bus::BusMetrics,
     pub callbacks_delivered: Counter,
     pub callback_failures: Family<ReasonLabel, Counter>,
     pub hooks_removed: Counter,
@@ -113,9 +113,7 @@ pub struct Metrics {
     pub queue_depth: Family<HookLabel, Gauge>,
     /// The hooks that have a `queue_depth` series now.
     depth_hooks: std::sync::Mutex<Vec<u64>>,
-    pub redis_connected: Gauge,
-    pub bus_clock: Arc<live::BusClock>,
-    pub conference_seeds: Family<ResultLabel, Counter>,
+    pub conference_seeds: Family<SourceResultLabels, Counter>,
     pub merge_up: Family<SourceLabel, Gauge>,
     pub merge_duration: Family<SourceLabel, Gauge<f64, std::sync::atomic::AtomicU64>>,
     pub merge_left_out: Family<SourceLabel, Counter>,
@@ -147,26 +145,7 @@ impl Metrics {
             m.registry.register_collector(c);
         }
         let r = &mut m.registry;
-        r.register(
-            "hookrelay_bus_messages",
-            "Messages received from the bus",
-            m.bus_messages.clone(),
-        );
-        r.register(
-            "hookrelay_bus_skipped",
-            "Bus messages skipped, by reason",
-            m.bus_skipped.clone(),
-        );
-        r.register(
-            "hookrelay_bus_reconnects",
-            "Times the bus subscription was made again after a loss",
-            m.bus_reconnects.clone(),
-        );
-        r.register(
-            "hookrelay_events_mapped",
-            "Processed events produced, by event id",
-            m.events_mapped.clone(),
-        );
+        m.bus.register(r);
         r.register(
             "hookrelay_callbacks_delivered",
             "Callbacks answered with 2xx",
@@ -224,11 +203,6 @@ impl Metrics {
             m.queue_depth.clone(),
         );
         r.register(
-            "hookrelay_redis_connected",
-            "1 while the bus subscription to Redis is up",
-            m.redis_connected.clone(),
-        );
-        r.register(
             "hookrelay_build_info",
             "The relay's version, as a label of a constant 1",
             m.build_info.clone(),
@@ -238,10 +212,9 @@ impl Metrics {
                 version: env!("CARGO_PKG_VERSION"),
             })
             .set(1);
-        r.register_collector(Box::new(m.bus_clock.clone()));
         r.register(
             "hookrelay_conference_seeds",
-            "getMeetings calls that seeded the conference state, by result (ok, error)",
+            "getMeetings calls that seeded the conference state, by source and result (ok, error)",
             m.conference_seeds.clone(),
         );
         r.register(
@@ -325,15 +298,6 @@ impl Metrics {
             m.plugin_load_failed.clone(),
         );
         Arc::new(m)
-    }
-
-    /// Counts a skipped bus message.
-    pub fn skip(&self, reason: &str) {
-        self.bus_skipped
-            .get_or_create(&ReasonLabel {
-                reason: reason.to_string(),
-            })
-            .inc();
     }
 
     /// Sets the hook counts from the registry's current snapshot.

@@ -1,9 +1,10 @@
 //! Wires the stages top to bottom: bus -> [`route`](crate::route) (decode, mapping, catalogue,
 //! matcher, plugins) -> per-hook queues -> signed delivery, plus the API and metrics servers.
-//! The only module that knows them all; [`stage`] is the processing task, [`recover`] reads the
-//! queues back at start.
+//! The only module that knows them all; [`sources`] starts each source's subscriber and reads
+//! its state back, [`stage`] is the processing task, [`recover`] reads the queues back at start.
 
 mod recover;
+mod sources;
 mod stage;
 
 use std::{sync::Arc, time::Duration};
@@ -13,20 +14,13 @@ use tokio_util::sync::CancellationToken;
 
 use crate::{
     api::{self, ApiState},
-    base::time::now_ms,
-    bus::Subscriber,
-    conference::{self, SharedConference, exposition::ConferenceCollector},
+    conference::exposition::ConferenceCollector,
     config::{CallbackAuth, Config, callback_guard},
     delivery::{
         ack::Acker,
         client::CallbackClient,
         queue::{DeliveryContext, Dispatcher},
         sign::Signer,
-    },
-    event::{
-        mapping::Mappings,
-        persist,
-        process::{EventFilter, Processor},
     },
     hooks::{HookStore, Registry},
     metrics::{Metrics, auth::Access, merge::Merger},
@@ -69,8 +63,9 @@ impl Listeners {
 pub async fn run(config: Config, listeners: Listeners, shutdown: Shutdown) -> anyhow::Result<()> {
     let token = shutdown.token().clone();
     let tracker = shutdown.tracker().clone();
-    let conference = SharedConference::default();
-    let metrics = Metrics::with_collectors(vec![Box::new(ConferenceCollector(conference.clone()))]);
+    let sources = sources::configured(&config);
+    let conferences = sources.iter().map(|s| s.conference.clone()).collect();
+    let metrics = Metrics::with_collectors(vec![Box::new(ConferenceCollector(conferences))]);
     if config.delivery.auth == CallbackAuth::Bearer {
         tracing::warn!(
             insecure_http_allowed = config.delivery.allow_insecure_bearer,
@@ -78,7 +73,7 @@ pub async fn run(config: Config, listeners: Listeners, shutdown: Shutdown) -> an
         );
     }
     let guard = Arc::new(callback_guard(&config.delivery));
-    let client = redis_client(config.redis.url.expose())?;
+    let client = redis_client(config.store_url().expose())?;
     let plugins = Plugins::new(&config.plugins, &metrics)?;
     // Watching starts before the first load, so that no change is missed in between.
     let _watcher = if config.plugins.watch {
@@ -114,36 +109,14 @@ pub async fn run(config: Config, listeners: Listeners, shutdown: Shutdown) -> an
     };
     metrics.count_hooks(&registry.load());
     metrics.hooks_refused.inc_by(restored.refused as u64);
-    let mappings = retry_until_ok(&token, "restore id mappings", || {
-        let mut c = conn.clone();
-        async move {
-            let meetings = persist::load_meetings(&mut c).await?;
-            let users = persist::load_users(&mut c).await?;
-            let rooms = conference::persist::load(&mut c).await?;
-            Ok::<_, redis::RedisError>((meetings, users, rooms))
-        }
-    })
-    .await;
-    let Some((meetings, users, (rooms, recordings))) = mappings else {
-        return Ok(());
-    };
-    conference
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .restore(rooms, recordings, now_ms());
     tracing::info!(
         hooks = restored.hooks,
         refused_hooks = restored.refused,
-        meetings = meetings.len(),
-        users = users.len(),
-        "state restored from Redis"
+        "hooks restored from Redis"
     );
-
-    let mut mappings = Mappings::new(
-        config.mapping.inactivity_timeout_s.saturating_mul(1000),
-        true,
-    );
-    mappings.restore(meetings, users, now_ms());
+    let Some(processors) = sources::restore(&sources, &conn, &config, &token).await else {
+        return Ok(());
+    };
 
     let api_state = Arc::new(ApiState {
         guard: guard.clone(),
@@ -178,6 +151,7 @@ pub async fn run(config: Config, listeners: Listeners, shutdown: Shutdown) -> an
     }
 
     let acker = Acker::new(config.delivery.max_unacked);
+    let signer = Signer::from_config(&config);
     tracker.spawn(acker.clone().run(conn.clone(), token.clone()));
     let delivery = Arc::new(DeliveryContext {
         acker,
@@ -187,7 +161,8 @@ pub async fn run(config: Config, listeners: Listeners, shutdown: Shutdown) -> an
         )?,
         guard: guard.clone(),
         store: store.clone(),
-        signer: Signer::from_config(&config),
+        sources: signer.sources.clone(),
+        signer,
         retry_intervals_ms: config.delivery.retry_intervals_ms.clone(),
         max_queue: config.delivery.max_queue,
         conn: conn.clone(),
@@ -196,36 +171,16 @@ pub async fn run(config: Config, listeners: Listeners, shutdown: Shutdown) -> an
         tracker: tracker.clone(),
     });
     let (bus_tx, bus_rx) = mpsc::channel(BUS_BUFFER);
-    let (subscribed, _) = tokio::sync::watch::channel(0);
+    let subscribed =
+        sources::subscribe_all(&sources, &config, &bus_tx, &metrics, &tracker, &token)?;
+    drop(bus_tx);
     tracker.spawn(crate::systemd::ready_when_subscribed(
-        subscribed.subscribe(),
+        subscribed,
         token.clone(),
     ));
-    if !config.bbb.api_url.is_empty() {
-        tracker.spawn(conference::seed::run(
-            config.bbb.api_url.clone(),
-            config.bbb.secret.clone(),
-            conference.clone(),
-            subscribed.subscribe(),
-            metrics.clone(),
-            token.clone(),
-        ));
-    }
-    let subscriber = Subscriber {
-        client,
-        channels: config.redis.channels.clone(),
-        max_message_bytes: config.redis.max_message_bytes,
-        metrics: metrics.clone(),
-        subscribed,
-    };
-    tracker.spawn(subscriber.run(bus_tx, token.clone()));
-    let filter = EventFilter {
-        include: config.delivery.include_events.clone(),
-        exclude: config.delivery.exclude_events.clone(),
-    };
+    let source_table = delivery.sources.clone();
     let mut dispatcher = Dispatcher::new(delivery);
-    let mut router =
-        Router::new(Processor::new(mappings, filter).with_conference(conference.clone()));
+    let mut router = Router::with_sources(processors);
     let resumed = recover::resume_queues(
         &conn,
         &registry,
@@ -248,6 +203,8 @@ pub async fn run(config: Config, listeners: Listeners, shutdown: Shutdown) -> an
         registry,
         plugins,
         metrics,
+        sources: source_table,
+        keys: sources.iter().map(|s| s.keys.clone()).collect(),
     };
     tracker.spawn(stage.run(bus_rx, token.clone()));
 

@@ -9,13 +9,17 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use crate::{
-    base::time::now_ms,
+    base::{
+        redis_keys::SourceKeys,
+        sources::{SourceId, SourceTable},
+        time::now_ms,
+    },
     bus::BusMessage,
     conference,
     delivery::queue::Dispatcher,
     event::persist,
     hooks::{Registry, Snapshot},
-    metrics::{EventLabel, Metrics},
+    metrics::Metrics,
     plugin_host::Plugins,
     route::{Routed, Router},
 };
@@ -42,6 +46,9 @@ pub struct ProcessStage {
     pub registry: Arc<Registry>,
     pub plugins: Arc<Plugins>,
     pub metrics: Arc<Metrics>,
+    pub sources: Arc<SourceTable>,
+    /// Where each source's mappings and conference state are stored, by source.
+    pub keys: Vec<SourceKeys>,
 }
 
 impl ProcessStage {
@@ -93,28 +100,27 @@ impl ProcessStage {
             return false;
         };
         for (i, skip) in &routed.skipped {
-            let channel = batch.get(*i).map_or("", |m| &*m.channel);
-            tracing::debug!(channel, error = %skip, "skipping a bus message");
-            self.metrics.skip(skip.reason());
+            let (source, channel) = batch.get(*i).map_or((0, ""), |m| (m.source, &*m.channel));
+            let source = self.sources.name(source);
+            tracing::debug!(%source, channel, error = %skip, "skipping a bus message");
+            self.metrics.bus.skip(source, skip.reason());
         }
         for event in &routed.events {
             self.metrics
-                .events_mapped
-                .get_or_create(&EventLabel {
-                    event: event.id.clone(),
-                })
-                .inc();
+                .bus
+                .mapped(self.sources.name(event.source), &event.id);
         }
         self.metrics
             .plugin_dropped
             .inc_by(routed.dropped.len() as u64);
         let mut state = redis::pipe();
         if let Some(router) = &mut self.router {
-            let processor = &mut router.processor;
-            persist::add_writes(&mut state, &processor.mappings.take_writes());
-            if let Some(c) = &processor.conference {
-                let changes = c.lock().unwrap_or_else(|e| e.into_inner()).take_changes();
-                conference::persist::add_changes(&mut state, &changes);
+            for (processor, keys) in router.processors.iter_mut().zip(&self.keys) {
+                persist::add_writes(&mut state, keys, &processor.mappings.take_writes());
+                if let Some(c) = &processor.conference {
+                    let changes = c.lock().unwrap_or_else(|e| e.into_inner()).take_changes();
+                    conference::persist::add_changes(&mut state, keys, &changes);
+                }
             }
         }
         let arrivals: Vec<std::time::Instant> = batch.iter().map(|m| m.arrived).collect();
@@ -142,13 +148,18 @@ impl ProcessStage {
         let mut router = self.router.take()?;
         let plugins = self.plugins.current();
         if batch.is_empty() || plugins.is_empty() {
-            let routed = router.route(batch.iter().map(|m| &m.payload), &snapshot, &plugins);
+            let messages = batch.iter().map(|m| (m.source, &m.payload));
+            let routed = router.route_sourced(messages, &snapshot, &plugins);
             self.router = Some(router);
             return Some(routed);
         }
-        let messages: Vec<Arc<str>> = batch.iter().map(|m| m.payload.clone()).collect();
+        let messages: Vec<(SourceId, Arc<str>)> = batch
+            .iter()
+            .map(|m| (m.source, m.payload.clone()))
+            .collect();
         let run = move || {
-            let routed = router.route(&messages, &snapshot, &plugins);
+            let pairs = messages.iter().map(|(s, m)| (*s, m));
+            let routed = router.route_sourced(pairs, &snapshot, &plugins);
             (router, routed)
         };
         match tokio::task::spawn_blocking(run).await {
@@ -171,21 +182,25 @@ impl ProcessStage {
         let Some(router) = &mut self.router else {
             return;
         };
-        let mappings = &mut router.processor.mappings;
-        let timeout = mappings.timeout_ms();
-        let expired = mappings.expire(now_ms());
-        if let Some(c) = &router.processor.conference {
-            c.lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .expire(now_ms(), timeout);
+        let (mut meetings, mut users) = (0, 0);
+        for (i, processor) in router.processors.iter_mut().enumerate() {
+            let mappings = &mut processor.mappings;
+            let timeout = mappings.timeout_ms();
+            let expired = mappings.expire(now_ms());
+            if let Some(c) = &processor.conference {
+                c.lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .expire(now_ms(), timeout);
+            }
+            if expired > 0 {
+                let source = self.sources.name(SourceId::try_from(i).unwrap_or(0));
+                tracing::info!(%source, expired, "dropped inactive meeting mappings");
+            }
+            meetings += mappings.meeting_count();
+            users += mappings.user_count();
         }
-        if expired > 0 {
-            tracing::info!(expired, "dropped inactive meeting mappings");
-        }
-        self.metrics
-            .meeting_mappings
-            .set(mappings.meeting_count() as i64);
-        self.metrics.user_mappings.set(mappings.user_count() as i64);
+        self.metrics.meeting_mappings.set(meetings as i64);
+        self.metrics.user_mappings.set(users as i64);
     }
 }
 

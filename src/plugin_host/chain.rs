@@ -166,6 +166,7 @@ mod tests {
 
     fn event() -> Event {
         Event {
+            source: 0,
             id: "user-joined".into(),
             internal_meeting_id: Some("int".into()),
             external_meeting_id: Some("ext".into()),

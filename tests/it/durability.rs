@@ -220,7 +220,7 @@ async fn redis_stopped_for_10s_then_everything_resumes() {
         relay
             .metrics()
             .await
-            .contains("hookrelay_bus_reconnects_total 1")
+            .contains(r#"hookrelay_bus_reconnects_total{source="default"} 1"#)
     );
     relay.stop().await;
 }
@@ -327,6 +327,7 @@ async fn a_batch_sent_again_after_a_lost_reply_is_harmless_and_shared_payloads_g
         event_id: "user-joined".into(),
         arrived: None,
         shared: None,
+        source: 0,
     };
     // One payload for hooks 7 and 8, stored once as record 500.
     let shared_payload = Arc::new(Payload::new("shared text"));
@@ -344,12 +345,13 @@ async fn a_batch_sent_again_after_a_lost_reply_is_harmless_and_shared_payloads_g
     // The first attempt wrote part of the batch before its reply was lost; the whole batch is
     // sent again.
     let none = redis::pipe();
-    let not_added = journal::append(&mut conn, &none, &records, &batch[..2])
+    let one_source = hookrelay::base::sources::SourceTable::single("localhost");
+    let not_added = journal::append(&mut conn, &none, &records, &batch[..2], &one_source)
         .await
         .unwrap();
     assert!(not_added.is_empty(), "{not_added:?}");
     // Those already written are reported (the relay counts and logs them), the rest added.
-    let not_added = journal::append(&mut conn, &none, &records, &batch)
+    let not_added = journal::append(&mut conn, &none, &records, &batch, &one_source)
         .await
         .unwrap();
     assert_eq!(not_added, [(7, 10), (7, 11)]);
@@ -376,7 +378,7 @@ async fn a_batch_sent_again_after_a_lost_reply_is_harmless_and_shared_payloads_g
         .query_async(&mut conn)
         .await
         .unwrap();
-    let not_added = journal::append(&mut conn, &none, &[], &[(8, own(12))])
+    let not_added = journal::append(&mut conn, &none, &[], &[(8, own(12))], &one_source)
         .await
         .unwrap();
     assert!(not_added.is_empty());
@@ -390,9 +392,15 @@ async fn a_batch_sent_again_after_a_lost_reply_is_harmless_and_shared_payloads_g
         shared: Some(501),
         ..shared(ts)
     };
-    let not_added = journal::append(&mut conn, &none, &late, &[(7, back(5)), (9, back(20))])
-        .await
-        .unwrap();
+    let not_added = journal::append(
+        &mut conn,
+        &none,
+        &late,
+        &[(7, back(5)), (9, back(20))],
+        &one_source,
+    )
+    .await
+    .unwrap();
     assert_eq!(not_added, [(7, 5)]);
     assert_eq!(count(conn.clone(), 501).await, Some(1));
     journal::delete(&mut conn, 9).await.unwrap();
@@ -451,7 +459,7 @@ async fn a_batch_sent_again_after_a_lost_reply_is_harmless_and_shared_payloads_g
         refs: 3,
     }];
     let batch = vec![(7, shared(20)), (8, shared(20)), (9, shared(20))];
-    journal::append(&mut conn, &none, &records, &batch)
+    journal::append(&mut conn, &none, &records, &batch, &one_source)
         .await
         .unwrap();
     let done: &[(u64, Option<u64>)] = &[(20, Some(500))];

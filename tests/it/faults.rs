@@ -57,16 +57,16 @@ async fn garbage_on_the_bus_is_skipped_without_harm() {
     );
     let m = relay.metrics().await;
     for line in [
-        r#"hookrelay_bus_skipped_total{reason="not_json"} 2"#,
-        r#"hookrelay_bus_skipped_total{reason="empty"} 1"#,
-        r#"hookrelay_bus_skipped_total{reason="not_object"} 4"#,
-        r#"hookrelay_bus_skipped_total{reason="no_name"} 1"#,
+        r#"hookrelay_bus_skipped_total{source="default",reason="not_json"} 2"#,
+        r#"hookrelay_bus_skipped_total{source="default",reason="empty"} 1"#,
+        r#"hookrelay_bus_skipped_total{source="default",reason="not_object"} 4"#,
+        r#"hookrelay_bus_skipped_total{source="default",reason="no_name"} 1"#,
         // props not an object (no meeting id in it), the user-left without a user id
-        r#"hookrelay_bus_skipped_total{reason="missing_field"} 2"#,
+        r#"hookrelay_bus_skipped_total{source="default",reason="missing_field"} 2"#,
         // the join with an array body, the example twice
-        r#"hookrelay_bus_skipped_total{reason="wrong_type"} 3"#,
-        r#"hookrelay_bus_skipped_total{reason="unmapped"} 1"#,
-        r#"hookrelay_bus_skipped_total{reason="oversized"} 1"#,
+        r#"hookrelay_bus_skipped_total{source="default",reason="wrong_type"} 3"#,
+        r#"hookrelay_bus_skipped_total{source="default",reason="unmapped"} 1"#,
+        r#"hookrelay_bus_skipped_total{source="default",reason="oversized"} 1"#,
     ] {
         assert!(m.contains(line), "{line} in\n{m}");
     }
@@ -107,7 +107,7 @@ async fn redis_killed_and_restarted_while_running() {
         relay
             .metrics()
             .await
-            .contains("hookrelay_bus_reconnects_total 1")
+            .contains(r#"hookrelay_bus_reconnects_total{source="default"} 1"#)
     );
     // The store works again.
     assert!(

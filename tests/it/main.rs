@@ -21,3 +21,4 @@ mod plugins;
 mod recovery;
 mod restart;
 mod secrets;
+mod sources;

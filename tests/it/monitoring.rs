@@ -99,7 +99,7 @@ async fn hooks_callbacks_queues_and_the_bus_are_measured() {
         (r#"hookrelay_hooks_by_kind{kind="permanent"}"#, 0.0),
         ("hookrelay_hooks_registered", 3.0),
         ("hookrelay_callback_latency_seconds_count", 6.0),
-        ("hookrelay_redis_connected", 1.0),
+        (r#"hookrelay_redis_connected{source="default"}"#, 1.0),
         (
             &format!(
                 "hookrelay_build_info{{version=\"{}\"}}",
@@ -111,7 +111,10 @@ async fn hooks_callbacks_queues_and_the_bus_are_measured() {
         assert_eq!(metric_value(&m, series), value, "{series} in\n{m}");
     }
     // The last message came just now.
-    let since = metric_value(&m, "hookrelay_bus_seconds_since_last_message");
+    let since = metric_value(
+        &m,
+        r#"hookrelay_bus_seconds_since_last_message{source="default"}"#,
+    );
     assert!((0.0..5.0).contains(&since), "{since}");
     // Every callback took longer than nothing and less than the test.
     let sum = metric_value(&m, "hookrelay_callback_latency_seconds_sum");
@@ -120,7 +123,7 @@ async fn hooks_callbacks_queues_and_the_bus_are_measured() {
     // The bus connection's loss shows.
     redis.kill().await;
     let deadline = tokio::time::Instant::now() + crate::support::PATIENCE;
-    while metric_value(&relay.metrics().await, "hookrelay_redis_connected") != 0.0 {
+    while metric_value(&relay.metrics().await, CONNECTED) != 0.0 {
         assert!(
             tokio::time::Instant::now() < deadline,
             "never shown as lost"
@@ -129,7 +132,7 @@ async fn hooks_callbacks_queues_and_the_bus_are_measured() {
     }
     redis.start_again().await;
     let deadline = tokio::time::Instant::now() + crate::support::PATIENCE;
-    while metric_value(&relay.metrics().await, "hookrelay_redis_connected") != 1.0 {
+    while metric_value(&relay.metrics().await, CONNECTED) != 1.0 {
         assert!(
             tokio::time::Instant::now() < deadline,
             "never shown as back"
@@ -493,7 +496,10 @@ async fn get_meetings_seeds_the_state_at_start_and_after_a_reconnect() {
     assert_eq!(metric_value(&m, "bbb_meetings_voice_participants"), 1.0);
     assert_eq!(metric_value(&m, "bbb_meetings_video_participants"), 1.0);
     assert_eq!(
-        metric_value(&m, r#"hookrelay_conference_seeds_total{result="ok"}"#),
+        metric_value(
+            &m,
+            r#"hookrelay_conference_seeds_total{source="default",result="ok"}"#
+        ),
         1.0
     );
     // The bus goes on from there: a camera stop of the seeded camera, a join.
@@ -520,3 +526,5 @@ async fn get_meetings_seeds_the_state_at_start_and_after_a_reconnect() {
     );
     relay.stop().await;
 }
+
+const CONNECTED: &str = r#"hookrelay_redis_connected{source="default"}"#;

@@ -1,0 +1,149 @@
+//! `[[sources]]` and `[store]`: the conference servers whose buses the relay listens to, and
+//! the relay's own Redis (hooks, id mappings, queues). With no `[[sources]]`, `[redis]` and
+//! `[bbb]` describe the one source, named `default`, and the store is `redis.url`: every
+//! configuration written before sources existed means what it meant.
+
+use serde::{Deserialize, Serialize};
+
+use super::{Config, ConfigError};
+use crate::base::secret::{Secret, SecretUrl};
+
+/// The name of the source that `[redis]` and `[bbb]` describe. Its stored mappings keep the
+/// reference service's key names.
+pub const DEFAULT_SOURCE: &str = "default";
+/// Most sources: each is a label value of several metrics, so they are bounded.
+pub const MAX_SOURCES: usize = 64;
+
+/// One conference server's bus.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SourceConfig {
+    /// Names it in metrics (`source` label), logs and stored keys: letters, digits, `-`, `_`
+    /// and `.`, at most 64 of them.
+    pub name: String,
+    /// That server's Redis, whose pub/sub bus carries its events.
+    pub url: SecretUrl,
+    /// Channels listened to; default: `redis.channels`.
+    #[serde(default)]
+    pub channels: Vec<String>,
+    /// That server's shared secret, for its `getMeetings` (`api_url`); default: `bbb.secret`.
+    /// Hooks are registered with, and callbacks signed with, the relay's own `bbb.secret`.
+    #[serde(default)]
+    pub secret: Secret,
+    /// Sent with each of its callbacks: the `domain` field in reference compat mode, the
+    /// `X-Hookrelay-Domain` header always.
+    #[serde(default = "default_domain")]
+    pub server_domain: String,
+    /// Its BBB API base, to seed the conference metrics with `getMeetings`; empty: off.
+    #[serde(default)]
+    pub api_url: String,
+}
+
+fn default_domain() -> String {
+    "localhost".into()
+}
+
+/// `[store]`: where hooks, id mappings and queues live.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct StoreConfig {
+    /// `redis://…`; default: `redis.url`.
+    pub url: Option<SecretUrl>,
+}
+
+impl Config {
+    /// The sources in force: `[[sources]]`, with their defaults filled in, or the one that
+    /// `[redis]` and `[bbb]` describe.
+    pub fn effective_sources(&self) -> Vec<SourceConfig> {
+        if self.sources.is_empty() {
+            return vec![SourceConfig {
+                name: DEFAULT_SOURCE.into(),
+                url: self.redis.url.clone(),
+                channels: self.redis.channels.clone(),
+                secret: self.bbb.secret.clone(),
+                server_domain: self.bbb.server_domain.clone(),
+                api_url: self.bbb.api_url.clone(),
+            }];
+        }
+        self.sources
+            .iter()
+            .map(|s| SourceConfig {
+                channels: if s.channels.is_empty() {
+                    self.redis.channels.clone()
+                } else {
+                    s.channels.clone()
+                },
+                secret: if s.secret.is_empty() {
+                    self.bbb.secret.clone()
+                } else {
+                    s.secret.clone()
+                },
+                ..s.clone()
+            })
+            .collect()
+    }
+
+    /// The Redis that holds hooks, mappings and queues.
+    pub fn store_url(&self) -> &SecretUrl {
+        self.store.url.as_ref().unwrap_or(&self.redis.url)
+    }
+
+    /// Checks `[[sources]]` and `[store]`.
+    pub(super) fn validate_sources(&self) -> Result<(), ConfigError> {
+        let fail = |key: &str, why: String| Err(ConfigError(format!("{key}: {why}")));
+        if let Some(url) = &self.store.url
+            && !is_redis_url(url)
+        {
+            return fail("store.url", "must be a redis:// URL".into());
+        }
+        if self.sources.len() > MAX_SOURCES {
+            return fail("sources", format!("at most {MAX_SOURCES} sources"));
+        }
+        for (i, s) in self.sources.iter().enumerate() {
+            let valid_name = !s.name.is_empty()
+                && s.name.len() <= 64
+                && s.name
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'));
+            if !valid_name {
+                return fail(
+                    "sources.name",
+                    format!("{:?}: 1 to 64 letters, digits, '-', '_' or '.'", s.name),
+                );
+            }
+            if self.sources[..i].iter().any(|o| o.name == s.name) {
+                return fail("sources.name", format!("{:?} is given twice", s.name));
+            }
+            if !is_redis_url(&s.url) {
+                return fail(
+                    "sources.url",
+                    format!("source {:?}: must be a redis:// URL", s.name),
+                );
+            }
+            let host_like = !s.server_domain.is_empty()
+                && s.server_domain.bytes().all(|b| b.is_ascii_graphic());
+            if !host_like {
+                return fail(
+                    "sources.server_domain",
+                    format!("source {:?}: must be a host name", s.name),
+                );
+            }
+            if !s.api_url.is_empty() && !is_http_url(&s.api_url) {
+                return fail(
+                    "sources.api_url",
+                    format!("source {:?}: must be an http(s) URL", s.name),
+                );
+            }
+        }
+        Ok(())
+    }
+}
+
+/// `redis://`, `rediss://` or `unix://`.
+pub(super) fn is_redis_url(url: &SecretUrl) -> bool {
+    matches!(url::Url::parse(url.expose()), Ok(u) if matches!(u.scheme(), "redis" | "rediss" | "unix"))
+}
+
+pub(super) fn is_http_url(url: &str) -> bool {
+    matches!(url::Url::parse(url), Ok(u) if matches!(u.scheme(), "http" | "https"))
+}
