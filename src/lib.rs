@@ -29,6 +29,7 @@ pub mod conference;
 pub mod config;
 pub mod delivery;
 pub mod event;
+pub mod fleet;
 pub mod hooks;
 pub mod metrics;
 pub mod pipeline;

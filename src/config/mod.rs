@@ -16,7 +16,7 @@ use serde::{Deserialize, Serialize};
 use crate::base::digest::Algorithm;
 pub use crate::base::secret::{Secret, SecretUrl};
 pub use load::ConfigError;
-pub use sources::{DEFAULT_SOURCE, MAX_SOURCES, SourceConfig, StoreConfig};
+pub use sources::{DEFAULT_SOURCE, FleetConfig, MAX_SOURCES, SourceConfig, StoreConfig};
 pub use validate::callback_guard;
 
 /// The whole configuration of one relay.
@@ -33,6 +33,7 @@ pub struct Config {
     /// `[[sources]]`: the conference servers listened to; none: `[redis]` and `[bbb]`.
     pub sources: Vec<SourceConfig>,
     pub store: StoreConfig,
+    pub fleet: FleetConfig,
 }
 
 /// The relay's own API secret, and (without `[[sources]]`) the conference server it serves.

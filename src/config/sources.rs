@@ -51,6 +51,38 @@ pub struct StoreConfig {
     pub url: Option<SecretUrl>,
 }
 
+/// `[fleet]`: several relay instances sharing one store. One instance at a time (the holder
+/// of the fleet lease) queues and delivers; the others serve the API, listen to the sources
+/// and keep the last messages, so that whoever takes the lease over goes on from where the
+/// holder stopped.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct FleetConfig {
+    pub enabled: bool,
+    /// This instance's name in the lease and the logs; default `<host name>-<process id>`.
+    pub instance: String,
+    /// How long the lease lasts without renewal: a dead holder is replaced within about this
+    /// long. The holder renews it every quarter of it and stops when half of it has passed
+    /// without a renewal.
+    pub lease_ms: u64,
+    /// How long the other instances keep each source's messages.
+    pub buffer_s: u64,
+    /// At most this much kept per source.
+    pub buffer_mib: u64,
+}
+
+impl Default for FleetConfig {
+    fn default() -> Self {
+        Self {
+            enabled: false,
+            instance: String::new(),
+            lease_ms: 5000,
+            buffer_s: 60,
+            buffer_mib: 64,
+        }
+    }
+}
+
 impl Config {
     /// The sources in force: `[[sources]]`, with their defaults filled in, or the one that
     /// `[redis]` and `[bbb]` describe.
@@ -88,9 +120,21 @@ impl Config {
         self.store.url.as_ref().unwrap_or(&self.redis.url)
     }
 
-    /// Checks `[[sources]]` and `[store]`.
+    /// Checks `[[sources]]`, `[store]` and `[fleet]`.
     pub(super) fn validate_sources(&self) -> Result<(), ConfigError> {
         let fail = |key: &str, why: String| Err(ConfigError(format!("{key}: {why}")));
+        if !(400..=600_000).contains(&self.fleet.lease_ms) {
+            return fail("fleet.lease_ms", "must be between 400 and 600000".into());
+        }
+        if self.fleet.buffer_s.saturating_mul(1000) < self.fleet.lease_ms.saturating_mul(2) {
+            return fail(
+                "fleet.buffer_s",
+                "must cover at least two leases (fleet.lease_ms)".into(),
+            );
+        }
+        if self.fleet.buffer_mib == 0 {
+            return fail("fleet.buffer_mib", "must be greater than 0".into());
+        }
         if let Some(url) = &self.store.url
             && !is_redis_url(url)
         {

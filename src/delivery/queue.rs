@@ -23,6 +23,7 @@ use super::{
 };
 use crate::{
     base::{callback_url::Guard, sources::SourceTable},
+    fleet::lease::Fence,
     hooks::{Hook, HookStore},
     metrics::{Metrics, ReasonLabel},
     route::Callback,
@@ -47,6 +48,8 @@ pub struct DeliveryContext {
     pub metrics: Arc<Metrics>,
     pub token: CancellationToken,
     pub tracker: TaskTracker,
+    /// In a fleet: nothing is sent once the lease is lost.
+    pub fence: Fence,
 }
 
 /// Owns every hook's queue; used by the pipeline's single processing task only.
@@ -310,7 +313,8 @@ async fn worker(hook: Arc<Hook>, queue: Arc<HookQueue>, ctx: Arc<DeliveryContext
                 () = ctx.token.cancelled() => return,
             }
         };
-        if ctx.token.is_cancelled() || !ctx.store.registry().contains(hook.id) {
+        if ctx.token.is_cancelled() || !ctx.store.registry().contains(hook.id) || !ctx.fence.holds()
+        {
             return;
         }
         match deliver(&hook, &entry, &policy, blocked.as_deref(), &ctx).await {
@@ -371,6 +375,9 @@ async fn deliver(
             })
             .inc();
         let Some(wait) = policy.next_delay(failures).filter(|_| err.should_retry()) else {
+            if !ctx.fence.holds() {
+                return Outcome::Stopped;
+            }
             tracing::warn!(hook_id = hook.id, failures, error = %err, "callbacks keep failing; removing the hook");
             ctx.metrics.hooks_removed.inc();
             if let Err(e) = ctx.store.remove_failed(hook.id).await {
@@ -384,7 +391,7 @@ async fn deliver(
             () = tokio::time::sleep(wait) => {}
             () = ctx.token.cancelled() => return Outcome::Stopped,
         }
-        if !ctx.store.registry().contains(hook.id) {
+        if !ctx.store.registry().contains(hook.id) || !ctx.fence.holds() {
             return Outcome::Stopped;
         }
     }

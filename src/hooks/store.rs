@@ -60,11 +60,11 @@ pub struct Restored {
 
 /// Hooks in Redis plus the registry that mirrors them.
 pub struct HookStore {
-    conn: ConnectionManager,
-    registry: Arc<Registry>,
+    pub(super) conn: ConnectionManager,
+    pub(super) registry: Arc<Registry>,
     /// Creates share it; restore, destroy and removals take it alone. Delivery never waits on
     /// it.
-    changes: RwLock<()>,
+    pub(super) changes: RwLock<()>,
     /// Creates of one callback URL take turns (so that only one of them wins); creates of
     /// different URLs mostly hold different locks and run at once.
     url_locks: Box<[Mutex<()>]>,
@@ -73,6 +73,8 @@ pub struct HookStore {
     permanent_urls: Vec<String>,
     /// The rules `hooks/create` applies; stored and imported hooks must pass them too.
     guard: Arc<Guard>,
+    /// Announce changes to the other instances of a fleet.
+    pub(super) announce: bool,
 }
 
 impl HookStore {
@@ -90,12 +92,13 @@ impl HookStore {
             url_hasher: RandomState::new(),
             permanent_urls: permanent.iter().map(|p| p.url.clone()).collect(),
             guard,
+            announce: false,
         }
     }
 
     /// Whether a stored hook may be delivered to; logs why not (never the URL: it may carry
     /// tokens).
-    fn allowed(&self, member: &str, h: &Hook) -> bool {
+    pub(super) fn allowed(&self, member: &str, h: &Hook) -> bool {
         match self.guard.check_url(&h.callback_url) {
             Ok(()) => true,
             Err(why) => {
@@ -123,23 +126,8 @@ impl HookStore {
     pub async fn restore(&self, permanent: &[PermanentHook]) -> Result<Restored, StoreError> {
         let _guard = self.changes.write().await;
         let mut conn = self.conn.clone();
-        let mut hooks = Vec::new();
-        let mut refused = 0;
-        for (member, fields) in load_all(&mut conn, HOOKS_SET, HOOK_PREFIX).await? {
-            // Hooks of the reference service (UUID ids) are imported below.
-            let Some(id) = stored_id(&member, &fields) else {
-                continue;
-            };
-            let Some(h) = parse_hook(&fields) else {
-                tracing::warn!(member, "skipping a stored hook that cannot be read");
-                continue;
-            };
-            if !self.allowed(&member, &h) {
-                refused += 1;
-                continue;
-            }
-            hooks.push(Hook { id, ..h });
-        }
+        let (mut hooks, mut refused) = self.read_all(&mut conn).await?;
+        let mut changed = Vec::new();
         // Hooks stored as permanent whose URL left the configuration are removed.
         let mut stale = Vec::new();
         hooks.retain(|h| {
@@ -149,6 +137,7 @@ impl HookStore {
             }
             keep
         });
+        changed.extend(&stale);
         for id in stale {
             tracing::info!(
                 hook_id = id,
@@ -178,6 +167,7 @@ impl HookStore {
         let max_id = hooks.iter().map(|h| h.id).max().unwrap_or(0);
         for h in import::apply(&mut conn, &found, max_id).await? {
             tracing::info!(hook_id = h.id, "imported a hook of the reference service");
+            changed.push(h.id);
             hooks.push(h);
         }
         for p in permanent {
@@ -193,6 +183,7 @@ impl HookStore {
                     h.meeting_id = None;
                     h.event_ids = None;
                     write_hook(&mut conn, h).await?;
+                    changed.push(h.id);
                 }
                 None => {
                     let id: u64 = conn.incr(ID_COUNTER, 1).await?;
@@ -205,13 +196,43 @@ impl HookStore {
                         permanent: true,
                     };
                     write_hook(&mut conn, &h).await?;
+                    changed.push(h.id);
                     hooks.push(h);
                 }
             }
         }
         let n = hooks.len();
         self.registry.replace_all(hooks);
+        for id in changed {
+            self.announce(id).await;
+        }
         Ok(Restored { hooks: n, refused })
+    }
+
+    /// Every stored hook (hooks of the reference service apart) whose callback URL passes,
+    /// and how many did not.
+    pub(super) async fn read_all(
+        &self,
+        conn: &mut ConnectionManager,
+    ) -> Result<(Vec<Hook>, usize), redis::RedisError> {
+        let mut hooks = Vec::new();
+        let mut refused = 0;
+        for (member, fields) in load_all(conn, HOOKS_SET, HOOK_PREFIX).await? {
+            // Hooks of the reference service (UUID ids) are imported by `restore`.
+            let Some(id) = stored_id(&member, &fields) else {
+                continue;
+            };
+            let Some(h) = parse_hook(&fields) else {
+                tracing::warn!(member, "skipping a stored hook that cannot be read");
+                continue;
+            };
+            if !self.allowed(&member, &h) {
+                refused += 1;
+                continue;
+            }
+            hooks.push(Hook { id, ..h });
+        }
+        Ok((hooks, refused))
     }
 
     /// Registers a hook unless one with the same URL exists.
@@ -242,6 +263,7 @@ impl HookStore {
         }
         hook.id = call.invoke_async(&mut self.conn.clone()).await?;
         self.registry.upsert(hook.clone());
+        self.announce(hook.id).await;
         Ok(CreateOutcome::Created(hook))
     }
 
@@ -257,6 +279,7 @@ impl HookStore {
         }
         delete_hook(&mut self.conn.clone(), id).await?;
         self.registry.remove(id);
+        self.announce(id).await;
         Ok(true)
     }
 
@@ -269,7 +292,9 @@ impl HookStore {
     pub async fn remove_failed(&self, id: u64) -> Result<(), StoreError> {
         let _guard = self.changes.write().await;
         self.registry.remove(id);
-        delete_hook(&mut self.conn.clone(), id).await
+        delete_hook(&mut self.conn.clone(), id).await?;
+        self.announce(id).await;
+        Ok(())
     }
 }
 

@@ -3,6 +3,7 @@
 
 pub mod auth;
 pub mod bus;
+pub mod fleet;
 pub mod live;
 pub mod merge;
 
@@ -99,6 +100,7 @@ pub struct Metrics {
     registry: Registry,
     /// Per source.
     pub bus: bus::BusMetrics,
+    pub fleet: fleet::FleetMetrics,
     pub callbacks_delivered: Counter,
     pub callback_failures: Family<ReasonLabel, Counter>,
     pub hooks_removed: Counter,
@@ -146,6 +148,7 @@ impl Metrics {
         }
         let r = &mut m.registry;
         m.bus.register(r);
+        m.fleet.register(r);
         r.register(
             "hookrelay_callbacks_delivered",
             "Callbacks answered with 2xx",

@@ -3,6 +3,7 @@
 //! The only module that knows them all; [`sources`] starts each source's subscriber and reads
 //! its state back, [`stage`] is the processing task, [`recover`] reads the queues back at start.
 
+mod fleet;
 mod recover;
 mod sources;
 mod stage;
@@ -22,6 +23,7 @@ use crate::{
         queue::{DeliveryContext, Dispatcher},
         sign::Signer,
     },
+    fleet::{cursor::Cursors, lease::Fence},
     hooks::{HookStore, Registry},
     metrics::{Metrics, auth::Access, merge::Merger},
     plugin_host::Plugins,
@@ -94,30 +96,37 @@ pub async fn run(config: Config, listeners: Listeners, shutdown: Shutdown) -> an
         return Ok(());
     };
     let registry = Arc::new(Registry::default());
-    let store = Arc::new(HookStore::new(
+    let fleet = config.fleet.enabled.then(|| {
+        let instance = crate::fleet::instance_name(&config.fleet);
+        crate::fleet::lease(&config.fleet, &instance)
+    });
+    let store = HookStore::new(
         conn.clone(),
         registry.clone(),
         &config.delivery.permanent_hooks,
         guard.clone(),
-    ));
-    let restored = retry_until_ok(&token, "restore hooks", || {
-        store.restore(&config.delivery.permanent_hooks)
-    })
-    .await;
-    let Some(restored) = restored else {
-        return Ok(());
-    };
-    metrics.count_hooks(&registry.load());
-    metrics.hooks_refused.inc_by(restored.refused as u64);
-    tracing::info!(
-        hooks = restored.hooks,
-        refused_hooks = restored.refused,
-        "hooks restored from Redis"
     );
-    let Some(processors) = sources::restore(&sources, &conn, &config, &token).await else {
+    let store = Arc::new(if fleet.is_some() {
+        store.with_announcements()
+    } else {
+        store
+    });
+    if fleet.is_some() {
+        // Until it holds the lease, an instance reads hooks and writes none.
+        if retry_until_ok(&token, "read hooks", || store.reload())
+            .await
+            .is_none()
+        {
+            return Ok(());
+        }
+        tracker.spawn(crate::hooks::sync::follow(
+            store.clone(),
+            client.clone(),
+            token.clone(),
+        ));
+    } else if !restore_hooks(&store, &config, &metrics, &token).await {
         return Ok(());
-    };
-
+    }
     let api_state = Arc::new(ApiState {
         guard: guard.clone(),
         store: store.clone(),
@@ -150,8 +159,52 @@ pub async fn run(config: Config, listeners: Listeners, shutdown: Shutdown) -> an
         serve(&tracker, &token, l, router, "metrics");
     }
 
-    let acker = Acker::new(config.delivery.max_unacked);
     let signer = Signer::from_config(&config);
+    let (bus_tx, mut bus_rx) = mpsc::channel(BUS_BUFFER);
+    let mut subscribed =
+        sources::subscribe_all(&sources, &config, &bus_tx, &metrics, &tracker, &token)?;
+    drop(bus_tx);
+    let seeds = subscribed.take_seeds();
+    tracker.spawn(crate::systemd::ready_when_subscribed(
+        subscribed.ready,
+        token.clone(),
+    ));
+    let (fence, first) = match fleet {
+        Some(lease) => {
+            let first = fleet::follow(
+                &mut bus_rx,
+                &lease,
+                &conn,
+                &config.fleet,
+                &signer.sources,
+                &metrics,
+                &token,
+            )
+            .await;
+            let Some(first) = first else {
+                return Ok(());
+            };
+            metrics.fleet.holder.set(1);
+            let fence = Fence::new(lease.clone(), token.clone());
+            tracker.spawn(fleet::hold(
+                lease,
+                conn.clone(),
+                fence.lost.clone(),
+                token.clone(),
+            ));
+            (fence, first)
+        }
+        None => (Fence::none(token.clone()), Vec::new()),
+    };
+    if fence.is_fleet() && !restore_hooks(&store, &config, &metrics, &token).await {
+        return stopped(&fence);
+    }
+    let Some(processors) = sources::restore(&sources, &conn, &config, &token).await else {
+        return stopped(&fence);
+    };
+    sources::seed_all(&sources, seeds, &metrics, &tracker, &token);
+
+    let acker = Acker::new(config.delivery.max_unacked);
     tracker.spawn(acker.clone().run(conn.clone(), token.clone()));
     let delivery = Arc::new(DeliveryContext {
         acker,
@@ -169,15 +222,8 @@ pub async fn run(config: Config, listeners: Listeners, shutdown: Shutdown) -> an
         metrics: metrics.clone(),
         token: token.clone(),
         tracker: tracker.clone(),
+        fence: fence.clone(),
     });
-    let (bus_tx, bus_rx) = mpsc::channel(BUS_BUFFER);
-    let subscribed =
-        sources::subscribe_all(&sources, &config, &bus_tx, &metrics, &tracker, &token)?;
-    drop(bus_tx);
-    tracker.spawn(crate::systemd::ready_when_subscribed(
-        subscribed,
-        token.clone(),
-    ));
     let source_table = delivery.sources.clone();
     let mut dispatcher = Dispatcher::new(delivery);
     let mut router = Router::with_sources(processors);
@@ -191,7 +237,7 @@ pub async fn run(config: Config, listeners: Listeners, shutdown: Shutdown) -> an
     )
     .await;
     let Some(resumed) = resumed else {
-        return Ok(());
+        return stopped(&fence);
     };
     if resumed > 0 {
         tracing::info!(callbacks = resumed, "resuming queued callbacks");
@@ -205,13 +251,49 @@ pub async fn run(config: Config, listeners: Listeners, shutdown: Shutdown) -> an
         metrics,
         sources: source_table,
         keys: sources.iter().map(|s| s.keys.clone()).collect(),
+        cursors: fence.is_fleet().then(Cursors::default),
+        fence: fence.clone(),
     };
-    tracker.spawn(stage.run(bus_rx, token.clone()));
+    tracker.spawn(stage.run(first, bus_rx, token.clone()));
 
     token.cancelled().await;
     tracker.close();
     tracker.wait().await;
     tracing::info!("stopped");
+    stopped(&fence)
+}
+
+/// Reads the hooks into the registry, imports the reference service's and makes the
+/// permanent ones exist. `false` when the relay stopped first.
+async fn restore_hooks(
+    store: &HookStore,
+    config: &Config,
+    metrics: &Metrics,
+    token: &CancellationToken,
+) -> bool {
+    let restored = retry_until_ok(token, "restore hooks", || {
+        store.restore(&config.delivery.permanent_hooks)
+    })
+    .await;
+    let Some(restored) = restored else {
+        return false;
+    };
+    metrics.count_hooks(&store.registry().load());
+    metrics.hooks_refused.inc_by(restored.refused as u64);
+    tracing::info!(
+        hooks = restored.hooks,
+        refused_hooks = restored.refused,
+        "hooks restored from Redis"
+    );
+    true
+}
+
+/// How a stopped relay ends: an error when it lost the fleet lease (so that its service
+/// manager starts it again, waiting for the lease).
+fn stopped(fence: &Fence) -> anyhow::Result<()> {
+    if fence.lost.load(std::sync::atomic::Ordering::SeqCst) {
+        anyhow::bail!("the fleet lease was lost: this instance stopped queueing and sending");
+    }
     Ok(())
 }
 

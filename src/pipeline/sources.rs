@@ -97,8 +97,15 @@ pub async fn restore(
     Some(processors)
 }
 
-/// Starts every source's subscriber (and seeder, where `api_url` is set). Returns each
-/// source's subscription counter, for readiness.
+/// Each source's subscription counter, watched by readiness and by its seeder.
+pub struct Subscribed {
+    pub ready: Vec<watch::Receiver<u64>>,
+    /// Made before the subscribers start, so that the seeders, started once the state is
+    /// read back, still see the first subscription.
+    seeds: Vec<watch::Receiver<u64>>,
+}
+
+/// Starts every source's subscriber.
 ///
 /// # Errors
 /// When a source's Redis URL is unusable.
@@ -109,25 +116,18 @@ pub fn subscribe_all(
     metrics: &Arc<Metrics>,
     tracker: &TaskTracker,
     token: &CancellationToken,
-) -> anyhow::Result<Vec<watch::Receiver<u64>>> {
-    let mut counters = Vec::with_capacity(sources.len());
+) -> anyhow::Result<Subscribed> {
+    let mut out = Subscribed {
+        ready: Vec::with_capacity(sources.len()),
+        seeds: Vec::with_capacity(sources.len()),
+    };
     for s in sources {
         let name: Arc<str> = s.config.name.as_str().into();
         let client = redis_client(s.config.url.expose())
             .map_err(|e| anyhow::anyhow!("source {name}: {e}"))?;
         let (subscribed, _) = watch::channel(0);
-        counters.push(subscribed.subscribe());
-        if !s.config.api_url.is_empty() {
-            tracker.spawn(conference::seed::run(
-                name.clone(),
-                s.config.api_url.clone(),
-                s.config.secret.clone(),
-                s.conference.clone(),
-                subscribed.subscribe(),
-                metrics.clone(),
-                token.clone(),
-            ));
-        }
+        out.ready.push(subscribed.subscribe());
+        out.seeds.push(subscribed.subscribe());
         let subscriber = Subscriber {
             source: s.id,
             series: metrics.bus.source(&name),
@@ -140,5 +140,37 @@ pub fn subscribe_all(
         };
         tracker.spawn(subscriber.run(bus.clone(), token.clone()));
     }
-    Ok(counters)
+    Ok(out)
+}
+
+/// Starts the `getMeetings` seeder of every source with an `api_url`, once their state has
+/// been read back (a seed must not be overwritten by what was stored).
+pub fn seed_all(
+    sources: &[Source],
+    seeds: Vec<watch::Receiver<u64>>,
+    metrics: &Arc<Metrics>,
+    tracker: &TaskTracker,
+    token: &CancellationToken,
+) {
+    for (s, subscribed) in sources.iter().zip(seeds) {
+        if s.config.api_url.is_empty() {
+            continue;
+        }
+        tracker.spawn(conference::seed::run(
+            s.config.name.as_str().into(),
+            s.config.api_url.clone(),
+            s.config.secret.clone(),
+            s.conference.clone(),
+            subscribed,
+            metrics.clone(),
+            token.clone(),
+        ));
+    }
+}
+
+impl Subscribed {
+    /// The seeders' counters.
+    pub fn take_seeds(&mut self) -> Vec<watch::Receiver<u64>> {
+        std::mem::take(&mut self.seeds)
+    }
 }

@@ -18,6 +18,7 @@ use crate::{
     conference,
     delivery::queue::Dispatcher,
     event::persist,
+    fleet::{cursor::Cursors, lease::Fence},
     hooks::{Registry, Snapshot},
     metrics::Metrics,
     plugin_host::Plugins,
@@ -49,10 +50,25 @@ pub struct ProcessStage {
     pub sources: Arc<SourceTable>,
     /// Where each source's mappings and conference state are stored, by source.
     pub keys: Vec<SourceKeys>,
+    /// In a fleet: where this instance stands in each source, written with each batch.
+    pub cursors: Option<Cursors>,
+    /// In a fleet: nothing is queued once the lease is lost.
+    pub fence: Fence,
 }
 
 impl ProcessStage {
-    pub async fn run(mut self, mut rx: mpsc::Receiver<BusMessage>, token: CancellationToken) {
+    /// Processes `first` (what a new holder of the fleet lease queues first), then the bus.
+    pub async fn run(
+        mut self,
+        first: Vec<BusMessage>,
+        mut rx: mpsc::Receiver<BusMessage>,
+        token: CancellationToken,
+    ) {
+        for chunk in first.chunks(BATCH) {
+            if !self.handle(chunk).await {
+                return;
+            }
+        }
         let mut sweep = tokio::time::interval(SWEEP_EVERY);
         let mut batch = Vec::with_capacity(BATCH);
         loop {
@@ -122,6 +138,12 @@ impl ProcessStage {
                     conference::persist::add_changes(&mut state, keys, &changes);
                 }
             }
+        }
+        if let Some(cursors) = &mut self.cursors {
+            cursors.advance(batch, &self.sources, &mut state);
+        }
+        if !self.fence.holds() {
+            return false;
         }
         let arrivals: Vec<std::time::Instant> = batch.iter().map(|m| m.arrived).collect();
         self.dispatcher

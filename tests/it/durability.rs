@@ -4,29 +4,10 @@
 use std::time::{Duration, Instant};
 
 use crate::support::{
-    RelayProcess, Reply, TestReceiver, TestRedis, TestRelay,
+    RelayProcess, Reply, TestReceiver, TestRedis, TestRelay, check_no_loss,
     relay::{create_hook, http_client},
     user_name,
 };
-
-/// Checks a hook's deliveries: every expected name once in order, apart from re-sent callbacks;
-/// returns how many were duplicates.
-fn check_no_loss(names: &[String], expected: usize) -> usize {
-    let mut seen = std::collections::HashSet::new();
-    let firsts: Vec<&String> = names.iter().filter(|n| seen.insert(n.as_str())).collect();
-    let want: Vec<String> = (0..expected).map(|i| format!("n{i}")).collect();
-    assert_eq!(
-        firsts.len(),
-        expected,
-        "lost {}",
-        expected - firsts.len().min(expected)
-    );
-    assert!(
-        firsts.iter().zip(&want).all(|(a, b)| *a == b),
-        "bus order kept"
-    );
-    names.len() - firsts.len()
-}
 
 async fn queue_len(redis: &TestRedis, hook: u64) -> usize {
     let mut c = redis.conn().await.unwrap();

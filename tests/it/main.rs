@@ -12,6 +12,7 @@ mod docs;
 mod durability;
 mod events;
 mod faults;
+mod fleet;
 mod hostile;
 mod integrator;
 mod monitoring;

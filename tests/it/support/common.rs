@@ -91,3 +91,22 @@ pub fn meeting_created_with_metadata(mid: &str, ext: &str, metadata: &serde_json
         &format!(r#""metadataProp":{{"metadata":{metadata}}}"#),
     )
 }
+
+/// Checks a hook's deliveries: every expected name once in order, apart from re-sent callbacks;
+/// returns how many were duplicates.
+pub fn check_no_loss(names: &[String], expected: usize) -> usize {
+    let mut seen = std::collections::HashSet::new();
+    let firsts: Vec<&String> = names.iter().filter(|n| seen.insert(n.as_str())).collect();
+    let want: Vec<String> = (0..expected).map(|i| format!("n{i}")).collect();
+    assert_eq!(
+        firsts.len(),
+        expected,
+        "lost {}",
+        expected - firsts.len().min(expected)
+    );
+    assert!(
+        firsts.iter().zip(&want).all(|(a, b)| *a == b),
+        "bus order kept"
+    );
+    names.len() - firsts.len()
+}

@@ -176,6 +176,24 @@ impl RelayProcess {
             .expect("body")
     }
 
+    /// Sends `signal` (`STOP`, `CONT`, ...) to the process.
+    pub fn signal(&self, signal: &str) {
+        let pid = self.child.id().expect("running").to_string();
+        let sent = std::process::Command::new("kill")
+            .args([&format!("-{signal}"), &pid])
+            .status()
+            .expect("kill");
+        assert!(sent.success(), "kill -{signal}");
+    }
+
+    /// Waits up to `limit` for the process to exit by itself; its exit status.
+    pub async fn exited_within(&mut self, limit: Duration) -> std::process::ExitStatus {
+        tokio::time::timeout(limit, self.child.wait())
+            .await
+            .expect("exits in time")
+            .expect("exit status")
+    }
+
     /// SIGKILL: no chance to clean up.
     pub async fn kill9(mut self) {
         let _ = self.child.kill().await;

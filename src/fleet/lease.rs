@@ -1,0 +1,183 @@
+//! The fleet lease: a Redis key written with `SET NX PX` by whoever takes it and renewed by a
+//! script that checks the owner. The holder knows how long it may act without asking Redis:
+//! half the lease from the moment it last sent a renewal that succeeded, which ends before the
+//! key can expire in Redis, so that two instances never both believe they hold it.
+
+use std::{
+    sync::{
+        Arc,
+        atomic::{AtomicBool, AtomicU64, Ordering},
+    },
+    time::{Duration, Instant},
+};
+
+use redis::{Script, aio::ConnectionManager};
+use tokio_util::sync::CancellationToken;
+
+/// Renews the lease if `ARGV[1]` holds it: 1 renewed, 0 someone else holds it (or nobody).
+const RENEW: &str = r"
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+  redis.call('PEXPIRE', KEYS[1], ARGV[2])
+  return 1
+end
+return 0
+";
+
+/// Gives the lease up if `ARGV[1]` holds it.
+const RELEASE: &str = r"
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+return 0
+";
+
+/// One instance's view of the lease.
+#[derive(Clone)]
+pub struct Lease {
+    key: String,
+    owner: String,
+    ttl: Duration,
+    /// Until when (milliseconds after `epoch`) this instance may act; 0: not held.
+    valid_until: Arc<AtomicU64>,
+    epoch: Instant,
+}
+
+impl Lease {
+    pub fn new(key: impl Into<String>, owner: impl Into<String>, ttl: Duration) -> Self {
+        Self {
+            key: key.into(),
+            owner: owner.into(),
+            ttl,
+            valid_until: Arc::default(),
+            epoch: Instant::now(),
+        }
+    }
+
+    pub fn owner(&self) -> &str {
+        &self.owner
+    }
+
+    /// Whether this instance holds the lease now (by its own clock, with the margin above).
+    pub fn is_held(&self) -> bool {
+        self.now_ms() < self.valid_until.load(Ordering::Acquire)
+    }
+
+    fn now_ms(&self) -> u64 {
+        self.epoch.elapsed().as_millis() as u64
+    }
+
+    fn held_from(&self, sent_ms: u64) {
+        let half = self.ttl.as_millis() as u64 / 2;
+        self.valid_until.store(sent_ms + half, Ordering::Release);
+    }
+
+    /// Takes the lease if nobody holds it. `Ok(true)`: this instance holds it now.
+    ///
+    /// # Errors
+    /// When Redis cannot be reached.
+    pub async fn try_take(&self, conn: &mut ConnectionManager) -> redis::RedisResult<bool> {
+        let sent = self.now_ms();
+        let taken: Option<String> = redis::cmd("SET")
+            .arg(&self.key)
+            .arg(&self.owner)
+            .arg("NX")
+            .arg("PX")
+            .arg(self.ttl.as_millis() as u64)
+            .query_async(conn)
+            .await?;
+        if taken.is_some() {
+            self.held_from(sent);
+        }
+        Ok(taken.is_some())
+    }
+
+    /// Renews the lease. `Ok(false)`: it is someone else's (or gone): this instance must stop
+    /// acting at once.
+    ///
+    /// # Errors
+    /// When Redis cannot be reached (the lease may still run out).
+    pub async fn renew(&self, conn: &mut ConnectionManager) -> redis::RedisResult<bool> {
+        static SCRIPT: std::sync::LazyLock<Script> =
+            std::sync::LazyLock::new(|| Script::new(RENEW));
+        let sent = self.now_ms();
+        let renewed: i64 = SCRIPT
+            .key(&self.key)
+            .arg(&self.owner)
+            .arg(self.ttl.as_millis() as u64)
+            .invoke_async(conn)
+            .await?;
+        if renewed == 1 {
+            self.held_from(sent);
+        } else {
+            self.valid_until.store(0, Ordering::Release);
+        }
+        Ok(renewed == 1)
+    }
+
+    /// Gives the lease up (at a clean stop), so that another instance takes it at once.
+    ///
+    /// # Errors
+    /// When Redis cannot be reached.
+    pub async fn release(&self, conn: &mut ConnectionManager) -> redis::RedisResult<()> {
+        static SCRIPT: std::sync::LazyLock<Script> =
+            std::sync::LazyLock::new(|| Script::new(RELEASE));
+        self.valid_until.store(0, Ordering::Release);
+        SCRIPT
+            .key(&self.key)
+            .arg(&self.owner)
+            .invoke_async::<i64>(conn)
+            .await?;
+        Ok(())
+    }
+
+    /// How often the holder renews, and a follower tries to take it.
+    pub fn period(&self) -> Duration {
+        self.ttl / 4
+    }
+}
+
+/// What queueing and sending check first: outside a fleet always true; in a fleet, whether the
+/// lease is still held. When it is not, the relay is stopped (and `lost` set, so that it exits
+/// with an error and its service manager starts it again).
+#[derive(Clone)]
+pub struct Fence {
+    lease: Option<Lease>,
+    pub lost: Arc<AtomicBool>,
+    token: CancellationToken,
+}
+
+impl Fence {
+    /// No fleet: never fenced.
+    pub fn none(token: CancellationToken) -> Self {
+        Self {
+            lease: None,
+            lost: Arc::default(),
+            token,
+        }
+    }
+
+    pub fn new(lease: Lease, token: CancellationToken) -> Self {
+        Self {
+            lease: Some(lease),
+            lost: Arc::default(),
+            token,
+        }
+    }
+
+    /// Whether the relay runs in a fleet.
+    pub fn is_fleet(&self) -> bool {
+        self.lease.is_some()
+    }
+
+    /// Whether this instance may queue or send now.
+    pub fn holds(&self) -> bool {
+        match &self.lease {
+            Some(l) if !l.is_held() => {
+                if !self.lost.swap(true, Ordering::SeqCst) {
+                    tracing::error!("the fleet lease is no longer held: stopping");
+                }
+                self.token.cancel();
+                false
+            }
+            _ => true,
+        }
+    }
+}

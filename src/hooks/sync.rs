@@ -1,0 +1,121 @@
+//! Hooks shared by the instances of a fleet: each change an instance makes in the store is
+//! announced on a store channel, and every instance applies what is announced to its registry
+//! (reading the hook back from the store); at each (re)subscription, in case something was
+//! missed, every hook is read again.
+
+use std::{collections::HashMap, sync::Arc, time::Duration};
+
+use backon::{BackoffBuilder, ExponentialBuilder};
+use futures_util::StreamExt;
+use tokio_util::sync::CancellationToken;
+
+use redis::AsyncCommands;
+
+use super::{Hook, HookStore, store::parse_hook};
+use crate::base::redis_keys::hook_key;
+
+/// The store channel on which hook changes are announced: the hook id.
+pub const CHANNEL: &str = "hookrelay:hooks:changed";
+
+/// Applies announced changes to `store`'s registry until `token` is cancelled.
+pub async fn follow(store: Arc<HookStore>, client: redis::Client, token: CancellationToken) {
+    let mut delays = ExponentialBuilder::default()
+        .with_min_delay(Duration::from_millis(100))
+        .with_max_delay(Duration::from_secs(2))
+        .without_max_times()
+        .build();
+    loop {
+        match listen(&store, &client, &token).await {
+            Ok(()) => return,
+            Err(e) => {
+                tracing::warn!(error = %e, "hook changes of other instances: connection lost; subscribing again")
+            }
+        }
+        let wait = delays.next().unwrap_or(Duration::from_secs(2));
+        tokio::select! {
+            () = tokio::time::sleep(wait) => {}
+            () = token.cancelled() => return,
+        }
+    }
+}
+
+impl HookStore {
+    /// Reads every hook from Redis into the registry and changes nothing in Redis (an instance
+    /// of a fleet that does not hold the lease). Returns how many there are.
+    ///
+    /// # Errors
+    /// When Redis cannot be read.
+    pub async fn reload(&self) -> Result<usize, redis::RedisError> {
+        let _guard = self.changes.write().await;
+        let (hooks, _) = self.read_all(&mut self.conn.clone()).await?;
+        let n = hooks.len();
+        self.registry.replace_all(hooks);
+        Ok(n)
+    }
+
+    /// Makes the registry's hook `id` what Redis holds (another instance changed it).
+    ///
+    /// # Errors
+    /// When Redis cannot be read.
+    pub async fn refresh(&self, id: u64) -> Result<(), redis::RedisError> {
+        let _guard = self.changes.write().await;
+        let fields: HashMap<String, String> = self.conn.clone().hgetall(hook_key(id)).await?;
+        match parse_hook(&fields) {
+            Some(h) if self.allowed(&id.to_string(), &h) => {
+                self.registry.upsert(Hook { id, ..h });
+            }
+            _ => {
+                self.registry.remove(id);
+            }
+        }
+        Ok(())
+    }
+
+    /// Tells the other instances of a fleet that hook `id` changed (nothing outside a fleet).
+    /// A lost announcement is made up for when they next subscribe.
+    pub(super) async fn announce(&self, id: u64) {
+        if !self.announce {
+            return;
+        }
+        let sent: redis::RedisResult<i64> = self.conn.clone().publish(CHANNEL, id).await;
+        if let Err(e) = sent {
+            tracing::warn!(hook_id = id, error = %e, "cannot tell the other instances of a hook change");
+        }
+    }
+
+    /// Announces every change to the other instances of a fleet.
+    pub fn with_announcements(mut self) -> Self {
+        self.announce = true;
+        self
+    }
+}
+
+async fn listen(
+    store: &HookStore,
+    client: &redis::Client,
+    token: &CancellationToken,
+) -> redis::RedisResult<()> {
+    let mut pubsub = client.get_async_pubsub().await?;
+    pubsub.subscribe(CHANNEL).await?;
+    // Whatever changed while not subscribed.
+    let n = store.reload().await?;
+    tracing::debug!(hooks = n, "hooks read again from the store");
+    let mut messages = pubsub.into_on_message();
+    loop {
+        let msg = tokio::select! {
+            m = messages.next() => m,
+            () = token.cancelled() => return Ok(()),
+        };
+        let Some(msg) = msg else {
+            return Err(std::io::Error::from(std::io::ErrorKind::ConnectionReset).into());
+        };
+        let id: Option<u64> = msg
+            .get_payload::<String>()
+            .ok()
+            .and_then(|p| p.parse().ok());
+        match id {
+            Some(id) => store.refresh(id).await?,
+            None => tracing::debug!("ignoring a hook change that names no hook id"),
+        }
+    }
+}

@@ -1,0 +1,175 @@
+//! Several relay instances sharing one store (`[fleet]`): real binaries, one `redis-server`
+//! that is both the bus and the store, a real receiver. The instance holding the lease is
+//! killed with SIGKILL or stopped with SIGSTOP in the middle of a stream; the other one is
+//! killed too. Every event published while an instance was listening arrives, in bus order,
+//! and the only repeats are callbacks that were in flight or not yet marked delivered.
+
+use std::time::{Duration, Instant};
+
+use hookrelay::base::digest::Algorithm;
+
+use crate::support::{
+    RelayProcess, SECRET, TestReceiver, TestRedis, check_no_loss, metric_value,
+    relay::{create_hook, http_client, signed_call},
+    user_name,
+};
+
+/// Four callbacks may wait to be marked delivered: a takeover repeats at most those and the
+/// one in flight.
+const FLEET: &str = "max_unacked = 4\n[fleet]\nenabled = true\nlease_ms = 1000\nbuffer_s = 30\n";
+const EVENTS: usize = 3000;
+
+async fn holds_lease(relay: &RelayProcess) -> bool {
+    metric_value(&relay.metrics().await, "hookrelay_fleet_lease_held") == 1.0
+}
+
+async fn wait_until_holder(relay: &RelayProcess) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !holds_lease(relay).await {
+        assert!(Instant::now() < deadline, "never took the lease");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// Two instances, the first holding the lease, and a hook registered on the second (which the
+/// first learns from the store).
+async fn two_instances(redis: &TestRedis, rx: &TestReceiver) -> (RelayProcess, RelayProcess) {
+    let first = RelayProcess::start(redis, FLEET).await;
+    wait_until_holder(&first).await;
+    let second = RelayProcess::start(redis, FLEET).await;
+    let http = http_client();
+    create_hook(&http, second.api, &rx.url("/f"), "").await;
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let list = signed_call(&http, first.api, "list", "", Algorithm::Sha1, SECRET).await;
+        if list.contains("/f") {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the holder never saw the hook");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(!holds_lease(&second).await, "one holder at a time");
+    (first, second)
+}
+
+/// Publishes `EVENTS` joins (`n0`, `n1`, ...) over about three seconds.
+fn publish_stream(redis: &TestRedis) -> tokio::task::JoinHandle<()> {
+    let url = redis.url();
+    tokio::spawn(async move {
+        let client = redis::Client::open(url).expect("client");
+        let mut conn = client
+            .get_multiplexed_async_connection()
+            .await
+            .expect("conn");
+        for chunk in (0..EVENTS).collect::<Vec<_>>().chunks(20) {
+            let mut pipe = redis::pipe();
+            for i in chunk {
+                let m = crate::support::user_joined("int-1", &format!("u{i}"), &format!("n{i}"));
+                pipe.publish("from-akka-apps-redis-channel", m).ignore();
+            }
+            let () = pipe.query_async(&mut conn).await.expect("publish");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+}
+
+async fn wait_delivered_fraction(rx: &TestReceiver, part: usize) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while rx.delivered_count() < part {
+        assert!(Instant::now() < deadline, "too slow");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}
+
+/// Waits for every event, then checks order and loss; returns the number of repeats.
+async fn all_delivered(rx: &TestReceiver) -> usize {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let names: Vec<String> = rx
+            .delivered()
+            .iter()
+            .map(|r| user_name(&r.event()))
+            .collect();
+        let unique: std::collections::HashSet<_> = names.iter().collect();
+        if unique.len() >= EVENTS {
+            return check_no_loss(&names, EVENTS);
+        }
+        assert!(
+            Instant::now() < deadline,
+            "only {} of {EVENTS} delivered",
+            unique.len()
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+#[tokio::test]
+async fn killing_the_lease_holder_mid_stream_loses_nothing() {
+    let redis = TestRedis::start().await;
+    let rx = TestReceiver::start().await;
+    let (holder, other) = two_instances(&redis, &rx).await;
+    let publishing = publish_stream(&redis);
+    wait_delivered_fraction(&rx, EVENTS / 5).await;
+    let killed_at = Instant::now();
+    holder.kill9().await;
+    wait_until_holder(&other).await;
+    let failover = killed_at.elapsed();
+    publishing.await.expect("publisher");
+    let repeats = all_delivered(&rx).await;
+    eprintln!("fleet kill -9 of the holder: took over in {failover:?}, {repeats} repeated");
+    assert!(
+        repeats <= 5,
+        "only callbacks in flight or unmarked repeat: {repeats}"
+    );
+    let m = other.metrics().await;
+    assert_eq!(metric_value(&m, "hookrelay_fleet_takeovers_total"), 1.0);
+}
+
+#[tokio::test]
+async fn killing_the_other_instance_changes_nothing() {
+    let redis = TestRedis::start().await;
+    let rx = TestReceiver::start().await;
+    let (holder, other) = two_instances(&redis, &rx).await;
+    let publishing = publish_stream(&redis);
+    wait_delivered_fraction(&rx, EVENTS / 5).await;
+    other.kill9().await;
+    publishing.await.expect("publisher");
+    assert_eq!(all_delivered(&rx).await, 0);
+    assert!(holds_lease(&holder).await);
+}
+
+#[tokio::test]
+async fn a_stopped_holder_is_replaced_and_stops_when_it_wakes() {
+    let redis = TestRedis::start().await;
+    let rx = TestReceiver::start().await;
+    let (mut holder, other) = two_instances(&redis, &rx).await;
+    let publishing = publish_stream(&redis);
+    wait_delivered_fraction(&rx, EVENTS / 5).await;
+    // SIGSTOP stands for a holder cut off from the network.
+    holder.signal("STOP");
+    wait_until_holder(&other).await;
+    publishing.await.expect("publisher");
+    let repeats = all_delivered(&rx).await;
+    holder.signal("CONT");
+    let exit = holder.exited_within(Duration::from_secs(10)).await;
+    assert!(
+        !exit.success(),
+        "an instance that lost the lease exits with an error"
+    );
+    assert!(
+        std::fs::read_to_string(&holder.log)
+            .unwrap_or_default()
+            .contains("fleet lease")
+    );
+    let after = rx.delivered_count();
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(
+        rx.delivered_count(),
+        after,
+        "the woken instance sends nothing more"
+    );
+    assert!(
+        repeats <= 5,
+        "only callbacks in flight or unmarked repeat: {repeats}"
+    );
+}
