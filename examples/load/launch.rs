@@ -17,6 +17,8 @@ pub struct Setup {
     pub bin: PathBuf,
     pub max_unacked: usize,
     pub plugins: Vec<String>,
+    /// Fleet instances (0: no fleet).
+    pub instances: usize,
 }
 
 pub struct Relay {
@@ -49,11 +51,16 @@ impl Relay {
         let plugin_dir = plugins.as_ref().map_or(String::new(), |d| {
             format!("[plugins]\ndir = \"{}\"\n", d.path().display())
         });
+        let fleet = if setup.instances > 0 {
+            "[fleet]\nenabled = true\nlease_ms = 1000\n"
+        } else {
+            ""
+        };
         let config = dir.path().join("hookrelay.toml");
         std::fs::write(
             &config,
             format!(
-                "[bbb]\nsecret = \"{SECRET}\"\n[api]\nbind = \"{api}\"\n[redis]\nurl = \"{}\"\n[metrics]\nenabled = false\n[delivery]\nmax_unacked = {}\n{delivery}\n[delivery.ssrf]\nallow_cidrs = [\"127.0.0.1/32\"]\n{plugin_dir}",
+                "[bbb]\nsecret = \"{SECRET}\"\n[api]\nbind = \"{api}\"\n[redis]\nurl = \"{}\"\n[metrics]\nenabled = false\n[delivery]\nmax_unacked = {}\n{delivery}\n[delivery.ssrf]\nallow_cidrs = [\"127.0.0.1/32\"]\n{plugin_dir}{fleet}",
                 redis.url(),
                 setup.max_unacked,
             ),

@@ -45,6 +45,10 @@ struct Args {
     /// repeatable, applied in the order given.
     #[arg(long = "plugin", global = true)]
     plugins: Vec<String>,
+    /// Relay instances sharing the Redis as a fleet (`[fleet]`); 0: one relay without a fleet.
+    /// Hooks are registered on the first (the lease holder); `burst` counts the CPU of all.
+    #[arg(long, default_value_t = 0, global = true)]
+    instances: usize,
 }
 
 #[derive(Subcommand, Clone)]
@@ -116,6 +120,7 @@ async fn main() {
                 bin: bin.clone(),
                 max_unacked: args.max_unacked,
                 plugins: args.plugins.clone(),
+                instances: args.instances,
             };
             let figures = scenario::run(&scenario, &setup).await;
             println!("run {} {}: {}", run + 1, bin.display(), figures.line());

@@ -131,17 +131,38 @@ async fn burst(
 ) -> Figures {
     let redis = TestRedis::start().await;
     let (relay, _) = Relay::start(setup, &redis, &format!("max_queue = {events}")).await;
+    // The first instance takes the fleet lease before the others start.
+    tokio::time::sleep(Duration::from_millis(if setup.instances > 1 {
+        500
+    } else {
+        0
+    }))
+    .await;
+    let mut others = Vec::new();
+    for _ in 1..setup.instances {
+        others.push(
+            Relay::start(setup, &redis, &format!("max_queue = {events}"))
+                .await
+                .0,
+        );
+    }
     let fast = sinks(&relay, hooks, Duration::ZERO, "fast").await;
     let slow = sinks(&relay, slow_hooks, Duration::from_millis(slow_ms), "slow").await;
     let msgs = messages(events);
     let redis_cpu = || redis.pid().and_then(procstat::cpu_seconds).unwrap_or(0.0);
-    let cpu0 = procstat::cpu_seconds(relay.pid()).unwrap_or(0.0);
+    let relays_cpu = || {
+        std::iter::once(&relay)
+            .chain(&others)
+            .map(|r| procstat::cpu_seconds(r.pid()).unwrap_or(0.0))
+            .sum::<f64>()
+    };
+    let cpu0 = relays_cpu();
     let redis0 = redis_cpu();
     let start = Instant::now();
     redis.publish_all(&msgs).await;
     wait_all(&fast, events).await;
     let elapsed = start.elapsed().as_secs_f64();
-    let cpu = procstat::cpu_seconds(relay.pid()).unwrap_or(0.0) - cpu0;
+    let cpu = relays_cpu() - cpu0;
     let redis_cpu = redis_cpu() - redis0;
     let rss = procstat::peak_rss_kib(relay.pid()).unwrap_or(0) as f64 / 1024.0;
     let mut f = Figures {
@@ -159,6 +180,9 @@ async fn burst(
         f.push("slow_hook_callbacks", slow_got as f64 / slow_hooks as f64);
     }
     relay.kill9().await;
+    for r in others {
+        r.kill9().await;
+    }
     f
 }
 
