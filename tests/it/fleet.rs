@@ -173,3 +173,131 @@ async fn a_stopped_holder_is_replaced_and_stops_when_it_wakes() {
         "only callbacks in flight or unmarked repeat: {repeats}"
     );
 }
+
+/// Publishes joins named `{prefix}0`, `{prefix}1`, ... on `redis`, 20 every 20 ms.
+fn publish_named(redis: &TestRedis, prefix: &'static str, n: usize) -> tokio::task::JoinHandle<()> {
+    let url = redis.url();
+    tokio::spawn(async move {
+        let client = redis::Client::open(url).expect("client");
+        let mut conn = client
+            .get_multiplexed_async_connection()
+            .await
+            .expect("conn");
+        for chunk in (0..n).collect::<Vec<_>>().chunks(20) {
+            let mut pipe = redis::pipe();
+            for i in chunk {
+                let name = format!("{prefix}{i}");
+                let m = crate::support::user_joined("int-1", &name, &name);
+                pipe.publish("from-akka-apps-redis-channel", m).ignore();
+            }
+            let () = pipe.query_async(&mut conn).await.expect("publish");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+}
+
+/// Waits until `n` names of `prefix` arrived; checks they came in order with nothing lost;
+/// returns how many were repeats.
+async fn all_of(rx: &TestReceiver, prefix: &str, n: usize) -> usize {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let names: Vec<String> = rx
+            .delivered()
+            .iter()
+            .map(|r| user_name(&r.event()))
+            .filter(|name| {
+                name.strip_prefix(prefix)
+                    .is_some_and(|rest| rest.parse::<usize>().is_ok())
+            })
+            .collect();
+        let mut seen = std::collections::HashSet::new();
+        let firsts: Vec<&String> = names.iter().filter(|m| seen.insert(m.as_str())).collect();
+        if firsts.len() >= n {
+            let want: Vec<String> = (0..n).map(|i| format!("{prefix}{i}")).collect();
+            assert!(
+                firsts.iter().zip(&want).all(|(a, b)| *a == b),
+                "{prefix}: bus order kept"
+            );
+            return names.len() - firsts.len();
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{prefix}: only {} of {n} delivered",
+            firsts.len()
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// The instance of `relays` that holds the lease, once one does.
+async fn holder_of(relays: &[RelayProcess]) -> usize {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        for (i, r) in relays.iter().enumerate() {
+            if holds_lease(r).await {
+                return i;
+            }
+        }
+        assert!(Instant::now() < deadline, "nobody took the lease");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+#[tokio::test]
+async fn three_instances_two_sources_a_killed_instance_and_a_lost_source() {
+    let store = TestRedis::start().await;
+    let a = TestRedis::start().await;
+    let mut b = TestRedis::start().await;
+    let rx = TestReceiver::start().await;
+    let extra = format!(
+        "{FLEET}[store]\nurl = \"{}\"\n[[sources]]\nname = \"a\"\nurl = \"{}\"\n[[sources]]\nname = \"b\"\nurl = \"{}\"\n",
+        store.url(),
+        a.url(),
+        b.url()
+    );
+    let first = RelayProcess::start(&a, &extra).await;
+    wait_until_holder(&first).await;
+    let mut relays = vec![first];
+    for _ in 0..2 {
+        relays.push(RelayProcess::start(&a, &extra).await);
+    }
+    b.wait_for_subscriber().await;
+    let http = http_client();
+    create_hook(&http, relays[2].api, &rx.url("/f"), "").await;
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !signed_call(&http, relays[0].api, "list", "", Algorithm::Sha1, SECRET)
+        .await
+        .contains("/f")
+    {
+        assert!(Instant::now() < deadline, "the holder never saw the hook");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+
+    // Both servers publish; the holder is killed mid-stream.
+    let from_a = publish_named(&a, "a", 1500);
+    let from_b = publish_named(&b, "b", 1500);
+    wait_delivered_fraction(&rx, 600).await;
+    relays.remove(0).kill9().await;
+    let holder = holder_of(&relays).await;
+    from_a.await.expect("publisher a");
+    from_b.await.expect("publisher b");
+    let repeats = all_of(&rx, "a", 1500).await + all_of(&rx, "b", 1500).await;
+    assert!(
+        repeats <= 5,
+        "only callbacks in flight or unmarked repeat: {repeats}"
+    );
+
+    // Server b's Redis goes away: a's events keep coming; b's come again once it is back.
+    b.kill().await;
+    publish_named(&a, "c", 200).await.expect("publisher");
+    assert_eq!(all_of(&rx, "c", 200).await, 0);
+    b.start_again().await;
+    let connected = r#"hookrelay_redis_connected{source="b"}"#;
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while metric_value(&relays[holder].metrics().await, connected) != 1.0 {
+        assert!(Instant::now() < deadline, "never subscribed to b again");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    publish_named(&b, "d", 200).await.expect("publisher");
+    assert_eq!(all_of(&rx, "d", 200).await, 0);
+}
