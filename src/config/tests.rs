@@ -211,6 +211,14 @@ fn bad_sources_are_named() {
             "[store]\nurl='h:6379'\n",
             "store.url: must be a redis:// URL",
         ),
+        (
+            "[fleet]\nlease_ms = 100\n",
+            "fleet.lease_ms: must be between 400 and 600000",
+        ),
+        (
+            "[fleet]\nbuffer_s = 1\n",
+            "fleet.buffer_s: must cover at least two leases (fleet.lease_ms)",
+        ),
     ] {
         let err = Config::from_toml(&format!("{base}{sources}"))
             .unwrap_err()

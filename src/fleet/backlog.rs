@@ -24,6 +24,9 @@ pub enum Resume {
     /// The cursor is not among the kept messages (older than them, or a message this
     /// instance never got): everything kept is queued, some perhaps a second time.
     CursorNotFound,
+    /// Nothing of that source was kept (this instance has just started, or the source is
+    /// quiet): nothing to queue.
+    NothingKept,
 }
 
 impl Backlog {
@@ -69,6 +72,7 @@ impl Backlog {
         let mut found = Vec::with_capacity(self.sources.len());
         for (i, (queue, _)) in self.sources.into_iter().enumerate() {
             let (from, how) = match cursors.get(i).and_then(Option::as_ref) {
+                _ if queue.is_empty() => (0, Resume::NothingKept),
                 None => (0, Resume::NoCursor),
                 Some(c) => match position(&queue, c) {
                     Some(p) => (p + 1, Resume::AfterCursor),
@@ -161,5 +165,8 @@ mod tests {
         let (out, how) = b.after(&cursors);
         assert_eq!(texts(&out), ["0123456789"]);
         assert_eq!(how, [Resume::CursorNotFound]);
+        let (out, how) = Backlog::new(1, Duration::from_secs(1), 10).after(&cursors);
+        assert!(out.is_empty());
+        assert_eq!(how, [Resume::NothingKept]);
     }
 }

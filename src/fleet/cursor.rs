@@ -93,4 +93,52 @@ mod tests {
         assert_eq!(Cursor::parse("cd"), None);
         assert_eq!(Cursor::parse("ab:"), None);
     }
+
+    fn msg(source: u16, text: &str) -> BusMessage {
+        BusMessage {
+            source,
+            channel: "c".into(),
+            payload: text.into(),
+            arrived: std::time::Instant::now(),
+        }
+    }
+
+    /// The commands a pipeline would send, as text.
+    fn sent(pipe: &redis::Pipeline) -> String {
+        String::from_utf8_lossy(&pipe.get_packed_pipeline()).into_owned()
+    }
+
+    #[test]
+    fn each_source_moves_to_its_last_two_messages_across_batches() {
+        let sources = SourceTable::new([
+            ("default".to_string(), "a".to_string()),
+            ("b".to_string(), "b".to_string()),
+        ]);
+        let mut cursors = Cursors::default();
+        let mut pipe = redis::pipe();
+        cursors.advance(
+            &[msg(0, "x1"), msg(1, "y1"), msg(0, "x2")],
+            &sources,
+            &mut pipe,
+        );
+        let text = sent(&pipe);
+        assert!(
+            text.contains(&format!("{}:{}", digest("x1"), digest("x2"))),
+            "{text}"
+        );
+        assert!(text.contains(&format!(":{}", digest("y1"))));
+        assert!(text.contains("hookrelay:{src:b}:cursor"));
+        // A batch with one message of b: the one before comes from the batch before.
+        let mut pipe = redis::pipe();
+        cursors.advance(&[msg(1, "y2")], &sources, &mut pipe);
+        let text = sent(&pipe);
+        assert!(
+            text.contains(&format!("{}:{}", digest("y1"), digest("y2"))),
+            "{text}"
+        );
+        assert!(
+            !text.contains("{src:default}"),
+            "no write for a source with nothing new"
+        );
+    }
 }
