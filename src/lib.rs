@@ -39,6 +39,7 @@ pub mod redis_index;
 pub mod replay;
 pub mod route;
 pub mod shutdown;
+pub mod store_conn;
 pub mod systemd;
 
 pub use config::Config;

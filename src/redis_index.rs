@@ -3,14 +3,15 @@
 
 use std::collections::HashMap;
 
-use redis::{AsyncCommands, aio::ConnectionManager};
+use crate::store_conn::StoreConn;
+use redis::AsyncCommands;
 
 /// Every (member, hash) of the index `set`, hashes at `{prefix}{member}`.
 ///
 /// # Errors
 /// When Redis cannot be read.
 pub async fn load_all(
-    conn: &mut ConnectionManager,
+    conn: &mut StoreConn,
     set: &str,
     prefix: &str,
 ) -> Result<Vec<(String, HashMap<String, String>)>, redis::RedisError> {

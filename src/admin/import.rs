@@ -70,15 +70,16 @@ pub fn import_reference(args: &ImportArgs) -> ExitCode {
         );
     }
     let result = runtime.block_on(async {
-        let client = hookrelay::redis_conn::redis_client(config.redis.url.expose())
-            .map_err(|e| format!("redis.url: {e}"))?;
-        let mut conn = tokio::time::timeout(
+        let client = hookrelay::redis_conn::redis_client(config.store_url().expose())
+            .map_err(|e| format!("store: {e}"))?;
+        let conn = tokio::time::timeout(
             Duration::from_secs(5),
-            redis::aio::ConnectionManager::new(client),
+            redis::aio::ConnectionManager::new(client.clone()),
         )
         .await
         .map_err(|_| "Redis did not answer within 5 s".to_string())?
         .map_err(|e| format!("cannot reach Redis: {e}"))?;
+        let mut conn = hookrelay::store_conn::StoreConn::single(conn, client);
         let own = import::stored_own(&mut conn)
             .await
             .map_err(|e| e.to_string())?;

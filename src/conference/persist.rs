@@ -5,7 +5,8 @@
 
 use std::collections::HashMap;
 
-use redis::{AsyncCommands, aio::ConnectionManager};
+use crate::store_conn::StoreConn;
+use redis::AsyncCommands;
 
 use super::{Changes, Member, Recording, Room};
 use crate::base::redis_keys::SourceKeys;
@@ -53,7 +54,7 @@ pub fn add_changes(pipe: &mut redis::Pipeline, keys: &SourceKeys, changes: &Chan
 /// # Errors
 /// When Redis cannot be read.
 pub async fn load(
-    conn: &mut ConnectionManager,
+    conn: &mut StoreConn,
     keys: &SourceKeys,
 ) -> Result<(HashMap<String, Room>, HashMap<String, Recording>), redis::RedisError> {
     let rooms: HashMap<String, String> = conn.hgetall(&keys.conference_rooms).await?;

@@ -47,8 +47,14 @@ fn default_domain() -> String {
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct StoreConfig {
-    /// `redis://…`; default: `redis.url`.
+    /// `redis://…`; default: `redis.url`. With `sentinels`, only its password, user and
+    /// database are used (for the master).
     pub url: Option<SecretUrl>,
+    /// Redis Sentinel nodes (`redis://host:26379`): the store is the master they name for
+    /// `sentinel_master`, followed through failovers. Empty: no Sentinel.
+    pub sentinels: Vec<SecretUrl>,
+    /// The master's name in the sentinels' configuration.
+    pub sentinel_master: String,
 }
 
 /// `[fleet]`: several relay instances sharing one store. One instance at a time (the holder
@@ -139,6 +145,17 @@ impl Config {
             && !is_redis_url(url)
         {
             return fail("store.url", "must be a redis:// URL".into());
+        }
+        for url in &self.store.sentinels {
+            if !is_redis_url(url) {
+                return fail("store.sentinels", "each must be a redis:// URL".into());
+            }
+        }
+        if self.store.sentinels.is_empty() != self.store.sentinel_master.is_empty() {
+            return fail(
+                "store.sentinel_master",
+                "sentinels and sentinel_master go together".into(),
+            );
         }
         if self.sources.len() > MAX_SOURCES {
             return fail("sources", format!("at most {MAX_SOURCES} sources"));

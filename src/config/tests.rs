@@ -212,6 +212,14 @@ fn bad_sources_are_named() {
             "store.url: must be a redis:// URL",
         ),
         (
+            "[store]\nsentinels=['redis://s:26379']\n",
+            "store.sentinel_master: sentinels and sentinel_master go together",
+        ),
+        (
+            "[store]\nsentinels=['s:26379']\nsentinel_master='m'\n",
+            "store.sentinels: each must be a redis:// URL",
+        ),
+        (
             "[fleet]\nlease_ms = 100\n",
             "fleet.lease_ms: must be between 400 and 600000",
         ),

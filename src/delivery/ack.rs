@@ -16,7 +16,7 @@ use std::{
     time::Duration,
 };
 
-use redis::aio::ConnectionManager;
+use crate::store_conn::StoreConn;
 use tokio::sync::{Notify, watch};
 use tokio_util::sync::CancellationToken;
 
@@ -99,7 +99,7 @@ impl Acker {
 
     /// Writes recorded acknowledgements until the relay stops, the workers are gone and nothing
     /// is left to write.
-    pub async fn run(self: Arc<Self>, conn: ConnectionManager, token: CancellationToken) {
+    pub async fn run(self: Arc<Self>, conn: StoreConn, token: CancellationToken) {
         loop {
             if !self.is_idle() {
                 let (flush, entries) = self.take();

@@ -10,7 +10,7 @@ use std::{
     sync::{Arc, Mutex, Weak},
 };
 
-use redis::aio::ConnectionManager;
+use crate::store_conn::StoreConn;
 
 use super::{
     hook_queue::{HookQueue, PAGE},
@@ -95,7 +95,7 @@ pub async fn page_in(
 /// Turns stored entries into queue entries, reading the shared records not in memory yet.
 /// Entries whose payload is gone are removed from Redis (and logged).
 async fn resolve(
-    mut conn: ConnectionManager,
+    mut conn: StoreConn,
     hook: u64,
     page: &[Stored],
     shared: &SharedPayloads,

@@ -10,7 +10,8 @@
 
 use std::sync::{Arc, LazyLock};
 
-use redis::{AsyncCommands, ErrorKind, Script, ServerErrorKind, aio::ConnectionManager};
+use crate::store_conn::StoreConn;
+use redis::{AsyncCommands, ErrorKind, Script, ServerErrorKind};
 
 use crate::{
     base::{
@@ -131,7 +132,7 @@ fn is_noscript(e: &redis::RedisError) -> bool {
 /// Sends `pipe`; after a `NOSCRIPT` (a new or restarted Redis) loads `scripts` and sends it
 /// again: everything the journal sends may be repeated.
 async fn query_loading<T: redis::FromRedisValue>(
-    conn: &mut ConnectionManager,
+    conn: &mut StoreConn,
     pipe: &redis::Pipeline,
     scripts: &[&Script],
 ) -> Result<T, redis::RedisError> {
@@ -175,7 +176,7 @@ pub struct Record<'a> {
 /// # Errors
 /// When Redis fails; the call may then be made again as it is.
 pub async fn append(
-    conn: &mut ConnectionManager,
+    conn: &mut StoreConn,
     state: &redis::Pipeline,
     records: &[Record<'_>],
     entries: &[(u64, Entry)],
@@ -300,7 +301,7 @@ pub fn add_remove_many(pipe: &mut redis::Pipeline, hooks: &[HookRemovals<'_>]) {
 /// # Errors
 /// When Redis fails; the call may then be made again as it is.
 pub async fn send_removals(
-    conn: &mut ConnectionManager,
+    conn: &mut StoreConn,
     pipe: &redis::Pipeline,
 ) -> Result<(), redis::RedisError> {
     query_loading(conn, pipe, &[&REMOVE_SCRIPT, &REMOVE_MANY_SCRIPT]).await
@@ -311,7 +312,7 @@ pub async fn send_removals(
 /// # Errors
 /// When Redis fails.
 pub async fn remove(
-    conn: &mut ConnectionManager,
+    conn: &mut StoreConn,
     hook: u64,
     entries: &[(u64, Option<u64>)],
 ) -> Result<(), redis::RedisError> {
@@ -324,7 +325,7 @@ pub async fn remove(
 ///
 /// # Errors
 /// When Redis fails.
-pub async fn delete(conn: &mut ConnectionManager, hook: u64) -> Result<(), redis::RedisError> {
+pub async fn delete(conn: &mut StoreConn, hook: u64) -> Result<(), redis::RedisError> {
     let key = queue_key(hook);
     loop {
         let mut pipe = redis::pipe();
@@ -352,10 +353,7 @@ pub struct Position {
 ///
 /// # Errors
 /// When Redis fails.
-pub async fn position(
-    conn: &mut ConnectionManager,
-    hook: u64,
-) -> Result<Position, redis::RedisError> {
+pub async fn position(conn: &mut StoreConn, hook: u64) -> Result<Position, redis::RedisError> {
     let key = queue_key(hook);
     let exists: bool = conn.exists(&key).await?;
     if !exists {
@@ -372,7 +370,7 @@ pub async fn position(
 ///
 /// # Errors
 /// When Redis fails.
-pub async fn last_shared(conn: &mut ConnectionManager) -> Result<u64, redis::RedisError> {
+pub async fn last_shared(conn: &mut StoreConn) -> Result<u64, redis::RedisError> {
     let v: Option<u64> = conn.get(PAYLOAD_SEQ).await?;
     Ok(v.unwrap_or(0))
 }
@@ -414,7 +412,7 @@ pub enum StoredBody {
 /// # Errors
 /// When Redis fails.
 pub async fn read_page(
-    conn: &mut ConnectionManager,
+    conn: &mut StoreConn,
     hook: u64,
     after: Option<u64>,
     until: u64,
@@ -452,7 +450,7 @@ pub async fn read_page(
 /// # Errors
 /// When Redis fails.
 pub async fn read_records(
-    conn: &mut ConnectionManager,
+    conn: &mut StoreConn,
     shared: &[u64],
 ) -> Result<Vec<Option<String>>, redis::RedisError> {
     if shared.is_empty() {
@@ -471,7 +469,7 @@ pub async fn read_records(
 /// # Errors
 /// When Redis fails.
 pub async fn remove_orphans(
-    mut conn: ConnectionManager,
+    mut conn: StoreConn,
     live: impl Fn(u64) -> bool + Sync,
 ) -> Result<usize, redis::RedisError> {
     let keys: Vec<String> = {

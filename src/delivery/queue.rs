@@ -7,8 +7,8 @@
 
 use std::{collections::HashMap, sync::Arc, time::Instant};
 
+use crate::store_conn::StoreConn;
 use bytes::Bytes;
-use redis::aio::ConnectionManager;
 use tokio_util::{sync::CancellationToken, task::TaskTracker};
 
 use super::{
@@ -37,7 +37,7 @@ pub struct DeliveryContext {
     pub acker: Arc<Acker>,
     pub store: Arc<HookStore>,
     /// For the queues' Redis streams.
-    pub conn: ConnectionManager,
+    pub conn: StoreConn,
     pub signer: Signer,
     /// The sources' names, for the queues' stored entries.
     pub sources: Arc<SourceTable>,

@@ -6,7 +6,7 @@
 
 use std::collections::HashMap;
 
-use redis::aio::ConnectionManager;
+use crate::store_conn::StoreConn;
 
 use super::mapping::{MappingWrite, UserAttributes, UserEntry};
 use crate::base::redis_keys::SourceKeys;
@@ -17,7 +17,7 @@ use crate::redis_index::load_all;
 /// # Errors
 /// When Redis cannot be read.
 pub async fn load_meetings(
-    conn: &mut ConnectionManager,
+    conn: &mut StoreConn,
     keys: &SourceKeys,
 ) -> Result<Vec<(String, String, u64)>, redis::RedisError> {
     let hashes = load_all(conn, &keys.mappings_set, &keys.mapping_prefix).await?;
@@ -38,7 +38,7 @@ pub async fn load_meetings(
 /// # Errors
 /// When Redis cannot be read.
 pub async fn load_users(
-    conn: &mut ConnectionManager,
+    conn: &mut StoreConn,
     keys: &SourceKeys,
 ) -> Result<Vec<(String, String, UserEntry)>, redis::RedisError> {
     let hashes = load_all(conn, &keys.users_set, &keys.user_prefix).await?;

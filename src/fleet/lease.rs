@@ -11,7 +11,8 @@ use std::{
     time::{Duration, Instant},
 };
 
-use redis::{Script, aio::ConnectionManager};
+use crate::store_conn::StoreConn;
+use redis::Script;
 use tokio_util::sync::CancellationToken;
 
 /// Renews the lease if `ARGV[1]` holds it: 1 renewed, 0 someone else holds it (or nobody).
@@ -73,7 +74,7 @@ impl Lease {
     ///
     /// # Errors
     /// When Redis cannot be reached.
-    pub async fn try_take(&self, conn: &mut ConnectionManager) -> redis::RedisResult<bool> {
+    pub async fn try_take(&self, conn: &mut StoreConn) -> redis::RedisResult<bool> {
         let sent = self.now_ms();
         let taken: Option<String> = redis::cmd("SET")
             .arg(&self.key)
@@ -94,7 +95,7 @@ impl Lease {
     ///
     /// # Errors
     /// When Redis cannot be reached (the lease may still run out).
-    pub async fn renew(&self, conn: &mut ConnectionManager) -> redis::RedisResult<bool> {
+    pub async fn renew(&self, conn: &mut StoreConn) -> redis::RedisResult<bool> {
         static SCRIPT: std::sync::LazyLock<Script> =
             std::sync::LazyLock::new(|| Script::new(RENEW));
         let sent = self.now_ms();
@@ -116,7 +117,7 @@ impl Lease {
     ///
     /// # Errors
     /// When Redis cannot be reached.
-    pub async fn release(&self, conn: &mut ConnectionManager) -> redis::RedisResult<()> {
+    pub async fn release(&self, conn: &mut StoreConn) -> redis::RedisResult<()> {
         static SCRIPT: std::sync::LazyLock<Script> =
             std::sync::LazyLock::new(|| Script::new(RELEASE));
         self.valid_until.store(0, Ordering::Release);

@@ -6,7 +6,8 @@
 
 use std::collections::HashSet;
 
-use redis::{AsyncCommands, aio::ConnectionManager};
+use crate::store_conn::StoreConn;
+use redis::AsyncCommands;
 
 use super::{
     Hook,
@@ -71,7 +72,7 @@ pub struct Found {
 /// # Errors
 /// When Redis cannot be read.
 pub async fn plan(
-    conn: &mut ConnectionManager,
+    conn: &mut StoreConn,
     guard: &Guard,
     own: &[Hook],
     permanent_urls: &[String],
@@ -119,7 +120,7 @@ pub async fn plan(
 ///
 /// # Errors
 /// When Redis cannot be read.
-pub async fn stored_own(conn: &mut ConnectionManager) -> Result<Vec<Hook>, StoreError> {
+pub async fn stored_own(conn: &mut StoreConn) -> Result<Vec<Hook>, StoreError> {
     Ok(load_all(conn, HOOKS_SET, HOOK_PREFIX)
         .await?
         .into_iter()
@@ -140,7 +141,7 @@ pub async fn stored_own(conn: &mut ConnectionManager) -> Result<Vec<Hook>, Store
 /// # Errors
 /// When Redis fails; what was done stays done, and the rest is planned again next time.
 pub async fn apply(
-    conn: &mut ConnectionManager,
+    conn: &mut StoreConn,
     plan: &[Found],
     max_id: u64,
 ) -> Result<Vec<Hook>, StoreError> {

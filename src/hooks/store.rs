@@ -8,7 +8,8 @@ use std::{
     sync::{Arc, LazyLock},
 };
 
-use redis::{AsyncCommands, Script, aio::ConnectionManager};
+use crate::store_conn::StoreConn;
+use redis::{AsyncCommands, Script};
 use tokio::sync::{Mutex, RwLock};
 
 use super::{Hook, Registry, import};
@@ -60,7 +61,7 @@ pub struct Restored {
 
 /// Hooks in Redis plus the registry that mirrors them.
 pub struct HookStore {
-    pub(super) conn: ConnectionManager,
+    pub(super) conn: StoreConn,
     pub(super) registry: Arc<Registry>,
     /// Creates share it; restore, destroy and removals take it alone. Delivery never waits on
     /// it.
@@ -79,7 +80,7 @@ pub struct HookStore {
 
 impl HookStore {
     pub fn new(
-        conn: ConnectionManager,
+        conn: StoreConn,
         registry: Arc<Registry>,
         permanent: &[PermanentHook],
         guard: Arc<Guard>,
@@ -213,7 +214,7 @@ impl HookStore {
     /// and how many did not.
     pub(super) async fn read_all(
         &self,
-        conn: &mut ConnectionManager,
+        conn: &mut StoreConn,
     ) -> Result<(Vec<Hook>, usize), redis::RedisError> {
         let mut hooks = Vec::new();
         let mut refused = 0;
@@ -332,7 +333,7 @@ fn fields(h: &Hook) -> Vec<(&'static str, String)> {
     fields
 }
 
-pub(super) async fn write_hook(conn: &mut ConnectionManager, h: &Hook) -> Result<(), StoreError> {
+pub(super) async fn write_hook(conn: &mut StoreConn, h: &Hook) -> Result<(), StoreError> {
     let key = hook_key(h.id);
     let mut fields = fields(h);
     fields.push(("id", h.id.to_string()));
@@ -350,7 +351,7 @@ pub(super) async fn write_hook(conn: &mut ConnectionManager, h: &Hook) -> Result
 
 /// Removes the hook, then its queue (releasing the shared payloads it refers to); a queue left
 /// by a crash in between goes at the next start.
-async fn delete_hook(conn: &mut ConnectionManager, id: u64) -> Result<(), StoreError> {
+async fn delete_hook(conn: &mut StoreConn, id: u64) -> Result<(), StoreError> {
     let mut pipe = redis::pipe();
     pipe.atomic()
         .del(hook_key(id))

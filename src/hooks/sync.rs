@@ -13,19 +13,21 @@ use redis::AsyncCommands;
 
 use super::{Hook, HookStore, store::parse_hook};
 use crate::base::redis_keys::hook_key;
+use crate::store_conn::StoreConn;
 
 /// The store channel on which hook changes are announced: the hook id.
 pub const CHANNEL: &str = "hookrelay:hooks:changed";
 
 /// Applies announced changes to `store`'s registry until `token` is cancelled.
-pub async fn follow(store: Arc<HookStore>, client: redis::Client, token: CancellationToken) {
+pub async fn follow(store: Arc<HookStore>, conn: StoreConn, token: CancellationToken) {
     let mut delays = ExponentialBuilder::default()
         .with_min_delay(Duration::from_millis(100))
         .with_max_delay(Duration::from_secs(2))
         .without_max_times()
         .build();
     loop {
-        match listen(&store, &client, &token).await {
+        // The store's current server (it changes when Sentinel fails over).
+        match listen(&store, &conn.client(), &token).await {
             Ok(()) => return,
             Err(e) => {
                 tracing::warn!(error = %e, "hook changes of other instances: connection lost; subscribing again")

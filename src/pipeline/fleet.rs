@@ -11,7 +11,8 @@ use std::{
     time::Duration,
 };
 
-use redis::{AsyncCommands, aio::ConnectionManager};
+use crate::store_conn::StoreConn;
+use redis::AsyncCommands;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
@@ -32,7 +33,7 @@ use crate::{
 pub async fn follow(
     bus: &mut mpsc::Receiver<BusMessage>,
     lease: &Lease,
-    conn: &ConnectionManager,
+    conn: &StoreConn,
     config: &FleetConfig,
     sources: &SourceTable,
     metrics: &Metrics,
@@ -104,12 +105,7 @@ pub async fn follow(
 
 /// Renews the lease until the relay stops (then gives it up) or it is lost (then sets `lost`
 /// and stops the relay).
-pub async fn hold(
-    lease: Lease,
-    conn: ConnectionManager,
-    lost: Arc<AtomicBool>,
-    token: CancellationToken,
-) {
+pub async fn hold(lease: Lease, conn: StoreConn, lost: Arc<AtomicBool>, token: CancellationToken) {
     let mut tick = tokio::time::interval(lease.period());
     loop {
         tokio::select! {

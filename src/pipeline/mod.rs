@@ -27,9 +27,9 @@ use crate::{
     hooks::{HookStore, Registry},
     metrics::{Metrics, auth::Access, merge::Merger},
     plugin_host::Plugins,
-    redis_conn::{connect, redis_client},
     route::Router,
     shutdown::{Shutdown, retry_until_ok},
+    store_conn::StoreConn,
 };
 
 /// Bus messages buffered between the subscriber and the processing task.
@@ -75,7 +75,6 @@ pub async fn run(config: Config, listeners: Listeners, shutdown: Shutdown) -> an
         );
     }
     let guard = Arc::new(callback_guard(&config.delivery));
-    let client = redis_client(config.store_url().expose())?;
     let plugins = Plugins::new(&config.plugins, &metrics)?;
     // Watching starts before the first load, so that no change is missed in between.
     let _watcher = if config.plugins.watch {
@@ -92,7 +91,8 @@ pub async fn run(config: Config, listeners: Listeners, shutdown: Shutdown) -> an
     let first = plugins.clone();
     tokio::task::spawn_blocking(move || first.reload()).await?;
 
-    let Some(conn) = connect(&client, &token).await else {
+    let conn = StoreConn::connect(&config.store, config.redis.url.expose(), &token).await?;
+    let Some(conn) = conn else {
         return Ok(());
     };
     let registry = Arc::new(Registry::default());
@@ -121,7 +121,7 @@ pub async fn run(config: Config, listeners: Listeners, shutdown: Shutdown) -> an
         }
         tracker.spawn(crate::hooks::sync::follow(
             store.clone(),
-            client.clone(),
+            conn.clone(),
             token.clone(),
         ));
     } else if !restore_hooks(&store, &config, &metrics, &token).await {

@@ -3,8 +3,8 @@
 //! at once) while the bus is already processed; queues of hooks that are gone are deleted in the
 //! background too. Only the queues' positions are read before the bus is processed.
 
+use crate::store_conn::StoreConn;
 use futures_util::{StreamExt, TryStreamExt};
-use redis::aio::ConnectionManager;
 use tokio_util::{sync::CancellationToken, task::TaskTracker};
 
 use crate::{
@@ -20,7 +20,7 @@ const PARALLEL: usize = 64;
 /// Resumes every hook's queue; returns how many callbacks they hold, or `None` when the relay
 /// stopped first.
 pub async fn resume_queues(
-    conn: &ConnectionManager,
+    conn: &StoreConn,
     registry: &Registry,
     dispatcher: &mut Dispatcher,
     clock: &mut Clock,
@@ -48,7 +48,7 @@ pub async fn resume_queues(
 
 /// Every hook's queue position, and the last shared payload reference.
 async fn positions(
-    conn: ConnectionManager,
+    conn: StoreConn,
     ids: Vec<u64>,
 ) -> Result<(Vec<(u64, journal::Position)>, u64), redis::RedisError> {
     let positions = futures_util::stream::iter(ids)
@@ -65,7 +65,7 @@ async fn positions(
 
 /// Deletes the queues of hooks not in `snapshot`.
 async fn remove_orphans(
-    conn: ConnectionManager,
+    conn: StoreConn,
     snapshot: std::sync::Arc<crate::hooks::Snapshot>,
     token: CancellationToken,
 ) {

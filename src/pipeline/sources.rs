@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use redis::aio::ConnectionManager;
+use crate::store_conn::StoreConn;
 use tokio::sync::{mpsc, watch};
 use tokio_util::{sync::CancellationToken, task::TaskTracker};
 
@@ -51,7 +51,7 @@ pub fn configured(config: &Config) -> Vec<Source> {
 /// processor. `None` when the relay stopped first.
 pub async fn restore(
     sources: &[Source],
-    conn: &ConnectionManager,
+    conn: &StoreConn,
     config: &Config,
     token: &CancellationToken,
 ) -> Option<Vec<Processor>> {

@@ -301,7 +301,10 @@ async fn a_batch_sent_again_after_a_lost_reply_is_harmless_and_shared_payloads_g
     use std::sync::Arc;
     let redis = TestRedis::start().await;
     let client = redis::Client::open(redis.url()).unwrap();
-    let mut conn = redis::aio::ConnectionManager::new(client).await.unwrap();
+    let manager = redis::aio::ConnectionManager::new(client.clone())
+        .await
+        .unwrap();
+    let mut conn = hookrelay::store_conn::StoreConn::single(manager, client);
     let own = |ts| Entry {
         ts,
         payload: Arc::new(Payload::new(format!("p{ts}"))),
@@ -337,7 +340,7 @@ async fn a_batch_sent_again_after_a_lost_reply_is_harmless_and_shared_payloads_g
         .unwrap();
     assert_eq!(not_added, [(7, 10), (7, 11)]);
     // The reference count of a record; `None` once it is gone.
-    let count = |conn: redis::aio::ConnectionManager, record: u64| async move {
+    let count = |conn: hookrelay::store_conn::StoreConn, record: u64| async move {
         let mut c = conn;
         let n: Option<i64> = redis::cmd("HGET")
             .arg(format!("{PAYLOAD_PREFIX}{record}"))

@@ -22,4 +22,5 @@ mod plugins;
 mod recovery;
 mod restart;
 mod secrets;
+mod sentinel;
 mod sources;

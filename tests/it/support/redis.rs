@@ -15,15 +15,33 @@ pub struct TestRedis {
     pub port: u16,
     dir: TempDir,
     child: Option<Child>,
+    /// More arguments for redis-server.
+    args: Vec<String>,
 }
 
 impl TestRedis {
     pub async fn start() -> Self {
+        Self::start_with(Vec::new()).await
+    }
+
+    /// A replica of `master`.
+    #[allow(dead_code)]
+    pub async fn start_replica_of(master: &TestRedis) -> Self {
+        Self::start_with(vec![
+            "--replicaof".into(),
+            "127.0.0.1".into(),
+            master.port.to_string(),
+        ])
+        .await
+    }
+
+    async fn start_with(args: Vec<String>) -> Self {
         let dir = tempfile::tempdir().expect("temp dir");
         let mut r = TestRedis {
             port: 0,
             dir,
             child: None,
+            args,
         };
         for _ in 0..20 {
             r.port = free_port();
@@ -68,6 +86,7 @@ impl TestRedis {
             ])
             .arg("--dir")
             .arg(self.dir.path())
+            .args(&self.args)
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .kill_on_drop(true)

@@ -1,0 +1,195 @@
+//! The connection to the relay's own Redis (the store): one server, or the master that Redis
+//! Sentinel names. Every command, pipeline and script of the relay goes through [`StoreConn`],
+//! which implements [`ConnectionLike`] over a [`ConnectionManager`]. With Sentinel, an error that
+//! means the master is gone or was demoted (a dropped or refused connection, a timeout,
+//! `READONLY`) makes it ask the sentinels again and switch to the master they name; the command
+//! that failed fails (the callers retry), the next ones go to the new master.
+
+use std::{
+    sync::{
+        Arc,
+        atomic::{AtomicU64, Ordering},
+    },
+    time::Duration,
+};
+
+use arc_swap::ArcSwap;
+use redis::{
+    Cmd, ErrorKind, IntoConnectionInfo, RedisError, RedisFuture, RedisResult, ServerErrorKind,
+    Value,
+    aio::{ConnectionLike, ConnectionManager, ConnectionManagerConfig},
+    sentinel::{SentinelClient, SentinelNodeConnectionInfo, SentinelServerType},
+};
+use tokio_util::sync::CancellationToken;
+
+use crate::{config::StoreConfig, redis_conn::redis_client, shutdown::retry_until_ok};
+
+/// The store's current connection and the client it was made from (for pub/sub).
+struct Current {
+    conn: ConnectionManager,
+    client: redis::Client,
+}
+
+/// How a connection to the master is found again.
+struct Sentinel {
+    client: tokio::sync::Mutex<SentinelClient>,
+    /// Switches made so far: a failed command switches only if none happened since it began.
+    switches: AtomicU64,
+}
+
+/// A cheap, cloneable handle on the store.
+#[derive(Clone)]
+pub struct StoreConn {
+    current: Arc<ArcSwap<Current>>,
+    sentinel: Option<Arc<Sentinel>>,
+}
+
+fn manager_config() -> ConnectionManagerConfig {
+    ConnectionManagerConfig::new()
+        .set_connection_timeout(Some(Duration::from_secs(2)))
+        .set_response_timeout(Some(Duration::from_secs(2)))
+        .set_number_of_retries(2)
+        .set_max_delay(Duration::from_secs(2))
+}
+
+impl StoreConn {
+    /// One server, already connected.
+    pub fn single(conn: ConnectionManager, client: redis::Client) -> Self {
+        Self {
+            current: Arc::new(ArcSwap::from_pointee(Current { conn, client })),
+            sentinel: None,
+        }
+    }
+
+    /// Connects to the store `config` names, waiting (with backoff) until it answers or the
+    /// relay stops.
+    ///
+    /// # Errors
+    /// When a URL is unusable.
+    pub async fn connect(
+        config: &StoreConfig,
+        fallback_url: &str,
+        token: &CancellationToken,
+    ) -> anyhow::Result<Option<Self>> {
+        if config.sentinels.is_empty() {
+            let url = config.url.as_ref().map_or(fallback_url, |u| u.expose());
+            let client = redis_client(url)?;
+            let conn = retry_until_ok(token, "connect to Redis", || {
+                ConnectionManager::new_with_config(client.clone(), manager_config())
+            })
+            .await;
+            return Ok(conn.map(|conn| Self::single(conn, client)));
+        }
+        let mut node = SentinelNodeConnectionInfo::default();
+        if let Some(url) = &config.url {
+            let info = url.expose().into_connection_info()?;
+            node = node.set_redis_connection_info(info.redis_settings().clone());
+        }
+        let sentinels: Vec<&str> = config.sentinels.iter().map(|u| u.expose()).collect();
+        let client = SentinelClient::build(
+            sentinels,
+            config.sentinel_master.clone(),
+            Some(node),
+            SentinelServerType::Master,
+        )?;
+        let sentinel = Arc::new(Sentinel {
+            client: tokio::sync::Mutex::new(client),
+            switches: AtomicU64::new(0),
+        });
+        let current = retry_until_ok(token, "connect to the master Sentinel names", || {
+            let sentinel = &sentinel;
+            async move { master(&mut *sentinel.client.lock().await).await }
+        })
+        .await;
+        let Some(current) = current else {
+            return Ok(None);
+        };
+        Ok(Some(Self {
+            current: Arc::new(ArcSwap::from_pointee(current)),
+            sentinel: Some(sentinel),
+        }))
+    }
+
+    /// A client of the current server, for pub/sub.
+    pub fn client(&self) -> redis::Client {
+        self.current.load().client.clone()
+    }
+
+    /// After `e` on a command begun at switch `seen`: asks the sentinels again when `e` says
+    /// the master may have changed.
+    async fn after_error(&self, e: &RedisError, seen: u64) {
+        let Some(sentinel) = &self.sentinel else {
+            return;
+        };
+        let moved = e.is_io_error()
+            || e.is_connection_dropped()
+            || e.is_connection_refusal()
+            || e.is_timeout()
+            || e.kind() == ErrorKind::Server(ServerErrorKind::ReadOnly);
+        if !moved {
+            return;
+        }
+        let mut client = sentinel.client.lock().await;
+        if sentinel.switches.load(Ordering::Acquire) != seen {
+            return;
+        }
+        match master(&mut client).await {
+            Ok(next) => {
+                tracing::warn!(error = %e, "the store's master changed or went away: using the master Sentinel names now");
+                self.current.store(Arc::new(next));
+                sentinel.switches.fetch_add(1, Ordering::AcqRel);
+            }
+            Err(why) => {
+                tracing::warn!(error = %why, "Sentinel names no reachable master yet");
+            }
+        }
+    }
+
+    fn seen(&self) -> u64 {
+        self.sentinel
+            .as_ref()
+            .map_or(0, |s| s.switches.load(Ordering::Acquire))
+    }
+}
+
+/// Asks the sentinels for the master and connects to it.
+async fn master(client: &mut SentinelClient) -> RedisResult<Current> {
+    let client = client.async_get_client().await?;
+    let conn = ConnectionManager::new_with_config(client.clone(), manager_config()).await?;
+    Ok(Current { conn, client })
+}
+
+impl ConnectionLike for StoreConn {
+    fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
+        Box::pin(async move {
+            let seen = self.seen();
+            let mut conn = self.current.load().conn.clone();
+            let r = conn.req_packed_command(cmd).await;
+            if let Err(e) = &r {
+                self.after_error(e, seen).await;
+            }
+            r
+        })
+    }
+
+    fn req_packed_commands<'a>(
+        &'a mut self,
+        pipeline: &'a redis::Pipeline,
+        offset: usize,
+        count: usize,
+    ) -> RedisFuture<'a, Vec<Value>> {
+        Box::pin(async move {
+            let seen = self.seen();
+            let mut conn = self.current.load().conn.clone();
+            let r = conn.req_packed_commands(pipeline, offset, count).await;
+            if let Err(e) = &r {
+                self.after_error(e, seen).await;
+            }
+            r
+        })
+    }
+
+    fn get_db(&self) -> i64 {
+        self.current.load().conn.get_db()
+    }
+}
