@@ -7,13 +7,11 @@ use std::{collections::HashMap, sync::Arc, time::Duration};
 
 use backon::{BackoffBuilder, ExponentialBuilder};
 use futures_util::StreamExt;
+use redis::AsyncCommands;
 use tokio_util::sync::CancellationToken;
 
-use redis::AsyncCommands;
-
 use super::{Hook, HookStore, store::parse_hook};
-use crate::base::redis_keys::hook_key;
-use crate::store_conn::StoreConn;
+use crate::{base::redis_keys::hook_key, store_conn::StoreConn};
 
 /// The store channel on which hook changes are announced: the hook id.
 pub const CHANNEL: &str = "hookrelay:hooks:changed";
