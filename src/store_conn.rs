@@ -22,7 +22,7 @@ use redis::{
 };
 use tokio_util::sync::CancellationToken;
 
-use crate::{config::StoreConfig, redis_conn::redis_client, shutdown::retry_until_ok};
+use crate::{config::Config, redis_conn::redis_client, shutdown::retry_until_ok};
 
 /// The store's current connection and the client it was made from (for pub/sub).
 struct Current {
@@ -67,19 +67,18 @@ impl StoreConn {
     /// # Errors
     /// When a URL is unusable.
     pub async fn connect(
-        config: &StoreConfig,
-        fallback_url: &str,
+        config: &Config,
         token: &CancellationToken,
     ) -> anyhow::Result<Option<Self>> {
-        if config.sentinels.is_empty() {
-            let url = config.url.as_ref().map_or(fallback_url, |u| u.expose());
-            let client = redis_client(url)?;
+        if config.store.sentinels.is_empty() {
+            let client = redis_client(config.store_url().expose())?;
             let conn = retry_until_ok(token, "connect to Redis", || {
                 ConnectionManager::new_with_config(client.clone(), manager_config())
             })
             .await;
             return Ok(conn.map(|conn| Self::single(conn, client)));
         }
+        let config = &config.store;
         let mut node = SentinelNodeConnectionInfo::default();
         if let Some(url) = &config.url {
             let info = url.expose().into_connection_info()?;

@@ -91,7 +91,7 @@ pub async fn run(config: Config, listeners: Listeners, shutdown: Shutdown) -> an
     let first = plugins.clone();
     tokio::task::spawn_blocking(move || first.reload()).await?;
 
-    let conn = StoreConn::connect(&config.store, config.redis.url.expose(), &token).await?;
+    let conn = StoreConn::connect(&config, &token).await?;
     let Some(conn) = conn else {
         return Ok(());
     };
@@ -161,14 +161,10 @@ pub async fn run(config: Config, listeners: Listeners, shutdown: Shutdown) -> an
 
     let signer = Signer::from_config(&config);
     let (bus_tx, mut bus_rx) = mpsc::channel(BUS_BUFFER);
-    let mut subscribed =
+    let sources::Subscribed { ready, seeds } =
         sources::subscribe_all(&sources, &config, &bus_tx, &metrics, &tracker, &token)?;
     drop(bus_tx);
-    let seeds = subscribed.take_seeds();
-    tracker.spawn(crate::systemd::ready_when_subscribed(
-        subscribed.ready,
-        token.clone(),
-    ));
+    tracker.spawn(crate::systemd::ready_when_subscribed(ready, token.clone()));
     let (fence, first) = match fleet {
         Some(lease) => {
             let first = fleet::follow(

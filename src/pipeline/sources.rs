@@ -102,7 +102,7 @@ pub struct Subscribed {
     pub ready: Vec<watch::Receiver<u64>>,
     /// Made before the subscribers start, so that the seeders, started once the state is
     /// read back, still see the first subscription.
-    seeds: Vec<watch::Receiver<u64>>,
+    pub seeds: Vec<watch::Receiver<u64>>,
 }
 
 /// Starts every source's subscriber.
@@ -165,12 +165,5 @@ pub fn seed_all(
             metrics.clone(),
             token.clone(),
         ));
-    }
-}
-
-impl Subscribed {
-    /// The seeders' counters.
-    pub fn take_seeds(&mut self) -> Vec<watch::Receiver<u64>> {
-        std::mem::take(&mut self.seeds)
     }
 }

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use hookrelay::base::digest::Algorithm;
 
 use crate::support::{
-    RelayProcess, SECRET, TestReceiver, TestRedis, check_no_loss, metric_value,
+    RelayProcess, SECRET, TestReceiver, TestRedis, metric_value,
     relay::{create_hook, http_client, signed_call},
     user_name,
 };
@@ -52,27 +52,6 @@ async fn two_instances(redis: &TestRedis, rx: &TestReceiver) -> (RelayProcess, R
     (first, second)
 }
 
-/// Publishes `EVENTS` joins (`n0`, `n1`, ...) over about three seconds.
-fn publish_stream(redis: &TestRedis) -> tokio::task::JoinHandle<()> {
-    let url = redis.url();
-    tokio::spawn(async move {
-        let client = redis::Client::open(url).expect("client");
-        let mut conn = client
-            .get_multiplexed_async_connection()
-            .await
-            .expect("conn");
-        for chunk in (0..EVENTS).collect::<Vec<_>>().chunks(20) {
-            let mut pipe = redis::pipe();
-            for i in chunk {
-                let m = crate::support::user_joined("int-1", &format!("u{i}"), &format!("n{i}"));
-                pipe.publish("from-akka-apps-redis-channel", m).ignore();
-            }
-            let () = pipe.query_async(&mut conn).await.expect("publish");
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-    })
-}
-
 async fn wait_delivered_fraction(rx: &TestReceiver, part: usize) {
     let deadline = Instant::now() + Duration::from_secs(30);
     while rx.delivered_count() < part {
@@ -81,41 +60,19 @@ async fn wait_delivered_fraction(rx: &TestReceiver, part: usize) {
     }
 }
 
-/// Waits for every event, then checks order and loss; returns the number of repeats.
-async fn all_delivered(rx: &TestReceiver) -> usize {
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        let names: Vec<String> = rx
-            .delivered()
-            .iter()
-            .map(|r| user_name(&r.event()))
-            .collect();
-        let unique: std::collections::HashSet<_> = names.iter().collect();
-        if unique.len() >= EVENTS {
-            return check_no_loss(&names, EVENTS);
-        }
-        assert!(
-            Instant::now() < deadline,
-            "only {} of {EVENTS} delivered",
-            unique.len()
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-}
-
 #[tokio::test]
 async fn killing_the_lease_holder_mid_stream_loses_nothing() {
     let redis = TestRedis::start().await;
     let rx = TestReceiver::start().await;
     let (holder, other) = two_instances(&redis, &rx).await;
-    let publishing = publish_stream(&redis);
+    let publishing = publish_named(&redis, "n", EVENTS);
     wait_delivered_fraction(&rx, EVENTS / 5).await;
     let killed_at = Instant::now();
     holder.kill9().await;
     wait_until_holder(&other).await;
     let failover = killed_at.elapsed();
     publishing.await.expect("publisher");
-    let repeats = all_delivered(&rx).await;
+    let repeats = all_of(&rx, "n", EVENTS).await;
     eprintln!("fleet kill -9 of the holder: took over in {failover:?}, {repeats} repeated");
     assert!(
         repeats <= 5,
@@ -130,11 +87,11 @@ async fn killing_the_other_instance_changes_nothing() {
     let redis = TestRedis::start().await;
     let rx = TestReceiver::start().await;
     let (holder, other) = two_instances(&redis, &rx).await;
-    let publishing = publish_stream(&redis);
+    let publishing = publish_named(&redis, "n", EVENTS);
     wait_delivered_fraction(&rx, EVENTS / 5).await;
     other.kill9().await;
     publishing.await.expect("publisher");
-    assert_eq!(all_delivered(&rx).await, 0);
+    assert_eq!(all_of(&rx, "n", EVENTS).await, 0);
     assert!(holds_lease(&holder).await);
 }
 
@@ -143,13 +100,13 @@ async fn a_stopped_holder_is_replaced_and_stops_when_it_wakes() {
     let redis = TestRedis::start().await;
     let rx = TestReceiver::start().await;
     let (mut holder, other) = two_instances(&redis, &rx).await;
-    let publishing = publish_stream(&redis);
+    let publishing = publish_named(&redis, "n", EVENTS);
     wait_delivered_fraction(&rx, EVENTS / 5).await;
     // SIGSTOP stands for a holder cut off from the network.
     holder.signal("STOP");
     wait_until_holder(&other).await;
     publishing.await.expect("publisher");
-    let repeats = all_delivered(&rx).await;
+    let repeats = all_of(&rx, "n", EVENTS).await;
     holder.signal("CONT");
     let exit = holder.exited_within(Duration::from_secs(10)).await;
     assert!(
