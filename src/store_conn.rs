@@ -114,6 +114,55 @@ impl StoreConn {
         self.current.load().client.clone()
     }
 
+    /// The text of the next message of a subscription: `Ok(None)` once `token` is cancelled, an
+    /// error when the subscription ended (the caller subscribes again). A message that is not
+    /// text reads as empty.
+    ///
+    /// # Errors
+    /// When the connection was lost.
+    pub async fn next_message(
+        messages: &mut (impl futures_util::Stream<Item = redis::Msg> + Unpin),
+        token: &CancellationToken,
+    ) -> RedisResult<Option<String>> {
+        let msg = tokio::select! {
+            m = futures_util::StreamExt::next(messages) => m,
+            () = token.cancelled() => return Ok(None),
+        };
+        match msg {
+            Some(m) => Ok(Some(m.get_payload::<String>().unwrap_or_default())),
+            None => Err(std::io::Error::from(std::io::ErrorKind::ConnectionReset).into()),
+        }
+    }
+
+    /// Runs `listen` (a subscription to a store channel, given the current server's client)
+    /// again and again, backing off, until it ends without an error or `token` is cancelled.
+    pub async fn keep_listening<F, Fut>(&self, what: &str, token: &CancellationToken, mut listen: F)
+    where
+        F: FnMut(redis::Client) -> Fut,
+        Fut: std::future::Future<Output = RedisResult<()>>,
+    {
+        use backon::BackoffBuilder;
+        let mut delays = backon::ExponentialBuilder::default()
+            .with_min_delay(Duration::from_millis(100))
+            .with_max_delay(Duration::from_secs(2))
+            .without_max_times()
+            .build();
+        loop {
+            // The store's current server (it changes when Sentinel fails over).
+            match listen(self.client()).await {
+                Ok(()) => return,
+                Err(e) => {
+                    tracing::warn!(error = %e, "{what}: connection lost; subscribing again");
+                }
+            }
+            let wait = delays.next().unwrap_or(Duration::from_secs(2));
+            tokio::select! {
+                () = tokio::time::sleep(wait) => {}
+                () = token.cancelled() => return,
+            }
+        }
+    }
+
     /// After `e` on a command begun at switch `seen`: asks the sentinels again when `e` says
     /// the master may have changed.
     async fn after_error(&self, e: &RedisError, seen: u64) {

@@ -75,6 +75,10 @@ pub struct FleetConfig {
     pub buffer_s: u64,
     /// At most this much kept per source.
     pub buffer_mib: u64,
+    /// Spread delivery over the instances: each hook's callbacks are sent by the instance
+    /// holding that hook's delivery lease, and every instance holds about as many. `false`:
+    /// the holder of the fleet lease sends everything.
+    pub spread: bool,
 }
 
 impl Default for FleetConfig {
@@ -85,6 +89,7 @@ impl Default for FleetConfig {
             lease_ms: 5000,
             buffer_s: 60,
             buffer_mib: 64,
+            spread: true,
         }
     }
 }

@@ -86,6 +86,25 @@ impl Acker {
             .is_empty()
     }
 
+    /// Waits until every acknowledgement recorded so far is written to Redis (before a hook's
+    /// delivery lease is given up, so that its next deliverer does not send them again).
+    pub async fn flushed(&self) {
+        let target = {
+            let p = self.pending.lock().unwrap_or_else(|e| e.into_inner());
+            if p.entries.is_empty() {
+                p.next_flush - 1
+            } else {
+                p.next_flush
+            }
+        };
+        let mut done = self.done.subscribe();
+        while *done.borrow_and_update() < target {
+            if done.changed().await.is_err() {
+                return;
+            }
+        }
+    }
+
     /// A worker's handle; counts it alive until dropped.
     pub fn worker(self: &Arc<Self>, hook: u64) -> WorkerAcks {
         self.workers.fetch_add(1, Ordering::AcqRel);

@@ -15,6 +15,7 @@ use std::{
 use tokio::sync::Notify;
 
 use super::journal::Entry;
+use crate::fleet::lease::Lease;
 
 /// Entries read from Redis at a time.
 pub const PAGE: usize = 256;
@@ -39,6 +40,9 @@ struct Parts {
     /// Payload bytes of the entries in `mem`.
     bytes: usize,
     span: Option<Span>,
+    /// The highest id this queue ever took (in memory, in the span or sent): an entry at or
+    /// below it is one it has already (in a fleet, announced and pushed both).
+    last: u64,
 }
 
 fn size(e: &Entry) -> usize {
@@ -85,18 +89,61 @@ pub struct HookQueue {
     pub wants_page: Notify,
     /// Set when the hook is gone: the worker ends even if it is idle.
     closed: AtomicBool,
+    /// In a fleet: the hook's delivery lease; nothing is sent once it is no longer held.
+    lease: Option<Lease>,
 }
 
 impl HookQueue {
     /// A queue whose `count` entries, ids up to `until`, are in Redis only (after a restart).
     pub fn stored(until: u64, count: usize) -> Self {
         let q = Self::default();
-        q.lock().span = Some(Span {
+        let mut p = q.lock();
+        p.span = (count > 0).then_some(Span {
             after: None,
             until,
             count,
         });
+        p.last = until;
+        drop(p);
         q
+    }
+
+    /// A queue as [`stored`](Self::stored), sent only while `lease` is held.
+    pub fn leased(lease: Lease, until: u64, count: usize) -> Self {
+        Self {
+            lease: Some(lease),
+            ..Self::stored(until, count)
+        }
+    }
+
+    /// Entries up to id `until` were written to Redis by another instance (about `count` of
+    /// them): those not already known join (or start) the span. Returns whether a span began
+    /// (a pager must be started).
+    pub fn extend(&self, until: u64, count: usize) -> bool {
+        let mut p = self.lock();
+        if until <= p.last {
+            return false;
+        }
+        let after = p.last;
+        p.last = until;
+        let began = match &mut p.span {
+            Some(span) => {
+                span.until = until;
+                span.count += count.max(1);
+                false
+            }
+            None => {
+                p.span = Some(Span {
+                    after: Some(after),
+                    until,
+                    count: count.max(1),
+                });
+                true
+            }
+        };
+        drop(p);
+        self.wants_page.notify_one();
+        began
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Parts> {
@@ -109,6 +156,10 @@ impl HookQueue {
     pub fn push(&self, entry: Entry, max: usize) -> Pushed {
         let mut p = self.lock();
         let mut out = Pushed::default();
+        if entry.ts <= p.last {
+            return out;
+        }
+        p.last = entry.ts;
         let last_in_memory = p.mem.back().map(|e| e.ts);
         let full = p.full();
         match &mut p.span {
@@ -197,6 +248,11 @@ impl HookQueue {
         self.closed.load(Ordering::Acquire)
     }
 
+    /// Whether its worker may send: the queue is open and, in a fleet, its lease held.
+    pub fn may_send(&self) -> bool {
+        !self.is_closed() && self.lease.as_ref().is_none_or(Lease::is_held)
+    }
+
     /// Entries held in memory.
     pub fn in_memory(&self) -> usize {
         self.lock().mem.len()
@@ -249,6 +305,30 @@ mod tests {
         assert_eq!(order(&q), [3, 10, 11]);
         q.push(entry(12), 100);
         assert_eq!(order(&q), [12], "no span: held in memory again");
+    }
+
+    #[test]
+    fn announced_and_pushed_entries_are_taken_once_in_order() {
+        let q = HookQueue::stored(5, 0);
+        assert!(q.span().is_none(), "an empty stream: nothing to read");
+        assert!(q.push(entry(5), 100).dropped.is_empty());
+        assert_eq!(q.total(), 0, "at or below the stream's end: had already");
+        assert!(q.extend(8, 3), "written elsewhere: a span to read begins");
+        assert!(!q.extend(7, 1), "an older announcement changes nothing");
+        assert_eq!(q.span().map(|s| (s.after, s.until)), Some((Some(5), 8)));
+        q.push(entry(8), 100);
+        q.push(entry(9), 100);
+        assert_eq!(q.span().map(|s| s.until), Some(9), "fresh ones wait behind");
+        assert!(!q.add_page(
+            vec![entry(6), entry(7), entry(8), entry(9)],
+            4,
+            Some(9),
+            Some(9)
+        ));
+        assert_eq!(order(&q), [6, 7, 8, 9]);
+        assert!(!q.extend(9, 1), "announced after it was pushed: once only");
+        q.push(entry(10), 100);
+        assert_eq!(order(&q), [10]);
     }
 
     #[test]

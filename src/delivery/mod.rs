@@ -1,14 +1,17 @@
-//! Delivery: per-hook FIFO queues with one callback in flight ([`queue`]), kept in Redis
-//! ([`journal`]) and marked delivered there in batches ([`ack`]), the retry schedule
-//! ([`retry`]), signing ([`sign`], pure), the HTTP client ([`client`]) and its address check at
-//! connection time ([`ssrf`]).
+//! Delivery: per-hook FIFO queues ([`queue`]) with one worker each and one callback in flight
+//! ([`worker`]), kept in Redis ([`journal`]), read back a page at a time ([`backlog`]) and
+//! marked delivered there in batches ([`ack`]); in a fleet that spreads delivery, the queues of
+//! the hooks this instance holds ([`held`]); the retry schedule ([`retry`]), signing ([`sign`],
+//! pure), the HTTP client ([`client`]) and its address check at connection time ([`ssrf`]).
 
 pub mod ack;
 pub mod backlog;
 pub mod client;
+pub mod held;
 pub mod hook_queue;
 pub mod journal;
 pub mod queue;
 pub mod retry;
 pub mod sign;
 pub mod ssrf;
+pub mod worker;

@@ -1,31 +1,29 @@
 //! Per-hook queues: every (event, hook) pair becomes an [`Entry`], written to the hook's Redis
-//! stream ([`super::journal`]) before it is queued in memory. One worker per hook sends the
-//! entries one at a time, in order, retrying a failed callback (same body, same timestamp) while
-//! the later ones wait; a 2xx removes the entry from Redis; when the schedule runs out the hook is
-//! removed. Queues are bounded: the oldest entries are dropped (and counted) when a hook falls
+//! stream ([`super::journal`]) before it is queued in memory. One worker per hook
+//! ([`super::worker`]) sends the entries one at a time, in order; a 2xx removes the entry from
+//! Redis. Queues are bounded: the oldest entries are dropped (and counted) when a hook falls
 //! too far behind. A slow hook only ever delays itself.
 
 use std::{collections::HashMap, sync::Arc, time::Instant};
 
 use crate::store_conn::StoreConn;
-use bytes::Bytes;
+use redis::AsyncCommands;
 use tokio_util::{sync::CancellationToken, task::TaskTracker};
 
 use super::{
     ack::Acker,
     backlog::{self, SharedPayloads},
     client::CallbackClient,
-    client::DeliveryError,
+    held::Held,
     hook_queue::HookQueue,
     journal::{self, Entry, Record, Removal},
-    retry::RetryPolicy,
-    sign::{SignedCallback, Signer},
+    sign::Signer,
 };
 use crate::{
     base::{callback_url::Guard, sources::SourceTable},
-    fleet::lease::Fence,
+    fleet::{lease::Fence, share},
     hooks::{Hook, HookStore},
-    metrics::{Metrics, ReasonLabel},
+    metrics::Metrics,
     route::Callback,
     shutdown::retry_until_ok,
 };
@@ -60,6 +58,9 @@ pub struct Dispatcher {
     last_shared: u64,
     /// Payloads read back by the pagers.
     paged: Arc<SharedPayloads>,
+    /// With delivery spread over a fleet: the queues this instance delivers. The callbacks of
+    /// every other hook are only written to Redis and announced to their deliverer.
+    spread: Option<Arc<Held>>,
 }
 
 impl Dispatcher {
@@ -69,6 +70,18 @@ impl Dispatcher {
             queues: HashMap::new(),
             last_shared: 0,
             paged: Arc::default(),
+            spread: None,
+        }
+    }
+
+    /// A dispatcher that queues in memory only the callbacks of the hooks in `held`.
+    pub fn spread(held: Arc<Held>) -> Self {
+        Self {
+            ctx: held.ctx().clone(),
+            queues: HashMap::new(),
+            last_shared: 0,
+            paged: held.paged().clone(),
+            spread: Some(held),
         }
     }
 
@@ -85,8 +98,12 @@ impl Dispatcher {
     }
 
     /// Starts hook `hook`'s worker on the `count` entries its stream holds up to `until` (read
-    /// a page at a time, before anything fresh).
+    /// a page at a time, before anything fresh). With delivery spread, the holder of the
+    /// hook's delivery lease does that instead.
     pub fn recover(&mut self, hook: &Arc<Hook>, until: u64, count: usize) {
+        if self.spread.is_some() {
+            return;
+        }
         let q = self.start_worker(hook, HookQueue::stored(until, count));
         self.start_pager(hook.id, &q);
         self.queues.insert(hook.id, q);
@@ -95,19 +112,12 @@ impl Dispatcher {
     /// Starts the worker of `hook` on `queue`.
     fn start_worker(&self, hook: &Arc<Hook>, queue: HookQueue) -> Arc<HookQueue> {
         let q = Arc::new(queue);
-        self.ctx
-            .tracker
-            .spawn(worker(hook.clone(), q.clone(), self.ctx.clone()));
+        spawn_worker(&self.ctx, hook, &q);
         q
     }
 
     fn start_pager(&self, hook: u64, q: &Arc<HookQueue>) {
-        self.ctx.tracker.spawn(backlog::page_in(
-            self.ctx.clone(),
-            hook,
-            q.clone(),
-            self.paged.clone(),
-        ));
+        spawn_pager(&self.ctx, hook, q, &self.paged);
     }
 
     /// Persists `state` (commands that must be exactly as durable as these callbacks: the
@@ -210,10 +220,16 @@ impl Dispatcher {
                 tracing::warn!(hook_id = id, error = %e, "cannot remove a removed hook's queue");
             }
         }
-        for (hook, entry) in batch {
-            if snapshot.get(hook.id).is_some() {
-                self.queue(&hook, entry);
+        let live = batch
+            .into_iter()
+            .filter(|(hook, _)| snapshot.get(hook.id).is_some());
+        match self.spread.clone() {
+            None => {
+                for (hook, entry) in live {
+                    self.queue(&hook, entry);
+                }
             }
+            Some(held) => self.hand_over(&held, live).await,
         }
         true
     }
@@ -227,21 +243,61 @@ impl Dispatcher {
                 q
             }
         };
+        self.push(hook.id, &q, entry);
+    }
+
+    /// Queues `entry` in `q`, starting a pager when a span begins and removing what the
+    /// bound drops.
+    fn push(&self, hook: u64, q: &Arc<HookQueue>, entry: Entry) {
         let pushed = q.push(entry, self.ctx.max_queue);
         if pushed.spilled {
-            self.start_pager(hook.id, &q);
+            spawn_pager(&self.ctx, hook, q, &self.paged);
         }
         if !pushed.dropped.is_empty() {
             let dropped: Vec<Removal> = pushed.dropped.iter().map(|e| (e.ts, e.shared)).collect();
-            let (ctx, id) = (self.ctx.clone(), hook.id);
+            let ctx = self.ctx.clone();
             self.ctx
                 .tracker
-                .spawn(async move { drop_oldest(&ctx, id, &dropped).await });
+                .spawn(async move { drop_oldest(&ctx, hook, &dropped).await });
+        }
+    }
+
+    /// With delivery spread: queues the callbacks of the hooks this instance delivers, and
+    /// announces the others' to whoever delivers them.
+    async fn hand_over(&self, held: &Held, batch: impl Iterator<Item = (Arc<Hook>, Entry)>) {
+        let mut announce: std::collections::BTreeMap<u64, (u64, usize)> = Default::default();
+        let queues = held.lock().await;
+        for (hook, entry) in batch {
+            match queues.get(&hook.id) {
+                Some(q) => self.push(hook.id, q, entry),
+                None => {
+                    let a = announce.entry(hook.id).or_default();
+                    *a = (a.0.max(entry.ts), a.1 + 1);
+                }
+            }
+        }
+        drop(queues);
+        if announce.is_empty() {
+            return;
+        }
+        let text = share::format_queued(announce.into_iter().map(|(id, (ts, n))| (id, ts, n)));
+        let sent: redis::RedisResult<i64> = self
+            .ctx
+            .conn
+            .clone()
+            .publish(share::QUEUED_CHANNEL, text)
+            .await;
+        if let Err(e) = sent {
+            tracing::warn!(error = %e, "cannot announce queued callbacks to the instances that deliver them: they read them at their next check");
         }
     }
 
     /// Closes the queues of hooks that no longer exist (their workers end), and returns how many callbacks each live hook has queued.
-    pub fn prune(&mut self) -> Vec<(u64, usize)> {
+    /// `None` with delivery spread: the queues' depths are then reported by whoever delivers.
+    pub fn prune(&mut self) -> Option<Vec<(u64, usize)>> {
+        if self.spread.is_some() {
+            return None;
+        }
         let snapshot = self.ctx.store.registry().load();
         self.queues.retain(|id, q| {
             let live = snapshot.get(*id).is_some();
@@ -251,8 +307,33 @@ impl Dispatcher {
             live
         });
 
-        self.queues.iter().map(|(id, q)| (*id, q.total())).collect()
+        Some(self.queues.iter().map(|(id, q)| (*id, q.total())).collect())
     }
+}
+
+/// Starts the worker of `hook` on `q`.
+pub(super) fn spawn_worker(
+    ctx: &Arc<DeliveryContext>,
+    hook: &Arc<Hook>,
+    q: &Arc<HookQueue>,
+) -> tokio::task::JoinHandle<()> {
+    ctx.tracker
+        .spawn(super::worker::run(hook.clone(), q.clone(), ctx.clone()))
+}
+
+/// Starts the pager of `hook`'s queue `q`.
+pub(super) fn spawn_pager(
+    ctx: &Arc<DeliveryContext>,
+    hook: u64,
+    q: &Arc<HookQueue>,
+    paged: &Arc<SharedPayloads>,
+) {
+    ctx.tracker.spawn(backlog::page_in(
+        ctx.clone(),
+        hook,
+        q.clone(),
+        paged.clone(),
+    ));
 }
 
 /// Counts, logs and removes from Redis the oldest entries of a queue over its bound.
@@ -265,134 +346,5 @@ pub(super) async fn drop_oldest(ctx: &DeliveryContext, hook: u64, dropped: &[Rem
     );
     if let Err(e) = journal::remove(&mut ctx.conn.clone(), hook, dropped).await {
         tracing::warn!(hook_id = hook, error = %e, "cannot remove dropped callbacks from Redis");
-    }
-}
-
-/// What became of one entry.
-enum Outcome {
-    Delivered,
-    /// The schedule ran out: the hook has been removed.
-    GaveUp,
-    /// The relay is stopping or the hook is gone; the entry stays in Redis.
-    Stopped,
-}
-
-/// Sends the hook's callbacks one at a time until the hook is removed or the relay stops.
-async fn worker(hook: Arc<Hook>, queue: Arc<HookQueue>, ctx: Arc<DeliveryContext>) {
-    /// Counts the worker in `hookrelay_delivery_workers` for as long as it lives.
-    struct Alive(prometheus_client::metrics::gauge::Gauge);
-    impl Drop for Alive {
-        fn drop(&mut self) {
-            self.0.dec();
-        }
-    }
-    ctx.metrics.delivery_workers.inc();
-    let _alive = Alive(ctx.metrics.delivery_workers.clone());
-    let policy = RetryPolicy::new(&ctx.retry_intervals_ms, hook.permanent);
-    // An IP address in the URL is checked once; host names at each connection.
-    let blocked = ctx
-        .guard
-        .check_url(&hook.callback_url)
-        .err()
-        .map(|r| r.to_string());
-    let mut acks = ctx.acker.worker(hook.id);
-    loop {
-        // At most max_unacked delivered callbacks may wait to be marked in Redis.
-        if !acks.ready_for_next(&ctx.token).await {
-            return;
-        }
-        let entry = loop {
-            if queue.is_closed() {
-                return;
-            }
-            if let Some(e) = queue.pop() {
-                break e;
-            }
-            tokio::select! {
-                () = queue.ready.notified() => {}
-                () = ctx.token.cancelled() => return,
-            }
-        };
-        if ctx.token.is_cancelled() || !ctx.store.registry().contains(hook.id) || !ctx.fence.holds()
-        {
-            return;
-        }
-        match deliver(&hook, &entry, &policy, blocked.as_deref(), &ctx).await {
-            Outcome::Delivered => acks.delivered(entry.ts, entry.shared),
-            Outcome::GaveUp | Outcome::Stopped => return,
-        }
-    }
-}
-
-/// Delivers one entry with retries.
-async fn deliver(
-    hook: &Hook,
-    entry: &Entry,
-    policy: &RetryPolicy,
-    blocked: Option<&str>,
-    ctx: &DeliveryContext,
-) -> Outcome {
-    let SignedCallback { url, body } = ctx.signer.sign(
-        &hook.callback_url,
-        entry.payload.form_encoded(),
-        entry.ts,
-        entry.source,
-    );
-    let domain = ctx.signer.sources.domain(entry.source);
-    let bearer = ctx.signer.bearer();
-    let body = Bytes::from(body);
-    let mut failures = 0;
-    loop {
-        // An attempt under way is finished even when the relay is stopping (the request timeout
-        // bounds it), so that a delivered callback is not sent again after a restart.
-        let result = match blocked {
-            Some(why) => Err(DeliveryError::Blocked(why.to_string())),
-            None => {
-                let standard = ctx.signer.standard_headers(hook.id, entry.ts, &body);
-                let standard = standard.as_ref();
-                let client = &ctx.client;
-                client
-                    .post(&url, body.clone(), bearer, standard, domain)
-                    .await
-            }
-        };
-        let err = match result {
-            Ok(_) => {
-                ctx.metrics.callbacks_delivered.inc();
-                if let Some(arrived) = entry.arrived {
-                    let seconds = arrived.elapsed().as_secs_f64();
-                    ctx.metrics.callback_latency.0.observe(seconds);
-                }
-                return Outcome::Delivered;
-            }
-            Err(e) => e,
-        };
-        failures += 1;
-        ctx.metrics
-            .callback_failures
-            .get_or_create(&ReasonLabel {
-                reason: err.reason(),
-            })
-            .inc();
-        let Some(wait) = policy.next_delay(failures).filter(|_| err.should_retry()) else {
-            if !ctx.fence.holds() {
-                return Outcome::Stopped;
-            }
-            tracing::warn!(hook_id = hook.id, failures, error = %err, "callbacks keep failing; removing the hook");
-            ctx.metrics.hooks_removed.inc();
-            if let Err(e) = ctx.store.remove_failed(hook.id).await {
-                tracing::error!(hook_id = hook.id, error = %e, "could not remove the failed hook from Redis");
-            }
-            ctx.metrics.count_hooks(&ctx.store.registry().load());
-            return Outcome::GaveUp;
-        };
-        tracing::debug!(hook_id = hook.id, event = %entry.event_id, failures, error = %err, retry_in_ms = wait.as_millis() as u64, "callback failed");
-        tokio::select! {
-            () = tokio::time::sleep(wait) => {}
-            () = ctx.token.cancelled() => return Outcome::Stopped,
-        }
-        if !ctx.store.registry().contains(hook.id) || !ctx.fence.holds() {
-            return Outcome::Stopped;
-        }
     }
 }

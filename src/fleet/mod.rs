@@ -10,6 +10,7 @@
 pub mod backlog;
 pub mod cursor;
 pub mod lease;
+pub mod share;
 
 use std::time::Duration;
 

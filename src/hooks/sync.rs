@@ -3,10 +3,8 @@
 //! (reading the hook back from the store); at each (re)subscription, in case something was
 //! missed, every hook is read again.
 
-use std::{collections::HashMap, sync::Arc, time::Duration};
+use std::{collections::HashMap, sync::Arc};
 
-use backon::{BackoffBuilder, ExponentialBuilder};
-use futures_util::StreamExt;
 use redis::AsyncCommands;
 use tokio_util::sync::CancellationToken;
 
@@ -18,25 +16,11 @@ pub const CHANNEL: &str = "hookrelay:hooks:changed";
 
 /// Applies announced changes to `store`'s registry until `token` is cancelled.
 pub async fn follow(store: Arc<HookStore>, conn: StoreConn, token: CancellationToken) {
-    let mut delays = ExponentialBuilder::default()
-        .with_min_delay(Duration::from_millis(100))
-        .with_max_delay(Duration::from_secs(2))
-        .without_max_times()
-        .build();
-    loop {
-        // The store's current server (it changes when Sentinel fails over).
-        match listen(&store, &conn.client(), &token).await {
-            Ok(()) => return,
-            Err(e) => {
-                tracing::warn!(error = %e, "hook changes of other instances: connection lost; subscribing again")
-            }
-        }
-        let wait = delays.next().unwrap_or(Duration::from_secs(2));
-        tokio::select! {
-            () = tokio::time::sleep(wait) => {}
-            () = token.cancelled() => return,
-        }
-    }
+    conn.keep_listening("hook changes of other instances", &token, |client| {
+        let (store, token) = (store.clone(), token.clone());
+        async move { listen(&store, &client, &token).await }
+    })
+    .await;
 }
 
 impl HookStore {
@@ -101,21 +85,11 @@ async fn listen(
     let n = store.reload().await?;
     tracing::debug!(hooks = n, "hooks read again from the store");
     let mut messages = pubsub.into_on_message();
-    loop {
-        let msg = tokio::select! {
-            m = messages.next() => m,
-            () = token.cancelled() => return Ok(()),
-        };
-        let Some(msg) = msg else {
-            return Err(std::io::Error::from(std::io::ErrorKind::ConnectionReset).into());
-        };
-        let id: Option<u64> = msg
-            .get_payload::<String>()
-            .ok()
-            .and_then(|p| p.parse().ok());
-        match id {
-            Some(id) => store.refresh(id).await?,
-            None => tracing::debug!("ignoring a hook change that names no hook id"),
+    while let Some(text) = StoreConn::next_message(&mut messages, token).await? {
+        match text.parse::<u64>() {
+            Ok(id) => store.refresh(id).await?,
+            Err(_) => tracing::debug!("ignoring a hook change that names no hook id"),
         }
     }
+    Ok(())
 }

@@ -317,6 +317,13 @@ impl Metrics {
         }
     }
 
+    /// Sets the callbacks queued in all and per hook (`(hook, depth)`).
+    pub fn report_queues(&self, depths: &[(u64, usize)]) {
+        let queued: usize = depths.iter().map(|(_, n)| n).sum();
+        self.queued_callbacks.set(queued as i64);
+        self.set_queue_depths(depths);
+    }
+
     /// Sets the per-hook queue depths; hooks not in `depths` lose their series.
     pub fn set_queue_depths(&self, depths: &[(u64, usize)]) {
         let label = |hook: u64| HookLabel {

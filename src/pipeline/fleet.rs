@@ -1,7 +1,9 @@
 //! The fleet side of the wiring: an instance without the lease keeps the sources' messages
 //! ([`Backlog`]) until it takes the lease; then it reads where the last holder stood and hands
 //! the rest on to be queued first. The holder renews the lease and stops the relay the moment
-//! it is lost (its service manager starts it again, as an instance without the lease).
+//! it is lost (its service manager starts it again, as an instance without the lease). With
+//! delivery spread, every instance also delivers its share of the hooks from the start
+//! ([`spread`]).
 
 use std::{
     sync::{
@@ -16,17 +18,49 @@ use redis::AsyncCommands;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
+use super::share::Balancer;
 use crate::{
     base::sources::SourceTable,
     bus::BusMessage,
     config::FleetConfig,
+    delivery::{ack::Acker, held::Held, queue::DeliveryContext},
     fleet::{
         backlog::{Backlog, Resume},
         cursor::{self, Cursor},
         lease::Lease,
     },
+    hooks::Registry,
     metrics::Metrics,
 };
+
+/// Starts delivering this instance's share of the hooks: the balancer of delivery leases and
+/// the listener of what the queue writer announces. Returns the queues delivered here.
+pub fn spread(
+    delivery: &Arc<DeliveryContext>,
+    instance: &str,
+    config: &FleetConfig,
+    registry: &Arc<Registry>,
+    acker: &Arc<Acker>,
+) -> Arc<Held> {
+    let held = Held::new(delivery.clone());
+    let balancer = Balancer::new(
+        instance.to_string(),
+        Duration::from_millis(config.lease_ms),
+        delivery.conn.clone(),
+        held.clone(),
+        registry.clone(),
+        acker.clone(),
+        delivery.metrics.clone(),
+        delivery.token.clone(),
+    );
+    delivery.tracker.spawn(balancer.run());
+    delivery.tracker.spawn(super::share::listen(
+        held.clone(),
+        delivery.conn.clone(),
+        delivery.token.clone(),
+    ));
+    held
+}
 
 /// Keeps the bus messages until this instance takes the lease; then returns, in order, those
 /// the last holder had not queued. `None` when the relay stops first.

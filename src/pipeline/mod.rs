@@ -5,6 +5,7 @@
 
 mod fleet;
 mod recover;
+mod share;
 mod sources;
 mod stage;
 
@@ -96,10 +97,13 @@ pub async fn run(config: Config, listeners: Listeners, shutdown: Shutdown) -> an
         return Ok(());
     };
     let registry = Arc::new(Registry::default());
-    let fleet = config.fleet.enabled.then(|| {
-        let instance = crate::fleet::instance_name(&config.fleet);
-        crate::fleet::lease(&config.fleet, &instance)
-    });
+    let instance = config
+        .fleet
+        .enabled
+        .then(|| crate::fleet::instance_name(&config.fleet));
+    let fleet = instance
+        .as_deref()
+        .map(|instance| crate::fleet::lease(&config.fleet, instance));
     let store = HookStore::new(
         conn.clone(),
         registry.clone(),
@@ -165,45 +169,16 @@ pub async fn run(config: Config, listeners: Listeners, shutdown: Shutdown) -> an
         sources::subscribe_all(&sources, &config, &bus_tx, &metrics, &tracker, &token)?;
     drop(bus_tx);
     tracker.spawn(crate::systemd::ready_when_subscribed(ready, token.clone()));
-    let (fence, first) = match fleet {
-        Some(lease) => {
-            let first = fleet::follow(
-                &mut bus_rx,
-                &lease,
-                &conn,
-                &config.fleet,
-                &signer.sources,
-                &metrics,
-                &token,
-            )
-            .await;
-            let Some(first) = first else {
-                return Ok(());
-            };
-            metrics.fleet.holder.set(1);
-            let fence = Fence::new(lease.clone(), token.clone());
-            tracker.spawn(fleet::hold(
-                lease,
-                conn.clone(),
-                fence.lost.clone(),
-                token.clone(),
-            ));
-            (fence, first)
-        }
-        None => (Fence::none(token.clone()), Vec::new()),
+    // In a fleet, nothing is queued (and without spread, nothing sent) once the lease is lost.
+    let fence = match &fleet {
+        Some(lease) => Fence::new(lease.clone(), token.clone()),
+        None => Fence::none(token.clone()),
     };
-    if fence.is_fleet() && !restore_hooks(&store, &config, &metrics, &token).await {
-        return stopped(&fence);
-    }
-    let Some(processors) = sources::restore(&sources, &conn, &config, &token).await else {
-        return stopped(&fence);
-    };
-    sources::seed_all(&sources, seeds, &metrics, &tracker, &token);
-
+    let spread = fleet.is_some() && config.fleet.spread;
     let acker = Acker::new(config.delivery.max_unacked);
     tracker.spawn(acker.clone().run(conn.clone(), token.clone()));
     let delivery = Arc::new(DeliveryContext {
-        acker,
+        acker: acker.clone(),
         client: CallbackClient::new(
             Duration::from_millis(config.delivery.request_timeout_ms),
             guard.clone(),
@@ -218,10 +193,74 @@ pub async fn run(config: Config, listeners: Listeners, shutdown: Shutdown) -> an
         metrics: metrics.clone(),
         token: token.clone(),
         tracker: tracker.clone(),
-        fence: fence.clone(),
+        // With delivery spread, each hook's own lease fences its worker.
+        fence: if spread {
+            Fence::none(token.clone())
+        } else {
+            fence.clone()
+        },
     });
+    let held = match instance.as_deref() {
+        Some(instance) if spread => Some(fleet::spread(
+            &delivery,
+            instance,
+            &config.fleet,
+            &registry,
+            &acker,
+        )),
+        _ => None,
+    };
+    let first = match fleet {
+        Some(lease) => {
+            let first = fleet::follow(
+                &mut bus_rx,
+                &lease,
+                &conn,
+                &config.fleet,
+                &delivery.sources,
+                &metrics,
+                &token,
+            )
+            .await;
+            let Some(first) = first else {
+                // Stopped before taking the lease: what this instance delivers ends cleanly.
+                return wind_down(&tracker, &fence).await;
+            };
+            metrics.fleet.holder.set(1);
+            tracker.spawn(fleet::hold(
+                lease,
+                conn.clone(),
+                fence.lost.clone(),
+                token.clone(),
+            ));
+            first
+        }
+        None => Vec::new(),
+    };
+    if fence.is_fleet() && !restore_hooks(&store, &config, &metrics, &token).await {
+        return wind_down(&tracker, &fence).await;
+    }
+    let Some(processors) = sources::restore(&sources, &conn, &config, &token).await else {
+        return wind_down(&tracker, &fence).await;
+    };
+    sources::seed_all(&sources, seeds, &metrics, &tracker, &token);
+
     let source_table = delivery.sources.clone();
-    let mut dispatcher = Dispatcher::new(delivery);
+    let mut dispatcher = match held {
+        Some(held) => {
+            // What the last writer wrote and announced is in the queues before this instance
+            // writes more (its announcements may have been missed).
+            let caught_up = retry_until_ok(&token, "read where the delivered queues end", || {
+                share::catch_up(&held, &conn)
+            })
+            .await;
+            if caught_up.is_none() {
+                return wind_down(&tracker, &fence).await;
+            }
+            Dispatcher::spread(held)
+        }
+        None => Dispatcher::new(delivery),
+    };
     let mut router = Router::with_sources(processors);
     let resumed = recover::resume_queues(
         &conn,
@@ -233,10 +272,15 @@ pub async fn run(config: Config, listeners: Listeners, shutdown: Shutdown) -> an
     )
     .await;
     let Some(resumed) = resumed else {
-        return stopped(&fence);
+        return wind_down(&tracker, &fence).await;
     };
-    if resumed > 0 {
+    if resumed > 0 && !spread {
         tracing::info!(callbacks = resumed, "resuming queued callbacks");
+    } else if resumed > 0 {
+        tracing::info!(
+            callbacks = resumed,
+            "callbacks are queued; each hook's deliverer resumes them"
+        );
     }
     let stage = stage::ProcessStage {
         router: Some(router),
@@ -253,10 +297,16 @@ pub async fn run(config: Config, listeners: Listeners, shutdown: Shutdown) -> an
     tracker.spawn(stage.run(first, bus_rx, token.clone()));
 
     token.cancelled().await;
+    wind_down(&tracker, &fence).await
+}
+
+/// Once the relay is stopping: waits until every task has finished its step (callbacks in
+/// flight, marks, leases given up), then says how the relay ended.
+async fn wind_down(tracker: &tokio_util::task::TaskTracker, fence: &Fence) -> anyhow::Result<()> {
     tracker.close();
     tracker.wait().await;
     tracing::info!("stopped");
-    stopped(&fence)
+    stopped(fence)
 }
 
 /// Reads the hooks into the registry, imports the reference service's and makes the

@@ -51,16 +51,27 @@ async fn positions(
     conn: StoreConn,
     ids: Vec<u64>,
 ) -> Result<(Vec<(u64, journal::Position)>, u64), redis::RedisError> {
-    let positions = futures_util::stream::iter(ids)
+    let positions = queue_positions(&conn, ids).await?;
+    let last_shared = journal::last_shared(&mut conn.clone()).await?;
+    Ok((positions, last_shared))
+}
+
+/// The queue positions of hooks `ids`, read [`PARALLEL`] at a time.
+///
+/// # Errors
+/// When Redis fails.
+pub(super) async fn queue_positions(
+    conn: &StoreConn,
+    ids: Vec<u64>,
+) -> Result<Vec<(u64, journal::Position)>, redis::RedisError> {
+    futures_util::stream::iter(ids)
         .map(|id| {
             let mut c = conn.clone();
             async move { Ok::<_, redis::RedisError>((id, journal::position(&mut c, id).await?)) }
         })
         .buffer_unordered(PARALLEL)
         .try_collect()
-        .await?;
-    let last_shared = journal::last_shared(&mut conn.clone()).await?;
-    Ok((positions, last_shared))
+        .await
 }
 
 /// Deletes the queues of hooks not in `snapshot`.

@@ -197,10 +197,9 @@ impl ProcessStage {
     }
 
     fn sweep(&mut self) {
-        let depths = self.dispatcher.prune();
-        let queued: usize = depths.iter().map(|(_, n)| n).sum();
-        self.metrics.queued_callbacks.set(queued as i64);
-        self.metrics.set_queue_depths(&depths);
+        if let Some(depths) = self.dispatcher.prune() {
+            self.metrics.report_queues(&depths);
+        }
         let Some(router) = &mut self.router else {
             return;
         };

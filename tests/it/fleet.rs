@@ -10,6 +10,7 @@ use hookrelay::base::digest::Algorithm;
 
 use crate::support::{
     RelayProcess, SECRET, TestReceiver, TestRedis, metric_value,
+    netns::NetCut,
     relay::{create_hook, http_client, signed_call},
     user_name,
 };
@@ -32,11 +33,16 @@ async fn wait_until_holder(relay: &RelayProcess) {
 }
 
 /// Two instances, the first holding the lease, and a hook registered on the second (which the
-/// first learns from the store).
-async fn two_instances(redis: &TestRedis, rx: &TestReceiver) -> (RelayProcess, RelayProcess) {
-    let first = RelayProcess::start(redis, FLEET).await;
+/// first learns from the store). `extra` is more of `[fleet]`.
+async fn two_instances(
+    redis: &TestRedis,
+    rx: &TestReceiver,
+    extra: &str,
+) -> (RelayProcess, RelayProcess) {
+    let config = format!("{FLEET}{extra}");
+    let first = RelayProcess::start(redis, &config).await;
     wait_until_holder(&first).await;
-    let second = RelayProcess::start(redis, FLEET).await;
+    let second = RelayProcess::start(redis, &config).await;
     let http = http_client();
     create_hook(&http, second.api, &rx.url("/f"), "").await;
     let deadline = Instant::now() + Duration::from_secs(10);
@@ -64,7 +70,7 @@ async fn wait_delivered_fraction(rx: &TestReceiver, part: usize) {
 async fn killing_the_lease_holder_mid_stream_loses_nothing() {
     let redis = TestRedis::start().await;
     let rx = TestReceiver::start().await;
-    let (holder, other) = two_instances(&redis, &rx).await;
+    let (holder, other) = two_instances(&redis, &rx, "").await;
     let publishing = publish_named(&redis, "n", EVENTS);
     wait_delivered_fraction(&rx, EVENTS / 5).await;
     let killed_at = Instant::now();
@@ -82,11 +88,12 @@ async fn killing_the_lease_holder_mid_stream_loses_nothing() {
     assert_eq!(metric_value(&m, "hookrelay_fleet_takeovers_total"), 1.0);
 }
 
+/// Without spread, the holder of the fleet lease sends everything.
 #[tokio::test]
 async fn killing_the_other_instance_changes_nothing() {
     let redis = TestRedis::start().await;
     let rx = TestReceiver::start().await;
-    let (holder, other) = two_instances(&redis, &rx).await;
+    let (holder, other) = two_instances(&redis, &rx, "spread = false\n").await;
     let publishing = publish_named(&redis, "n", EVENTS);
     wait_delivered_fraction(&rx, EVENTS / 5).await;
     other.kill9().await;
@@ -99,7 +106,7 @@ async fn killing_the_other_instance_changes_nothing() {
 async fn a_stopped_holder_is_replaced_and_stops_when_it_wakes() {
     let redis = TestRedis::start().await;
     let rx = TestReceiver::start().await;
-    let (mut holder, other) = two_instances(&redis, &rx).await;
+    let (mut holder, other) = two_instances(&redis, &rx, "").await;
     let publishing = publish_named(&redis, "n", EVENTS);
     wait_delivered_fraction(&rx, EVENTS / 5).await;
     // SIGSTOP stands for a holder cut off from the network.
@@ -156,11 +163,17 @@ fn publish_named(redis: &TestRedis, prefix: &'static str, n: usize) -> tokio::ta
 /// Waits until `n` names of `prefix` arrived; checks they came in order with nothing lost;
 /// returns how many were repeats.
 async fn all_of(rx: &TestReceiver, prefix: &str, n: usize) -> usize {
+    all_of_at(rx, None, prefix, n).await
+}
+
+/// [`all_of`] for the callbacks to `path` only (any path: `None`).
+async fn all_of_at(rx: &TestReceiver, path: Option<&str>, prefix: &str, n: usize) -> usize {
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
         let names: Vec<String> = rx
             .delivered()
             .iter()
+            .filter(|r| path.is_none_or(|p| r.uri.split('?').next() == Some(p)))
             .map(|r| user_name(&r.event()))
             .filter(|name| {
                 name.strip_prefix(prefix)
@@ -173,13 +186,13 @@ async fn all_of(rx: &TestReceiver, prefix: &str, n: usize) -> usize {
             let want: Vec<String> = (0..n).map(|i| format!("{prefix}{i}")).collect();
             assert!(
                 firsts.iter().zip(&want).all(|(a, b)| *a == b),
-                "{prefix}: bus order kept"
+                "{prefix} at {path:?}: bus order kept"
             );
             return names.len() - firsts.len();
         }
         assert!(
             Instant::now() < deadline,
-            "{prefix}: only {} of {n} delivered",
+            "{prefix} at {path:?}: only {} of {n} delivered",
             firsts.len()
         );
         tokio::time::sleep(Duration::from_millis(20)).await;
@@ -257,4 +270,201 @@ async fn three_instances_two_sources_a_killed_instance_and_a_lost_source() {
     }
     publish_named(&b, "d", 200).await.expect("publisher");
     assert_eq!(all_of(&rx, "d", 200).await, 0);
+}
+
+async fn hooks_held(relay: &RelayProcess) -> f64 {
+    metric_value(&relay.metrics().await, "hookrelay_fleet_hooks_held")
+}
+
+/// Waits until the instances deliver `want[i]` hooks each (in any order).
+async fn wait_spread(relays: &[&RelayProcess], want: &[f64]) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let mut held = Vec::new();
+        for r in relays {
+            held.push(hooks_held(r).await);
+        }
+        held.sort_by(f64::total_cmp);
+        if held == want {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "delivery never spread as {want:?}: {held:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+#[tokio::test]
+async fn delivery_spreads_and_a_killed_instances_hooks_move_and_come_back_balanced() {
+    let redis = TestRedis::start().await;
+    let rx = TestReceiver::start().await;
+    let first = RelayProcess::start(&redis, FLEET).await;
+    wait_until_holder(&first).await;
+    let mut relays = vec![first];
+    for _ in 0..2 {
+        relays.push(RelayProcess::start(&redis, FLEET).await);
+    }
+    let http = http_client();
+    let paths: Vec<String> = (0..6).map(|i| format!("/h{i}")).collect();
+    for p in &paths {
+        create_hook(&http, relays[1].api, &rx.url(p), "").await;
+    }
+    wait_spread(&relays.iter().collect::<Vec<_>>(), &[2.0, 2.0, 2.0]).await;
+
+    // Every instance sends its share.
+    publish_named(&redis, "s", 60).await.expect("publisher");
+    for p in &paths {
+        assert_eq!(all_of_at(&rx, Some(p), "s", 60).await, 0);
+    }
+    for r in &relays {
+        let sent = metric_value(&r.metrics().await, "hookrelay_callbacks_delivered_total");
+        assert_eq!(sent, 120.0, "two hooks' callbacks from each instance");
+    }
+
+    // One that only delivers is killed mid-stream: its hooks move, nothing is lost.
+    let publishing = publish_named(&redis, "n", EVENTS);
+    wait_delivered_fraction(&rx, 6 * 60 + 6 * EVENTS / 5).await;
+    let victim = if holds_lease(&relays[1]).await { 2 } else { 1 };
+    relays.remove(victim).kill9().await;
+    wait_spread(&relays.iter().collect::<Vec<_>>(), &[3.0, 3.0]).await;
+    publishing.await.expect("publisher");
+    let mut repeats = Vec::new();
+    for p in &paths {
+        repeats.push(all_of_at(&rx, Some(p), "n", EVENTS).await);
+    }
+    eprintln!("fleet spread, a deliverer killed: repeats per hook {repeats:?}");
+    assert!(
+        repeats.iter().all(|r| *r <= 5) && repeats.iter().filter(|r| **r > 0).count() <= 2,
+        "only the killed instance's callbacks in flight or unmarked repeat: {repeats:?}"
+    );
+
+    // A new instance joins mid-stream: the others give it their extras, and nothing repeats.
+    let publishing = publish_named(&redis, "j", 1000);
+    let named = format!("{FLEET}instance = \"leaver\"\n");
+    relays.push(RelayProcess::start(&redis, &named).await);
+    wait_spread(&relays.iter().collect::<Vec<_>>(), &[2.0, 2.0, 2.0]).await;
+    publishing.await.expect("publisher");
+    for p in &paths {
+        // Given up to balance: nothing repeats, unless a round came late enough for a lease to
+        // run out (a loaded machine, with leases of one second): then as after a crash.
+        let repeats = all_of_at(&rx, Some(p), "j", 1000).await;
+        assert!(repeats <= 5, "{p}: {repeats}");
+    }
+    let m = relays[2].metrics().await;
+    assert_eq!(
+        metric_value(&m, "hookrelay_fleet_hook_leases_taken_total"),
+        2.0
+    );
+    assert_eq!(metric_value(&m, "hookrelay_fleet_instances"), 3.0);
+
+    // A clean stop (SIGTERM) of an instance that does not queue gives its leases up at once
+    // and leaves the fleet, so that the others need not wait for them to run out.
+    relays.remove(2).terminate().await;
+    let mut conn = redis.conn().await.expect("redis");
+    let keys: Vec<String> = (1..=6)
+        .map(|i| format!("hookrelay:{{h:{i}}}:lease"))
+        .collect();
+    let owners: Vec<Option<String>> = redis::cmd("MGET")
+        .arg(&keys)
+        .query_async(&mut conn)
+        .await
+        .expect("leases");
+    assert!(
+        !owners.iter().flatten().any(|o| o == "leaver"),
+        "{owners:?}"
+    );
+    let member: Option<f64> = redis::cmd("ZSCORE")
+        .arg("hookrelay:fleet:members")
+        .arg("leaver")
+        .query_async(&mut conn)
+        .await
+        .expect("members");
+    assert_eq!(member, None, "it left the fleet");
+}
+
+/// One of three instances, one that only delivers, is cut off the network (its network
+/// namespace's link goes down; where namespaces cannot be made, SIGSTOP stands for the cut) in
+/// the middle of a stream: the others take its hooks, nothing is lost. When it is back, it finds
+/// its leases gone, sends nothing for them, and takes its share again.
+#[tokio::test]
+async fn a_deliverer_cut_off_the_network_loses_its_hooks_and_takes_its_share_again() {
+    let net = NetCut::create();
+    if net.is_none() {
+        eprintln!("no network namespaces here: SIGSTOP stands for the cut");
+    }
+    let redis = match &net {
+        Some(net) => TestRedis::start_also_on(&net.host_ip).await,
+        None => TestRedis::start().await,
+    };
+    let host = net.as_ref().map_or("127.0.0.1", |n| n.host_ip.as_str());
+    let rx = TestReceiver::start_on("0.0.0.0").await;
+    let url = format!("redis://{host}:{}", redis.port);
+    let extra =
+        format!("{FLEET}[store]\nurl = \"{url}\"\n[[sources]]\nname = \"bbb\"\nurl = \"{url}\"\n");
+    let first = RelayProcess::start(&redis, &extra).await;
+    wait_until_holder(&first).await;
+    let second = RelayProcess::start(&redis, &extra).await;
+    let third = match &net {
+        Some(net) => RelayProcess::start_in_netns(&redis, &extra, net).await,
+        None => RelayProcess::start(&redis, &extra).await,
+    };
+    let cut = |off: bool| match &net {
+        Some(net) => net.cut(off),
+        None => third.signal(if off { "STOP" } else { "CONT" }),
+    };
+    let http = http_client();
+    let paths: Vec<String> = (0..6).map(|i| format!("/h{i}")).collect();
+    for p in &paths {
+        let callback = format!("http://{host}:{}{p}", rx.addr.port());
+        create_hook(&http, first.api, &callback, "").await;
+    }
+    wait_spread(&[&first, &second, &third], &[2.0, 2.0, 2.0]).await;
+
+    let publishing = publish_named(&redis, "n", EVENTS);
+    wait_delivered_fraction(&rx, 6 * EVENTS / 5).await;
+    cut(true);
+    wait_spread(&[&first, &second], &[3.0, 3.0]).await;
+    publishing.await.expect("publisher");
+    let mut repeats = Vec::new();
+    for p in &paths {
+        repeats.push(all_of_at(&rx, Some(p), "n", EVENTS).await);
+    }
+    eprintln!("fleet spread, a deliverer cut off: repeats per hook {repeats:?}");
+    assert!(
+        repeats.iter().all(|r| *r <= 5),
+        "only callbacks in flight or unmarked repeat: {repeats:?}"
+    );
+
+    cut(false);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while metric_value(
+        &third.metrics().await,
+        "hookrelay_fleet_hook_leases_lost_total",
+    ) != 2.0
+    {
+        assert!(
+            Instant::now() < deadline,
+            "the cut instance never saw its leases gone"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    wait_spread(&[&first, &second, &third], &[2.0, 2.0, 2.0]).await;
+    publish_named(&redis, "r", 300).await.expect("publisher");
+    for p in &paths {
+        // As above: none repeat unless a lease ran out on a loaded machine.
+        let repeats = all_of_at(&rx, Some(p), "r", 300).await;
+        assert!(repeats <= 5, "{p}: {repeats}");
+        // What it held in memory when cut off went with its leases.
+        let again = all_of_at(&rx, Some(p), "n", EVENTS).await;
+        assert!(
+            again <= 5,
+            "{p}: the instance back sent its old callbacks again: {again}"
+        );
+    }
+    assert!(
+        holds_lease(&first).await,
+        "the queue writer was never cut off"
+    );
 }

@@ -3,6 +3,7 @@
 
 pub mod bad_receiver;
 mod common;
+pub mod netns;
 pub mod plugins;
 pub mod process;
 pub mod receiver;

@@ -76,8 +76,25 @@ impl RelayProcess {
         level: &str,
         env: &[(&str, &str)],
     ) -> Self {
+        Self::start_in(redis, extra, level, env, None).await
+    }
+
+    /// As [`start`](Self::start), in network namespace `ns` (`ip netns exec`), its API and
+    /// metrics on the namespace's address.
+    #[allow(dead_code)]
+    pub async fn start_in_netns(redis: &TestRedis, extra: &str, ns: &super::netns::NetCut) -> Self {
+        Self::start_in(redis, extra, "info", &[], Some(ns)).await
+    }
+
+    async fn start_in(
+        redis: &TestRedis,
+        extra: &str,
+        level: &str,
+        env: &[(&str, &str)],
+        ns: Option<&super::netns::NetCut>,
+    ) -> Self {
         for _ in 0..10 {
-            if let Some(relay) = Self::try_start(redis, extra, level, env).await {
+            if let Some(relay) = Self::try_start(redis, extra, level, env, ns).await {
                 return relay;
             }
         }
@@ -89,6 +106,7 @@ impl RelayProcess {
         extra: &str,
         level: &str,
         env: &[(&str, &str)],
+        ns: Option<&super::netns::NetCut>,
     ) -> Option<Self> {
         let has = |name: &str| env.iter().any(|(k, _)| *k == name);
         let secret = if has("HOOKRELAY_BBB__SECRET") {
@@ -97,19 +115,28 @@ impl RelayProcess {
             format!("secret = \"{SECRET}\"")
         };
         let dir = tempfile::tempdir().expect("temp dir");
-        let api: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().unwrap();
-        let metrics: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().unwrap();
+        let host = ns.map_or("127.0.0.1", |ns| ns.ns_ip.as_str());
+        let api: SocketAddr = format!("{host}:{}", free_port()).parse().unwrap();
+        let metrics: SocketAddr = format!("{host}:{}", free_port()).parse().unwrap();
         let config = dir.path().join("hookrelay.toml");
         std::fs::write(
             &config,
             format!(
-                "[bbb]\n{secret}\n[api]\nbind = \"{api}\"\n[redis]\nurl = \"{}\"\n[metrics]\nbind = \"{metrics}\"\n[delivery]\nretry_intervals_ms = [50, 100, 150]\nrequest_timeout_ms = 1000\n{extra}\n[delivery.ssrf]\nallow_cidrs = [\"127.0.0.1/32\"]\n",
+                "[bbb]\n{secret}\n[api]\nbind = \"{api}\"\n[redis]\nurl = \"{}\"\n[metrics]\nbind = \"{metrics}\"\n[delivery]\nretry_intervals_ms = [50, 100, 150]\nrequest_timeout_ms = 1000\n{extra}\n[delivery.ssrf]\nallow_cidrs = [\"127.0.0.1/32\", \"{}\"]\n",
                 redis.url(),
+                super::netns::RANGE,
             ),
         )
         .expect("config");
         let log = dir.path().join("relay.log");
-        let mut command = Command::new(binary());
+        let mut command = match ns {
+            Some(ns) => {
+                let mut c = Command::new("ip");
+                c.args(["netns", "exec", &ns.name]).arg(binary());
+                c
+            }
+            None => Command::new(binary()),
+        };
         command.arg("serve");
         if !has("HOOKRELAY_CONFIG") {
             command.arg("--config").arg(&config);
@@ -129,6 +156,7 @@ impl RelayProcess {
             .spawn()
             .expect("the hookrelay binary");
         let http = http_client();
+        let mut pinged = false;
         for _ in 0..1000 {
             if let Ok(Some(status)) = child.try_wait() {
                 let mut err = String::new();
@@ -143,7 +171,7 @@ impl RelayProcess {
                 return None;
             }
             // Ours: subscribed to this test's Redis and answering on its API port.
-            let pinged = http
+            pinged = http
                 .get(format!("http://{api}/bigbluebutton/api/hooks/ping"))
                 .send()
                 .await
@@ -160,7 +188,12 @@ impl RelayProcess {
             }
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
-        panic!("the relay never subscribed");
+        let logged = std::fs::read_to_string(&log).unwrap_or_default();
+        let tail: Vec<&str> = logged.lines().rev().take(20).collect();
+        panic!(
+            "the relay never subscribed (its API at {api} answered: {pinged}); its log ends:\n{}",
+            tail.into_iter().rev().collect::<Vec<_>>().join("\n")
+        );
     }
 
     /// The metrics text of the relay at `metrics`.

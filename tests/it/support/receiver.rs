@@ -91,11 +91,18 @@ pub struct TestReceiver {
 
 impl TestReceiver {
     pub async fn start() -> Self {
+        Self::start_on("127.0.0.1").await
+    }
+
+    /// A receiver listening on `ip` (`0.0.0.0`: every address; then [`url`](Self::url) names
+    /// 127.0.0.1).
+    pub async fn start_on(ip: &str) -> Self {
         let inner = Arc::new(Inner::default());
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-            .await
-            .expect("bind");
-        let addr = listener.local_addr().expect("addr");
+        let listener = tokio::net::TcpListener::bind((ip, 0)).await.expect("bind");
+        let mut addr = listener.local_addr().expect("addr");
+        if addr.ip().is_unspecified() {
+            addr.set_ip(std::net::Ipv4Addr::LOCALHOST.into());
+        }
         let app = Router::new().fallback(handle).with_state(inner.clone());
         let server = tokio::spawn(async move {
             let _ = axum::serve(listener, app).await;

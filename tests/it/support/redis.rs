@@ -35,6 +35,13 @@ impl TestRedis {
         .await
     }
 
+    /// A server that also listens on `ip` (which must exist).
+    #[allow(dead_code)]
+    pub async fn start_also_on(ip: &str) -> Self {
+        let args = ["--bind", "127.0.0.1", ip, "--protected-mode", "no"];
+        Self::start_with(args.map(String::from).to_vec()).await
+    }
+
     async fn start_with(args: Vec<String>) -> Self {
         let dir = tempfile::tempdir().expect("temp dir");
         let mut r = TestRedis {

@@ -1,0 +1,92 @@
+//! The queues of the hooks this instance delivers when delivery is spread over a fleet. The
+//! balancer starts and stops them as it takes and gives up delivery leases; the dispatcher of
+//! the instance that writes the queues pushes into them; announcements of what another
+//! instance wrote extend them. One lock orders the three: a queue is started with the
+//! position read under it, so every entry written after is either pushed or announced to it,
+//! and an entry it has already is not taken twice.
+
+use std::{collections::HashMap, sync::Arc};
+
+use tokio::{sync::MutexGuard, task::JoinHandle};
+
+use super::{
+    backlog::SharedPayloads,
+    hook_queue::HookQueue,
+    journal::Position,
+    queue::{DeliveryContext, spawn_pager, spawn_worker},
+};
+use crate::{fleet::lease::Lease, hooks::Hook};
+
+/// The queues delivered here, by hook id.
+pub type Queues = HashMap<u64, Arc<HookQueue>>;
+
+pub struct Held {
+    ctx: Arc<DeliveryContext>,
+    paged: Arc<SharedPayloads>,
+    queues: tokio::sync::Mutex<Queues>,
+}
+
+impl Held {
+    pub fn new(ctx: Arc<DeliveryContext>) -> Arc<Self> {
+        Arc::new(Self {
+            ctx,
+            paged: Arc::default(),
+            queues: tokio::sync::Mutex::default(),
+        })
+    }
+
+    pub fn ctx(&self) -> &Arc<DeliveryContext> {
+        &self.ctx
+    }
+
+    /// Payloads read back by the pagers of every queue.
+    pub fn paged(&self) -> &Arc<SharedPayloads> {
+        &self.paged
+    }
+
+    pub async fn lock(&self) -> MutexGuard<'_, Queues> {
+        self.queues.lock().await
+    }
+
+    /// Starts delivering `hook` under `lease`, from what its stream holds (`pos`, read with
+    /// `queues` locked). Returns its worker.
+    pub fn start(
+        &self,
+        queues: &mut Queues,
+        hook: &Arc<Hook>,
+        lease: Lease,
+        pos: Position,
+    ) -> JoinHandle<()> {
+        let q = Arc::new(HookQueue::leased(lease, pos.last_ts, pos.length));
+        let worker = spawn_worker(&self.ctx, hook, &q);
+        if pos.length > 0 {
+            spawn_pager(&self.ctx, hook.id, &q, &self.paged);
+        }
+        if let Some(old) = queues.insert(hook.id, q) {
+            old.close();
+        }
+        worker
+    }
+
+    /// Stops delivering hook `id`: its worker ends once its callback in flight is done.
+    pub fn stop(queues: &mut Queues, id: u64) {
+        if let Some(q) = queues.remove(&id) {
+            q.close();
+        }
+    }
+
+    /// Hook `id`'s stream now reaches `until` (about `count` entries were added): the entries
+    /// its queue does not have yet are read from Redis.
+    pub fn extend(&self, queues: &Queues, id: u64, until: u64, count: usize) {
+        if let Some(q) = queues.get(&id)
+            && q.extend(until, count)
+        {
+            spawn_pager(&self.ctx, id, q, &self.paged);
+        }
+    }
+
+    /// How many callbacks each delivered hook has queued.
+    pub fn depths(queues: &Queues) -> Vec<(u64, usize)> {
+        queues.iter().map(|(id, q)| (*id, q.total())).collect()
+    }
+}

@@ -1,0 +1,147 @@
+//! One hook's worker: sends its queue's callbacks one at a time, in order, retrying a failed
+//! one (same body, same timestamp) on the schedule while the later ones wait; records each one
+//! delivered for [`super::ack`]; removes the hook when the schedule runs out. It stops when the
+//! relay stops, the hook is gone, or (in a fleet) its lease is no longer held.
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+
+use super::{
+    client::DeliveryError, hook_queue::HookQueue, journal::Entry, queue::DeliveryContext,
+    retry::RetryPolicy, sign::SignedCallback,
+};
+use crate::{hooks::Hook, metrics::ReasonLabel};
+
+/// What became of one entry.
+enum Outcome {
+    Delivered,
+    /// The schedule ran out: the hook has been removed.
+    GaveUp,
+    /// The relay is stopping or the hook is gone; the entry stays in Redis.
+    Stopped,
+}
+
+/// Sends the hook's callbacks one at a time until the hook is removed or the relay stops.
+pub(super) async fn run(hook: Arc<Hook>, queue: Arc<HookQueue>, ctx: Arc<DeliveryContext>) {
+    /// Counts the worker in `hookrelay_delivery_workers` for as long as it lives.
+    struct Alive(prometheus_client::metrics::gauge::Gauge);
+    impl Drop for Alive {
+        fn drop(&mut self) {
+            self.0.dec();
+        }
+    }
+    ctx.metrics.delivery_workers.inc();
+    let _alive = Alive(ctx.metrics.delivery_workers.clone());
+    let policy = RetryPolicy::new(&ctx.retry_intervals_ms, hook.permanent);
+    // An IP address in the URL is checked once; host names at each connection.
+    let blocked = ctx
+        .guard
+        .check_url(&hook.callback_url)
+        .err()
+        .map(|r| r.to_string());
+    let mut acks = ctx.acker.worker(hook.id);
+    loop {
+        // At most max_unacked delivered callbacks may wait to be marked in Redis.
+        if !acks.ready_for_next(&ctx.token).await {
+            return;
+        }
+        let entry = loop {
+            if queue.is_closed() {
+                return;
+            }
+            if let Some(e) = queue.pop() {
+                break e;
+            }
+            tokio::select! {
+                () = queue.ready.notified() => {}
+                () = ctx.token.cancelled() => return,
+            }
+        };
+        if ctx.token.is_cancelled()
+            || !ctx.store.registry().contains(hook.id)
+            || !ctx.fence.holds()
+            || !queue.may_send()
+        {
+            return;
+        }
+        match deliver(&hook, &entry, &queue, &policy, blocked.as_deref(), &ctx).await {
+            Outcome::Delivered => acks.delivered(entry.ts, entry.shared),
+            Outcome::GaveUp | Outcome::Stopped => return,
+        }
+    }
+}
+
+/// Delivers one entry with retries.
+async fn deliver(
+    hook: &Hook,
+    entry: &Entry,
+    queue: &HookQueue,
+    policy: &RetryPolicy,
+    blocked: Option<&str>,
+    ctx: &DeliveryContext,
+) -> Outcome {
+    let SignedCallback { url, body } = ctx.signer.sign(
+        &hook.callback_url,
+        entry.payload.form_encoded(),
+        entry.ts,
+        entry.source,
+    );
+    let domain = ctx.signer.sources.domain(entry.source);
+    let bearer = ctx.signer.bearer();
+    let body = Bytes::from(body);
+    let mut failures = 0;
+    loop {
+        // An attempt under way is finished even when the relay is stopping (the request timeout
+        // bounds it), so that a delivered callback is not sent again after a restart.
+        let result = match blocked {
+            Some(why) => Err(DeliveryError::Blocked(why.to_string())),
+            None => {
+                let standard = ctx.signer.standard_headers(hook.id, entry.ts, &body);
+                let standard = standard.as_ref();
+                let client = &ctx.client;
+                client
+                    .post(&url, body.clone(), bearer, standard, domain)
+                    .await
+            }
+        };
+        let err = match result {
+            Ok(_) => {
+                ctx.metrics.callbacks_delivered.inc();
+                if let Some(arrived) = entry.arrived {
+                    let seconds = arrived.elapsed().as_secs_f64();
+                    ctx.metrics.callback_latency.0.observe(seconds);
+                }
+                return Outcome::Delivered;
+            }
+            Err(e) => e,
+        };
+        failures += 1;
+        ctx.metrics
+            .callback_failures
+            .get_or_create(&ReasonLabel {
+                reason: err.reason(),
+            })
+            .inc();
+        let Some(wait) = policy.next_delay(failures).filter(|_| err.should_retry()) else {
+            if !ctx.fence.holds() || !queue.may_send() {
+                return Outcome::Stopped;
+            }
+            tracing::warn!(hook_id = hook.id, failures, error = %err, "callbacks keep failing; removing the hook");
+            ctx.metrics.hooks_removed.inc();
+            if let Err(e) = ctx.store.remove_failed(hook.id).await {
+                tracing::error!(hook_id = hook.id, error = %e, "could not remove the failed hook from Redis");
+            }
+            ctx.metrics.count_hooks(&ctx.store.registry().load());
+            return Outcome::GaveUp;
+        };
+        tracing::debug!(hook_id = hook.id, event = %entry.event_id, failures, error = %err, retry_in_ms = wait.as_millis() as u64, "callback failed");
+        tokio::select! {
+            () = tokio::time::sleep(wait) => {}
+            () = ctx.token.cancelled() => return Outcome::Stopped,
+        }
+        if !ctx.store.registry().contains(hook.id) || !ctx.fence.holds() || !queue.may_send() {
+            return Outcome::Stopped;
+        }
+    }
+}
