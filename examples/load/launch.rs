@@ -19,6 +19,8 @@ pub struct Setup {
     pub plugins: Vec<String>,
     /// Fleet instances (0: no fleet).
     pub instances: usize,
+    /// `fleet.spread`.
+    pub spread: bool,
 }
 
 pub struct Relay {
@@ -52,9 +54,12 @@ impl Relay {
             format!("[plugins]\ndir = \"{}\"\n", d.path().display())
         });
         let fleet = if setup.instances > 0 {
-            "[fleet]\nenabled = true\nlease_ms = 1000\n"
+            format!(
+                "[fleet]\nenabled = true\nlease_ms = 1000\nspread = {}\n",
+                setup.spread
+            )
         } else {
-            ""
+            String::new()
         };
         let config = dir.path().join("hookrelay.toml");
         std::fs::write(

@@ -49,6 +49,10 @@ struct Args {
     /// Hooks are registered on the first (the lease holder); `burst` counts the CPU of all.
     #[arg(long, default_value_t = 0, global = true)]
     instances: usize,
+    /// With --instances: the holder of the fleet lease sends everything (`fleet.spread =
+    /// false`) instead of each instance its share of the hooks.
+    #[arg(long, global = true)]
+    no_spread: bool,
 }
 
 #[derive(Subcommand, Clone)]
@@ -121,6 +125,7 @@ async fn main() {
                 max_unacked: args.max_unacked,
                 plugins: args.plugins.clone(),
                 instances: args.instances,
+                spread: !args.no_spread,
             };
             let figures = scenario::run(&scenario, &setup).await;
             println!("run {} {}: {}", run + 1, bin.display(), figures.line());

@@ -148,6 +148,10 @@ async fn burst(
     }
     let fast = sinks(&relay, hooks, Duration::ZERO, "fast").await;
     let slow = sinks(&relay, slow_hooks, Duration::from_millis(slow_ms), "slow").await;
+    if setup.instances > 1 && setup.spread {
+        // The instances take their share of the hooks' delivery leases.
+        tokio::time::sleep(Duration::from_millis(1500)).await;
+    }
     let msgs = messages(events);
     let redis_cpu = || redis.pid().and_then(procstat::cpu_seconds).unwrap_or(0.0);
     let relays_cpu = || {
@@ -156,13 +160,16 @@ async fn burst(
             .map(|r| procstat::cpu_seconds(r.pid()).unwrap_or(0.0))
             .sum::<f64>()
     };
+    let first_cpu = || procstat::cpu_seconds(relay.pid()).unwrap_or(0.0);
     let cpu0 = relays_cpu();
+    let first0 = first_cpu();
     let redis0 = redis_cpu();
     let start = Instant::now();
     redis.publish_all(&msgs).await;
     wait_all(&fast, events).await;
     let elapsed = start.elapsed().as_secs_f64();
     let cpu = relays_cpu() - cpu0;
+    let first = first_cpu() - first0;
     let redis_cpu = redis_cpu() - redis0;
     let rss = procstat::peak_rss_kib(relay.pid()).unwrap_or(0) as f64 / 1024.0;
     let mut f = Figures {
@@ -173,6 +180,10 @@ async fn burst(
     f.push("callbacks_per_s", (events * hooks) as f64 / elapsed);
     f.push("events_per_s_per_hook", events as f64 / elapsed);
     f.push("relay_cpu_s", cpu);
+    if setup.instances > 1 {
+        // The first instance holds the fleet lease: it queues everything.
+        f.push("first_relay_cpu_s", first);
+    }
     f.push("redis_cpu_s", redis_cpu);
     f.push("relay_peak_rss_mib", rss);
     if slow_hooks > 0 {
