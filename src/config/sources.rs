@@ -55,6 +55,10 @@ pub struct StoreConfig {
     pub sentinels: Vec<SecretUrl>,
     /// The master's name in the sentinels' configuration.
     pub sentinel_master: String,
+    /// Nodes of a Redis Cluster (`redis://host:7000`), any of them: the store is that cluster
+    /// (its primaries found from them, followed through resharding and failovers). Empty: no
+    /// cluster. `url`, if set, only gives the password and user.
+    pub cluster_nodes: Vec<SecretUrl>,
 }
 
 /// `[fleet]`: several relay instances sharing one store. One instance at a time (the holder
@@ -155,6 +159,17 @@ impl Config {
             if !is_redis_url(url) {
                 return fail("store.sentinels", "each must be a redis:// URL".into());
             }
+        }
+        for url in &self.store.cluster_nodes {
+            if !is_redis_url(url) {
+                return fail("store.cluster_nodes", "each must be a redis:// URL".into());
+            }
+        }
+        if !self.store.cluster_nodes.is_empty() && !self.store.sentinels.is_empty() {
+            return fail(
+                "store.cluster_nodes",
+                "a store is a cluster or a Sentinel-watched server, not both".into(),
+            );
         }
         if self.store.sentinels.is_empty() != self.store.sentinel_master.is_empty() {
             return fail(

@@ -220,6 +220,14 @@ fn bad_sources_are_named() {
             "store.sentinels: each must be a redis:// URL",
         ),
         (
+            "[store]\ncluster_nodes=['c:7000']\n",
+            "store.cluster_nodes: each must be a redis:// URL",
+        ),
+        (
+            "[store]\ncluster_nodes=['redis://c:7000']\nsentinels=['redis://s:26379']\nsentinel_master='m'\n",
+            "store.cluster_nodes: a store is a cluster or a Sentinel-watched server, not both",
+        ),
+        (
             "[fleet]\nlease_ms = 100\n",
             "fleet.lease_ms: must be between 400 and 600000",
         ),

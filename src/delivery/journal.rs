@@ -167,8 +167,9 @@ pub struct Record<'a> {
     pub refs: usize,
 }
 
-/// Sends `state` (commands whose replies are ignored, e.g. id mapping changes), the shared
-/// payload `records` and the `entries` (`(hook id, entry)` in order) in one transaction.
+/// Sends the shared payload `records`, the `entries` (`(hook id, entry)` in order) and `state`
+/// (commands whose replies are ignored: id mapping changes, cursors last) in one transaction
+/// (on a cluster, one per slot, the state's last command's slot last).
 /// Returns the entries not added: already there (a batch sent again after a lost reply) or
 /// refused because their hook's stream holds a later id (a clock that went back; their
 /// references are released).
@@ -185,7 +186,7 @@ pub async fn append(
     if entries.is_empty() && state.is_empty() {
         return Ok(Vec::new());
     }
-    let mut pipe = state.clone();
+    let mut pipe = redis::pipe();
     pipe.atomic();
     for r in records {
         pipe.hset_multiple(
@@ -211,6 +212,11 @@ pub async fn append(
         if let Some(name) = sources.stored_name(e.source) {
             cmd.arg("o").arg(name);
         }
+    }
+    // Last: on a cluster, the slot of the last command is written after the others, and the
+    // state ends with the sources' cursors, which must never run ahead of the entries.
+    for cmd in state.cmd_iter() {
+        pipe.add_command(cmd.clone()).ignore();
     }
     let added: Vec<i64> = query_loading(conn, &pipe, &[&XADD_SCRIPT]).await?;
     let not_added: Vec<(&(u64, Entry), i64)> = entries
@@ -472,15 +478,7 @@ pub async fn remove_orphans(
     mut conn: StoreConn,
     live: impl Fn(u64) -> bool + Sync,
 ) -> Result<usize, redis::RedisError> {
-    let keys: Vec<String> = {
-        let mut iter: redis::AsyncIter<String> =
-            conn.scan_match(format!("{QUEUE_PREFIX}*")).await?;
-        let mut v = Vec::new();
-        while let Some(k) = futures_util::StreamExt::next(&mut iter).await {
-            v.push(k?);
-        }
-        v
-    };
+    let keys = conn.keys_matching(&format!("{QUEUE_PREFIX}*")).await?;
     let mut removed = 0;
     for key in keys {
         match queue_hook_id(&key) {

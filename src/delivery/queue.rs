@@ -135,10 +135,13 @@ impl Dispatcher {
             return true;
         }
         // A payload that several callbacks carry is stored once, as a shared record.
-        // Keyed by the payload's address (a callback's payload is shared by `Arc`).
+        // Keyed by the payload's address (a callback's payload is shared by `Arc`). Not on a
+        // cluster: a record would sit in another slot than the entries that release it.
         let mut uses: HashMap<usize, (usize, Option<u64>)> = HashMap::new();
-        for c in &callbacks {
-            uses.entry(Arc::as_ptr(&c.payload) as usize).or_default().0 += 1;
+        if !self.ctx.conn.is_cluster() {
+            for c in &callbacks {
+                uses.entry(Arc::as_ptr(&c.payload) as usize).or_default().0 += 1;
+            }
         }
         let mut records: Vec<(u64, Arc<crate::event::Payload>, usize)> = Vec::new();
         // One event id text per event, shared by its callbacks.

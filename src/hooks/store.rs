@@ -255,14 +255,21 @@ impl HookStore {
             event_ids: new.event_ids,
             get_raw: new.get_raw,
         };
-        let mut call = CREATE_SCRIPT.key(ID_COUNTER);
-        call.key(HOOKS_SET)
-            .arg(self.registry.load().max_id().unwrap_or(0))
-            .arg(HOOK_PREFIX);
-        for (name, value) in fields(&hook) {
-            call.arg(name).arg(value);
+        let max_id = self.registry.load().max_id().unwrap_or(0);
+        let mut conn = self.conn.clone();
+        if conn.is_cluster() {
+            // The counter, the hook and the index sit in different slots: one at a time, the
+            // hook written before the index names it.
+            hook.id = next_id(&mut conn, max_id).await?;
+            write_hook(&mut conn, &hook).await?;
+        } else {
+            let mut call = CREATE_SCRIPT.key(ID_COUNTER);
+            call.key(HOOKS_SET).arg(max_id).arg(HOOK_PREFIX);
+            for (name, value) in fields(&hook) {
+                call.arg(name).arg(value);
+            }
+            hook.id = call.invoke_async(&mut conn).await?;
         }
-        hook.id = call.invoke_async(&mut self.conn.clone()).await?;
         self.registry.upsert(hook.clone());
         self.announce(hook.id).await;
         Ok(CreateOutcome::Created(hook))
@@ -316,6 +323,16 @@ return id
 ";
 
 static CREATE_SCRIPT: LazyLock<Script> = LazyLock::new(|| Script::new(CREATE));
+
+/// The next hook id, above `max_id` (as [`CREATE`] gives it, in commands of their own).
+async fn next_id(conn: &mut StoreConn, max_id: u64) -> Result<u64, StoreError> {
+    let id: u64 = conn.incr(ID_COUNTER, 1).await?;
+    if id > max_id {
+        return Ok(id);
+    }
+    // Raised past `max_id` by adding, never set: another instance's id is never given again.
+    Ok(conn.incr(ID_COUNTER, max_id - id + 1).await?)
+}
 
 /// A hook's stored fields but its id, as the reference names them.
 fn fields(h: &Hook) -> Vec<(&'static str, String)> {

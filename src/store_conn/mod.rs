@@ -1,9 +1,12 @@
-//! The connection to the relay's own Redis (the store): one server, or the master that Redis
-//! Sentinel names. Every command, pipeline and script of the relay goes through [`StoreConn`],
-//! which implements [`ConnectionLike`] over a [`ConnectionManager`]. With Sentinel, an error that
-//! means the master is gone or was demoted (a dropped or refused connection, a timeout,
-//! `READONLY`) makes it ask the sentinels again and switch to the master they name; the command
-//! that failed fails (the callers retry), the next ones go to the new master.
+//! The connection to the relay's own Redis (the store): one server, the master that Redis
+//! Sentinel names, or a Redis Cluster ([`cluster`]). Every command, pipeline and script of the
+//! relay goes through [`StoreConn`], which implements [`ConnectionLike`] over a
+//! [`ConnectionManager`] or the cluster's connection. With Sentinel, an error that means the
+//! master is gone or was demoted (a dropped or refused connection, a timeout, `READONLY`) makes
+//! it ask the sentinels again and switch to the master they name; the command that failed fails
+//! (the callers retry), the next ones go to the new master.
+
+mod cluster;
 
 use std::{
     sync::{
@@ -39,9 +42,16 @@ struct Sentinel {
 
 /// A cheap, cloneable handle on the store.
 #[derive(Clone)]
-pub struct StoreConn {
-    current: Arc<ArcSwap<Current>>,
-    sentinel: Option<Arc<Sentinel>>,
+pub struct StoreConn(Kind);
+
+#[derive(Clone)]
+enum Kind {
+    /// One server, perhaps followed through Sentinel's failovers.
+    Server {
+        current: Arc<ArcSwap<Current>>,
+        sentinel: Option<Arc<Sentinel>>,
+    },
+    Cluster(Arc<cluster::Cluster>),
 }
 
 fn manager_config() -> ConnectionManagerConfig {
@@ -55,10 +65,15 @@ fn manager_config() -> ConnectionManagerConfig {
 impl StoreConn {
     /// One server, already connected.
     pub fn single(conn: ConnectionManager, client: redis::Client) -> Self {
-        Self {
+        Self(Kind::Server {
             current: Arc::new(ArcSwap::from_pointee(Current { conn, client })),
             sentinel: None,
-        }
+        })
+    }
+
+    /// Whether the store is a Redis Cluster (where a script or a transaction touches one slot).
+    pub fn is_cluster(&self) -> bool {
+        matches!(self.0, Kind::Cluster(_))
     }
 
     /// Connects to the store `config` names, waiting (with backoff) until it answers or the
@@ -70,6 +85,20 @@ impl StoreConn {
         config: &Config,
         token: &CancellationToken,
     ) -> anyhow::Result<Option<Self>> {
+        if !config.store.cluster_nodes.is_empty() {
+            let nodes: Vec<&str> = config
+                .store
+                .cluster_nodes
+                .iter()
+                .map(|u| u.expose())
+                .collect();
+            let auth = config.store.url.as_ref().map(|u| u.expose());
+            let cluster = retry_until_ok(token, "connect to the Redis Cluster", || {
+                cluster::Cluster::connect(&nodes, auth)
+            })
+            .await;
+            return Ok(cluster.map(|c| Self(Kind::Cluster(Arc::new(c)))));
+        }
         if config.store.sentinels.is_empty() {
             let client = redis_client(config.store_url().expose())?;
             let conn = retry_until_ok(token, "connect to Redis", || {
@@ -103,15 +132,36 @@ impl StoreConn {
         let Some(current) = current else {
             return Ok(None);
         };
-        Ok(Some(Self {
+        Ok(Some(Self(Kind::Server {
             current: Arc::new(ArcSwap::from_pointee(current)),
             sentinel: Some(sentinel),
-        }))
+        })))
     }
 
-    /// A client of the current server, for pub/sub.
+    /// A client of the current server (on a cluster, of one node), for pub/sub.
     pub fn client(&self) -> redis::Client {
-        self.current.load().client.clone()
+        match &self.0 {
+            Kind::Server { current, .. } => current.load().client.clone(),
+            Kind::Cluster(c) => c.client(),
+        }
+    }
+
+    /// The keys matching `pattern` (`SCAN`; on a cluster, of every primary).
+    ///
+    /// # Errors
+    /// When Redis fails.
+    pub async fn keys_matching(&self, pattern: &str) -> RedisResult<Vec<String>> {
+        if let Kind::Cluster(c) = &self.0 {
+            return c.keys_matching(pattern).await;
+        }
+        let mut conn = self.clone();
+        let mut iter: redis::AsyncIter<String> =
+            redis::AsyncCommands::scan_match(&mut conn, pattern).await?;
+        let mut keys = Vec::new();
+        while let Some(k) = futures_util::StreamExt::next(&mut iter).await {
+            keys.push(k?);
+        }
+        Ok(keys)
     }
 
     /// The text of the next message of a subscription: `Ok(None)` once `token` is cancelled, an
@@ -166,7 +216,11 @@ impl StoreConn {
     /// After `e` on a command begun at switch `seen`: asks the sentinels again when `e` says
     /// the master may have changed.
     async fn after_error(&self, e: &RedisError, seen: u64) {
-        let Some(sentinel) = &self.sentinel else {
+        let Kind::Server {
+            current,
+            sentinel: Some(sentinel),
+        } = &self.0
+        else {
             return;
         };
         let moved = e.is_io_error()
@@ -184,7 +238,7 @@ impl StoreConn {
         match master(&mut client).await {
             Ok(next) => {
                 tracing::warn!(error = %e, "the store's master changed or went away: using the master Sentinel names now");
-                self.current.store(Arc::new(next));
+                current.store(Arc::new(next));
                 sentinel.switches.fetch_add(1, Ordering::AcqRel);
             }
             Err(why) => {
@@ -194,9 +248,12 @@ impl StoreConn {
     }
 
     fn seen(&self) -> u64 {
-        self.sentinel
-            .as_ref()
-            .map_or(0, |s| s.switches.load(Ordering::Acquire))
+        match &self.0 {
+            Kind::Server {
+                sentinel: Some(s), ..
+            } => s.switches.load(Ordering::Acquire),
+            _ => 0,
+        }
     }
 }
 
@@ -211,7 +268,10 @@ impl ConnectionLike for StoreConn {
     fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
         Box::pin(async move {
             let seen = self.seen();
-            let mut conn = self.current.load().conn.clone();
+            let mut conn = match &self.0 {
+                Kind::Server { current, .. } => current.load().conn.clone(),
+                Kind::Cluster(c) => return c.conn().req_packed_command(cmd).await,
+            };
             let r = conn.req_packed_command(cmd).await;
             if let Err(e) = &r {
                 self.after_error(e, seen).await;
@@ -228,7 +288,10 @@ impl ConnectionLike for StoreConn {
     ) -> RedisFuture<'a, Vec<Value>> {
         Box::pin(async move {
             let seen = self.seen();
-            let mut conn = self.current.load().conn.clone();
+            let mut conn = match &self.0 {
+                Kind::Server { current, .. } => current.load().conn.clone(),
+                Kind::Cluster(c) => return c.pipeline(pipeline, offset, count).await,
+            };
             let r = conn.req_packed_commands(pipeline, offset, count).await;
             if let Err(e) = &r {
                 self.after_error(e, seen).await;
@@ -238,6 +301,9 @@ impl ConnectionLike for StoreConn {
     }
 
     fn get_db(&self) -> i64 {
-        self.current.load().conn.get_db()
+        match &self.0 {
+            Kind::Server { current, .. } => current.load().conn.get_db(),
+            Kind::Cluster(_) => 0,
+        }
     }
 }
