@@ -9,7 +9,9 @@ use std::time::{Duration, Instant};
 use hookrelay::base::digest::Algorithm;
 
 use crate::support::{
-    RelayProcess, SECRET, TestReceiver, TestRedis, metric_value,
+    RelayProcess, SECRET, TestReceiver, TestRedis,
+    cluster::TestCluster,
+    metric_value,
     netns::NetCut,
     relay::{create_hook, http_client, signed_call},
     user_name,
@@ -33,7 +35,7 @@ async fn wait_until_holder(relay: &RelayProcess) {
 }
 
 /// Two instances, the first holding the lease, and a hook registered on the second (which the
-/// first learns from the store). `extra` is more of `[fleet]`.
+/// first learns from the store). `extra` is more of `[fleet]`, then perhaps a `[store]`.
 async fn two_instances(
     redis: &TestRedis,
     rx: &TestReceiver,
@@ -68,9 +70,15 @@ async fn wait_delivered_fraction(rx: &TestReceiver, part: usize) {
 
 #[tokio::test]
 async fn killing_the_lease_holder_mid_stream_loses_nothing() {
+    kill_the_holder_mid_stream(None).await;
+}
+
+/// Two instances on `store` (a `[store]` section; none: the bus's Redis); the holder of the
+/// lease is killed in the middle of a stream.
+pub async fn kill_the_holder_mid_stream(store: Option<&str>) {
     let redis = TestRedis::start().await;
     let rx = TestReceiver::start().await;
-    let (holder, other) = two_instances(&redis, &rx, "").await;
+    let (holder, other) = two_instances(&redis, &rx, store.unwrap_or("")).await;
     let publishing = publish_named(&redis, "n", EVENTS);
     wait_delivered_fraction(&rx, EVENTS / 5).await;
     let killed_at = Instant::now();
@@ -139,7 +147,11 @@ async fn a_stopped_holder_is_replaced_and_stops_when_it_wakes() {
 }
 
 /// Publishes joins named `{prefix}0`, `{prefix}1`, ... on `redis`, 20 every 20 ms.
-fn publish_named(redis: &TestRedis, prefix: &'static str, n: usize) -> tokio::task::JoinHandle<()> {
+pub fn publish_named(
+    redis: &TestRedis,
+    prefix: &'static str,
+    n: usize,
+) -> tokio::task::JoinHandle<()> {
     let url = redis.url();
     tokio::spawn(async move {
         let client = redis::Client::open(url).expect("client");
@@ -167,7 +179,7 @@ async fn all_of(rx: &TestReceiver, prefix: &str, n: usize) -> usize {
 }
 
 /// [`all_of`] for the callbacks to `path` only (any path: `None`).
-async fn all_of_at(rx: &TestReceiver, path: Option<&str>, prefix: &str, n: usize) -> usize {
+pub async fn all_of_at(rx: &TestReceiver, path: Option<&str>, prefix: &str, n: usize) -> usize {
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
         let names: Vec<String> = rx
@@ -216,12 +228,17 @@ async fn holder_of(relays: &[RelayProcess]) -> usize {
 #[tokio::test]
 async fn three_instances_two_sources_a_killed_instance_and_a_lost_source() {
     let store = TestRedis::start().await;
+    three_instances_two_sources(&format!("[store]\nurl = \"{}\"\n", store.url())).await;
+}
+
+/// Three instances on `store` (a `[store]` section) and two sources; the holder is killed,
+/// then one source is lost and comes back.
+pub async fn three_instances_two_sources(store: &str) {
     let a = TestRedis::start().await;
     let mut b = TestRedis::start().await;
     let rx = TestReceiver::start().await;
     let extra = format!(
-        "{FLEET}[store]\nurl = \"{}\"\n[[sources]]\nname = \"a\"\nurl = \"{}\"\n[[sources]]\nname = \"b\"\nurl = \"{}\"\n",
-        store.url(),
+        "{FLEET}{store}[[sources]]\nname = \"a\"\nurl = \"{}\"\n[[sources]]\nname = \"b\"\nurl = \"{}\"\n",
         a.url(),
         b.url()
     );
@@ -298,13 +315,23 @@ async fn wait_spread(relays: &[&RelayProcess], want: &[f64]) {
 
 #[tokio::test]
 async fn delivery_spreads_and_a_killed_instances_hooks_move_and_come_back_balanced() {
+    spread_kill_and_join(None).await;
+}
+
+/// Three instances on the bus's Redis or on `cluster` share six hooks; one is killed
+/// mid-stream, another joins, and it leaves with SIGTERM.
+pub async fn spread_kill_and_join(cluster: Option<&TestCluster>) {
     let redis = TestRedis::start().await;
     let rx = TestReceiver::start().await;
-    let first = RelayProcess::start(&redis, FLEET).await;
+    let config = format!(
+        "{FLEET}{}",
+        cluster.map(TestCluster::store_config).unwrap_or_default()
+    );
+    let first = RelayProcess::start(&redis, &config).await;
     wait_until_holder(&first).await;
     let mut relays = vec![first];
     for _ in 0..2 {
-        relays.push(RelayProcess::start(&redis, FLEET).await);
+        relays.push(RelayProcess::start(&redis, &config).await);
     }
     let http = http_client();
     let paths: Vec<String> = (0..6).map(|i| format!("/h{i}")).collect();
@@ -342,7 +369,10 @@ async fn delivery_spreads_and_a_killed_instances_hooks_move_and_come_back_balanc
 
     // A new instance joins mid-stream: the others give it their extras, and nothing repeats.
     let publishing = publish_named(&redis, "j", 1000);
-    let named = format!("{FLEET}instance = \"leaver\"\n");
+    let named = format!(
+        "{FLEET}instance = \"leaver\"\n{}",
+        cluster.map(TestCluster::store_config).unwrap_or_default()
+    );
     relays.push(RelayProcess::start(&redis, &named).await);
     wait_spread(&relays.iter().collect::<Vec<_>>(), &[2.0, 2.0, 2.0]).await;
     publishing.await.expect("publisher");
@@ -362,26 +392,39 @@ async fn delivery_spreads_and_a_killed_instances_hooks_move_and_come_back_balanc
     // A clean stop (SIGTERM) of an instance that does not queue gives its leases up at once
     // and leaves the fleet, so that the others need not wait for them to run out.
     relays.remove(2).terminate().await;
-    let mut conn = redis.conn().await.expect("redis");
-    let keys: Vec<String> = (1..=6)
-        .map(|i| format!("hookrelay:{{h:{i}}}:lease"))
-        .collect();
-    let owners: Vec<Option<String>> = redis::cmd("MGET")
-        .arg(&keys)
-        .query_async(&mut conn)
-        .await
-        .expect("leases");
+    let mut owners: Vec<Option<String>> = Vec::new();
+    for i in 1..=6 {
+        let get = redis::cmd("GET")
+            .arg(format!("hookrelay:{{h:{i}}}:lease"))
+            .clone();
+        owners.push(store_query(&redis, cluster, get).await);
+    }
     assert!(
         !owners.iter().flatten().any(|o| o == "leaver"),
         "{owners:?}"
     );
-    let member: Option<f64> = redis::cmd("ZSCORE")
+    let zscore = redis::cmd("ZSCORE")
         .arg("hookrelay:fleet:members")
         .arg("leaver")
-        .query_async(&mut conn)
-        .await
-        .expect("members");
+        .clone();
+    let member: Option<f64> = store_query(&redis, cluster, zscore).await;
     assert_eq!(member, None, "it left the fleet");
+}
+
+/// `cmd`'s answer from the store: `cluster`, or else `redis`.
+async fn store_query<T: redis::FromRedisValue>(
+    redis: &TestRedis,
+    cluster: Option<&TestCluster>,
+    cmd: redis::Cmd,
+) -> T {
+    match cluster {
+        Some(c) => cmd.query_async(&mut c.conn().await).await,
+        None => {
+            cmd.query_async(&mut redis.conn().await.expect("redis"))
+                .await
+        }
+    }
+    .expect("store query")
 }
 
 /// One of three instances, one that only delivers, is cut off the network (its network

@@ -7,6 +7,7 @@ mod api;
 mod binary;
 mod catalogue;
 mod cli;
+mod cluster;
 mod delivery;
 mod docs;
 mod durability;

@@ -35,6 +35,22 @@ impl TestRedis {
         .await
     }
 
+    /// A node for a Redis Cluster (its cluster bus on another free port).
+    #[allow(dead_code)]
+    pub async fn start_cluster_node() -> Self {
+        let args = [
+            "--cluster-enabled".to_string(),
+            "yes".into(),
+            "--cluster-config-file".into(),
+            "nodes.conf".into(),
+            "--cluster-node-timeout".into(),
+            "2000".into(),
+            "--cluster-port".into(),
+            free_port().to_string(),
+        ];
+        Self::start_with(args.to_vec()).await
+    }
+
     /// A server that also listens on `ip` (which must exist).
     #[allow(dead_code)]
     pub async fn start_also_on(ip: &str) -> Self {

@@ -1,0 +1,153 @@
+//! The store on a Redis Cluster of three primaries started by the test (`redis-server
+//! --cluster-enabled yes`, joined by `redis-cli --cluster create`), the bus on a Redis of its
+//! own: hooks, queues and a kill -9 with callbacks waiting on one relay, then the fleet suite
+//! (a killed lease holder; delivery spread, a killed deliverer and a newcomer; three instances
+//! and two sources) run again on the cluster.
+
+use std::time::{Duration, Instant};
+
+use crate::{
+    fleet,
+    support::{
+        RelayProcess, TestReceiver, TestRedis,
+        cluster::TestCluster,
+        receiver::Reply,
+        relay::{create_hook, http_client, signed_call},
+    },
+};
+use hookrelay::base::digest::Algorithm;
+
+const EVENTS: usize = 300;
+
+/// Whether the newest entry of hook `id`'s queue is the join of `name`, or the queue is empty.
+async fn queued_up_to(cluster: &TestCluster, id: u64, name: &str) -> bool {
+    let mut conn = cluster.conn().await;
+    let last: redis::streams::StreamRangeReply = redis::cmd("XREVRANGE")
+        .arg(format!("bigbluebutton:webhooks:out:queue:{id}"))
+        .arg("+")
+        .arg("-")
+        .arg("COUNT")
+        .arg(1)
+        .query_async(&mut conn)
+        .await
+        .expect("XREVRANGE");
+    last.ids.first().is_some_and(|e| {
+        let payload: String = e.get("p").unwrap_or_default();
+        payload.contains(&format!("\"name\":\"{name}\""))
+    })
+}
+
+#[tokio::test]
+async fn hooks_and_queues_live_on_the_cluster_and_survive_a_kill() {
+    let cluster = TestCluster::start().await;
+    let bus = TestRedis::start().await;
+    let rx = TestReceiver::start().await;
+    let config = format!("max_unacked = 4\n{}", cluster.store_config());
+    let relay = RelayProcess::start(&bus, &config).await;
+    let http = http_client();
+    let paths: Vec<String> = (0..6).map(|i| format!("/c{i}")).collect();
+    let mut ids = Vec::new();
+    for p in &paths {
+        ids.push(create_hook(&http, relay.api, &rx.url(p), "").await);
+    }
+    assert_eq!(ids, (1..=6).collect::<Vec<u64>>());
+    // Ids 1 to 6 and the index hash to slots of each of the three primaries.
+    let per_node = cluster.keys_per_node().await;
+    assert!(
+        per_node.iter().all(|n| *n > 0),
+        "keys per node: {per_node:?}"
+    );
+
+    // A slow receiver: callbacks wait in the queues when the relay is killed.
+    rx.set_default(Reply::Delay(Duration::from_millis(20), 200));
+    fleet::publish_named(&bus, "k", EVENTS)
+        .await
+        .expect("publisher");
+    let last = format!("k{}", EVENTS - 1);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    for id in &ids {
+        while !queued_up_to(&cluster, *id, &last).await {
+            assert!(
+                Instant::now() < deadline,
+                "hook {id}: the stream never got {last}"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+    relay.kill9().await;
+    let waiting = rx.delivered_count();
+    assert!(
+        waiting < 6 * EVENTS,
+        "the kill came too late: {waiting} sent"
+    );
+
+    rx.set_default(Reply::Status(200));
+    let relay = RelayProcess::start(&bus, &config).await;
+    for p in &paths {
+        let repeats = fleet::all_of_at(&rx, Some(p), "k", EVENTS).await;
+        assert!(
+            repeats <= 5,
+            "{p}: only unmarked callbacks repeat: {repeats}"
+        );
+    }
+    // The API reads and writes the hooks on the cluster: a destroyed hook and its queue go.
+    let list = signed_call(
+        &http,
+        relay.api,
+        "list",
+        "",
+        Algorithm::Sha1,
+        crate::support::SECRET,
+    )
+    .await;
+    assert!(paths.iter().all(|p| list.contains(p.as_str())), "{list}");
+    let destroyed = signed_call(
+        &http,
+        relay.api,
+        "destroy",
+        "hookID=3",
+        Algorithm::Sha1,
+        crate::support::SECRET,
+    )
+    .await;
+    assert!(destroyed.contains("<removed>true</removed>"), "{destroyed}");
+    let mut conn = cluster.conn().await;
+    for key in [
+        "bigbluebutton:webhooks:out:hook:3",
+        "bigbluebutton:webhooks:out:queue:3",
+    ] {
+        let exists: bool = redis::cmd("EXISTS")
+            .arg(key)
+            .query_async(&mut conn)
+            .await
+            .expect("EXISTS");
+        assert!(!exists, "{key} is gone");
+    }
+    let member: bool = redis::cmd("SISMEMBER")
+        .arg("bigbluebutton:webhooks:out:hooks")
+        .arg(3)
+        .query_async(&mut conn)
+        .await
+        .expect("SISMEMBER");
+    assert!(!member);
+    let next = create_hook(&http, relay.api, &rx.url("/new"), "").await;
+    assert_eq!(next, 7, "ids go on from the cluster's counter");
+}
+
+#[tokio::test]
+async fn on_a_cluster_killing_the_lease_holder_mid_stream_loses_nothing() {
+    let cluster = TestCluster::start().await;
+    fleet::kill_the_holder_mid_stream(Some(&cluster.store_config())).await;
+}
+
+#[tokio::test]
+async fn on_a_cluster_delivery_spreads_and_a_killed_instances_hooks_move() {
+    let cluster = TestCluster::start().await;
+    fleet::spread_kill_and_join(Some(&cluster)).await;
+}
+
+#[tokio::test]
+async fn on_a_cluster_three_instances_two_sources_a_killed_instance_and_a_lost_source() {
+    let cluster = TestCluster::start().await;
+    fleet::three_instances_two_sources(&cluster.store_config()).await;
+}

@@ -1,0 +1,94 @@
+//! `TestCluster`: a Redis Cluster of three primaries (`redis-server --cluster-enabled yes`, no
+//! replicas), each on a free loopback port, joined with `redis-cli --cluster create`.
+
+use std::time::{Duration, Instant};
+
+use super::redis::TestRedis;
+
+pub struct TestCluster {
+    pub nodes: Vec<TestRedis>,
+}
+
+impl TestCluster {
+    pub async fn start() -> Self {
+        let mut nodes = Vec::new();
+        for _ in 0..3 {
+            nodes.push(TestRedis::start_cluster_node().await);
+        }
+        let addrs: Vec<String> = nodes
+            .iter()
+            .map(|n| format!("127.0.0.1:{}", n.port))
+            .collect();
+        let out = tokio::process::Command::new("redis-cli")
+            .args(["--cluster", "create"])
+            .args(&addrs)
+            .args(["--cluster-replicas", "0", "--cluster-yes"])
+            .output()
+            .await
+            .expect("redis-cli (scripts/test.sh installs redis-tools)");
+        assert!(
+            out.status.success(),
+            "redis-cli --cluster create: {}",
+            String::from_utf8_lossy(&out.stdout)
+        );
+        let cluster = Self { nodes };
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while !cluster.is_ok().await {
+            assert!(Instant::now() < deadline, "the cluster never came up");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        cluster
+    }
+
+    /// Whether every node says `cluster_state:ok`.
+    async fn is_ok(&self) -> bool {
+        for node in &self.nodes {
+            let Some(mut c) = node.conn().await else {
+                return false;
+            };
+            let info: String = redis::cmd("CLUSTER")
+                .arg("INFO")
+                .query_async(&mut c)
+                .await
+                .unwrap_or_default();
+            if !info.contains("cluster_state:ok") {
+                return false;
+            }
+        }
+        true
+    }
+
+    /// The `[store]` section that makes a relay use this cluster.
+    pub fn store_config(&self) -> String {
+        let urls: Vec<String> = self
+            .nodes
+            .iter()
+            .map(|n| format!("\"{}\"", n.url()))
+            .collect();
+        format!("[store]\ncluster_nodes = [{}]\n", urls.join(", "))
+    }
+
+    /// A connection that follows the cluster's redirections, for checking what was stored.
+    pub async fn conn(&self) -> redis::cluster_async::ClusterConnection {
+        let urls: Vec<String> = self.nodes.iter().map(TestRedis::url).collect();
+        redis::cluster::ClusterClient::new(urls)
+            .expect("cluster client")
+            .get_async_connection()
+            .await
+            .expect("cluster connection")
+    }
+
+    /// The number of keys each node holds.
+    pub async fn keys_per_node(&self) -> Vec<usize> {
+        let mut counts = Vec::new();
+        for node in &self.nodes {
+            let mut c = node.conn().await.expect("node up");
+            let n: usize = redis::cmd("DBSIZE")
+                .query_async(&mut c)
+                .await
+                .expect("DBSIZE");
+            counts.push(n);
+        }
+        counts
+    }
+}
