@@ -21,6 +21,8 @@ pub struct Setup {
     pub instances: usize,
     /// `fleet.spread`.
     pub spread: bool,
+    /// The store on a Redis Cluster (`burst` only).
+    pub cluster_store: bool,
 }
 
 pub struct Relay {
@@ -39,7 +41,8 @@ fn free_port() -> u16 {
 
 impl Relay {
     /// Starts the relay against `redis` and waits until it answers and is subscribed; returns
-    /// it with the time from spawn to subscribed. `delivery` is added to `[delivery]`.
+    /// it with the time from spawn to subscribed. `delivery` is added to `[delivery]` (more of
+    /// its keys, then perhaps other sections).
     pub async fn start(setup: &Setup, redis: &TestRedis, delivery: &str) -> (Self, Duration) {
         let dir = tempfile::tempdir().expect("temp dir");
         let api: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().expect("addr");

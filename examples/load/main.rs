@@ -53,6 +53,10 @@ struct Args {
     /// false`) instead of each instance its share of the hooks.
     #[arg(long, global = true)]
     no_spread: bool,
+    /// `burst` with the store on a Redis Cluster of three primaries started for each run (the
+    /// bus stays on its own Redis); its nodes' CPU counts in redis_cpu_s.
+    #[arg(long, global = true)]
+    cluster_store: bool,
 }
 
 #[derive(Subcommand, Clone)]
@@ -126,6 +130,7 @@ async fn main() {
                 plugins: args.plugins.clone(),
                 instances: args.instances,
                 spread: !args.no_spread,
+                cluster_store: args.cluster_store,
             };
             let figures = scenario::run(&scenario, &setup).await;
             println!("run {} {}: {}", run + 1, bin.display(), figures.line());

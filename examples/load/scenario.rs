@@ -8,7 +8,7 @@ use crate::{
     launch::{Relay, Setup},
     procstat,
     sink::Sink,
-    support::{TestRedis, user_joined},
+    support::{TestRedis, cluster::TestCluster, user_joined},
 };
 
 /// Named figures of one run, and whether every check passed.
@@ -130,7 +130,16 @@ async fn burst(
     slow_ms: u64,
 ) -> Figures {
     let redis = TestRedis::start().await;
-    let (relay, _) = Relay::start(setup, &redis, &format!("max_queue = {events}")).await;
+    let cluster = if setup.cluster_store {
+        Some(TestCluster::start().await)
+    } else {
+        None
+    };
+    let store = cluster
+        .as_ref()
+        .map_or(String::new(), TestCluster::store_config);
+    let extra = format!("max_queue = {events}\n{store}");
+    let (relay, _) = Relay::start(setup, &redis, &extra).await;
     // The first instance takes the fleet lease before the others start.
     tokio::time::sleep(Duration::from_millis(if setup.instances > 1 {
         500
@@ -140,11 +149,7 @@ async fn burst(
     .await;
     let mut others = Vec::new();
     for _ in 1..setup.instances {
-        others.push(
-            Relay::start(setup, &redis, &format!("max_queue = {events}"))
-                .await
-                .0,
-        );
+        others.push(Relay::start(setup, &redis, &extra).await.0);
     }
     let fast = sinks(&relay, hooks, Duration::ZERO, "fast").await;
     let slow = sinks(&relay, slow_hooks, Duration::from_millis(slow_ms), "slow").await;
@@ -153,7 +158,13 @@ async fn burst(
         tokio::time::sleep(Duration::from_millis(1500)).await;
     }
     let msgs = messages(events);
-    let redis_cpu = || redis.pid().and_then(procstat::cpu_seconds).unwrap_or(0.0);
+    let redis_cpu = || {
+        let nodes = cluster.iter().flat_map(|c| &c.nodes);
+        std::iter::once(&redis)
+            .chain(nodes)
+            .map(|r| r.pid().and_then(procstat::cpu_seconds).unwrap_or(0.0))
+            .sum::<f64>()
+    };
     let relays_cpu = || {
         std::iter::once(&relay)
             .chain(&others)
