@@ -118,9 +118,11 @@ impl Cluster {
     ) -> RedisResult<Vec<Value>> {
         let cmds: Vec<&Cmd> = pipeline.cmd_iter().collect();
         let groups = slot_groups(&cmds);
-        let mut conn = self.conn.clone();
         if groups.len() <= 1 {
-            return conn.req_packed_commands(pipeline, offset, count).await;
+            return self
+                .conn()
+                .req_packed_commands(pipeline, offset, count)
+                .await;
         }
         let atomic = pipeline.is_transaction();
         let subs: Vec<Pipeline> = groups
@@ -136,29 +138,11 @@ impl Cluster {
                 sub
             })
             .collect();
-        let send = |sub: &Pipeline| {
-            let mut conn = self.conn.clone();
-            let sub = sub.clone();
-            async move {
-                if atomic {
-                    let (offset, count) = (sub.len() + 1, 1);
-                    let mut reply = conn.req_packed_commands(&sub, offset, count).await?;
-                    match reply.pop() {
-                        Some(Value::Array(items)) if items.len() == sub.len() => Ok(items),
-                        _ => Err(redis::RedisError::from((
-                            redis::ErrorKind::UnexpectedReturnType,
-                            "a transaction's part answered with something else than its replies",
-                        ))),
-                    }
-                } else {
-                    conn.req_packed_commands(&sub, 0, sub.len()).await
-                }
-            }
-        };
         // The group holding the last command goes last.
         let Some((last, first)) = subs.split_last() else {
             return Ok(Vec::new());
         };
+        let send = |sub| send_part(self.conn.clone(), sub);
         let mut replies = futures_util::future::try_join_all(first.iter().map(send)).await?;
         replies.push(send(last).await?);
         let mut out = vec![Value::Nil; cmds.len()];
@@ -168,6 +152,21 @@ impl Cluster {
             }
         }
         Ok(if atomic { vec![Value::Array(out)] } else { out })
+    }
+}
+
+/// Sends one slot's part of a pipeline; returns its commands' replies.
+async fn send_part(mut conn: ClusterConnection, sub: &Pipeline) -> RedisResult<Vec<Value>> {
+    if !sub.is_transaction() {
+        return conn.req_packed_commands(sub, 0, sub.len()).await;
+    }
+    let mut reply = conn.req_packed_commands(sub, sub.len() + 1, 1).await?;
+    match reply.pop() {
+        Some(Value::Array(items)) if items.len() == sub.len() => Ok(items),
+        _ => Err(redis::RedisError::from((
+            redis::ErrorKind::UnexpectedReturnType,
+            "a transaction's part answered with something else than its replies",
+        ))),
     }
 }
 

@@ -12,10 +12,9 @@ use crate::{
         RelayProcess, TestReceiver, TestRedis,
         cluster::TestCluster,
         receiver::Reply,
-        relay::{create_hook, http_client, signed_call},
+        relay::{create_hook, http_client},
     },
 };
-use hookrelay::base::digest::Algorithm;
 
 const EVENTS: usize = 300;
 
@@ -91,25 +90,9 @@ async fn hooks_and_queues_live_on_the_cluster_and_survive_a_kill() {
         );
     }
     // The API reads and writes the hooks on the cluster: a destroyed hook and its queue go.
-    let list = signed_call(
-        &http,
-        relay.api,
-        "list",
-        "",
-        Algorithm::Sha1,
-        crate::support::SECRET,
-    )
-    .await;
+    let list = relay.call("list", "").await;
     assert!(paths.iter().all(|p| list.contains(p.as_str())), "{list}");
-    let destroyed = signed_call(
-        &http,
-        relay.api,
-        "destroy",
-        "hookID=3",
-        Algorithm::Sha1,
-        crate::support::SECRET,
-    )
-    .await;
+    let destroyed = relay.call("destroy", "hookID=3").await;
     assert!(destroyed.contains("<removed>true</removed>"), "{destroyed}");
     let mut conn = cluster.conn().await;
     for key in [
@@ -137,7 +120,7 @@ async fn hooks_and_queues_live_on_the_cluster_and_survive_a_kill() {
 #[tokio::test]
 async fn on_a_cluster_killing_the_lease_holder_mid_stream_loses_nothing() {
     let cluster = TestCluster::start().await;
-    fleet::kill_the_holder_mid_stream(Some(&cluster.store_config())).await;
+    fleet::kill_the_holder_mid_stream(&cluster.store_config()).await;
 }
 
 #[tokio::test]

@@ -6,14 +6,12 @@
 
 use std::time::{Duration, Instant};
 
-use hookrelay::base::digest::Algorithm;
-
 use crate::support::{
-    RelayProcess, SECRET, TestReceiver, TestRedis,
+    RelayProcess, TestReceiver, TestRedis,
     cluster::TestCluster,
     metric_value,
     netns::NetCut,
-    relay::{create_hook, http_client, signed_call},
+    relay::{create_hook, http_client},
     user_name,
 };
 
@@ -49,7 +47,7 @@ async fn two_instances(
     create_hook(&http, second.api, &rx.url("/f"), "").await;
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
-        let list = signed_call(&http, first.api, "list", "", Algorithm::Sha1, SECRET).await;
+        let list = first.call("list", "").await;
         if list.contains("/f") {
             break;
         }
@@ -70,15 +68,15 @@ async fn wait_delivered_fraction(rx: &TestReceiver, part: usize) {
 
 #[tokio::test]
 async fn killing_the_lease_holder_mid_stream_loses_nothing() {
-    kill_the_holder_mid_stream(None).await;
+    kill_the_holder_mid_stream("").await;
 }
 
-/// Two instances on `store` (a `[store]` section; none: the bus's Redis); the holder of the
+/// Two instances on `store` (a `[store]` section; empty: the bus's Redis); the holder of the
 /// lease is killed in the middle of a stream.
-pub async fn kill_the_holder_mid_stream(store: Option<&str>) {
+pub async fn kill_the_holder_mid_stream(store: &str) {
     let redis = TestRedis::start().await;
     let rx = TestReceiver::start().await;
-    let (holder, other) = two_instances(&redis, &rx, store.unwrap_or("")).await;
+    let (holder, other) = two_instances(&redis, &rx, store).await;
     let publishing = publish_named(&redis, "n", EVENTS);
     wait_delivered_fraction(&rx, EVENTS / 5).await;
     let killed_at = Instant::now();
@@ -252,10 +250,7 @@ pub async fn three_instances_two_sources(store: &str) {
     let http = http_client();
     create_hook(&http, relays[2].api, &rx.url("/f"), "").await;
     let deadline = Instant::now() + Duration::from_secs(10);
-    while !signed_call(&http, relays[0].api, "list", "", Algorithm::Sha1, SECRET)
-        .await
-        .contains("/f")
-    {
+    while !relays[0].call("list", "").await.contains("/f") {
         assert!(Instant::now() < deadline, "the holder never saw the hook");
         tokio::time::sleep(Duration::from_millis(20)).await;
     }

@@ -209,6 +209,14 @@ impl RelayProcess {
             .expect("body")
     }
 
+    /// Calls `hooks/<call>` of its API with `query`, signed with SHA-1 and the test secret;
+    /// returns the body.
+    #[allow(dead_code)]
+    pub async fn call(&self, call: &str, query: &str) -> String {
+        let alg = hookrelay::base::digest::Algorithm::Sha1;
+        super::relay::signed_call(&http_client(), self.api, call, query, alg, SECRET).await
+    }
+
     /// Sends `signal` (`STOP`, `CONT`, ...) to the process.
     pub fn signal(&self, signal: &str) {
         let pid = self.child.id().expect("running").to_string();
