@@ -168,11 +168,12 @@ impl Fence {
         self.lease.is_some()
     }
 
-    /// Whether this instance may queue or send now.
+    /// Whether this instance may queue or send now. A lease given up because the relay is
+    /// stopping is not lost: the stop stays a clean one.
     pub fn holds(&self) -> bool {
         match &self.lease {
             Some(l) if !l.is_held() => {
-                if !self.lost.swap(true, Ordering::SeqCst) {
+                if !self.token.is_cancelled() && !self.lost.swap(true, Ordering::SeqCst) {
                     tracing::error!("the fleet lease is no longer held: stopping");
                 }
                 self.token.cancel();
@@ -180,5 +181,39 @@ impl Fence {
             }
             _ => true,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn unheld() -> Lease {
+        Lease::new("k", "me", Duration::from_secs(1))
+    }
+
+    #[test]
+    fn a_lease_gone_while_running_is_lost_and_stops_the_relay() {
+        let token = CancellationToken::new();
+        let fence = Fence::new(unheld(), token.clone());
+        assert!(!fence.holds());
+        assert!(fence.lost.load(Ordering::SeqCst));
+        assert!(token.is_cancelled());
+    }
+
+    #[test]
+    fn a_lease_given_up_on_stopping_is_not_lost() {
+        let token = CancellationToken::new();
+        token.cancel();
+        let fence = Fence::new(unheld(), token);
+        assert!(!fence.holds());
+        assert!(!fence.lost.load(Ordering::SeqCst), "a clean stop");
+    }
+
+    #[test]
+    fn outside_a_fleet_the_fence_always_holds() {
+        let token = CancellationToken::new();
+        token.cancel();
+        assert!(Fence::none(token).holds());
     }
 }

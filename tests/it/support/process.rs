@@ -251,7 +251,13 @@ impl RelayProcess {
             .await
             .expect("stops within 20 s")
             .expect("exit status");
-        assert!(exit.success(), "{exit:?}");
-        std::fs::read_to_string(&self.log).unwrap_or_default()
+        let log = std::fs::read_to_string(&self.log).unwrap_or_default();
+        let tail: Vec<&str> = log.lines().rev().take(30).collect();
+        assert!(
+            exit.success(),
+            "{exit:?}; the end of its log:\n{}",
+            tail.into_iter().rev().collect::<Vec<_>>().join("\n")
+        );
+        log
     }
 }
