@@ -13,8 +13,11 @@ pub const V2_HOOKS_SET: &str = "bigbluebutton:webhooks:hooks";
 pub const V2_HOOK_PREFIX: &str = "bigbluebutton:webhooks:hook:";
 /// The reference service's 2.x list of one hook's pending events: `{V2_EVENTS_PREFIX}{id}`.
 pub const V2_EVENTS_PREFIX: &str = "bigbluebutton:webhooks:events:";
-/// Stream of one hook's pending callbacks: `{QUEUE_PREFIX}{id}`.
-pub const QUEUE_PREFIX: &str = "bigbluebutton:webhooks:out:queue:";
+/// What the stream of one hook's pending callbacks was named before it took its hook's hash
+/// tag: `{LEGACY_QUEUE_PREFIX}{id}` (moved to [`queue_key`] at start).
+pub const LEGACY_QUEUE_PREFIX: &str = "bigbluebutton:webhooks:out:queue:";
+/// `SCAN` pattern of every hook's stream ([`queue_key`]).
+pub const QUEUE_PATTERN: &str = "{bigbluebutton:webhooks:out:hook:*}:queue";
 /// Set of internal meeting ids with a stored mapping.
 pub const MAPPINGS_SET: &str = "bigbluebutton:webhooks:proc:mappings";
 /// Hash of one meeting mapping: `{MAPPING_PREFIX}{internal meeting id}`.
@@ -89,14 +92,41 @@ pub fn hook_key(id: impl std::fmt::Display) -> String {
     format!("{HOOK_PREFIX}{id}")
 }
 
+/// The keys the relay adds to hook `id` carry that hook's hash key, braced, as their Redis
+/// Cluster hash tag: a key's slot is that of its tag, and the hash key (the reference's name,
+/// which has no braces) is its own tag, so a hook's hash, stream and lease share one slot and
+/// one shard.
+fn tagged(id: u64, what: &str) -> String {
+    format!("{{{HOOK_PREFIX}{id}}}:{what}")
+}
+
 /// The stream holding hook `id`'s pending callbacks; removed with the hook.
 pub fn queue_key(id: u64) -> String {
-    format!("{QUEUE_PREFIX}{id}")
+    tagged(id, "queue")
 }
 
 /// The hook id of a queue key; `None` for any other key.
 pub fn queue_hook_id(key: &str) -> Option<u64> {
-    key.strip_prefix(QUEUE_PREFIX)?.parse().ok()
+    key.strip_prefix('{')?
+        .strip_prefix(HOOK_PREFIX)?
+        .strip_suffix("}:queue")?
+        .parse()
+        .ok()
+}
+
+/// Where a queue being rebuilt is written before it replaces [`queue_key`] (same slot).
+pub fn queue_rebuild_key(id: u64) -> String {
+    tagged(id, "queue:rebuild")
+}
+
+/// Hook `id`'s delivery lease, in a fleet that spreads delivery.
+pub fn lease_key(id: u64) -> String {
+    tagged(id, "lease")
+}
+
+/// The hook id of a stream named as before [`queue_key`]; `None` for any other key.
+pub fn legacy_queue_hook_id(key: &str) -> Option<u64> {
+    key.strip_prefix(LEGACY_QUEUE_PREFIX)?.parse().ok()
 }
 
 #[cfg(test)]
@@ -105,9 +135,49 @@ mod tests {
 
     #[test]
     fn queue_keys_round_trip() {
+        assert_eq!(queue_key(42), "{bigbluebutton:webhooks:out:hook:42}:queue");
         assert_eq!(queue_hook_id(&queue_key(42)), Some(42));
-        assert_eq!(queue_hook_id("bigbluebutton:webhooks:out:queue:x"), None);
+        assert_eq!(
+            queue_hook_id("{bigbluebutton:webhooks:out:hook:x}:queue"),
+            None
+        );
         assert_eq!(queue_hook_id(&hook_key(42)), None);
+        assert_eq!(queue_hook_id(&lease_key(42)), None);
+        assert_eq!(queue_hook_id(&queue_rebuild_key(42)), None);
+        assert_eq!(queue_hook_id("bigbluebutton:webhooks:out:queue:42"), None);
+        assert_eq!(
+            legacy_queue_hook_id("bigbluebutton:webhooks:out:queue:42"),
+            Some(42)
+        );
+        assert_eq!(legacy_queue_hook_id(&queue_key(42)), None);
+    }
+
+    #[test]
+    fn a_hooks_keys_share_one_cluster_slot() {
+        use redis::cluster_routing::Slot;
+        for id in [1, 7, 42, 123_456] {
+            let slot = Slot::for_key(hook_key(id).as_bytes());
+            for key in [queue_key(id), queue_rebuild_key(id), lease_key(id)] {
+                assert_eq!(Slot::for_key(key.as_bytes()), slot, "{key}");
+            }
+        }
+        // Not a property of any two keys: hooks 1 and 2 are on different slots.
+        assert_ne!(
+            Slot::for_key(hook_key(1).as_bytes()),
+            Slot::for_key(hook_key(2).as_bytes())
+        );
+    }
+
+    #[test]
+    fn the_queue_pattern_matches_queues_only() {
+        let glob = |key: &str| {
+            let (head, tail) = QUEUE_PATTERN.split_once('*').unwrap_or_default();
+            key.starts_with(head) && key.ends_with(tail) && key.len() >= head.len() + tail.len()
+        };
+        assert!(glob(&queue_key(5)));
+        assert!(!glob(&lease_key(5)));
+        assert!(!glob(&queue_rebuild_key(5)));
+        assert!(!glob(&hook_key(5)));
     }
 
     #[test]

@@ -15,7 +15,7 @@ use redis::{AsyncCommands, ErrorKind, Script, ServerErrorKind};
 
 use crate::{
     base::{
-        redis_keys::{PAYLOAD_PREFIX, PAYLOAD_SEQ, QUEUE_PREFIX, queue_hook_id, queue_key},
+        redis_keys::{PAYLOAD_PREFIX, PAYLOAD_SEQ, QUEUE_PATTERN, queue_hook_id, queue_key},
         sources::{SourceId, SourceTable},
     },
     event::Payload,
@@ -226,25 +226,36 @@ pub async fn append(
         .collect();
     // Refused entries were never written: their references go. Those already there (a batch
     // sent again) keep theirs.
-    let mut release = std::collections::BTreeMap::<u64, usize>::new();
-    for ((_, e), _) in not_added.iter().filter(|(_, added)| *added == 0) {
-        if let Some(s) = e.shared {
-            *release.entry(s).or_default() += 1;
-        }
-    }
-    if !release.is_empty() {
-        let mut pipe = redis::pipe();
-        for (s, n) in release {
-            evalsha(&mut pipe, &RELEASE_SCRIPT, &record_key(s))
-                .arg(n)
-                .ignore();
-        }
-        query_loading::<()>(conn, &pipe, &[&RELEASE_SCRIPT]).await?;
-    }
+    let refused = not_added
+        .iter()
+        .filter(|(_, added)| *added == 0)
+        .filter_map(|((_, e), _)| e.shared);
+    release_records(conn, refused).await?;
     Ok(not_added
         .iter()
         .map(|((hook, e), _)| (*hook, e.ts))
         .collect())
+}
+
+/// Releases one reference to each shared record of `refs` (a record named twice loses two).
+async fn release_records(
+    conn: &mut StoreConn,
+    refs: impl IntoIterator<Item = u64>,
+) -> Result<(), redis::RedisError> {
+    let mut release = std::collections::BTreeMap::<u64, usize>::new();
+    for s in refs {
+        *release.entry(s).or_default() += 1;
+    }
+    if release.is_empty() {
+        return Ok(());
+    }
+    let mut pipe = redis::pipe();
+    for (s, n) in release {
+        evalsha(&mut pipe, &RELEASE_SCRIPT, &record_key(s))
+            .arg(n)
+            .ignore();
+    }
+    query_loading::<()>(conn, &pipe, &[&RELEASE_SCRIPT]).await
 }
 
 /// An entry to remove: its timestamp and the shared record it refers to.
@@ -360,12 +371,19 @@ pub struct Position {
 /// # Errors
 /// When Redis fails.
 pub async fn position(conn: &mut StoreConn, hook: u64) -> Result<Position, redis::RedisError> {
-    let key = queue_key(hook);
-    let exists: bool = conn.exists(&key).await?;
+    position_of(conn, &queue_key(hook)).await
+}
+
+/// Where the stream `key` stands.
+///
+/// # Errors
+/// When Redis fails.
+pub async fn position_of(conn: &mut StoreConn, key: &str) -> Result<Position, redis::RedisError> {
+    let exists: bool = conn.exists(key).await?;
     if !exists {
         return Ok(Position::default());
     }
-    let info: redis::streams::StreamInfoStreamReply = conn.xinfo_stream(&key).await?;
+    let info: redis::streams::StreamInfoStreamReply = conn.xinfo_stream(key).await?;
     Ok(Position {
         last_ts: parse_ts(&info.last_generated_id).unwrap_or(0),
         length: info.length,
@@ -382,7 +400,7 @@ pub async fn last_shared(conn: &mut StoreConn) -> Result<u64, redis::RedisError>
 }
 
 /// The millisecond part of a stream id.
-fn parse_ts(id: &str) -> Option<u64> {
+pub fn parse_ts(id: &str) -> Option<u64> {
     id.split('-').next()?.parse().ok()
 }
 
@@ -478,7 +496,7 @@ pub async fn remove_orphans(
     mut conn: StoreConn,
     live: impl Fn(u64) -> bool + Sync,
 ) -> Result<usize, redis::RedisError> {
-    let keys = conn.keys_matching(&format!("{QUEUE_PREFIX}*")).await?;
+    let keys = conn.keys_matching(QUEUE_PATTERN).await?;
     let mut removed = 0;
     for key in keys {
         match queue_hook_id(&key) {

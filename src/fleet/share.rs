@@ -1,5 +1,5 @@
 //! Delivery spread over the instances: each hook's callbacks are sent by the one instance that
-//! holds the hook's delivery lease (`hookrelay:{h:<id>}:lease`, a [`Lease`] like the fleet's).
+//! holds the hook's delivery lease ([`lease_key`], a [`Lease`] like the fleet's).
 //! Every instance says it is alive in a sorted set scored by when that stops being true, counts
 //! the live ones, and aims at `ceil(hooks / instances)` leases. Whoever writes a hook's queue
 //! announces on [`QUEUED_CHANNEL`] how far it now goes, so that its deliverer reads it.
@@ -10,6 +10,7 @@ use futures_util::future::join_all;
 use redis::AsyncCommands;
 
 use super::lease::Lease;
+pub use crate::base::redis_keys::lease_key;
 use crate::{base::time::now_ms, store_conn::StoreConn};
 
 /// The sorted set of live instances: member the instance, score until when it is alive (ms).
@@ -17,12 +18,6 @@ pub const MEMBERS_KEY: &str = "hookrelay:fleet:members";
 /// The store channel on which the queue writer announces new entries: `id:ts:n` per hook,
 /// separated by spaces (the hook's queue now reaches id `ts`; `n` entries were added).
 pub const QUEUED_CHANNEL: &str = "hookrelay:queued";
-
-/// The delivery lease of hook `id`. Its hash tag is the one its other keys would carry on a
-/// Redis Cluster.
-pub fn lease_key(id: u64) -> String {
-    format!("hookrelay:{{h:{id}}}:lease")
-}
 
 /// The delivery lease of hook `id` as held by `owner`.
 pub fn hook_lease(id: u64, owner: &str, ttl: Duration) -> Lease {
@@ -147,6 +142,6 @@ mod tests {
             [(7, 9, 1), (9, 10, 1)],
             "bad parts skipped, a missing count is one"
         );
-        assert_eq!(lease_key(5), "hookrelay:{h:5}:lease");
+        assert_eq!(lease_key(5), "{bigbluebutton:webhooks:out:hook:5}:lease");
     }
 }

@@ -16,7 +16,7 @@ use super::{Hook, Registry, import};
 use crate::{
     base::{
         callback_url::Guard,
-        redis_keys::{HOOK_PREFIX, HOOKS_SET, ID_COUNTER, hook_key},
+        redis_keys::{HOOK_PREFIX, HOOKS_SET, ID_COUNTER, hook_key, queue_key},
     },
     config::PermanentHook,
     redis_index::load_all,
@@ -367,16 +367,19 @@ pub(super) async fn write_hook(conn: &mut StoreConn, h: &Hook) -> Result<(), Sto
 }
 
 /// Removes the hook, then its queue (releasing the shared payloads it refers to); a queue left
-/// by a crash in between goes at the next start.
+/// by a crash in between goes at the next start. On a Redis Cluster, where queues hold their
+/// payloads, the hook's hash and queue go in one transaction (they share a slot).
 async fn delete_hook(conn: &mut StoreConn, id: u64) -> Result<(), StoreError> {
     let mut pipe = redis::pipe();
-    pipe.atomic()
-        .del(hook_key(id))
-        .ignore()
-        .srem(HOOKS_SET, id)
-        .ignore();
+    pipe.atomic().del(hook_key(id)).ignore();
+    if conn.is_cluster() {
+        pipe.unlink(queue_key(id)).ignore();
+    }
+    pipe.srem(HOOKS_SET, id).ignore();
     pipe.query_async::<()>(conn).await?;
-    crate::delivery::journal::delete(conn, id).await?;
+    if !conn.is_cluster() {
+        crate::delivery::journal::delete(conn, id).await?;
+    }
     Ok(())
 }
 

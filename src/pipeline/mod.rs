@@ -200,6 +200,13 @@ pub async fn run(config: Config, listeners: Listeners, shutdown: Shutdown) -> an
             fence.clone()
         },
     });
+    // Before this instance delivers anything (and, with spread, takes any hook).
+    if recover::move_legacy_queues(&conn, instance.as_deref(), spread, &token)
+        .await
+        .is_none()
+    {
+        return wind_down(&tracker, &fence).await;
+    }
     let held = match instance.as_deref() {
         Some(instance) if spread => Some(fleet::spread(
             &delivery,
@@ -245,6 +252,14 @@ pub async fn run(config: Config, listeners: Listeners, shutdown: Shutdown) -> an
     };
     sources::seed_all(&sources, seeds, &metrics, &tracker, &token);
 
+    // Again on taking the fleet lease: an instance of an earlier version may have held it.
+    if fence.is_fleet()
+        && recover::move_legacy_queues(&conn, instance.as_deref(), spread, &token)
+            .await
+            .is_none()
+    {
+        return wind_down(&tracker, &fence).await;
+    }
     let source_table = delivery.sources.clone();
     let mut dispatcher = match held {
         Some(held) => {

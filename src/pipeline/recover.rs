@@ -1,14 +1,19 @@
 //! Recovery at start: each hook's clock is set past the last id its queue ever held and its
 //! worker started on what the queue holds, read a page at a time in the background (all hooks
 //! at once) while the bus is already processed; queues of hooks that are gone are deleted in the
-//! background too. Only the queues' positions are read before the bus is processed.
+//! background too. Only the queues' positions are read before the bus is processed. Before
+//! that, streams named as by earlier versions are moved to their current names.
 
 use crate::store_conn::StoreConn;
 use futures_util::{StreamExt, TryStreamExt};
 use tokio_util::{sync::CancellationToken, task::TaskTracker};
 
+use std::time::Duration;
+
 use crate::{
-    delivery::{journal, queue::Dispatcher},
+    base::redis_keys::lease_key,
+    delivery::{journal, migrate, queue::Dispatcher},
+    fleet::lease::Lease,
     hooks::Registry,
     route::Clock,
     shutdown::retry_until_ok,
@@ -16,6 +21,98 @@ use crate::{
 
 /// Hooks whose positions are read at once.
 const PARALLEL: usize = 64;
+
+/// The lock held by the one instance of a fleet moving the queues of an earlier version.
+const MOVING_KEY: &str = "hookrelay:queues:moving";
+/// How long that lock lasts unrenewed: another instance waits at most this long for a holder
+/// that died.
+const MOVING_TTL: Duration = Duration::from_secs(10);
+
+/// Moves the streams of earlier versions to their current names ([`migrate`]): at start, before
+/// this instance delivers anything, and in a fleet again on taking the fleet lease (an instance
+/// of the earlier version may have written meanwhile). In a fleet (`instance`), one instance
+/// at a time moves them, under a lock; with delivery spread, each moved hook's delivery lease
+/// is then dropped, so that its next deliverer reads its stream whole and in order. `None`
+/// when the relay stopped first.
+pub async fn move_legacy_queues(
+    conn: &StoreConn,
+    instance: Option<&str>,
+    spread: bool,
+    token: &CancellationToken,
+) -> Option<()> {
+    let moved = retry_until_ok(
+        token,
+        "move the queues named as by an earlier version",
+        || move_locked(conn, instance, token),
+    )
+    .await?;
+    if moved.is_empty() {
+        return Some(());
+    }
+    let callbacks: usize = moved.iter().map(|m| m.entries).sum();
+    tracing::info!(
+        queues = moved.len(),
+        callbacks,
+        "moved the queues of an earlier version to this version's key names"
+    );
+    if spread {
+        retry_until_ok(
+            token,
+            "drop the delivery leases of the moved queues",
+            || {
+                let mut pipe = redis::pipe();
+                for m in &moved {
+                    pipe.del(lease_key(m.hook)).ignore();
+                }
+                let mut conn = conn.clone();
+                async move { pipe.query_async::<()>(&mut conn).await }
+            },
+        )
+        .await?;
+    }
+    Some(())
+}
+
+/// [`migrate::legacy_queues`], in a fleet under [`MOVING_KEY`], renewed meanwhile.
+async fn move_locked(
+    conn: &StoreConn,
+    instance: Option<&str>,
+    token: &CancellationToken,
+) -> redis::RedisResult<Vec<migrate::Moved>> {
+    let Some(instance) = instance else {
+        return migrate::legacy_queues(conn).await;
+    };
+    let lock = Lease::new(MOVING_KEY, instance, MOVING_TTL);
+    let mut c = conn.clone();
+    while !lock.try_take(&mut c).await? {
+        tokio::select! {
+            () = token.cancelled() => return Ok(Vec::new()),
+            () = tokio::time::sleep(lock.period() / 10) => {}
+        }
+    }
+    let work = migrate::legacy_queues(conn);
+    tokio::pin!(work);
+    let mut tick = tokio::time::interval(lock.period());
+    tick.tick().await;
+    let result = loop {
+        tokio::select! {
+            r = &mut work => break r,
+            _ = tick.tick() => {
+                if !lock.renew(&mut c).await.unwrap_or(lock.is_held()) {
+                    // Another instance may be moving them now: stop, and wait for the lock.
+                    break Err(redis::RedisError::from((
+                        redis::ErrorKind::Client,
+                        "lost the lock of the queues' move",
+                    )));
+                }
+            }
+        }
+    };
+    if let Err(e) = lock.release(&mut c).await {
+        tracing::warn!(error = %e, "cannot give up the lock of the queues' move: it runs out by itself");
+    }
+    result
+}
 
 /// Resumes every hook's queue; returns how many callbacks they hold, or `None` when the relay
 /// stopped first.

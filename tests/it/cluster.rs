@@ -22,7 +22,7 @@ const EVENTS: usize = 300;
 async fn queued_up_to(cluster: &TestCluster, id: u64, name: &str) -> bool {
     let mut conn = cluster.conn().await;
     let last: redis::streams::StreamRangeReply = redis::cmd("XREVRANGE")
-        .arg(format!("bigbluebutton:webhooks:out:queue:{id}"))
+        .arg(format!("{{bigbluebutton:webhooks:out:hook:{id}}}:queue"))
         .arg("+")
         .arg("-")
         .arg("COUNT")
@@ -56,6 +56,29 @@ async fn hooks_and_queues_live_on_the_cluster_and_survive_a_kill() {
         per_node.iter().all(|n| *n > 0),
         "keys per node: {per_node:?}"
     );
+
+    // Each hook's hash, queue and delivery lease hash to one slot, so live on one shard.
+    let mut conn = cluster.conn().await;
+    for id in &ids {
+        let mut slots = Vec::new();
+        for key in [
+            format!("bigbluebutton:webhooks:out:hook:{id}"),
+            format!("{{bigbluebutton:webhooks:out:hook:{id}}}:queue"),
+            format!("{{bigbluebutton:webhooks:out:hook:{id}}}:lease"),
+        ] {
+            let slot: u16 = redis::cmd("CLUSTER")
+                .arg("KEYSLOT")
+                .arg(&key)
+                .query_async(&mut conn)
+                .await
+                .expect("CLUSTER KEYSLOT");
+            slots.push(slot);
+        }
+        assert!(
+            slots.windows(2).all(|w| w[0] == w[1]),
+            "hook {id}: {slots:?}"
+        );
+    }
 
     // A slow receiver: callbacks wait in the queues when the relay is killed.
     rx.set_default(Reply::Delay(Duration::from_millis(20), 200));
@@ -97,7 +120,7 @@ async fn hooks_and_queues_live_on_the_cluster_and_survive_a_kill() {
     let mut conn = cluster.conn().await;
     for key in [
         "bigbluebutton:webhooks:out:hook:3",
-        "bigbluebutton:webhooks:out:queue:3",
+        "{bigbluebutton:webhooks:out:hook:3}:queue",
     ] {
         let exists: bool = redis::cmd("EXISTS")
             .arg(key)
@@ -133,4 +156,10 @@ async fn on_a_cluster_delivery_spreads_and_a_killed_instances_hooks_move() {
 async fn on_a_cluster_three_instances_two_sources_a_killed_instance_and_a_lost_source() {
     let cluster = TestCluster::start().await;
     fleet::three_instances_two_sources(&cluster.store_config()).await;
+}
+
+#[tokio::test]
+async fn on_a_cluster_queues_named_by_an_earlier_version_move_across_slots() {
+    let cluster = TestCluster::start().await;
+    crate::upgrade::queues_of_an_earlier_version(Some(&cluster), 1).await;
 }

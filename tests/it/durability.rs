@@ -12,7 +12,7 @@ use crate::support::{
 async fn queue_len(redis: &TestRedis, hook: u64) -> usize {
     let mut c = redis.conn().await.unwrap();
     redis::cmd("XLEN")
-        .arg(format!("bigbluebutton:webhooks:out:queue:{hook}"))
+        .arg(format!("{{bigbluebutton:webhooks:out:hook:{hook}}}:queue"))
         .query_async(&mut c)
         .await
         .unwrap()
@@ -24,7 +24,7 @@ async fn queue_added(redis: &TestRedis, hook: u64) -> usize {
     let info: redis::RedisResult<std::collections::HashMap<String, redis::Value>> =
         redis::cmd("XINFO")
             .arg("STREAM")
-            .arg(format!("bigbluebutton:webhooks:out:queue:{hook}"))
+            .arg(format!("{{bigbluebutton:webhooks:out:hook:{hook}}}:queue"))
             .query_async(&mut c)
             .await;
     match info.ok().and_then(|i| i.get("entries-added").cloned()) {

@@ -17,10 +17,11 @@ use crate::support::{
 
 /// Four callbacks may wait to be marked delivered: a takeover repeats at most those and the
 /// one in flight.
-const FLEET: &str = "max_unacked = 4\n[fleet]\nenabled = true\nlease_ms = 1000\nbuffer_s = 30\n";
+pub const FLEET: &str =
+    "max_unacked = 4\n[fleet]\nenabled = true\nlease_ms = 1000\nbuffer_s = 30\n";
 const EVENTS: usize = 3000;
 
-async fn holds_lease(relay: &RelayProcess) -> bool {
+pub async fn holds_lease(relay: &RelayProcess) -> bool {
     metric_value(&relay.metrics().await, "hookrelay_fleet_lease_held") == 1.0
 }
 
@@ -390,7 +391,7 @@ pub async fn spread_kill_and_join(cluster: Option<&TestCluster>) {
     let mut owners: Vec<Option<String>> = Vec::new();
     for i in 1..=6 {
         let get = redis::cmd("GET")
-            .arg(format!("hookrelay:{{h:{i}}}:lease"))
+            .arg(format!("{{bigbluebutton:webhooks:out:hook:{i}}}:lease"))
             .clone();
         owners.push(store_query(&redis, cluster, get).await);
     }
@@ -407,7 +408,7 @@ pub async fn spread_kill_and_join(cluster: Option<&TestCluster>) {
 }
 
 /// `cmd`'s answer from the store: `cluster`, or else `redis`.
-async fn store_query<T: redis::FromRedisValue>(
+pub async fn store_query<T: redis::FromRedisValue>(
     redis: &TestRedis,
     cluster: Option<&TestCluster>,
     cmd: redis::Cmd,

@@ -25,3 +25,4 @@ mod restart;
 mod secrets;
 mod sentinel;
 mod sources;
+mod upgrade;

@@ -233,7 +233,9 @@ async fn two_servers_one_relay_mappings_apart_domains_kept_and_a_lost_server_tou
     }
     let mut conn = store.conn().await.expect("store");
     let queued: redis::streams::StreamRangeReply = redis::cmd("XRANGE")
-        .arg(format!("bigbluebutton:webhooks:out:queue:{b_hook}"))
+        .arg(format!(
+            "{{bigbluebutton:webhooks:out:hook:{b_hook}}}:queue"
+        ))
         .arg("-")
         .arg("+")
         .query_async(&mut conn)

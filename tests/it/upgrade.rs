@@ -1,0 +1,290 @@
+//! A store written by an earlier version: the hooks' queues under their former names
+//! (`bigbluebutton:webhooks:out:queue:<id>`) are moved to the current ones (in the slot of the
+//! hook's hash) when the relay starts, and delivered once each, in bus order: a stream renamed
+//! whole, one merged with the stream already under the new name (an entry under both, two
+//! entries with one id), on a single Redis, on a Redis Cluster (across slots) and in a fleet
+//! that spreads delivery.
+
+use std::time::{Duration, Instant};
+
+use crate::{
+    fleet::{FLEET, store_query},
+    support::{
+        RelayProcess, TestReceiver, TestRedis,
+        cluster::TestCluster,
+        receiver::Reply,
+        relay::{create_hook, http_client},
+        user_name,
+    },
+};
+
+const N: usize = 40;
+
+fn queue(id: u64) -> String {
+    format!("{{bigbluebutton:webhooks:out:hook:{id}}}:queue")
+}
+
+fn former(id: u64) -> String {
+    format!("bigbluebutton:webhooks:out:queue:{id}")
+}
+
+/// A stream's entries: id and fields.
+async fn entries(
+    bus: &TestRedis,
+    cluster: Option<&TestCluster>,
+    key: &str,
+) -> Vec<(String, Vec<(String, Vec<u8>)>)> {
+    let reply: redis::streams::StreamRangeReply = store_query(
+        bus,
+        cluster,
+        redis::cmd("XRANGE").arg(key).arg("-").arg("+").clone(),
+    )
+    .await;
+    reply
+        .ids
+        .iter()
+        .map(|sid| {
+            let fields = sid
+                .map
+                .keys()
+                .map(|f| (f.clone(), sid.get::<Vec<u8>>(f).expect("a field's value")))
+                .collect();
+            (sid.id.clone(), fields)
+        })
+        .collect()
+}
+
+async fn xadd(
+    bus: &TestRedis,
+    cluster: Option<&TestCluster>,
+    key: &str,
+    id: &str,
+    fields: &[(String, Vec<u8>)],
+) {
+    let mut cmd = redis::cmd("XADD");
+    cmd.arg(key).arg(id);
+    for (f, v) in fields {
+        cmd.arg(f).arg(v.as_slice());
+    }
+    let _: String = store_query(bus, cluster, cmd).await;
+}
+
+async fn exists(bus: &TestRedis, cluster: Option<&TestCluster>, key: &str) -> bool {
+    store_query(bus, cluster, redis::cmd("EXISTS").arg(key).clone()).await
+}
+
+/// The names delivered to `path`, in order.
+fn names_at(rx: &TestReceiver, path: &str) -> Vec<String> {
+    rx.delivered()
+        .iter()
+        .filter(|r| r.uri.split('?').next() == Some(path))
+        .map(|r| user_name(&r.event()))
+        .collect()
+}
+
+/// Entries kept aside for a later write under the former names.
+type Kept = Vec<(String, Vec<(String, Vec<u8>)>)>;
+
+/// Two hooks' callbacks wait in their streams (their receiver fails) when the relay stops;
+/// their streams are then put under the former names as an earlier version would have left
+/// them; `instances` relays started on that store deliver each callback once, in order. With
+/// several, a last part is then written under the former names while they run, as an instance
+/// of the earlier version holding the fleet lease would: half moved by an instance joining, half
+/// by the next holder of the fleet lease; delivered once, in order, too.
+pub async fn queues_of_an_earlier_version(cluster: Option<&TestCluster>, instances: usize) {
+    let bus = TestRedis::start().await;
+    let store = cluster.map(TestCluster::store_config).unwrap_or_default();
+    let (config, later) = if instances > 1 {
+        (format!("{FLEET}{store}"), 10)
+    } else {
+        (format!("max_unacked = 1\n{store}"), 0)
+    };
+    let total = N + later;
+    let rx = TestReceiver::start().await;
+    rx.set_default(Reply::Status(503));
+    let relay = RelayProcess::start(&bus, &config).await;
+    let http = http_client();
+    let whole = create_hook(&http, relay.api, &rx.url("/whole"), "").await;
+    let split = create_hook(&http, relay.api, &rx.url("/split"), "").await;
+    bus.publish_users(0..total).await;
+    let deadline = Instant::now() + Duration::from_secs(30);
+    for id in [whole, split] {
+        while entries(&bus, cluster, &queue(id)).await.len() < total {
+            assert!(Instant::now() < deadline, "hook {id}: never queued {total}");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+    relay.terminate().await;
+    assert_eq!(rx.delivered_count(), 0);
+
+    // `later` entries from the middle of each stream are kept aside.
+    let aside_from = 10;
+    let mut kept: Vec<(u64, Kept)> = Vec::new();
+    for id in [whole, split] {
+        let stream = entries(&bus, cluster, &queue(id)).await;
+        let mut aside = Vec::new();
+        for (sid, fields) in &stream[aside_from..aside_from + later] {
+            let _: i64 = store_query(
+                &bus,
+                cluster,
+                redis::cmd("XDEL").arg(queue(id)).arg(sid).clone(),
+            )
+            .await;
+            aside.push((sid.clone(), fields.clone()));
+        }
+        kept.push((id, aside));
+    }
+    // `whole`: its stream under the former name only.
+    let stream = entries(&bus, cluster, &queue(whole)).await;
+    assert_eq!(stream.len(), N);
+    for (id, fields) in &stream {
+        xadd(&bus, cluster, &former(whole), id, fields).await;
+    }
+    let _: i64 = store_query(&bus, cluster, redis::cmd("DEL").arg(queue(whole)).clone()).await;
+    // `split`: the odd entries under the former name, and the first under both names; the
+    // fourth under the third's id there.
+    let stream = entries(&bus, cluster, &queue(split)).await;
+    xadd(&bus, cluster, &former(split), &stream[0].0, &stream[0].1).await;
+    for i in (1..N).step_by(2) {
+        let id = if i == 3 { &stream[2].0 } else { &stream[i].0 };
+        xadd(&bus, cluster, &former(split), id, &stream[i].1).await;
+        let _: i64 = store_query(
+            &bus,
+            cluster,
+            redis::cmd("XDEL")
+                .arg(queue(split))
+                .arg(&stream[i].0)
+                .clone(),
+        )
+        .await;
+    }
+    // A key of that prefix that names no hook is not the relay's: it stays.
+    let _: () = store_query(
+        &bus,
+        cluster,
+        redis::cmd("SET")
+            .arg("bigbluebutton:webhooks:out:queue:notes")
+            .arg("x")
+            .clone(),
+    )
+    .await;
+
+    rx.set_default(Reply::Status(200));
+    let mut relays = Vec::new();
+    for _ in 0..instances {
+        relays.push(RelayProcess::start(&bus, &config).await);
+    }
+    let name = |i: usize| format!("n{i}");
+    let mut want: Vec<String> = (0..aside_from)
+        .chain(aside_from + later..total)
+        .map(name)
+        .collect();
+    all_once_in_order(&rx, &want).await;
+    for id in [whole, split] {
+        assert!(
+            !exists(&bus, cluster, &former(id)).await,
+            "{} is gone",
+            former(id)
+        );
+        assert!(!exists(&bus, cluster, &format!("{}:rebuild", queue(id))).await);
+    }
+    assert!(exists(&bus, cluster, "bigbluebutton:webhooks:out:queue:notes").await);
+
+    if later > 0 {
+        // Half of it, then an instance joins: it moves that half before anything else, and
+        // the hooks' deliverers (the others: it takes no hook from them), though further on
+        // than these entries' ids, read them once their delivery leases are dropped.
+        let write_former = |from: usize, to: usize| {
+            let (bus, kept) = (&bus, &kept);
+            async move {
+                for (id, aside) in kept {
+                    for (sid, fields) in &aside[from..to] {
+                        xadd(bus, cluster, &former(*id), sid, fields).await;
+                    }
+                }
+            }
+        };
+        write_former(0, later / 2).await;
+        relays.push(RelayProcess::start(&bus, &config).await);
+        want.extend((aside_from..aside_from + later / 2).map(name));
+        all_once_in_order(&rx, &want).await;
+        // The other half, then the holder of the fleet lease stops: the next one moves it on
+        // taking over.
+        write_former(later / 2, later).await;
+        let mut holder = None;
+        for (i, r) in relays.iter().enumerate() {
+            if crate::fleet::holds_lease(r).await {
+                holder = Some(i);
+            }
+        }
+        let holder = holder.expect("one instance holds the fleet lease");
+        relays.remove(holder).terminate().await;
+        want.extend((aside_from + later / 2..aside_from + later).map(name));
+        all_once_in_order(&rx, &want).await;
+        for id in [whole, split] {
+            assert!(
+                !exists(&bus, cluster, &former(id)).await,
+                "{} is gone",
+                former(id)
+            );
+        }
+    }
+
+    // The shared payload records (a single Redis) were counted right through the moves: the
+    // last delivery released the last of them.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let left: Vec<String> = store_query(
+            &bus,
+            cluster,
+            redis::cmd("KEYS")
+                .arg("bigbluebutton:webhooks:out:payload:*")
+                .clone(),
+        )
+        .await;
+        let queued = entries(&bus, cluster, &queue(whole)).await.len()
+            + entries(&bus, cluster, &queue(split)).await.len();
+        if left.is_empty() && queued == 0 {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "records left: {left:?}, entries left: {queued}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    for r in relays {
+        r.terminate().await;
+    }
+}
+
+/// Waits until both hooks got as many callbacks as `want` names, then checks that they are
+/// those, in that order, and that nothing more comes.
+async fn all_once_in_order(rx: &TestReceiver, want: &[String]) {
+    let n = want.len();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    for path in ["/whole", "/split"] {
+        while names_at(rx, path).len() < n {
+            assert!(
+                Instant::now() < deadline,
+                "{path}: {:?}",
+                names_at(rx, path)
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    for path in ["/whole", "/split"] {
+        assert_eq!(names_at(rx, path), want, "{path}: once each, in order");
+    }
+}
+
+#[tokio::test]
+async fn queues_named_by_an_earlier_version_are_moved_and_delivered_once_in_order() {
+    queues_of_an_earlier_version(None, 1).await;
+}
+
+#[tokio::test]
+async fn a_fleet_moves_the_queues_of_an_earlier_version_and_spreads_them() {
+    queues_of_an_earlier_version(None, 2).await;
+}
