@@ -12,7 +12,7 @@ use crate::store_conn::StoreConn;
 use redis::{AsyncCommands, Script};
 use tokio::sync::{Mutex, RwLock};
 
-use super::{Hook, Registry, import};
+use super::{Hook, Registry, import, sync::Claim};
 use crate::{
     base::{
         callback_url::Guard,
@@ -241,6 +241,20 @@ impl HookStore {
     /// # Errors
     /// When Redis fails; nothing is registered then.
     pub async fn create(&self, new: NewHook) -> Result<CreateOutcome, StoreError> {
+        // Before any lock: a refresh of the registry (which the wait needs) takes `changes`.
+        if let Claim::Existing(id) = self.claim_url(&new.callback_url).await? {
+            return Ok(CreateOutcome::Duplicate(id));
+        }
+        let url = new.callback_url.clone();
+        let created = self.create_claimed(new).await;
+        if created.is_err() {
+            self.unclaim_url(&url).await;
+        }
+        created
+    }
+
+    /// [`create`](Self::create), the URL claimed.
+    async fn create_claimed(&self, new: NewHook) -> Result<CreateOutcome, StoreError> {
         let _shared = self.changes.read().await;
         let stripe = self.url_hasher.hash_one(&new.callback_url) as usize % URL_LOCKS;
         let _url = self.url_locks[stripe].lock().await;
@@ -285,9 +299,13 @@ impl HookStore {
             Some(h) if !h.permanent => {}
             _ => return Ok(false),
         }
+        let url = self.registry.load().get(id).map(|h| h.callback_url.clone());
         delete_hook(&mut self.conn.clone(), id).await?;
         self.registry.remove(id);
         self.announce(id).await;
+        if let Some(url) = url {
+            self.unclaim_url(&url).await;
+        }
         Ok(true)
     }
 
@@ -299,9 +317,13 @@ impl HookStore {
     /// the next restore (it comes back then).
     pub async fn remove_failed(&self, id: u64) -> Result<(), StoreError> {
         let _guard = self.changes.write().await;
+        let url = self.registry.load().get(id).map(|h| h.callback_url.clone());
         self.registry.remove(id);
         delete_hook(&mut self.conn.clone(), id).await?;
         self.announce(id).await;
+        if let Some(url) = url {
+            self.unclaim_url(&url).await;
+        }
         Ok(())
     }
 }

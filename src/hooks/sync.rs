@@ -1,9 +1,10 @@
 //! Hooks shared by the instances of a fleet: each change an instance makes in the store is
 //! announced on a store channel, and every instance applies what is announced to its registry
 //! (reading the hook back from the store); at each (re)subscription, in case something was
-//! missed, every hook is read again.
+//! missed, every hook is read again. Before creating a hook, an instance claims its callback
+//! URL in the store, so that two instances asked for one URL at once make one hook.
 
-use std::{collections::HashMap, sync::Arc};
+use std::{collections::HashMap, sync::Arc, time::Duration};
 
 use redis::AsyncCommands;
 use tokio_util::sync::CancellationToken;
@@ -13,6 +14,27 @@ use crate::{base::redis_keys::hook_key, store_conn::StoreConn};
 
 /// The store channel on which hook changes are announced: the hook id.
 pub const CHANNEL: &str = "hookrelay:hooks:changed";
+
+/// How long a claim on a callback URL lasts: long enough for the hook created under it to
+/// reach every instance's registry (an announcement takes milliseconds).
+const CLAIM_MS: u64 = 3000;
+/// How often an instance waiting on another's claim looks again.
+const CLAIM_POLL: Duration = Duration::from_millis(20);
+
+/// The claim on callback URL `url` (by digest: a URL may carry tokens).
+fn claim_key(url: &str) -> String {
+    let digest = crate::base::digest::Algorithm::Sha256.hex_digest(&[url.as_bytes()]);
+    format!("hookrelay:hooks:claim:{digest}")
+}
+
+/// What [`HookStore::claim_url`] found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Claim {
+    /// This instance may create the hook.
+    Mine,
+    /// The hook exists (another instance made it): its id.
+    Existing(u64),
+}
 
 /// Applies announced changes to `store`'s registry until `token` is cancelled.
 pub async fn follow(store: Arc<HookStore>, conn: StoreConn, token: CancellationToken) {
@@ -64,6 +86,48 @@ impl HookStore {
         let sent: redis::RedisResult<i64> = self.conn.clone().publish(CHANNEL, id).await;
         if let Err(e) = sent {
             tracing::warn!(hook_id = id, error = %e, "cannot tell the other instances of a hook change");
+        }
+    }
+
+    /// In a fleet, claims callback URL `url` before a hook is created for it. While another
+    /// instance holds the claim, waits until its hook reaches the registry, or the claim runs
+    /// out (the other failed). Outside a fleet, always [`Claim::Mine`].
+    ///
+    /// # Errors
+    /// When Redis fails.
+    pub(super) async fn claim_url(&self, url: &str) -> Result<Claim, redis::RedisError> {
+        if !self.announce {
+            return Ok(Claim::Mine);
+        }
+        let key = claim_key(url);
+        loop {
+            if let Some(h) = self.registry.load().by_url(url) {
+                return Ok(Claim::Existing(h.id));
+            }
+            let taken: Option<String> = redis::cmd("SET")
+                .arg(&key)
+                .arg(1)
+                .arg("NX")
+                .arg("PX")
+                .arg(CLAIM_MS)
+                .query_async(&mut self.conn.clone())
+                .await?;
+            if taken.is_some() {
+                return Ok(Claim::Mine);
+            }
+            tokio::time::sleep(CLAIM_POLL).await;
+        }
+    }
+
+    /// Frees callback URL `url` at once (its hook is gone, or was not made): a new hook for it
+    /// need not wait for the claim to run out.
+    pub(super) async fn unclaim_url(&self, url: &str) {
+        if !self.announce {
+            return;
+        }
+        let freed: redis::RedisResult<i64> = self.conn.clone().del(claim_key(url)).await;
+        if let Err(e) = freed {
+            tracing::debug!(error = %e, "cannot free a callback URL's claim: it runs out by itself");
         }
     }
 

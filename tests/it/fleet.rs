@@ -95,6 +95,49 @@ pub async fn kill_the_holder_mid_stream(store: &str) {
     assert_eq!(metric_value(&m, "hookrelay_fleet_takeovers_total"), 1.0);
 }
 
+/// `hooks/create` of one URL on two instances at the same moment makes one hook: the other
+/// call answers with it as a duplicate. Then destroyed on one, the URL is at once free again
+/// on the other.
+#[tokio::test]
+async fn one_url_created_on_two_instances_at_once_is_one_hook() {
+    let redis = TestRedis::start().await;
+    let rx = TestReceiver::start().await;
+    let a = RelayProcess::start(&redis, FLEET).await;
+    let b = RelayProcess::start(&redis, FLEET).await;
+    let http = http_client();
+    for round in 0..10 {
+        let url = rx.url(&format!("/same{round}"));
+        let (on_a, on_b) = tokio::join!(
+            create_hook(&http, a.api, &url, ""),
+            create_hook(&http, b.api, &url, "")
+        );
+        assert_eq!(on_a, on_b, "round {round}: one hook for {url}");
+    }
+    let list = a.call("list", "").await;
+    assert_eq!(list.matches("<hookID>").count(), 10, "{list}");
+
+    let id = create_hook(&http, a.api, &rx.url("/again"), "").await;
+    let destroyed = a.call("destroy", &format!("hookID={id}")).await;
+    assert!(destroyed.contains("<removed>true</removed>"), "{destroyed}");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while b.call("list", "").await.contains("/again") {
+        assert!(Instant::now() < deadline, "b never saw the destroy");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    // The destroy freed the URL's claim (else a new create would wait for it to run out).
+    let digest =
+        hookrelay::base::digest::Algorithm::Sha256.hex_digest(&[rx.url("/again").as_bytes()]);
+    let mut conn = redis.conn().await.expect("redis");
+    let claimed: bool = redis::cmd("EXISTS")
+        .arg(format!("hookrelay:hooks:claim:{digest}"))
+        .query_async(&mut conn)
+        .await
+        .expect("EXISTS");
+    assert!(!claimed);
+    let again = create_hook(&http, b.api, &rx.url("/again"), "").await;
+    assert_ne!(again, id, "a new hook");
+}
+
 /// Without spread, the holder of the fleet lease sends everything.
 #[tokio::test]
 async fn killing_the_other_instance_changes_nothing() {
