@@ -70,16 +70,12 @@ pub fn import_reference(args: &ImportArgs) -> ExitCode {
         );
     }
     let result = runtime.block_on(async {
-        let client = hookrelay::redis_conn::redis_client(config.store_url().expose())
-            .map_err(|e| format!("store: {e}"))?;
-        let conn = tokio::time::timeout(
-            Duration::from_secs(5),
-            redis::aio::ConnectionManager::new(client.clone()),
-        )
-        .await
-        .map_err(|_| "Redis did not answer within 5 s".to_string())?
-        .map_err(|e| format!("cannot reach Redis: {e}"))?;
-        let mut conn = hookrelay::store_conn::StoreConn::single(conn, client);
+        // The store as the relay reaches it: one Redis, Sentinel's master or a Cluster.
+        let connect = hookrelay::store_conn::StoreConn::connect_once(&config);
+        let mut conn = tokio::time::timeout(Duration::from_secs(5), connect)
+            .await
+            .map_err(|_| "Redis (the store) did not answer within 5 s".to_string())?
+            .map_err(|e| format!("cannot reach Redis (the store): {e}"))?;
         let own = import::stored_own(&mut conn)
             .await
             .map_err(|e| e.to_string())?;

@@ -85,57 +85,16 @@ impl StoreConn {
         config: &Config,
         token: &CancellationToken,
     ) -> anyhow::Result<Option<Self>> {
-        if !config.store.cluster_nodes.is_empty() {
-            let nodes: Vec<&str> = config
-                .store
-                .cluster_nodes
-                .iter()
-                .map(|u| u.expose())
-                .collect();
-            let auth = config.store.url.as_ref().map(|u| u.expose());
-            let cluster = retry_until_ok(token, "connect to the Redis Cluster", || {
-                cluster::Cluster::connect(&nodes, auth)
-            })
-            .await;
-            return Ok(cluster.map(|c| Self(Kind::Cluster(Arc::new(c)))));
-        }
-        if config.store.sentinels.is_empty() {
-            let client = redis_client(config.store_url().expose())?;
-            let conn = retry_until_ok(token, "connect to Redis", || {
-                ConnectionManager::new_with_config(client.clone(), manager_config())
-            })
-            .await;
-            return Ok(conn.map(|conn| Self::single(conn, client)));
-        }
-        let config = &config.store;
-        let mut node = SentinelNodeConnectionInfo::default();
-        if let Some(url) = &config.url {
-            let info = url.expose().into_connection_info()?;
-            node = node.set_redis_connection_info(info.redis_settings().clone());
-        }
-        let sentinels: Vec<&str> = config.sentinels.iter().map(|u| u.expose()).collect();
-        let client = SentinelClient::build(
-            sentinels,
-            config.sentinel_master.clone(),
-            Some(node),
-            SentinelServerType::Master,
-        )?;
-        let sentinel = Arc::new(Sentinel {
-            client: tokio::sync::Mutex::new(client),
-            switches: AtomicU64::new(0),
-        });
-        let current = retry_until_ok(token, "connect to the master Sentinel names", || {
-            let sentinel = &sentinel;
-            async move { master(&mut *sentinel.client.lock().await).await }
-        })
-        .await;
-        let Some(current) = current else {
-            return Ok(None);
-        };
-        Ok(Some(Self(Kind::Server {
-            current: Arc::new(ArcSwap::from_pointee(current)),
-            sentinel: Some(sentinel),
-        })))
+        let way = Way::from_config(config)?;
+        Ok(retry_until_ok(token, way.what(), || way.attempt()).await)
+    }
+
+    /// Connects to the store `config` names, trying once (a command-line tool).
+    ///
+    /// # Errors
+    /// When a URL is unusable or the store does not answer.
+    pub async fn connect_once(config: &Config) -> anyhow::Result<Self> {
+        Ok(Way::from_config(config)?.attempt().await?)
     }
 
     /// A client of the current server (on a cluster, of one node), for pub/sub.
@@ -258,6 +217,83 @@ impl StoreConn {
 }
 
 /// Asks the sentinels for the master and connects to it.
+/// How the store is reached, its URLs checked.
+enum Way {
+    Cluster {
+        nodes: Vec<String>,
+        auth: Option<String>,
+    },
+    Single(redis::Client),
+    Sentinel(Arc<Sentinel>),
+}
+
+impl Way {
+    fn from_config(config: &Config) -> anyhow::Result<Self> {
+        let store = &config.store;
+        if !store.cluster_nodes.is_empty() {
+            return Ok(Self::Cluster {
+                nodes: store
+                    .cluster_nodes
+                    .iter()
+                    .map(|u| u.expose().to_string())
+                    .collect(),
+                auth: store.url.as_ref().map(|u| u.expose().to_string()),
+            });
+        }
+        if store.sentinels.is_empty() {
+            return Ok(Self::Single(redis_client(config.store_url().expose())?));
+        }
+        let mut node = SentinelNodeConnectionInfo::default();
+        if let Some(url) = &store.url {
+            let info = url.expose().into_connection_info()?;
+            node = node.set_redis_connection_info(info.redis_settings().clone());
+        }
+        let sentinels: Vec<&str> = store.sentinels.iter().map(|u| u.expose()).collect();
+        let client = SentinelClient::build(
+            sentinels,
+            store.sentinel_master.clone(),
+            Some(node),
+            SentinelServerType::Master,
+        )?;
+        Ok(Self::Sentinel(Arc::new(Sentinel {
+            client: tokio::sync::Mutex::new(client),
+            switches: AtomicU64::new(0),
+        })))
+    }
+
+    /// What a failed attempt is logged as ("cannot ...").
+    fn what(&self) -> &'static str {
+        match self {
+            Self::Cluster { .. } => "connect to the Redis Cluster",
+            Self::Single(_) => "connect to Redis",
+            Self::Sentinel(_) => "connect to the master Sentinel names",
+        }
+    }
+
+    async fn attempt(&self) -> RedisResult<StoreConn> {
+        let kind = match self {
+            Self::Cluster { nodes, auth } => {
+                let nodes: Vec<&str> = nodes.iter().map(String::as_str).collect();
+                let cluster = cluster::Cluster::connect(&nodes, auth.as_deref()).await?;
+                Kind::Cluster(Arc::new(cluster))
+            }
+            Self::Single(client) => {
+                let conn =
+                    ConnectionManager::new_with_config(client.clone(), manager_config()).await?;
+                return Ok(StoreConn::single(conn, client.clone()));
+            }
+            Self::Sentinel(sentinel) => {
+                let current = master(&mut *sentinel.client.lock().await).await?;
+                Kind::Server {
+                    current: Arc::new(ArcSwap::from_pointee(current)),
+                    sentinel: Some(sentinel.clone()),
+                }
+            }
+        };
+        Ok(StoreConn(kind))
+    }
+}
+
 async fn master(client: &mut SentinelClient) -> RedisResult<Current> {
     let client = client.async_get_client().await?;
     let conn = ConnectionManager::new_with_config(client.clone(), manager_config()).await?;

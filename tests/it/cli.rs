@@ -7,7 +7,7 @@ use std::{io::Write, path::Path, process::Stdio};
 use crate::support::{RelayProcess, TestReceiver, TestRedis, process::binary, user_joined};
 
 /// Runs the binary: (exit code, stdout, stderr).
-fn run(args: &[&str], stdin: Option<&str>) -> (i32, String, String) {
+pub fn run(args: &[&str], stdin: Option<&str>) -> (i32, String, String) {
     let mut child = std::process::Command::new(binary())
         .args(args)
         .env_remove("HOOKRELAY_CONFIG")

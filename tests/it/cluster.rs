@@ -163,3 +163,73 @@ async fn on_a_cluster_queues_named_by_an_earlier_version_move_across_slots() {
     let cluster = TestCluster::start().await;
     crate::upgrade::queues_of_an_earlier_version(Some(&cluster), 1).await;
 }
+
+/// `hookrelay import-reference` works on the store the relay uses: a reference 2.x hook left
+/// on the cluster is imported there, not into the bus's Redis.
+#[tokio::test]
+async fn import_reference_reads_and_writes_the_cluster() {
+    let cluster = TestCluster::start().await;
+    let bus = TestRedis::start().await;
+    let mut conn = cluster.conn().await;
+    let () = redis::cmd("HSET")
+        .arg("bigbluebutton:webhooks:hook:7")
+        .arg("hookID")
+        .arg("7")
+        .arg("callbackURL")
+        .arg("http://127.0.0.1:9/v2")
+        .query_async(&mut conn)
+        .await
+        .expect("HSET");
+    let () = redis::cmd("SADD")
+        .arg("bigbluebutton:webhooks:hooks")
+        .arg("7")
+        .query_async(&mut conn)
+        .await
+        .expect("SADD");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let cfg = dir.path().join("hookrelay.toml");
+    // No relay answers at api.bind.
+    let nobody = std::net::SocketAddr::from(([127, 0, 0, 1], crate::support::free_port()));
+    std::fs::write(
+        &cfg,
+        format!(
+            "[bbb]\nsecret = \"{}\"\n[api]\nbind = \"{nobody}\"\n[redis]\nurl = \"{}\"\n[delivery.ssrf]\nallow_cidrs = [\"127.0.0.1/32\"]\n{}",
+            crate::support::SECRET,
+            bus.url(),
+            cluster.store_config()
+        ),
+    )
+    .expect("config");
+    let (code, out, err) = crate::cli::run(
+        &["import-reference", "-c", cfg.to_str().expect("path")],
+        None,
+    );
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.contains("2.x hook 7: http://127.0.0.1:9/v2: imported as hook 1"),
+        "{out}"
+    );
+    let url: Option<String> = redis::cmd("HGET")
+        .arg("bigbluebutton:webhooks:out:hook:1")
+        .arg("callbackURL")
+        .query_async(&mut conn)
+        .await
+        .expect("HGET");
+    assert_eq!(url.as_deref(), Some("http://127.0.0.1:9/v2"));
+    let left: bool = redis::cmd("EXISTS")
+        .arg("bigbluebutton:webhooks:hook:7")
+        .query_async(&mut conn)
+        .await
+        .expect("EXISTS");
+    assert!(!left, "the reference's record goes once imported");
+    let mut on_bus = bus.conn().await.expect("bus");
+    let keys: Vec<String> = redis::cmd("KEYS")
+        .arg("*")
+        .query_async(&mut on_bus)
+        .await
+        .expect("KEYS");
+    assert!(
+        keys.is_empty(),
+        "nothing written to the bus's Redis: {keys:?}"
+    );
+}
