@@ -1,8 +1,9 @@
 //! Delivery spread over the instances: each hook's callbacks are sent by the one instance that
-//! holds the hook's delivery lease ([`lease_key`], a [`Lease`] like the fleet's).
-//! Every instance says it is alive in a sorted set scored by when that stops being true, counts
-//! the live ones, and aims at `ceil(hooks / instances)` leases. Whoever writes a hook's queue
-//! announces on [`QUEUED_CHANNEL`] how far it now goes, so that its deliverer reads it.
+//! holds the hook's delivery lease ([`lease_key`], a [`Lease`] like the fleet's). Every
+//! instance says it is alive in a sorted set scored by when that stops being true (by the
+//! store's clock), counts the live ones, and aims at `ceil(hooks / instances)` leases. Whoever
+//! writes a hook's queue announces on [`QUEUED_CHANNEL`] how far it now goes, so that its
+//! deliverer reads it.
 
 use std::time::Duration;
 
@@ -11,7 +12,7 @@ use redis::AsyncCommands;
 
 use super::lease::Lease;
 pub use crate::base::redis_keys::lease_key;
-use crate::{base::time::now_ms, store_conn::StoreConn};
+use crate::store_conn::StoreConn;
 
 /// The sorted set of live instances: member the instance, score until when it is alive (ms).
 pub const MEMBERS_KEY: &str = "hookrelay:fleet:members";
@@ -29,6 +30,17 @@ pub fn target(hooks: usize, instances: usize) -> usize {
     hooks.div_ceil(instances.max(1))
 }
 
+/// Writes `ARGV[1]` into the members (KEYS[1]) as alive for `ARGV[2]` ms more, removes those
+/// whose time ran out and counts the rest, all by the store's clock (`TIME`), so that the
+/// instances' clocks need not agree.
+const HEARTBEAT: &str = r"
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+redis.call('ZADD', KEYS[1], string.format('%d', now + tonumber(ARGV[2])), ARGV[1])
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', '(' .. string.format('%d', now))
+return redis.call('ZCARD', KEYS[1])
+";
+
 /// Says that `instance` is alive for `ttl` more, forgets the instances whose time ran out, and
 /// returns how many are alive (this one included).
 ///
@@ -39,15 +51,14 @@ pub async fn heartbeat(
     instance: &str,
     ttl: Duration,
 ) -> redis::RedisResult<usize> {
-    let now = now_ms();
+    static SCRIPT: std::sync::LazyLock<redis::Script> =
+        std::sync::LazyLock::new(|| redis::Script::new(HEARTBEAT));
     let ttl = u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX);
-    let (alive,): (usize,) = redis::pipe()
-        .zadd(MEMBERS_KEY, instance, now.saturating_add(ttl))
-        .ignore()
-        .zrembyscore(MEMBERS_KEY, "-inf", format!("({now}"))
-        .ignore()
-        .zcard(MEMBERS_KEY)
-        .query_async(conn)
+    let alive: usize = SCRIPT
+        .key(MEMBERS_KEY)
+        .arg(instance)
+        .arg(ttl)
+        .invoke_async(conn)
         .await?;
     Ok(alive.max(1))
 }
