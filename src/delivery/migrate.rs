@@ -30,8 +30,6 @@ return redis.call('RENAMENX', KEYS[1], KEYS[2])
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Moved {
     pub hook: u64,
-    /// The highest id its stream now reached.
-    pub last_ts: u64,
     /// The entries it now holds.
     pub entries: usize,
 }
@@ -68,12 +66,8 @@ async fn move_one(conn: &mut StoreConn, hook: u64, old: &str) -> Result<Option<M
         match renamed {
             -1 => return Ok(None),
             1 => {
-                let pos = journal::position(conn, hook).await?;
-                return Ok(Some(Moved {
-                    hook,
-                    last_ts: pos.last_ts,
-                    entries: pos.length,
-                }));
+                let entries = journal::position(conn, hook).await?.length;
+                return Ok(Some(Moved { hook, entries }));
             }
             _ => {}
         }
@@ -127,7 +121,9 @@ async fn merge(conn: &mut StoreConn, hook: u64, old: &str, new: &str) -> Result<
         .map_or(0, |e| e.ts)
         .max(last_old)
         .max(last_new);
+    // One transaction on a single Redis; on a cluster, the old stream's slot last.
     let mut finish = redis::pipe();
+    finish.atomic();
     if written > 0 {
         finish
             .cmd("XSETID")
@@ -141,7 +137,6 @@ async fn merge(conn: &mut StoreConn, hook: u64, old: &str, new: &str) -> Result<
     let () = finish.del(old).ignore().query_async(conn).await?;
     Ok(Moved {
         hook,
-        last_ts: highest,
         entries: written,
     })
 }
