@@ -1,12 +1,22 @@
 //! Moves the hooks' streams from the names of earlier versions (`bigbluebutton:webhooks:out:
-//! queue:<id>`) to the current ones ([`queue_key`], in the slot of the hook's hash), before
-//! anything reads the queues. On a single Redis a stream is renamed. Where the current name is
-//! taken too (an instance of an earlier version wrote meanwhile), or on a Redis Cluster (where
-//! the two names hash to different slots), the two streams are merged, a page at a time and in
-//! id order, into a stream written beside the current one, which then replaces it; the old one
-//! goes last, so a move cut short is simply made again.
+//! queue:<id>`) to the current ones ([`queue_key`], in the slot of the hook's hash). On a single
+//! Redis a stream is renamed, at once. Where the current name is taken too (an instance of an
+//! earlier version wrote meanwhile), or on a Redis Cluster (where the two names hash to
+//! different slots), the two streams are merged, a page at a time, into a stream written beside
+//! the current one, which then replaces it, the old one going in the same transaction (on a
+//! cluster, last). A merge must not run beside a writer of either stream: only the one writer
+//! of the queues (a relay alone, or the holder of the fleet lease) asks for it.
+//!
+//! In a merge, the current stream's entries keep their ids (a deliverer may be sending one and
+//! mark it by its id); an entry of the old stream goes where its id puts it, or just after the
+//! entry before it when that id is taken, and is dropped when the current stream holds the
+//! same entry (the same fields: a payload carries its timestamp, so two callbacks never have
+//! them), as after a move cut short and made again.
 
-use std::collections::VecDeque;
+use std::{
+    collections::{HashSet, VecDeque},
+    hash::{DefaultHasher, Hash, Hasher},
+};
 
 use redis::{AsyncCommands, RedisError, Script};
 
@@ -34,12 +44,14 @@ pub struct Moved {
     pub entries: usize,
 }
 
-/// Moves every stream named as by earlier versions; returns those moved. Keys of that prefix
-/// whose end is not a hook id are left alone.
+/// Moves every stream named as by earlier versions; returns those moved. Without `merge`, only
+/// those a rename moves (a single Redis, the current name free); the others wait for a call
+/// with `merge`. Keys of that prefix whose end is not a hook id, or that hold no stream, are
+/// left alone.
 ///
 /// # Errors
 /// When Redis fails; what was moved stays moved, and the call may be made again.
-pub async fn legacy_queues(conn: &StoreConn) -> Result<Vec<Moved>, RedisError> {
+pub async fn legacy_queues(conn: &StoreConn, merge: bool) -> Result<Vec<Moved>, RedisError> {
     let keys = conn
         .keys_matching(&format!("{LEGACY_QUEUE_PREFIX}*"))
         .await?;
@@ -48,14 +60,31 @@ pub async fn legacy_queues(conn: &StoreConn) -> Result<Vec<Moved>, RedisError> {
         let Some(hook) = legacy_queue_hook_id(&key) else {
             continue;
         };
-        if let Some(m) = move_one(&mut conn.clone(), hook, &key).await? {
+        let mut conn = conn.clone();
+        let kind: String = redis::cmd("TYPE").arg(&key).query_async(&mut conn).await?;
+        if kind != "stream" {
+            if kind != "none" {
+                tracing::warn!(
+                    key,
+                    kind,
+                    "not moving a key named as a queue that holds no stream"
+                );
+            }
+            continue;
+        }
+        if let Some(m) = move_one(&mut conn, hook, &key, merge).await? {
             moved.push(m);
         }
     }
     Ok(moved)
 }
 
-async fn move_one(conn: &mut StoreConn, hook: u64, old: &str) -> Result<Option<Moved>, RedisError> {
+async fn move_one(
+    conn: &mut StoreConn,
+    hook: u64,
+    old: &str,
+    merge: bool,
+) -> Result<Option<Moved>, RedisError> {
     let new = queue_key(hook);
     if !conn.is_cluster() {
         let renamed: i64 = Script::new(RENAME_UNLESS_TAKEN)
@@ -72,43 +101,56 @@ async fn move_one(conn: &mut StoreConn, hook: u64, old: &str) -> Result<Option<M
             _ => {}
         }
     }
-    merge(conn, hook, old, &new).await.map(Some)
+    if !merge {
+        return Ok(None);
+    }
+    merge_into(conn, hook, old, &new).await.map(Some)
 }
 
-/// Merges stream `old` into `new` through [`queue_rebuild_key`]: entries in id order, the one
-/// of `new` first where both hold the same id; an entry found under both names with the same
-/// fields is kept once (a batch written under both: its shared payload records counted it
-/// once); ids made strictly increasing again where two different entries had the same.
-async fn merge(conn: &mut StoreConn, hook: u64, old: &str, new: &str) -> Result<Moved, RedisError> {
+/// Merges stream `old` into `new` through [`queue_rebuild_key`], as the module says.
+async fn merge_into(
+    conn: &mut StoreConn,
+    hook: u64,
+    old: &str,
+    new: &str,
+) -> Result<Moved, RedisError> {
     let rebuild = queue_rebuild_key(hook);
     let last_old = journal::position_of(conn, old).await?.last_ts;
     let last_new = journal::position_of(conn, new).await?.last_ts;
+    // What the current stream holds, to know the old stream's entries it has already.
+    let mut held = HashSet::new();
+    let mut pager = Pager::new(new);
+    while let Some(e) = pager.next(conn).await? {
+        held.insert(e.digest());
+    }
     let () = conn.del(&rebuild).await?;
     let mut current = Pager::new(new);
     let mut legacy = Pager::new(old);
-    let mut last: Option<Entry> = None;
+    let mut last: Option<u64> = None;
     let mut written = 0;
     loop {
         let mut pipe = redis::pipe();
         while pipe.len() < PAGE {
             let a = current.peek(conn).await?.map(|e| e.ts);
             let b = legacy.peek(conn).await?.map(|e| e.ts);
-            let next = match (a, b) {
-                (Some(a), Some(b)) if b < a => legacy.take(),
-                (Some(_), _) => current.take(),
-                (None, Some(_)) => legacy.take(),
-                (None, None) => break,
+            let Some(step) = next_step(a, b, last) else {
+                break;
             };
-            let Some(entry) = next.and_then(|e| place(last.as_ref(), e)) else {
-                continue;
+            let (entry, ts) = match step {
+                Step::Current(ts) => (current.take(), ts),
+                Step::Legacy(ts) => match legacy.take() {
+                    Some(e) if held.contains(&e.digest()) => continue,
+                    e => (e, ts),
+                },
             };
+            let Some(entry) = entry else { break };
             let mut cmd = redis::cmd("XADD");
-            cmd.arg(&rebuild).arg(format!("{}-0", entry.ts));
+            cmd.arg(&rebuild).arg(format!("{ts}-0"));
             for (field, value) in &entry.fields {
                 cmd.arg(field).arg(value.as_slice());
             }
             pipe.add_command(cmd).ignore();
-            last = Some(entry);
+            last = Some(ts);
         }
         if pipe.is_empty() {
             break;
@@ -116,11 +158,7 @@ async fn merge(conn: &mut StoreConn, hook: u64, old: &str, new: &str) -> Result<
         written += pipe.len();
         let () = pipe.query_async(conn).await?;
     }
-    let highest = last
-        .as_ref()
-        .map_or(0, |e| e.ts)
-        .max(last_old)
-        .max(last_new);
+    let highest = last.unwrap_or(0).max(last_old).max(last_new);
     // One transaction on a single Redis; on a cluster, the old stream's slot last.
     let mut finish = redis::pipe();
     finish.atomic();
@@ -132,8 +170,18 @@ async fn merge(conn: &mut StoreConn, hook: u64, old: &str, new: &str) -> Result<
             .ignore()
             .rename(&rebuild, new)
             .ignore();
+    } else if highest > last_new {
+        // Nothing to keep but the ids given so far: an empty stream that remembers them.
+        finish
+            .cmd("XADD")
+            .arg(new)
+            .arg("MAXLEN")
+            .arg(0)
+            .arg(format!("{highest}-0"))
+            .arg("e")
+            .arg("")
+            .ignore();
     }
-    // Last, once the rest is done: the old stream.
     let () = finish.del(old).ignore().query_async(conn).await?;
     Ok(Moved {
         hook,
@@ -141,25 +189,40 @@ async fn merge(conn: &mut StoreConn, hook: u64, old: &str, new: &str) -> Result<
     })
 }
 
-/// The next entry of the merge, after `prev`: `None` when it is `prev` again (the same id and
-/// fields under the other name), else given an id after `prev`'s if it has not one already.
-fn place(prev: Option<&Entry>, mut entry: Entry) -> Option<Entry> {
-    if let Some(prev) = prev {
-        if prev.original_ts == entry.ts && prev.fields == entry.fields {
-            return None;
-        }
-        entry.ts = entry.ts.max(prev.ts + 1);
+/// Which stream the merge takes from next, and the id the entry gets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Step {
+    Current(u64),
+    Legacy(u64),
+}
+
+/// The next step after id `last`, the current stream's next entry at id `a` and the old one's
+/// at `b`: the current entry keeps its id; the old one is placed after `last`, and goes first
+/// if it then comes before the current one.
+fn next_step(a: Option<u64>, b: Option<u64>, last: Option<u64>) -> Option<Step> {
+    let placed = b.map(|b| last.map_or(b, |l| b.max(l + 1)));
+    match (a, placed) {
+        (Some(a), Some(p)) if p < a => Some(Step::Legacy(p)),
+        (Some(a), _) => Some(Step::Current(a)),
+        (None, Some(p)) => Some(Step::Legacy(p)),
+        (None, None) => None,
     }
-    Some(entry)
 }
 
 /// One stream entry as stored: its id's millisecond part and its fields, by name.
 #[derive(Debug, Clone)]
 struct Entry {
     ts: u64,
-    /// The id it had before the merge made ids increasing (equal to `ts` unless moved).
-    original_ts: u64,
     fields: Vec<(String, Vec<u8>)>,
+}
+
+impl Entry {
+    /// A digest of its fields.
+    fn digest(&self) -> u64 {
+        let mut h = DefaultHasher::new();
+        self.fields.hash(&mut h);
+        h.finish()
+    }
 }
 
 /// Reads a stream a page at a time, oldest first.
@@ -201,11 +264,7 @@ impl<'a> Pager<'a> {
                     .filter_map(|f| Some((f.clone(), sid.get::<Vec<u8>>(f)?)))
                     .collect();
                 fields.sort();
-                Some(Entry {
-                    ts,
-                    original_ts: ts,
-                    fields,
-                })
+                Some(Entry { ts, fields })
             }));
         }
         Ok(self.buffered.front())
@@ -214,55 +273,69 @@ impl<'a> Pager<'a> {
     fn take(&mut self) -> Option<Entry> {
         self.buffered.pop_front()
     }
+
+    async fn next(&mut self, conn: &mut StoreConn) -> Result<Option<Entry>, RedisError> {
+        self.peek(conn).await?;
+        Ok(self.take())
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn entry(ts: u64, event: &str) -> Entry {
-        Entry {
-            ts,
-            original_ts: ts,
-            fields: vec![("e".into(), event.as_bytes().to_vec())],
-        }
-    }
-
-    /// Merges two id-ordered lists as the merge does.
+    /// Merges two id-ordered lists of `(id, name)` as the merge does (without the check for
+    /// entries held already).
     fn merged(current: &[(u64, &str)], legacy: &[(u64, &str)]) -> Vec<(u64, String)> {
-        let mut all: Vec<(u64, u8, &str)> = current.iter().map(|(t, e)| (*t, 0, *e)).collect();
-        all.extend(legacy.iter().map(|(t, e)| (*t, 1, *e)));
-        all.sort_by_key(|(t, from, _)| (*t, *from));
-        let mut last: Option<Entry> = None;
-        let mut out = Vec::new();
-        for (t, _, e) in all {
-            if let Some(placed) = place(last.as_ref(), entry(t, e)) {
-                let name = String::from_utf8_lossy(&placed.fields[0].1).into_owned();
-                out.push((placed.ts, name));
-                last = Some(placed);
-            }
+        let (mut i, mut j, mut last, mut out) = (0, 0, None, Vec::new());
+        while let Some(step) = next_step(
+            current.get(i).map(|c| c.0),
+            legacy.get(j).map(|l| l.0),
+            last,
+        ) {
+            let (ts, name) = match step {
+                Step::Current(ts) => {
+                    i += 1;
+                    (ts, current[i - 1].1)
+                }
+                Step::Legacy(ts) => {
+                    j += 1;
+                    (ts, legacy[j - 1].1)
+                }
+            };
+            out.push((ts, name.to_string()));
+            last = Some(ts);
         }
         out
     }
 
     #[test]
-    fn the_same_entry_under_both_names_is_kept_once() {
+    fn entries_interleave_by_id() {
         assert_eq!(
-            merged(&[(10, "a"), (30, "c")], &[(10, "a"), (20, "b")]),
-            [(10, "a".into()), (20, "b".into()), (30, "c".into())]
+            merged(&[(10, "a"), (30, "c")], &[(20, "b"), (40, "d")]),
+            [
+                (10, "a".into()),
+                (20, "b".into()),
+                (30, "c".into()),
+                (40, "d".into())
+            ]
         );
     }
 
     #[test]
-    fn two_entries_with_one_id_both_stay_and_ids_keep_increasing() {
+    fn current_entries_keep_their_ids_and_old_ones_go_after_a_taken_id() {
         assert_eq!(
             merged(&[(10, "a"), (11, "c")], &[(10, "b"), (12, "d")]),
             [
                 (10, "a".into()),
-                (11, "b".into()),
-                (12, "c".into()),
+                (11, "c".into()),
+                (12, "b".into()),
                 (13, "d".into())
             ]
+        );
+        assert_eq!(
+            merged(&[(10, "a"), (20, "c")], &[(10, "b")]),
+            [(10, "a".into()), (11, "b".into()), (20, "c".into())]
         );
     }
 }

@@ -76,6 +76,8 @@ pub struct HookStore {
     guard: Arc<Guard>,
     /// Announce changes to the other instances of a fleet.
     pub(super) announce: bool,
+    /// What this instance writes in the claims on callback URLs it takes (see `sync`).
+    pub(super) claimer: String,
 }
 
 impl HookStore {
@@ -94,6 +96,11 @@ impl HookStore {
             permanent_urls: permanent.iter().map(|p| p.url.clone()).collect(),
             guard,
             announce: false,
+            claimer: format!(
+                "{}-{:x}",
+                std::process::id(),
+                RandomState::new().hash_one(0u8)
+            ),
         }
     }
 

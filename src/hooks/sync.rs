@@ -106,7 +106,7 @@ impl HookStore {
             }
             let taken: Option<String> = redis::cmd("SET")
                 .arg(&key)
-                .arg(1)
+                .arg(&self.claimer)
                 .arg("NX")
                 .arg("PX")
                 .arg(CLAIM_MS)
@@ -119,13 +119,22 @@ impl HookStore {
         }
     }
 
-    /// Frees callback URL `url` at once (its hook is gone, or was not made): a new hook for it
-    /// need not wait for the claim to run out.
+    /// Frees callback URL `url` at once if this instance claimed it (its hook is gone, or was
+    /// not made): a new hook for it need not wait for the claim to run out.
     pub(super) async fn unclaim_url(&self, url: &str) {
         if !self.announce {
             return;
         }
-        let freed: redis::RedisResult<i64> = self.conn.clone().del(claim_key(url)).await;
+        static UNCLAIM: std::sync::LazyLock<redis::Script> = std::sync::LazyLock::new(|| {
+            redis::Script::new(
+                "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0",
+            )
+        });
+        let freed: redis::RedisResult<i64> = UNCLAIM
+            .key(claim_key(url))
+            .arg(&self.claimer)
+            .invoke_async(&mut self.conn.clone())
+            .await;
         if let Err(e) = freed {
             tracing::debug!(error = %e, "cannot free a callback URL's claim: it runs out by itself");
         }

@@ -200,10 +200,18 @@ pub async fn run(config: Config, listeners: Listeners, shutdown: Shutdown) -> an
             fence.clone()
         },
     });
-    // Before this instance delivers anything (and, with spread, takes any hook).
-    if recover::move_legacy_queues(&conn, instance.as_deref(), spread, &token)
-        .await
-        .is_none()
+    // Before this instance delivers anything (and, with spread, takes any hook); merged only
+    // by the one writer of the queues: here, a relay alone.
+    let hook_lease = spread.then(|| Duration::from_millis(config.fleet.lease_ms));
+    if recover::move_legacy_queues(
+        &conn,
+        instance.as_deref(),
+        fleet.is_none(),
+        hook_lease,
+        &token,
+    )
+    .await
+    .is_none()
     {
         return wind_down(&tracker, &fence).await;
     }
@@ -252,9 +260,10 @@ pub async fn run(config: Config, listeners: Listeners, shutdown: Shutdown) -> an
     };
     sources::seed_all(&sources, seeds, &metrics, &tracker, &token);
 
-    // Again on taking the fleet lease: an instance of an earlier version may have held it.
+    // Again on taking the fleet lease (an instance of an earlier version may have held it),
+    // now as the one writer of the queues.
     if fence.is_fleet()
-        && recover::move_legacy_queues(&conn, instance.as_deref(), spread, &token)
+        && recover::move_legacy_queues(&conn, instance.as_deref(), true, hook_lease, &token)
             .await
             .is_none()
     {

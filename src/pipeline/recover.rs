@@ -28,24 +28,34 @@ const MOVING_KEY: &str = "hookrelay:queues:moving";
 /// that died.
 const MOVING_TTL: Duration = Duration::from_secs(10);
 
-/// Moves the streams of earlier versions to their current names ([`migrate`]): at start, before
-/// this instance delivers anything, and in a fleet again on taking the fleet lease (an instance
-/// of the earlier version may have written meanwhile). In a fleet (`instance`), one instance
-/// at a time moves them, under a lock; with delivery spread, each moved hook's delivery lease
-/// is then dropped, so that its next deliverer reads its stream whole and in order. `None`
-/// when the relay stopped first.
+/// What a moved hook's delivery lease is set to: held by nobody for a lease's time.
+const MOVED_HOLDER: &str = "(queue moved)";
+
+/// Moves the streams of earlier versions to their current names ([`migrate`]): at start,
+/// before this instance delivers anything, and in a fleet again on taking the fleet lease (an
+/// instance of the earlier version may have written meanwhile). Streams are merged only with
+/// `merge`, which only the one writer of the queues may ask (a relay alone, or the holder of
+/// the fleet lease); otherwise only renamed. In a fleet (`instance`), one instance at a time
+/// moves them, under a lock. With delivery spread (`hook_lease`, the delivery leases' length),
+/// each moved hook's delivery lease is then given to nobody for that long: its deliverer
+/// stops at its next renewal, before anyone else can take it, and the next one reads the
+/// stream whole. `None` when the relay stopped first.
 pub async fn move_legacy_queues(
     conn: &StoreConn,
     instance: Option<&str>,
-    spread: bool,
+    merge: bool,
+    hook_lease: Option<Duration>,
     token: &CancellationToken,
 ) -> Option<()> {
     let moved = retry_until_ok(
         token,
         "move the queues named as by an earlier version",
-        || move_locked(conn, instance, token),
+        || move_locked(conn, instance, merge, token),
     )
     .await?;
+    if token.is_cancelled() {
+        return None;
+    }
     if moved.is_empty() {
         return Some(());
     }
@@ -55,14 +65,20 @@ pub async fn move_legacy_queues(
         callbacks,
         "moved the queues of an earlier version to this version's key names"
     );
-    if spread {
+    if let Some(ttl) = hook_lease {
+        let ttl_ms = u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX);
         retry_until_ok(
             token,
-            "drop the delivery leases of the moved queues",
+            "set the delivery leases of the moved queues aside",
             || {
                 let mut pipe = redis::pipe();
                 for m in &moved {
-                    pipe.del(lease_key(m.hook)).ignore();
+                    pipe.cmd("SET")
+                        .arg(lease_key(m.hook))
+                        .arg(MOVED_HOLDER)
+                        .arg("PX")
+                        .arg(ttl_ms)
+                        .ignore();
                 }
                 let mut conn = conn.clone();
                 async move { pipe.query_async::<()>(&mut conn).await }
@@ -77,10 +93,11 @@ pub async fn move_legacy_queues(
 async fn move_locked(
     conn: &StoreConn,
     instance: Option<&str>,
+    merge: bool,
     token: &CancellationToken,
 ) -> redis::RedisResult<Vec<migrate::Moved>> {
     let Some(instance) = instance else {
-        return migrate::legacy_queues(conn).await;
+        return migrate::legacy_queues(conn, merge).await;
     };
     let lock = Lease::new(MOVING_KEY, instance, MOVING_TTL);
     let mut c = conn.clone();
@@ -90,7 +107,7 @@ async fn move_locked(
             () = tokio::time::sleep(lock.period() / 10) => {}
         }
     }
-    let work = migrate::legacy_queues(conn);
+    let work = migrate::legacy_queues(conn, merge);
     tokio::pin!(work);
     let mut tick = tokio::time::interval(lock.period());
     tick.tick().await;

@@ -216,7 +216,6 @@ impl StoreConn {
     }
 }
 
-/// Asks the sentinels for the master and connects to it.
 /// How the store is reached, its URLs checked.
 enum Way {
     Cluster {
@@ -294,6 +293,7 @@ impl Way {
     }
 }
 
+/// Asks the sentinels for the master and connects to it.
 async fn master(client: &mut SentinelClient) -> RedisResult<Current> {
     let client = client.async_get_client().await?;
     let conn = ConnectionManager::new_with_config(client.clone(), manager_config()).await?;

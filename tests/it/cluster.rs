@@ -233,3 +233,9 @@ async fn import_reference_reads_and_writes_the_cluster() {
         "nothing written to the bus's Redis: {keys:?}"
     );
 }
+
+#[tokio::test]
+async fn on_a_cluster_a_fleet_moves_the_queues_of_an_earlier_version() {
+    let cluster = TestCluster::start().await;
+    crate::upgrade::queues_of_an_earlier_version(Some(&cluster), 2).await;
+}

@@ -333,7 +333,7 @@ async fn hooks_held(relay: &RelayProcess) -> f64 {
 }
 
 /// Waits until the instances deliver `want[i]` hooks each (in any order).
-async fn wait_spread(relays: &[&RelayProcess], want: &[f64]) {
+pub async fn wait_spread(relays: &[&RelayProcess], want: &[f64]) {
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
         let mut held = Vec::new();

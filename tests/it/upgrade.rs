@@ -1,9 +1,9 @@
 //! A store written by an earlier version: the hooks' queues under their former names
 //! (`bigbluebutton:webhooks:out:queue:<id>`) are moved to the current ones (in the slot of the
-//! hook's hash) when the relay starts, and delivered once each, in bus order: a stream renamed
-//! whole, one merged with the stream already under the new name (an entry under both, two
-//! entries with one id), on a single Redis, on a Redis Cluster (across slots) and in a fleet
-//! that spreads delivery.
+//! hook's hash) and delivered once each, in bus order: a stream renamed whole, one merged with
+//! the stream already under the new name (an entry under both, two entries with one id), on a
+//! single Redis and on a Redis Cluster (across slots); in a fleet that spreads delivery, moved
+//! at start, and merged by the next holder of the fleet lease while the hooks' deliverers run.
 
 use std::time::{Duration, Instant};
 
@@ -89,8 +89,8 @@ type Kept = Vec<(String, Vec<(String, Vec<u8>)>)>;
 /// their streams are then put under the former names as an earlier version would have left
 /// them; `instances` relays started on that store deliver each callback once, in order. With
 /// several, a last part is then written under the former names while they run, as an instance
-/// of the earlier version holding the fleet lease would: half moved by an instance joining, half
-/// by the next holder of the fleet lease; delivered once, in order, too.
+/// of the earlier version holding the fleet lease would, and moved by the next holder of the
+/// fleet lease; delivered once too.
 pub async fn queues_of_an_earlier_version(cluster: Option<&TestCluster>, instances: usize) {
     let bus = TestRedis::start().await;
     let store = cluster.map(TestCluster::store_config).unwrap_or_default();
@@ -134,29 +134,41 @@ pub async fn queues_of_an_earlier_version(cluster: Option<&TestCluster>, instanc
         }
         kept.push((id, aside));
     }
-    // `whole`: its stream under the former name only.
-    let stream = entries(&bus, cluster, &queue(whole)).await;
-    assert_eq!(stream.len(), N);
-    for (id, fields) in &stream {
-        xadd(&bus, cluster, &former(whole), id, fields).await;
+    // `whole` (in a fleet `split` too): its stream under the former name only. A fleet's
+    // instances merge nothing before one holds the fleet lease, while the others may deliver
+    // already: a hook with entries under both names there is a fleet of two versions, where
+    // order is not kept (below).
+    let only_former: &[u64] = if instances > 1 {
+        &[whole, split]
+    } else {
+        &[whole]
+    };
+    for &hook in only_former {
+        let stream = entries(&bus, cluster, &queue(hook)).await;
+        assert_eq!(stream.len(), N);
+        for (id, fields) in &stream {
+            xadd(&bus, cluster, &former(hook), id, fields).await;
+        }
+        let _: i64 = store_query(&bus, cluster, redis::cmd("DEL").arg(queue(hook)).clone()).await;
     }
-    let _: i64 = store_query(&bus, cluster, redis::cmd("DEL").arg(queue(whole)).clone()).await;
-    // `split`: the odd entries under the former name, and the first under both names; the
-    // fourth under the third's id there.
-    let stream = entries(&bus, cluster, &queue(split)).await;
-    xadd(&bus, cluster, &former(split), &stream[0].0, &stream[0].1).await;
-    for i in (1..N).step_by(2) {
-        let id = if i == 3 { &stream[2].0 } else { &stream[i].0 };
-        xadd(&bus, cluster, &former(split), id, &stream[i].1).await;
-        let _: i64 = store_query(
-            &bus,
-            cluster,
-            redis::cmd("XDEL")
-                .arg(queue(split))
-                .arg(&stream[i].0)
-                .clone(),
-        )
-        .await;
+    // `split` (one relay): the odd entries under the former name, and the first under both
+    // names; the fourth under the third's id there.
+    if instances == 1 {
+        let stream = entries(&bus, cluster, &queue(split)).await;
+        xadd(&bus, cluster, &former(split), &stream[0].0, &stream[0].1).await;
+        for i in (1..N).step_by(2) {
+            let id = if i == 3 { &stream[2].0 } else { &stream[i].0 };
+            xadd(&bus, cluster, &former(split), id, &stream[i].1).await;
+            let _: i64 = store_query(
+                &bus,
+                cluster,
+                redis::cmd("XDEL")
+                    .arg(queue(split))
+                    .arg(&stream[i].0)
+                    .clone(),
+            )
+            .await;
+        }
     }
     // A key of that prefix that names no hook is not the relay's: it stays.
     let _: () = store_query(
@@ -191,26 +203,18 @@ pub async fn queues_of_an_earlier_version(cluster: Option<&TestCluster>, instanc
     assert!(exists(&bus, cluster, "bigbluebutton:webhooks:out:queue:notes").await);
 
     if later > 0 {
-        // Half of it, then an instance joins: it moves that half before anything else, and
-        // the hooks' deliverers (the others: it takes no hook from them), though further on
-        // than these entries' ids, read them once their delivery leases are dropped.
-        let write_former = |from: usize, to: usize| {
-            let (bus, kept) = (&bus, &kept);
-            async move {
-                for (id, aside) in kept {
-                    for (sid, fields) in &aside[from..to] {
-                        xadd(bus, cluster, &former(*id), sid, fields).await;
-                    }
-                }
+        // Entries under the former names again, older than what was delivered, as an instance
+        // of the earlier version holding the fleet lease would have written them; then the
+        // holder stops. The next holder merges them; the hooks' deliverers, further on than
+        // these ids, read them once their delivery leases were set aside (the surviving
+        // instance delivered one of the hooks, and keeps it).
+        let all: Vec<&RelayProcess> = relays.iter().collect();
+        crate::fleet::wait_spread(&all, &[1.0, 1.0]).await;
+        for (id, aside) in &kept {
+            for (sid, fields) in aside {
+                xadd(&bus, cluster, &former(*id), sid, fields).await;
             }
-        };
-        write_former(0, later / 2).await;
-        relays.push(RelayProcess::start(&bus, &config).await);
-        want.extend((aside_from..aside_from + later / 2).map(name));
-        all_once_in_order(&rx, &want).await;
-        // The other half, then the holder of the fleet lease stops: the next one moves it on
-        // taking over.
-        write_former(later / 2, later).await;
+        }
         let mut holder = None;
         for (i, r) in relays.iter().enumerate() {
             if crate::fleet::holds_lease(r).await {
@@ -219,7 +223,7 @@ pub async fn queues_of_an_earlier_version(cluster: Option<&TestCluster>, instanc
         }
         let holder = holder.expect("one instance holds the fleet lease");
         relays.remove(holder).terminate().await;
-        want.extend((aside_from + later / 2..aside_from + later).map(name));
+        want.extend((aside_from..aside_from + later).map(name));
         all_once_in_order(&rx, &want).await;
         for id in [whole, split] {
             assert!(
