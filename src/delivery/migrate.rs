@@ -29,12 +29,17 @@ use crate::{
 /// Entries read or written per round trip.
 const PAGE: usize = 500;
 
-/// Renames KEYS[1] to KEYS[2] unless KEYS[2] exists: 1 renamed, 0 not (both exist), -1 KEYS[1]
-/// is gone (moved already).
-const RENAME_UNLESS_TAKEN: &str = r"
-if redis.call('EXISTS', KEYS[1]) == 0 then return -1 end
-return redis.call('RENAMENX', KEYS[1], KEYS[2])
-";
+/// Renames KEYS[1] to KEYS[2] unless KEYS[2] exists: the entries it then holds, -1 when both
+/// exist, -2 when KEYS[1] is gone (moved already).
+static RENAME_UNLESS_TAKEN: std::sync::LazyLock<Script> = std::sync::LazyLock::new(|| {
+    Script::new(
+        r"
+if redis.call('EXISTS', KEYS[1]) == 0 then return -2 end
+if redis.call('RENAMENX', KEYS[1], KEYS[2]) == 0 then return -1 end
+return redis.call('XLEN', KEYS[2])
+",
+    )
+});
 
 /// One hook's stream, moved.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -87,18 +92,15 @@ async fn move_one(
 ) -> Result<Option<Moved>, RedisError> {
     let new = queue_key(hook);
     if !conn.is_cluster() {
-        let renamed: i64 = Script::new(RENAME_UNLESS_TAKEN)
+        let renamed: i64 = RENAME_UNLESS_TAKEN
             .key(old)
             .key(&new)
             .invoke_async(conn)
             .await?;
-        match renamed {
-            -1 => return Ok(None),
-            1 => {
-                let entries = journal::position(conn, hook).await?.length;
-                return Ok(Some(Moved { hook, entries }));
-            }
-            _ => {}
+        match usize::try_from(renamed) {
+            Ok(entries) => return Ok(Some(Moved { hook, entries })),
+            Err(_) if renamed == -2 => return Ok(None),
+            Err(_) => {}
         }
     }
     if !merge {

@@ -71,17 +71,19 @@ pub async fn leave(conn: &mut StoreConn, instance: &str) -> redis::RedisResult<(
     conn.zrem(MEMBERS_KEY, instance).await
 }
 
-/// Renews `leases` (at once: one round trip on the multiplexed connection); for each, whether
-/// it is still held. An error leaves it as it was: held until its time runs out.
-pub async fn renew_all<'a>(
-    conn: &StoreConn,
-    leases: impl IntoIterator<Item = &'a Lease>,
-) -> Vec<redis::RedisResult<bool>> {
+/// Renews `leases` (at once: one round trip on the multiplexed connection); each then says
+/// whether it is still held ([`Lease::is_held`]). An error leaves one as it was: held until its
+/// time runs out.
+pub async fn renew_all<'a>(conn: &StoreConn, leases: impl IntoIterator<Item = &'a Lease>) {
     join_all(leases.into_iter().map(|l| {
         let mut c = conn.clone();
-        async move { l.renew(&mut c).await }
+        async move {
+            if let Err(e) = l.renew(&mut c).await {
+                tracing::debug!(error = %e, "cannot renew a delivery lease; it holds until it runs out");
+            }
+        }
     }))
-    .await
+    .await;
 }
 
 /// Tries to take the delivery leases of `ids` for `owner`; returns those taken.

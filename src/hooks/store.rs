@@ -74,10 +74,9 @@ pub struct HookStore {
     permanent_urls: Vec<String>,
     /// The rules `hooks/create` applies; stored and imported hooks must pass them too.
     guard: Arc<Guard>,
-    /// Announce changes to the other instances of a fleet.
-    pub(super) announce: bool,
-    /// What this instance writes in the claims on callback URLs it takes (see `sync`).
-    pub(super) claimer: String,
+    /// In a fleet, this instance's name: its changes are announced to the other instances, and
+    /// it claims callback URLs under that name (see `sync`).
+    pub(super) fleet: Option<String>,
 }
 
 impl HookStore {
@@ -95,12 +94,7 @@ impl HookStore {
             url_hasher: RandomState::new(),
             permanent_urls: permanent.iter().map(|p| p.url.clone()).collect(),
             guard,
-            announce: false,
-            claimer: format!(
-                "{}-{:x}",
-                std::process::id(),
-                RandomState::new().hash_one(0u8)
-            ),
+            fleet: None,
         }
     }
 

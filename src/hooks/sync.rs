@@ -10,6 +10,7 @@ use redis::AsyncCommands;
 use tokio_util::sync::CancellationToken;
 
 use super::{Hook, HookStore, store::parse_hook};
+use crate::fleet::lease::Lease;
 use crate::{base::redis_keys::hook_key, store_conn::StoreConn};
 
 /// The store channel on which hook changes are announced: the hook id.
@@ -17,7 +18,7 @@ pub const CHANNEL: &str = "hookrelay:hooks:changed";
 
 /// How long a claim on a callback URL lasts: long enough for the hook created under it to
 /// reach every instance's registry (an announcement takes milliseconds).
-const CLAIM_MS: u64 = 3000;
+const CLAIM: Duration = Duration::from_secs(3);
 /// How often an instance waiting on another's claim looks again.
 const CLAIM_POLL: Duration = Duration::from_millis(20);
 
@@ -80,7 +81,7 @@ impl HookStore {
     /// Tells the other instances of a fleet that hook `id` changed (nothing outside a fleet).
     /// A lost announcement is made up for when they next subscribe.
     pub(super) async fn announce(&self, id: u64) {
-        if !self.announce {
+        if self.fleet.is_none() {
             return;
         }
         let sent: redis::RedisResult<i64> = self.conn.clone().publish(CHANNEL, id).await;
@@ -96,23 +97,14 @@ impl HookStore {
     /// # Errors
     /// When Redis fails.
     pub(super) async fn claim_url(&self, url: &str) -> Result<Claim, redis::RedisError> {
-        if !self.announce {
+        let Some(claim) = self.claim(url) else {
             return Ok(Claim::Mine);
-        }
-        let key = claim_key(url);
+        };
         loop {
             if let Some(h) = self.registry.load().by_url(url) {
                 return Ok(Claim::Existing(h.id));
             }
-            let taken: Option<String> = redis::cmd("SET")
-                .arg(&key)
-                .arg(&self.claimer)
-                .arg("NX")
-                .arg("PX")
-                .arg(CLAIM_MS)
-                .query_async(&mut self.conn.clone())
-                .await?;
-            if taken.is_some() {
+            if claim.try_take(&mut self.conn.clone()).await? {
                 return Ok(Claim::Mine);
             }
             tokio::time::sleep(CLAIM_POLL).await;
@@ -122,27 +114,24 @@ impl HookStore {
     /// Frees callback URL `url` at once if this instance claimed it (its hook is gone, or was
     /// not made): a new hook for it need not wait for the claim to run out.
     pub(super) async fn unclaim_url(&self, url: &str) {
-        if !self.announce {
+        let Some(claim) = self.claim(url) else {
             return;
-        }
-        static UNCLAIM: std::sync::LazyLock<redis::Script> = std::sync::LazyLock::new(|| {
-            redis::Script::new(
-                "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0",
-            )
-        });
-        let freed: redis::RedisResult<i64> = UNCLAIM
-            .key(claim_key(url))
-            .arg(&self.claimer)
-            .invoke_async(&mut self.conn.clone())
-            .await;
-        if let Err(e) = freed {
+        };
+        if let Err(e) = claim.release(&mut self.conn.clone()).await {
             tracing::debug!(error = %e, "cannot free a callback URL's claim: it runs out by itself");
         }
     }
 
-    /// Announces every change to the other instances of a fleet.
-    pub fn with_announcements(mut self) -> Self {
-        self.announce = true;
+    /// In a fleet, this instance's claim on `url`: a lease on [`claim_key`].
+    fn claim(&self, url: &str) -> Option<Lease> {
+        let instance = self.fleet.as_deref()?;
+        Some(Lease::new(claim_key(url), instance, CLAIM))
+    }
+
+    /// In a fleet, as instance `instance`: announces every change to the other instances, and
+    /// claims callback URLs before creating hooks.
+    pub fn with_announcements(mut self, instance: &str) -> Self {
+        self.fleet = Some(instance.to_string());
         self
     }
 }

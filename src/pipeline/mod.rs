@@ -110,10 +110,9 @@ pub async fn run(config: Config, listeners: Listeners, shutdown: Shutdown) -> an
         &config.delivery.permanent_hooks,
         guard.clone(),
     );
-    let store = Arc::new(if fleet.is_some() {
-        store.with_announcements()
-    } else {
-        store
+    let store = Arc::new(match instance.as_deref() {
+        Some(instance) => store.with_announcements(instance),
+        None => store,
     });
     if fleet.is_some() {
         // Until it holds the lease, an instance reads hooks and writes none.

@@ -73,7 +73,8 @@ impl Balancer {
     pub async fn run(mut self) {
         let mut tick = tokio::time::interval(self.ttl / 4);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        let mut round: u32 = 0;
+        // Round 0 would catch up on positions just read by the leases' takers: start at 1.
+        let mut round: u32 = 1;
         loop {
             tokio::select! {
                 () = self.token.cancelled() => break,
@@ -109,17 +110,12 @@ impl Balancer {
     /// Renews every lease; those found another's or not renewed in time are stopped (their
     /// worker has stopped sending already).
     async fn renew(&mut self) {
-        let ids: Vec<u64> = self.mine.keys().copied().collect();
-        let leases = ids
+        // A lease found another's is no longer held; one not renewed in time neither.
+        share::renew_all(&self.conn, self.mine.values().map(|h| &h.lease)).await;
+        let lost: Vec<u64> = self
+            .mine
             .iter()
-            .filter_map(|id| self.mine.get(id).map(|h| &h.lease));
-        let renewed = share::renew_all(&self.conn, leases).await;
-        let lost: Vec<u64> = ids
-            .iter()
-            .zip(renewed)
-            .filter(|(id, r)| {
-                matches!(r, Ok(false)) || self.mine.get(id).is_some_and(|h| !h.lease.is_held())
-            })
+            .filter(|(_, h)| !h.lease.is_held())
             .map(|(id, _)| *id)
             .collect();
         if lost.is_empty() {

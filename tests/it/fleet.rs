@@ -253,8 +253,22 @@ pub async fn all_of_at(rx: &TestReceiver, path: Option<&str>, prefix: &str, n: u
     }
 }
 
+/// [`all_of_at`] at each of `paths`: the repeats at each.
+async fn repeats_at_each(
+    rx: &TestReceiver,
+    paths: &[String],
+    prefix: &str,
+    n: usize,
+) -> Vec<usize> {
+    let mut repeats = Vec::new();
+    for p in paths {
+        repeats.push(all_of_at(rx, Some(p), prefix, n).await);
+    }
+    repeats
+}
+
 /// The instance of `relays` that holds the lease, once one does.
-async fn holder_of(relays: &[RelayProcess]) -> usize {
+pub async fn holder_of(relays: &[RelayProcess]) -> usize {
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
         for (i, r) in relays.iter().enumerate() {
@@ -396,10 +410,7 @@ pub async fn spread_kill_and_join(cluster: Option<&TestCluster>) {
     relays.remove(victim).kill9().await;
     wait_spread(&relays.iter().collect::<Vec<_>>(), &[3.0, 3.0]).await;
     publishing.await.expect("publisher");
-    let mut repeats = Vec::new();
-    for p in &paths {
-        repeats.push(all_of_at(&rx, Some(p), "n", EVENTS).await);
-    }
+    let repeats = repeats_at_each(&rx, &paths, "n", EVENTS).await;
     eprintln!("fleet spread, a deliverer killed: repeats per hook {repeats:?}");
     assert!(
         repeats.iter().all(|r| *r <= 5) && repeats.iter().filter(|r| **r > 0).count() <= 2,
@@ -509,10 +520,7 @@ async fn a_deliverer_cut_off_the_network_loses_its_hooks_and_takes_its_share_aga
     cut(true);
     wait_spread(&[&first, &second], &[3.0, 3.0]).await;
     publishing.await.expect("publisher");
-    let mut repeats = Vec::new();
-    for p in &paths {
-        repeats.push(all_of_at(&rx, Some(p), "n", EVENTS).await);
-    }
+    let repeats = repeats_at_each(&rx, &paths, "n", EVENTS).await;
     eprintln!("fleet spread, a deliverer cut off: repeats per hook {repeats:?}");
     assert!(
         repeats.iter().all(|r| *r <= 5),

@@ -73,6 +73,18 @@ async fn exists(bus: &TestRedis, cluster: Option<&TestCluster>, key: &str) -> bo
     store_query(bus, cluster, redis::cmd("EXISTS").arg(key).clone()).await
 }
 
+/// The streams of `hooks` under their former names are gone, and no rebuild is left behind.
+async fn assert_moved(bus: &TestRedis, cluster: Option<&TestCluster>, hooks: &[u64]) {
+    for &id in hooks {
+        assert!(
+            !exists(bus, cluster, &former(id)).await,
+            "{} is gone",
+            former(id)
+        );
+        assert!(!exists(bus, cluster, &format!("{}:rebuild", queue(id))).await);
+    }
+}
+
 /// The names delivered to `path`, in order.
 fn names_at(rx: &TestReceiver, path: &str) -> Vec<String> {
     rx.delivered()
@@ -192,14 +204,7 @@ pub async fn queues_of_an_earlier_version(cluster: Option<&TestCluster>, instanc
         .map(name)
         .collect();
     all_once_in_order(&rx, &want).await;
-    for id in [whole, split] {
-        assert!(
-            !exists(&bus, cluster, &former(id)).await,
-            "{} is gone",
-            former(id)
-        );
-        assert!(!exists(&bus, cluster, &format!("{}:rebuild", queue(id))).await);
-    }
+    assert_moved(&bus, cluster, &[whole, split]).await;
     assert!(exists(&bus, cluster, "bigbluebutton:webhooks:out:queue:notes").await);
 
     if later > 0 {
@@ -215,23 +220,11 @@ pub async fn queues_of_an_earlier_version(cluster: Option<&TestCluster>, instanc
                 xadd(&bus, cluster, &former(*id), sid, fields).await;
             }
         }
-        let mut holder = None;
-        for (i, r) in relays.iter().enumerate() {
-            if crate::fleet::holds_lease(r).await {
-                holder = Some(i);
-            }
-        }
-        let holder = holder.expect("one instance holds the fleet lease");
+        let holder = crate::fleet::holder_of(&relays).await;
         relays.remove(holder).terminate().await;
         want.extend((aside_from..aside_from + later).map(name));
         all_once_in_order(&rx, &want).await;
-        for id in [whole, split] {
-            assert!(
-                !exists(&bus, cluster, &former(id)).await,
-                "{} is gone",
-                former(id)
-            );
-        }
+        assert_moved(&bus, cluster, &[whole, split]).await;
     }
 
     // The shared payload records (a single Redis) were counted right through the moves: the
