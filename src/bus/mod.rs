@@ -23,6 +23,9 @@ pub struct BusMessage {
     pub payload: Arc<str>,
     /// When it came off the bus (for the callback latency).
     pub arrived: std::time::Instant,
+    /// Which subscription of its source it came on: 1 for the first, one more after each
+    /// reconnection. Between two messages of different epochs, messages may have been lost.
+    pub epoch: u64,
 }
 
 /// What the subscriber of one source needs.
@@ -65,8 +68,9 @@ impl Subscriber {
                     tracing::info!(source = %self.name, channels = self.channels.len(), "subscribed to the bus");
                     self.series.connected.set(1);
                     self.subscribed.send_modify(|n| *n += 1);
+                    let epoch = *self.subscribed.borrow();
                     delays = backoff();
-                    let go_on = self.forward(pubsub, &tx, &token).await;
+                    let go_on = self.forward(pubsub, epoch, &tx, &token).await;
                     self.series.connected.set(0);
                     if !go_on {
                         return;
@@ -100,6 +104,7 @@ impl Subscriber {
     async fn forward(
         &self,
         pubsub: redis::aio::PubSub,
+        epoch: u64,
         tx: &mpsc::Sender<BusMessage>,
         token: &CancellationToken,
     ) -> bool {
@@ -129,6 +134,7 @@ impl Subscriber {
                 channel: msg.get_channel_name().to_string(),
                 payload: Arc::from(text),
                 arrived,
+                epoch,
             };
             tokio::select! {
                 r = tx.send(m) => if r.is_err() { return false },

@@ -13,7 +13,12 @@ pub fn key(name: &str) -> String {
 
 /// A message's digest (SHA-1 of its text, hex).
 pub fn digest(text: &str) -> String {
-    hex::encode(Sha1::digest(text.as_bytes()))
+    hex::encode(digest_bytes(text))
+}
+
+/// A message's digest as bytes.
+pub fn digest_bytes(text: &str) -> [u8; 20] {
+    Sha1::digest(text.as_bytes()).into()
 }
 
 /// A cursor as stored: `<digest before>:<last digest>` (nothing before the colon when the
@@ -100,6 +105,7 @@ mod tests {
             channel: "c".into(),
             payload: text.into(),
             arrived: std::time::Instant::now(),
+            epoch: 1,
         }
     }
 

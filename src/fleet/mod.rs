@@ -5,12 +5,16 @@
 //! [`cursor`] per source: the digests of the last two messages of that source it queued.
 //! Whoever takes the lease over reads the cursors, finds them in what it kept, and queues
 //! everything after them before going on with the bus: nothing that Redis published while it
-//! was listening is lost, and nothing queued is queued twice.
+//! was listening is lost, and nothing queued is queued twice. Only an instance whose kept
+//! messages reach back to the cursors asks for a free lease while another can ([`reach`]): an
+//! instance started again after the holder died kept nothing from before its start.
 
 pub mod backlog;
 pub mod cursor;
 pub mod lease;
+pub mod reach;
 pub mod share;
+pub mod status;
 
 use std::time::Duration;
 

@@ -1,6 +1,8 @@
 //! The fleet series (`[fleet]`): who holds the lease, how often it changed hands and what the
 //! taker queued first; with delivery spread, how many hooks this instance delivers and how
-//! their leases came and went.
+//! their leases came and went; how far back this instance's kept messages reach.
+
+use std::sync::atomic::AtomicU64;
 
 use prometheus_client::{
     metrics::{counter::Counter, family::Family, gauge::Gauge},
@@ -22,6 +24,13 @@ pub struct FleetMetrics {
     pub hook_leases_taken: Counter,
     pub hook_leases_released: Counter,
     pub hook_leases_lost: Counter,
+    /// By source: messages kept while not holding the lease.
+    pub kept: Family<SourceLabel, Gauge>,
+    /// By source: for how long every message has been kept (seconds).
+    pub kept_seconds: Family<SourceLabel, Gauge<f64, AtomicU64>>,
+    /// 1 while this instance could resume where the holder stands (or holds the lease).
+    pub cursor_reachable: Gauge,
+    pub deferrals: Counter,
 }
 
 impl FleetMetrics {
@@ -72,6 +81,42 @@ impl FleetMetrics {
             "Delivery leases this instance found another's or could not renew in time",
             self.hook_leases_lost.clone(),
         );
+        r.register(
+            "hookrelay_fleet_kept_messages",
+            "Bus messages of each source this instance keeps while it does not hold the fleet lease",
+            self.kept.clone(),
+        );
+        r.register(
+            "hookrelay_fleet_kept_seconds",
+            "For how long every message of each source has been kept here (since the \
+             subscription, or since the last message let go): how far back this instance reaches",
+            self.kept_seconds.clone(),
+        );
+        r.register(
+            "hookrelay_fleet_cursor_reachable",
+            "1 while this instance's kept messages reach back to where the lease holder stands in \
+             every source (it may take a free lease at once), or it holds the lease",
+            self.cursor_reachable.clone(),
+        );
+        r.register(
+            "hookrelay_fleet_lease_deferrals",
+            "Times this instance found the fleet lease free and left it to an instance whose kept \
+             messages reach further back",
+            self.deferrals.clone(),
+        );
+    }
+
+    /// Sets the kept-message series of `source`.
+    pub fn set_kept(&self, source: &str, kept: usize, whole: std::time::Duration) {
+        let label = SourceLabel {
+            source: source.to_string(),
+        };
+        self.kept
+            .get_or_create(&label)
+            .set(i64::try_from(kept).unwrap_or(i64::MAX));
+        self.kept_seconds
+            .get_or_create(&label)
+            .set(whole.as_secs_f64());
     }
 
     /// Counts a cursor of `source` not found.

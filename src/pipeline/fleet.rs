@@ -1,6 +1,7 @@
 //! The fleet side of the wiring: an instance without the lease keeps the sources' messages
-//! ([`Backlog`]) until it takes the lease; then it reads where the last holder stood and hands
-//! the rest on to be queued first. The holder renews the lease and stops the relay the moment
+//! ([`Backlog`]) and says how far back they reach ([`reach`]) until it takes the lease, which
+//! it asks for only when it is the instance to resume; then it reads where the last holder
+//! stood and hands the rest on to be queued first. The holder renews the lease and stops the relay the moment
 //! it is lost (its service manager starts it again, as an instance without the lease). With
 //! delivery spread, every instance also delivers its share of the hooks from the start
 //! ([`spread`]).
@@ -10,12 +11,11 @@ use std::{
         Arc,
         atomic::{AtomicBool, Ordering},
     },
-    time::Duration,
+    time::{Duration, Instant},
 };
 
 use crate::store_conn::StoreConn;
-use redis::AsyncCommands;
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, watch};
 use tokio_util::sync::CancellationToken;
 
 use super::share::Balancer;
@@ -28,6 +28,7 @@ use crate::{
         backlog::{Backlog, Resume},
         cursor::{self, Cursor},
         lease::Lease,
+        reach::{self, Decision, Reach},
     },
     hooks::Registry,
     metrics::Metrics,
@@ -66,29 +67,36 @@ pub fn spread(
 /// the last holder had not queued. `None` when the relay stops first.
 pub async fn follow(
     bus: &mut mpsc::Receiver<BusMessage>,
-    lease: &Lease,
-    conn: &StoreConn,
-    config: &FleetConfig,
-    sources: &SourceTable,
-    metrics: &Metrics,
+    follower: Follower<'_>,
     token: &CancellationToken,
 ) -> Option<Vec<BusMessage>> {
-    let mut backlog = Backlog::new(
-        sources.len(),
-        Duration::from_secs(config.buffer_s),
-        usize::try_from(config.buffer_mib.saturating_mul(1 << 20)).unwrap_or(usize::MAX),
-    );
+    let Follower {
+        lease,
+        conn,
+        sources,
+        metrics,
+        ..
+    } = follower;
+    let mut state = FollowState::new(&follower);
     let mut tick = tokio::time::interval(lease.period());
     tracing::info!(instance = lease.owner(), "waiting for the fleet lease");
     loop {
         tokio::select! {
-            () = token.cancelled() => return None,
+            () = token.cancelled() => {
+                if let Err(e) = reach::leave(&mut conn.clone(), lease.owner()).await {
+                    tracing::debug!(error = %e, "cannot take this instance's record out of the store");
+                }
+                return None;
+            }
             m = bus.recv() => match m {
-                Some(m) => backlog.push(m),
+                Some(m) => state.backlog.push(m),
                 None => return None,
             },
             _ = tick.tick() => {
-                match lease.try_take(&mut conn.clone()).await {
+                while let Ok(m) = bus.try_recv() {
+                    state.backlog.push(m);
+                }
+                match state.round(&follower).await {
                     Ok(true) => break,
                     Ok(false) => {}
                     Err(e) => tracing::warn!(error = %e, "cannot ask the store for the fleet lease"),
@@ -98,36 +106,39 @@ pub async fn follow(
     }
     // Whatever arrived meanwhile is kept too.
     while let Ok(m) = bus.try_recv() {
-        backlog.push(m);
+        state.backlog.push(m);
     }
-    let mut cursors = Vec::with_capacity(sources.len());
-    for i in 0..sources.len() {
-        let name = sources.name(u16::try_from(i).unwrap_or(0));
-        let stored: Option<String> = loop {
-            match conn.clone().get(cursor::key(name)).await {
-                Ok(v) => break v,
-                Err(e) => {
-                    tracing::warn!(error = %e, "cannot read a source's cursor; retrying");
-                    tokio::select! {
-                        () = tokio::time::sleep(Duration::from_millis(200)) => {}
-                        () = token.cancelled() => return None,
-                    }
+    let cursors = loop {
+        match read_cursors(conn, sources).await {
+            Ok((_, cursors)) => break cursors,
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot read the sources' cursors; retrying");
+                tokio::select! {
+                    () = tokio::time::sleep(Duration::from_millis(200)) => {}
+                    () = token.cancelled() => return None,
                 }
             }
-        };
-        cursors.push(stored.as_deref().and_then(Cursor::parse));
-    }
-    let kept = backlog.len();
-    let (resume, found) = backlog.after(&cursors);
+        }
+    };
+    let kept = state.backlog.len();
+    let (resume, found) = state.backlog.after(&cursors);
     for (i, how) in found.iter().enumerate() {
         let source = sources.name(u16::try_from(i).unwrap_or(0));
-        if *how == Resume::CursorNotFound {
-            metrics.fleet.cursor_not_found(source);
-            tracing::warn!(%source, "the last holder's place in this source was not among the messages kept: all of them are queued, some perhaps again");
+        match how {
+            Resume::CursorNotFound => {
+                metrics.fleet.cursor_not_found(source);
+                tracing::warn!(%source, "the last holder's place in this source was not among the messages kept: all of them are queued, some perhaps again");
+            }
+            Resume::AcrossGap => {
+                metrics.fleet.cursor_not_found(source);
+                tracing::warn!(%source, "this instance's subscription was made again since the last holder's place in this source: what was published in between is lost");
+            }
+            _ => {}
         }
     }
     metrics.fleet.takeovers.inc();
     metrics.fleet.resumed.inc_by(resume.len() as u64);
+    metrics.fleet.cursor_reachable.set(1);
     tracing::info!(
         instance = lease.owner(),
         kept,
@@ -137,21 +148,170 @@ pub async fn follow(
     Some(resume)
 }
 
+/// What an instance without the lease needs to follow the holder.
+pub struct Follower<'a> {
+    pub lease: &'a Lease,
+    pub conn: &'a StoreConn,
+    pub config: &'a FleetConfig,
+    pub sources: &'a SourceTable,
+    /// Each source's subscription counter: a new subscription means messages may be missing.
+    pub subscriptions: Vec<watch::Receiver<u64>>,
+    pub metrics: &'a Metrics,
+}
+
+/// A follower's memory: what it kept, and what it last found of each cursor.
+struct FollowState {
+    backlog: Backlog,
+    subscriptions: Vec<watch::Receiver<u64>>,
+    /// By source: the cursor read at the last round, and whether it was found then.
+    last: Vec<(Option<Cursor>, bool)>,
+    /// The instance this one is leaving a free lease to.
+    waiting_for: Option<String>,
+    /// Since when this instance, unable to resume, has found the lease free with no live
+    /// instance able to either.
+    unable_since: Option<Instant>,
+}
+
+impl FollowState {
+    fn new(f: &Follower<'_>) -> Self {
+        Self {
+            backlog: Backlog::new(
+                f.sources.len(),
+                Duration::from_secs(f.config.buffer_s),
+                usize::try_from(f.config.buffer_mib.saturating_mul(1 << 20)).unwrap_or(usize::MAX),
+            ),
+            subscriptions: f.subscriptions.clone(),
+            last: vec![(None, false); f.sources.len()],
+            waiting_for: None,
+            unable_since: None,
+        }
+    }
+
+    /// One round: says in the store how far back this instance reaches and, when the lease
+    /// is free and this instance is the one to resume, asks for it. `Ok(true)`: taken.
+    async fn round(&mut self, f: &Follower<'_>) -> redis::RedisResult<bool> {
+        let now = Instant::now();
+        for (i, w) in self.subscriptions.iter_mut().enumerate() {
+            if w.has_changed().unwrap_or(false) {
+                let epoch = *w.borrow_and_update();
+                self.backlog.subscribed(i, epoch, now);
+            }
+        }
+        let (holder, cursors) = read_cursors(f.conn, f.sources).await?;
+        let mut states = self.backlog.states(&cursors, now);
+        for ((state, cursor), last) in states.iter_mut().zip(&cursors).zip(&mut self.last) {
+            // A cursor that moved since it was last found here is most likely one this
+            // instance has not received yet (it follows the holder a few messages behind):
+            // only one that stays where it is and is not found means this instance lacks it.
+            let lagging = state.resume == Resume::CursorNotFound && last.1 && last.0 != *cursor;
+            if lagging {
+                state.resume = Resume::AfterCursor;
+            }
+            *last = (cursor.clone(), state.resume == Resume::AfterCursor);
+        }
+        let names: Vec<&str> = (0..f.sources.len())
+            .map(|i| &**f.sources.name(u16::try_from(i).unwrap_or(0)))
+            .collect();
+        for (name, s) in names.iter().zip(&states) {
+            f.metrics.fleet.set_kept(name, s.kept, s.whole);
+        }
+        let me = Reach::follower(
+            f.lease.owner(),
+            &names,
+            &states,
+            Duration::from_secs(f.config.buffer_s),
+        );
+        f.metrics.fleet.cursor_reachable.set(i64::from(me.able));
+        let ttl = Duration::from_millis(f.config.lease_ms);
+        let others = reach::report(&mut f.conn.clone(), &me, ttl).await?;
+        if !f.config.spread {
+            f.metrics.fleet.instances.set(others.len() as i64);
+        }
+        if holder.is_some() {
+            self.waiting_for = None;
+            self.unable_since = None;
+            return Ok(false);
+        }
+        match reach::decide(&me, &others) {
+            Decision::Take if me.able => f.lease.try_take(&mut f.conn.clone()).await,
+            Decision::Take => {
+                // No live record can resume better, but records run out while the store is
+                // away: one whole lease more for every live instance to say it can.
+                let since = *self.unable_since.get_or_insert(now);
+                if now.duration_since(since) < ttl {
+                    return Ok(false);
+                }
+                tracing::warn!(
+                    instance = f.lease.owner(),
+                    "the fleet lease is free and no live instance's kept messages reach back to where the last holder stopped: taking it with what this instance kept"
+                );
+                f.lease.try_take(&mut f.conn.clone()).await
+            }
+            Decision::WaitFor(other) => {
+                if self.waiting_for.as_ref() != Some(&other) {
+                    f.metrics.fleet.deferrals.inc();
+                    tracing::info!(
+                        instance = f.lease.owner(),
+                        resumes = %other,
+                        "the fleet lease is free, but this instance's kept messages do not reach back to where the last holder stopped: leaving it to an instance whose do"
+                    );
+                }
+                self.waiting_for = Some(other);
+                self.unable_since = None;
+                Ok(false)
+            }
+        }
+    }
+}
+
+/// The fleet lease's holder (`None`: free) and each source's cursor, in one round trip.
+async fn read_cursors(
+    conn: &StoreConn,
+    sources: &SourceTable,
+) -> redis::RedisResult<(Option<String>, Vec<Option<Cursor>>)> {
+    let mut pipe = redis::pipe();
+    pipe.get(crate::fleet::LEASE_KEY);
+    for i in 0..sources.len() {
+        pipe.get(cursor::key(sources.name(u16::try_from(i).unwrap_or(0))));
+    }
+    let mut values: Vec<Option<String>> = pipe.query_async(&mut conn.clone()).await?;
+    if values.is_empty() {
+        return Ok((None, Vec::new()));
+    }
+    let holder = values.remove(0);
+    let cursors = values
+        .iter()
+        .map(|v| v.as_deref().and_then(Cursor::parse))
+        .collect();
+    Ok((holder, cursors))
+}
+
 /// Renews the lease until the relay stops (then gives it up) or it is lost (then sets `lost`
-/// and stops the relay).
+/// and stops the relay). Each renewal also says in the store that this instance holds it
+/// ([`reach`], for `fleet status`).
 pub async fn hold(lease: Lease, conn: StoreConn, lost: Arc<AtomicBool>, token: CancellationToken) {
     let mut tick = tokio::time::interval(lease.period());
+    let record = Reach::holder(lease.owner());
     loop {
         tokio::select! {
             () = token.cancelled() => {
                 if lease.is_held() && let Err(e) = lease.release(&mut conn.clone()).await {
                     tracing::warn!(error = %e, "cannot give the fleet lease up: another instance takes it when it runs out");
                 }
+                if let Err(e) = reach::leave(&mut conn.clone(), lease.owner()).await {
+                    tracing::debug!(error = %e, "cannot take this instance's record out of the store");
+                }
                 return;
             }
             _ = tick.tick() => {}
         }
         let renewed = lease.renew(&mut conn.clone()).await;
+        if matches!(renewed, Ok(true)) {
+            let ttl = lease.period() * 4;
+            if let Err(e) = reach::report(&mut conn.clone(), &record, ttl).await {
+                tracing::debug!(error = %e, "cannot say in the store that this instance holds the lease");
+            }
+        }
         match renewed {
             Ok(true) => continue,
             Ok(false) => tracing::error!("the fleet lease is another instance's now: stopping"),

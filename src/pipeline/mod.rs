@@ -96,6 +96,11 @@ pub async fn run(config: Config, listeners: Listeners, shutdown: Shutdown) -> an
     let Some(conn) = conn else {
         return Ok(());
     };
+    let conn = conn.waiting_for(
+        config.store.replicas_to_wait_for(),
+        Duration::from_millis(config.store.wait_timeout_ms),
+        metrics.store_unreplicated.clone(),
+    );
     let registry = Arc::new(Registry::default());
     let instance = config
         .fleet
@@ -164,8 +169,11 @@ pub async fn run(config: Config, listeners: Listeners, shutdown: Shutdown) -> an
 
     let signer = Signer::from_config(&config);
     let (bus_tx, mut bus_rx) = mpsc::channel(BUS_BUFFER);
-    let sources::Subscribed { ready, seeds } =
-        sources::subscribe_all(&sources, &config, &bus_tx, &metrics, &tracker, &token)?;
+    let sources::Subscribed {
+        ready,
+        seeds,
+        fleet: subscriptions,
+    } = sources::subscribe_all(&sources, &config, &bus_tx, &metrics, &tracker, &token)?;
     drop(bus_tx);
     tracker.spawn(crate::systemd::ready_when_subscribed(ready, token.clone()));
     // In a fleet, nothing is queued (and without spread, nothing sent) once the lease is lost.
@@ -226,16 +234,15 @@ pub async fn run(config: Config, listeners: Listeners, shutdown: Shutdown) -> an
     };
     let first = match fleet {
         Some(lease) => {
-            let first = fleet::follow(
-                &mut bus_rx,
-                &lease,
-                &conn,
-                &config.fleet,
-                &delivery.sources,
-                &metrics,
-                &token,
-            )
-            .await;
+            let follower = fleet::Follower {
+                lease: &lease,
+                conn: &conn,
+                config: &config.fleet,
+                sources: &delivery.sources,
+                subscriptions,
+                metrics: &metrics,
+            };
+            let first = fleet::follow(&mut bus_rx, follower, &token).await;
             let Some(first) = first else {
                 // Stopped before taking the lease: what this instance delivers ends cleanly.
                 return wind_down(&tracker, &fence).await;

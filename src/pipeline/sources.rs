@@ -103,6 +103,8 @@ pub struct Subscribed {
     /// Made before the subscribers start, so that the seeders, started once the state is
     /// read back, still see the first subscription.
     pub seeds: Vec<watch::Receiver<u64>>,
+    /// The same, for an instance that follows the fleet lease's holder.
+    pub fleet: Vec<watch::Receiver<u64>>,
 }
 
 /// Starts every source's subscriber.
@@ -120,6 +122,7 @@ pub fn subscribe_all(
     let mut out = Subscribed {
         ready: Vec::with_capacity(sources.len()),
         seeds: Vec::with_capacity(sources.len()),
+        fleet: Vec::with_capacity(sources.len()),
     };
     for s in sources {
         let name: Arc<str> = s.config.name.as_str().into();
@@ -128,6 +131,7 @@ pub fn subscribe_all(
         let (subscribed, _) = watch::channel(0);
         out.ready.push(subscribed.subscribe());
         out.seeds.push(subscribed.subscribe());
+        out.fleet.push(subscribed.subscribe());
         let subscriber = Subscriber {
             source: s.id,
             series: metrics.bus.source(&name),
