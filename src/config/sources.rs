@@ -44,7 +44,7 @@ fn default_domain() -> String {
 }
 
 /// `[store]`: where hooks, id mappings and queues live.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct StoreConfig {
     /// `redis://…`; default: `redis.url`. With `sentinels`, only its password, user and
@@ -59,6 +59,35 @@ pub struct StoreConfig {
     /// (its primaries found from them, followed through resharding and failovers). Empty: no
     /// cluster. `url`, if set, only gives the password and user.
     pub cluster_nodes: Vec<SecretUrl>,
+    /// After each batch of queued callbacks and each round of delivery marks, wait until this
+    /// many replicas have them (`WAIT`), so that a failover to one of them takes nothing back.
+    /// Unset: 1 with `sentinels`, else 0 (do not wait).
+    pub wait_replicas: Option<u32>,
+    /// How long one such wait may take; when fewer replicas answered in time, the write
+    /// counts in `hookrelay_store_unreplicated_writes_total` and the relay goes on without
+    /// waiting for 10 s.
+    pub wait_timeout_ms: u64,
+}
+
+impl Default for StoreConfig {
+    fn default() -> Self {
+        Self {
+            url: None,
+            sentinels: Vec::new(),
+            sentinel_master: String::new(),
+            cluster_nodes: Vec::new(),
+            wait_replicas: None,
+            wait_timeout_ms: 100,
+        }
+    }
+}
+
+impl StoreConfig {
+    /// How many replicas each batch waits for (0: none).
+    pub fn replicas_to_wait_for(&self) -> u32 {
+        self.wait_replicas
+            .unwrap_or(u32::from(!self.sentinels.is_empty()))
+    }
 }
 
 /// `[fleet]`: several relay instances sharing one store. One instance at a time (the holder

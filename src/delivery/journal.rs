@@ -231,6 +231,8 @@ pub async fn append(
         .filter(|(_, added)| *added == 0)
         .filter_map(|((_, e), _)| e.shared);
     release_records(conn, refused).await?;
+    // On the replicas before anyone sends them: a failover must not take back what was sent.
+    conn.replicated().await?;
     Ok(not_added
         .iter()
         .map(|((hook, e), _)| (*hook, e.ts))
@@ -321,7 +323,9 @@ pub async fn send_removals(
     conn: &mut StoreConn,
     pipe: &redis::Pipeline,
 ) -> Result<(), redis::RedisError> {
-    query_loading(conn, pipe, &[&REMOVE_SCRIPT, &REMOVE_MANY_SCRIPT]).await
+    query_loading::<()>(conn, pipe, &[&REMOVE_SCRIPT, &REMOVE_MANY_SCRIPT]).await?;
+    // A mark a failover took back would send its callback again.
+    conn.replicated().await
 }
 
 /// Removes delivered or dropped entries `(ts, shared record)` of one hook.

@@ -85,6 +85,8 @@ impl Lease {
             .query_async(conn)
             .await?;
         if taken.is_some() {
+            // On the replicas first: a failover must not hand the lease to a second instance.
+            conn.replicated().await?;
             self.held_from(sent);
         }
         Ok(taken.is_some())

@@ -106,6 +106,8 @@ pub struct Metrics {
     pub hooks_removed: Counter,
     pub queue_dropped: Counter,
     pub queue_append_conflicts: Counter,
+    /// Store writes that fewer replicas than `store.wait_replicas` had in time.
+    pub store_unreplicated: Counter,
     pub queued_callbacks: Gauge,
     pub delivery_workers: Gauge,
     pub hooks_registered: Gauge,
@@ -173,6 +175,12 @@ impl Metrics {
             "hookrelay_queue_append_conflicts",
             "Callbacks not written to their hook's queue because it already held that id or a later one",
             m.queue_append_conflicts.clone(),
+        );
+        r.register(
+            "hookrelay_store_unreplicated_writes",
+            "Batches of queued callbacks or delivery marks that fewer of the store's replicas than \
+             store.wait_replicas had within store.wait_timeout_ms (a failover then could take them back)",
+            m.store_unreplicated.clone(),
         );
         r.register(
             "hookrelay_delivery_workers",

@@ -42,7 +42,20 @@ struct Sentinel {
 
 /// A cheap, cloneable handle on the store.
 #[derive(Clone)]
-pub struct StoreConn(Kind);
+pub struct StoreConn(Kind, Option<Arc<Replication>>);
+
+/// `store.wait_replicas`: how many replicas must have a batch before it is handed on.
+struct Replication {
+    replicas: u32,
+    timeout_ms: u64,
+    /// Writes that fewer replicas had in time.
+    short: prometheus_client::metrics::counter::Counter,
+    /// Until when (after a short wait) the relay does not wait, and when it last said so.
+    pause: std::sync::Mutex<(Option<std::time::Instant>, Option<std::time::Instant>)>,
+}
+
+/// How long the relay stops waiting for replicas after they did not answer in time.
+const WAIT_PAUSE: Duration = Duration::from_secs(10);
 
 #[derive(Clone)]
 enum Kind {
@@ -65,10 +78,81 @@ fn manager_config() -> ConnectionManagerConfig {
 impl StoreConn {
     /// One server, already connected.
     pub fn single(conn: ConnectionManager, client: redis::Client) -> Self {
-        Self(Kind::Server {
-            current: Arc::new(ArcSwap::from_pointee(Current { conn, client })),
-            sentinel: None,
-        })
+        Self(
+            Kind::Server {
+                current: Arc::new(ArcSwap::from_pointee(Current { conn, client })),
+                sentinel: None,
+            },
+            None,
+        )
+    }
+
+    /// Waits for `replicas` replicas after each [`replicated`](Self::replicated) call (at
+    /// most `timeout`), counting the writes that fewer had in time in `short`. Not on a
+    /// cluster, whose shards replicate on their own.
+    #[must_use]
+    pub fn waiting_for(
+        mut self,
+        replicas: u32,
+        timeout: Duration,
+        short: prometheus_client::metrics::counter::Counter,
+    ) -> Self {
+        if replicas > 0 && !self.is_cluster() {
+            self.1 = Some(Arc::new(Replication {
+                replicas,
+                timeout_ms: u64::try_from(timeout.as_millis())
+                    .unwrap_or(u64::MAX)
+                    .max(1),
+                short,
+                pause: std::sync::Mutex::new((None, None)),
+            }));
+        }
+        self
+    }
+
+    /// Waits until what this connection wrote so far is on the configured number of replicas
+    /// (`WAIT`), so that a failover cannot take it back. Fewer in time: counted, logged at most
+    /// once a minute, and no waiting for the next 10 s (a replica that is down must not slow
+    /// every batch).
+    ///
+    /// # Errors
+    /// When Redis fails (the master went away: the caller writes again, to the new master).
+    pub async fn replicated(&self) -> RedisResult<()> {
+        let Some(r) = &self.1 else {
+            return Ok(());
+        };
+        let now = std::time::Instant::now();
+        if r.pause
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .0
+            .is_some_and(|until| now < until)
+        {
+            r.short.inc();
+            return Ok(());
+        }
+        let acked: u32 = redis::cmd("WAIT")
+            .arg(r.replicas)
+            .arg(r.timeout_ms)
+            .query_async(&mut self.clone())
+            .await?;
+        if acked < r.replicas {
+            r.short.inc();
+            let mut pause = r.pause.lock().unwrap_or_else(|e| e.into_inner());
+            pause.0 = Some(now + WAIT_PAUSE);
+            if pause
+                .1
+                .is_none_or(|said| now.duration_since(said) >= Duration::from_secs(60))
+            {
+                pause.1 = Some(now);
+                tracing::warn!(
+                    wanted = r.replicas,
+                    acked,
+                    "fewer of the store's replicas than store.wait_replicas have the last writes: a failover now could take them back; not waiting for 10 s"
+                );
+            }
+        }
+        Ok(())
     }
 
     /// Whether the store is a Redis Cluster (where a script or a transaction touches one slot).
@@ -289,7 +373,7 @@ impl Way {
                 }
             }
         };
-        Ok(StoreConn(kind))
+        Ok(StoreConn(kind, None))
     }
 }
 
