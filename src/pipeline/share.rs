@@ -108,14 +108,31 @@ impl Balancer {
     }
 
     /// Renews every lease; those found another's or not renewed in time are stopped (their
-    /// worker has stopped sending already).
+    /// worker has stopped sending already). A lease that ran out here is not renewed even if
+    /// the store still has it (an outage shorter than a lease): its worker stopped when it
+    /// saw it run out, so it is lost, and runs out in the store for another to take.
     async fn renew(&mut self) {
-        // A lease found another's is no longer held; one not renewed in time neither.
-        share::renew_all(&self.conn, self.mine.values().map(|h| &h.lease)).await;
-        let lost: Vec<u64> = self
+        let lapsed: Vec<u64> = self
             .mine
             .iter()
             .filter(|(_, h)| !h.lease.is_held())
+            .map(|(id, _)| *id)
+            .collect();
+        // A lease found another's is no longer held; one not renewed in time neither.
+        share::renew_all(
+            &self.conn,
+            self.mine
+                .iter()
+                .filter(|(id, _)| !lapsed.contains(id))
+                .map(|(_, h)| &h.lease),
+        )
+        .await;
+        let lost: Vec<u64> = self
+            .mine
+            .iter()
+            .filter(|(id, h)| {
+                lapsed.contains(id) || !h.lease.is_held() || (!h.leaving && h.worker.is_finished())
+            })
             .map(|(id, _)| *id)
             .collect();
         if lost.is_empty() {
