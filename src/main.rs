@@ -82,6 +82,9 @@ enum Command {
     /// Import the hooks bbb-webhooks left in Redis (as the relay does at start); --dry-run
     /// prints what would be imported, skipped or refused.
     ImportReference(admin::ImportArgs),
+    /// Several instances on one store: show who holds the fleet lease, how far back each
+    /// instance's kept messages reach and who delivers each hook (read from the store).
+    Fleet(admin::FleetArgs),
 }
 
 #[derive(Subcommand)]
@@ -159,6 +162,7 @@ fn main() -> ExitCode {
         Command::Sign(args) => return admin::sign(&args),
         Command::Verify(args) => return admin::verify(&args),
         Command::ImportReference(args) => return admin::import_reference(&args),
+        Command::Fleet(args) => return admin::fleet(&args),
     };
     let config = match Config::load_with_reference(path.as_deref(), reference.as_deref()) {
         Ok((c, ignored)) => {

@@ -1,16 +1,18 @@
-//! The commands for people: administrators' `hooks` ([`hooks`]) and `import-reference`
-//! ([`import`]), integrators' `sign` and `verify` ([`callback`]). Each prints for people and
+//! The commands for people: administrators' `hooks` ([`hooks`]), `import-reference`
+//! ([`import`]) and `fleet status` ([`fleet`]), integrators' `sign` and `verify` ([`callback`]). Each prints for people and
 //! answers a wrong argument, an unreachable relay or a refused call with one line on stderr and
 //! a non-zero exit: 2 for arguments and configuration, 1 for a refusal or a mismatch, 3 for
 //! what cannot be reached.
 
 mod callback;
+mod fleet;
 mod hooks;
 mod import;
 
 use std::process::ExitCode;
 
 pub use callback::{SignArgs, VerifyArgs, sign, verify};
+pub use fleet::{FleetArgs, fleet};
 use hookrelay::Config;
 pub use hooks::{HooksArgs, hooks};
 pub use import::{ImportArgs, import_reference};
