@@ -4,6 +4,8 @@
 //! killed too. Every event published while an instance was listening arrives, in bus order,
 //! and the only repeats are callbacks that were in flight or not yet marked delivered.
 
+mod restart;
+
 use std::time::{Duration, Instant};
 
 use crate::support::{

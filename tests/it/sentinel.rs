@@ -3,103 +3,15 @@
 //! SIGKILL; the sentinel promotes the replica, and the relay follows it without losing an
 //! event, including those published while there was no master.
 
-use std::{
-    process::Stdio,
-    time::{Duration, Instant},
-};
+use std::time::{Duration, Instant};
 
 use hookrelay::config::SecretUrl;
-use tokio::process::{Child, Command};
 
-use crate::support::{TestReceiver, TestRedis, TestRelay, free_port, user_joined, user_name};
-
-const MASTER: &str = "store";
-
-/// A sentinel watching `master` (quorum 1, down after 500 ms).
-struct TestSentinel {
-    port: u16,
-    _dir: tempfile::TempDir,
-    _child: Child,
-}
-
-impl TestSentinel {
-    async fn start(master: &TestRedis) -> Self {
-        let dir = tempfile::tempdir().expect("temp dir");
-        let port = free_port();
-        let conf = dir.path().join("sentinel.conf");
-        std::fs::write(
-            &conf,
-            format!(
-                "port {port}\nbind 127.0.0.1\ndir {}\nsentinel monitor {MASTER} 127.0.0.1 {} 1\n\
-                 sentinel down-after-milliseconds {MASTER} 500\nsentinel failover-timeout {MASTER} 2000\n",
-                dir.path().display(),
-                master.port
-            ),
-        )
-        .expect("sentinel.conf");
-        let child = Command::new("redis-server")
-            .arg(&conf)
-            .arg("--sentinel")
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .kill_on_drop(true)
-            .spawn()
-            .expect("redis-server --sentinel");
-        let s = Self {
-            port,
-            _dir: dir,
-            _child: child,
-        };
-        s.wait_master(master.port).await;
-        s
-    }
-
-    /// Waits until the sentinel names the master on `port`.
-    async fn wait_master(&self, port: u16) {
-        let deadline = Instant::now() + Duration::from_secs(60);
-        loop {
-            if self.master_port().await == Some(port) {
-                return;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "the sentinel never named port {port}"
-            );
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-    }
-
-    async fn master_port(&self) -> Option<u16> {
-        let client = redis::Client::open(format!("redis://127.0.0.1:{}", self.port)).ok()?;
-        let mut c = client.get_multiplexed_async_connection().await.ok()?;
-        let addr: Option<(String, String)> = redis::cmd("SENTINEL")
-            .arg("get-master-addr-by-name")
-            .arg(MASTER)
-            .query_async(&mut c)
-            .await
-            .ok()?;
-        addr?.1.parse().ok()
-    }
-}
-
-/// Waits until `replica` has its master's data.
-async fn in_sync(replica: &TestRedis) {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        if let Some(mut c) = replica.conn().await {
-            let info: String = redis::cmd("INFO")
-                .arg("replication")
-                .query_async(&mut c)
-                .await
-                .unwrap_or_default();
-            if info.contains("master_link_status:up") {
-                return;
-            }
-        }
-        assert!(Instant::now() < deadline, "the replica never synced");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-}
+use crate::support::{
+    TestReceiver, TestRedis, TestRelay,
+    sentinel::{MASTER, TestSentinel, in_sync},
+    user_joined, user_name,
+};
 
 async fn names(rx: &TestReceiver, n: usize) -> Vec<String> {
     rx.wait_delivered(n)

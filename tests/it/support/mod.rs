@@ -10,6 +10,7 @@ pub mod process;
 pub mod receiver;
 pub mod redis;
 pub mod relay;
+pub mod sentinel;
 
 pub use common::*;
 pub use plugins::{PluginDir, plugin_wasm};

@@ -235,6 +235,12 @@ impl RelayProcess {
             .expect("exit status")
     }
 
+    /// Whether the process has exited by itself.
+    #[allow(dead_code)]
+    pub fn has_exited(&mut self) -> bool {
+        matches!(self.child.try_wait(), Ok(Some(_)))
+    }
+
     /// SIGKILL: no chance to clean up.
     pub async fn kill9(mut self) {
         let _ = self.child.kill().await;

@@ -81,6 +81,35 @@ struct Inner {
     default: Mutex<Option<Reply>>,
     /// Paths starting with this get that status, whatever the script says.
     by_prefix: Mutex<Option<(String, u16)>>,
+    /// By path: requests being answered now, and the most there ever were at once.
+    in_flight: Mutex<std::collections::HashMap<String, (usize, usize)>>,
+}
+
+/// Counts one request of a path as in flight while it lives.
+struct InFlight {
+    inner: Arc<Inner>,
+    path: String,
+}
+
+impl InFlight {
+    fn new(inner: &Arc<Inner>, path: &str) -> Self {
+        let mut map = inner.in_flight.lock().unwrap();
+        let (now, most) = map.entry(path.to_string()).or_default();
+        *now += 1;
+        *most = (*most).max(*now);
+        Self {
+            inner: inner.clone(),
+            path: path.to_string(),
+        }
+    }
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        if let Some((now, _)) = self.inner.in_flight.lock().unwrap().get_mut(&self.path) {
+            *now -= 1;
+        }
+    }
 }
 
 pub struct TestReceiver {
@@ -137,6 +166,17 @@ impl TestReceiver {
         self.inner.received.lock().unwrap().clone()
     }
 
+    /// The most requests to `path` that were ever being answered at once.
+    #[allow(dead_code)]
+    pub fn max_in_flight(&self, path: &str) -> usize {
+        self.inner
+            .in_flight
+            .lock()
+            .unwrap()
+            .get(path)
+            .map_or(0, |(_, most)| *most)
+    }
+
     /// Requests answered with 2xx.
     pub fn delivered(&self) -> Vec<Received> {
         self.received()
@@ -180,6 +220,7 @@ async fn handle(
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
+    let _in_flight = InFlight::new(&inner, uri.path());
     let by_prefix = inner
         .by_prefix
         .lock()

@@ -35,6 +35,13 @@ impl TestRedis {
         .await
     }
 
+    /// A server that writes every change to its append-only file (fsync every second), so
+    /// that a restart keeps its data.
+    #[allow(dead_code)]
+    pub async fn start_appendonly() -> Self {
+        Self::start_with(vec!["--appendonly".into(), "yes".into()]).await
+    }
+
     /// A node for a Redis Cluster (its cluster bus on another free port).
     #[allow(dead_code)]
     pub async fn start_cluster_node() -> Self {
