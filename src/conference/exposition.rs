@@ -1,31 +1,105 @@
 //! The `bbb_*` series, computed from the [`Conference`] at each scrape, with bbb-exporter's
-//! names and types so that its Grafana dashboards work unchanged.
+//! names, types, labels and bucket bounds, so that its Grafana dashboards work unchanged
+//! (tested against their queries in a real Prometheus). The room histograms are gauge
+//! histograms (`_bucket`, `_gcount`, `_gsum`), which the metrics crate cannot encode: they are
+//! written as OpenMetrics text ([`TextFamilies`]). In a fleet only the holder of the fleet
+//! lease counts the conference, so only it exports these series.
+
+use std::{collections::BTreeMap, fmt::Write, sync::Arc};
 
 use prometheus_client::{
     collector::Collector,
     encoding::{DescriptorEncoder, EncodeLabelSet, EncodeMetric},
-    metrics::{MetricType, counter::ConstCounter, gauge::ConstGauge},
+    metrics::{
+        MetricType,
+        counter::ConstCounter,
+        family::Family,
+        gauge::{ConstGauge, Gauge},
+    },
 };
 
-use super::{Conference, Recording, SharedConference};
+use super::{Conference, Origin, Recording, SharedConference};
+use crate::metrics::{Exports, SourceLabel, TextFamilies};
 
-/// Upper bounds of the per-room histograms (bbb-exporter's participant buckets).
-pub const ROOM_BUCKETS: [f64; 14] = [
-    0.0, 1.0, 5.0, 15.0, 30.0, 60.0, 90.0, 120.0, 150.0, 200.0, 250.0, 300.0, 400.0, 500.0,
-];
+/// Upper bounds of the room histograms of participants and listeners (bbb-exporter's).
+pub const ROOM_BUCKETS: [u32; 14] = [0, 1, 5, 15, 30, 60, 90, 120, 150, 200, 250, 300, 400, 500];
+/// Upper bounds of the room histograms of voice and video participants (bbb-exporter's).
+pub const MEDIA_BUCKETS: [u32; 8] = [0, 1, 5, 15, 30, 60, 90, 120];
 
 /// The client types always shown, as bbb-exporter does (zero when nobody uses them).
 const CLIENTS: [&str; 3] = ["html5", "dial-in", "flash"];
+
+/// The `version` of `bbb_exporter`: this relay's, marked as hookrelay's.
+const EXPORTER_VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), "-hookrelay");
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct TypeLabel {
     r#type: String,
 }
 
-/// Registered with the metrics registry; reads the shared states (one per source) when
-/// scraped and shows their sum: the `bbb_*` series of a fleet are its totals.
-#[derive(Debug)]
-pub struct ConferenceCollector(pub Vec<SharedConference>);
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct VersionLabel {
+    version: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct OriginLabels {
+    server: String,
+    name: String,
+}
+
+/// What the `bbb_*` series are made from: the sources' conference states (their sum is
+/// shown), each source's bus connection, and, in a fleet, whether this instance holds the
+/// lease.
+#[derive(Debug, Clone)]
+pub struct ConferenceExport {
+    /// Each source's name and state.
+    pub states: Vec<(Arc<str>, SharedConference)>,
+    /// `hookrelay_redis_connected{source}`: 1 while the source's bus is subscribed.
+    pub connected: Family<SourceLabel, Gauge>,
+    /// In a fleet, `hookrelay_fleet_lease_held`: only the holder counts the conference.
+    pub holder: Option<Gauge>,
+}
+
+impl ConferenceExport {
+    /// The collector and the gauge histograms, for [`crate::metrics::Metrics::with_exports`].
+    pub fn exports(self) -> Exports {
+        Exports {
+            collectors: vec![Box::new(self.clone())],
+            texts: vec![Box::new(self)],
+        }
+    }
+
+    /// Whether this instance shows the conference (outside a fleet, or holding its lease).
+    fn counting(&self) -> bool {
+        self.holder.as_ref().is_none_or(|g| g.get() == 1)
+    }
+
+    fn summary(&self) -> Summary {
+        let mut s = Summary::default();
+        for (_, shared) in &self.states {
+            let c = shared.lock().unwrap_or_else(|p| p.into_inner());
+            s.add(Summary::of(&c));
+        }
+        s
+    }
+
+    /// `bbb_api_up`: every source's bus is subscribed, and every source with `api_url` had
+    /// its last API call answered.
+    fn api_up(&self) -> bool {
+        self.states.iter().all(|(name, shared)| {
+            let bus = self
+                .connected
+                .get_or_create(&SourceLabel {
+                    source: name.to_string(),
+                })
+                .get()
+                == 1;
+            let api = shared.lock().unwrap_or_else(|p| p.into_inner()).api_up;
+            bus && api != Some(false)
+        })
+    }
+}
 
 /// The numbers one scrape shows.
 #[derive(Debug, Default, PartialEq)]
@@ -33,16 +107,29 @@ pub struct Summary {
     pub meetings: usize,
     pub breakout_rooms: usize,
     pub participants: usize,
+    pub participants_max: usize,
     pub listeners: usize,
     pub voice: usize,
     pub video: usize,
     pub clients: Vec<(String, usize)>,
+    /// Participants by the origin of their meeting (meetings without participants left out).
+    pub origins: BTreeMap<Origin, usize>,
     /// Per room: participants, listeners, voice, video.
     pub rooms: Vec<[usize; 4]>,
-    pub recordings: [usize; 4],
+    /// Unprocessed, processing, published, unpublished, deleted.
+    pub recordings: [usize; 5],
     pub unique_meetings: u64,
     pub unique_breakout_rooms: u64,
 }
+
+/// The recording states in [`Summary::recordings`]' order.
+const RECORDINGS: [Recording; 5] = [
+    Recording::Unprocessed,
+    Recording::Processing,
+    Recording::Published,
+    Recording::Unpublished,
+    Recording::Deleted,
+];
 
 impl Summary {
     pub fn of(c: &Conference) -> Self {
@@ -63,10 +150,16 @@ impl Summary {
                 room.streams.len(),
             ];
             s.participants += counts[0];
+            s.participants_max = s.participants_max.max(counts[0]);
             s.listeners += counts[1];
             s.voice += counts[2];
             s.video += counts[3];
             s.rooms.push(counts);
+            if counts[0] > 0 {
+                *s.origins
+                    .entry(room.origin.clone().unwrap_or_default())
+                    .or_default() += counts[0];
+            }
             for client in room.users.values() {
                 match clients.iter_mut().find(|(c, _)| c == client) {
                     Some((_, n)) => *n += 1,
@@ -76,13 +169,9 @@ impl Summary {
         }
         s.clients = clients;
         for state in c.recordings.values() {
-            let i = match state {
-                Recording::Processing => 0,
-                Recording::Published => 1,
-                Recording::Unpublished => 2,
-                Recording::Deleted => 3,
-            };
-            s.recordings[i] += 1;
+            if let Some(i) = RECORDINGS.iter().position(|r| r == state) {
+                s.recordings[i] += 1;
+            }
         }
         s
     }
@@ -92,6 +181,7 @@ impl Summary {
         self.meetings += other.meetings;
         self.breakout_rooms += other.breakout_rooms;
         self.participants += other.participants;
+        self.participants_max = self.participants_max.max(other.participants_max);
         self.listeners += other.listeners;
         self.voice += other.voice;
         self.video += other.video;
@@ -100,6 +190,9 @@ impl Summary {
                 Some((_, m)) => *m += n,
                 None => self.clients.push((client, n)),
             }
+        }
+        for (origin, n) in other.origins {
+            *self.origins.entry(origin).or_default() += n;
         }
         self.rooms.extend(other.rooms);
         for (mine, theirs) in self.recordings.iter_mut().zip(other.recordings) {
@@ -112,7 +205,7 @@ impl Summary {
 
 fn gauge(encoder: &mut DescriptorEncoder, name: &str, help: &str, v: usize) -> std::fmt::Result {
     let metric = encoder.encode_descriptor(name, help, None, MetricType::Gauge)?;
-    ConstGauge::new(v as i64).encode(metric)
+    ConstGauge::new(i64::try_from(v).unwrap_or(i64::MAX)).encode(metric)
 }
 
 fn counter(encoder: &mut DescriptorEncoder, name: &str, help: &str, v: u64) -> std::fmt::Result {
@@ -120,39 +213,93 @@ fn counter(encoder: &mut DescriptorEncoder, name: &str, help: &str, v: u64) -> s
     ConstCounter::new(v).encode(metric)
 }
 
-/// A histogram over rooms of one of their counts.
-fn rooms_histogram(
-    encoder: &mut DescriptorEncoder,
+/// Writes a gauge histogram over rooms of one of their counts, as bbb-exporter exposes it in
+/// OpenMetrics: `_bucket` per bound (`le` an integer, then `+Inf`), `_gcount` (rooms) and
+/// `_gsum` (their total).
+fn gauge_histogram(
+    out: &mut String,
     name: &str,
     help: &str,
+    bounds: &[u32],
     values: impl Iterator<Item = usize>,
-) -> std::fmt::Result {
-    let mut buckets: Vec<(f64, u64)> = ROOM_BUCKETS
-        .iter()
-        .map(|b| (*b, 0))
-        .chain(std::iter::once((f64::INFINITY, 0)))
-        .collect();
-    let (mut sum, mut count) = (0.0, 0);
+) {
+    let mut counts = vec![0usize; bounds.len()];
+    let (mut sum, mut count) = (0usize, 0usize);
     for v in values {
-        let v = v as f64;
         sum += v;
         count += 1;
-        if let Some(b) = buckets.iter_mut().find(|(le, _)| v <= *le) {
-            b.1 += 1;
+        for (bound, n) in bounds.iter().zip(counts.iter_mut()) {
+            if v <= *bound as usize {
+                *n += 1;
+            }
         }
     }
-    let mut metric = encoder.encode_descriptor(name, help, None, MetricType::Histogram)?;
-    metric.encode_histogram::<Vec<(String, String)>>(sum, count, &buckets, None)
+    // Writing into a String cannot fail.
+    let _ = writeln!(out, "# HELP {name} {help}");
+    let _ = writeln!(out, "# TYPE {name} gaugehistogram");
+    for (bound, n) in bounds.iter().zip(&counts) {
+        let _ = writeln!(out, "{name}_bucket{{le=\"{bound}\"}} {n}");
+    }
+    let _ = writeln!(out, "{name}_bucket{{le=\"+Inf\"}} {count}");
+    let _ = writeln!(out, "{name}_gcount {count}");
+    let _ = writeln!(out, "{name}_gsum {sum}");
 }
 
-impl Collector for ConferenceCollector {
-    fn encode(&self, mut e: DescriptorEncoder) -> std::fmt::Result {
-        let mut s = Summary::default();
-        for shared in &self.0 {
-            let c = shared.lock().unwrap_or_else(|p| p.into_inner());
-            s.add(Summary::of(&c));
+impl TextFamilies for ConferenceExport {
+    fn write(&self, out: &mut String) {
+        if !self.counting() {
+            return;
         }
+        let s = self.summary();
+        let room = |i: usize| s.rooms.iter().map(move |r| r[i]);
+        for (i, (what, bounds)) in [
+            ("participants", &ROOM_BUCKETS[..]),
+            ("listeners", &ROOM_BUCKETS[..]),
+            ("voice_participants", &MEDIA_BUCKETS[..]),
+            ("video_participants", &MEDIA_BUCKETS[..]),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            gauge_histogram(
+                out,
+                &format!("bbb_room_{what}"),
+                &format!(
+                    "BigBlueButton room {} histogram gauge",
+                    what.replace('_', " ")
+                ),
+                bounds,
+                room(i),
+            );
+        }
+    }
+}
+
+impl Collector for ConferenceExport {
+    fn encode(&self, mut e: DescriptorEncoder) -> std::fmt::Result {
+        if !self.counting() {
+            return Ok(());
+        }
+        let s = self.summary();
         let e = &mut e;
+        {
+            let mut family = e.encode_descriptor(
+                "bbb_exporter",
+                "Version of the exporter of the bbb_* series (hookrelay)",
+                None,
+                MetricType::Gauge,
+            )?;
+            let label = VersionLabel {
+                version: EXPORTER_VERSION.into(),
+            };
+            ConstGauge::new(1).encode(family.encode_family(&label)?)?;
+        }
+        gauge(
+            e,
+            "bbb_api_up",
+            "1 while the relay reaches what it reads: every source's bus and, where api_url is set, BigBlueButton's API",
+            usize::from(self.api_up()),
+        )?;
         gauge(
             e,
             "bbb_meetings",
@@ -170,6 +317,12 @@ impl Collector for ConferenceCollector {
             "bbb_meetings_participants",
             "Total number of participants in all BigBlueButton meetings",
             s.participants,
+        )?;
+        gauge(
+            e,
+            "bbb_meetings_participants_max",
+            "Participants of the BigBlueButton meeting with the most",
+            s.participants_max,
         )?;
         gauge(
             e,
@@ -200,44 +353,39 @@ impl Collector for ConferenceCollector {
                 let label = TypeLabel {
                     r#type: client.clone(),
                 };
-                ConstGauge::new(*n as i64).encode(family.encode_family(&label)?)?;
+                let n = i64::try_from(*n).unwrap_or(i64::MAX);
+                ConstGauge::new(n).encode(family.encode_family(&label)?)?;
             }
         }
-        let room = |i: usize| s.rooms.iter().map(move |r| r[i]);
-        rooms_histogram(
-            e,
-            "bbb_room_participants",
-            "BigBlueButton room participants histogram",
-            room(0),
-        )?;
-        rooms_histogram(
-            e,
-            "bbb_room_listeners",
-            "BigBlueButton room listeners histogram",
-            room(1),
-        )?;
-        rooms_histogram(
-            e,
-            "bbb_room_voice_participants",
-            "BigBlueButton room voice participants histogram",
-            room(2),
-        )?;
-        rooms_histogram(
-            e,
-            "bbb_room_video_participants",
-            "BigBlueButton room video participants histogram",
-            room(3),
-        )?;
-        for (i, state) in ["processing", "published", "unpublished", "deleted"]
-            .iter()
-            .enumerate()
-        {
-            gauge(
-                e,
-                &format!("bbb_recordings_{state}"),
-                &format!("Number of BigBlueButton recordings {state} (as seen on the bus)"),
-                s.recordings[i],
+        // Without a meeting with participants the family has no sample: not written (an empty
+        // family is valid OpenMetrics, but not every parser takes it).
+        if !s.origins.is_empty() {
+            let mut family = e.encode_descriptor(
+                "bbb_meetings_participants_origin",
+                "Participants of BigBlueButton meetings by their origin (the meeting's bbb-origin-server-name and bbb-origin metadata, lowercase)",
+                None,
+                MetricType::Gauge,
             )?;
+            for (origin, n) in &s.origins {
+                let labels = OriginLabels {
+                    server: origin.server.clone(),
+                    name: origin.name.clone(),
+                };
+                let n = i64::try_from(*n).unwrap_or(i64::MAX);
+                ConstGauge::new(n).encode(family.encode_family(&labels)?)?;
+            }
+        }
+        for (state, n) in RECORDINGS.iter().zip(s.recordings) {
+            let help = match state {
+                Recording::Unprocessed => {
+                    "Number of BigBlueButton recordings archived and checked, waiting to be processed (from the recording pipeline's events)".to_string()
+                }
+                other => format!(
+                    "Number of BigBlueButton recordings {} (from the recording pipeline's events)",
+                    other.as_str()
+                ),
+            };
+            gauge(e, &format!("bbb_recordings_{}", state.as_str()), &help, n)?;
         }
         counter(
             e,
@@ -252,5 +400,68 @@ impl Collector for ConferenceCollector {
             s.unique_breakout_rooms,
         )?;
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_gauge_histogram_counts_rooms_per_bound_and_writes_gcount_and_gsum() {
+        let mut out = String::new();
+        gauge_histogram(
+            &mut out,
+            "x",
+            "help",
+            &MEDIA_BUCKETS,
+            [0, 3, 200].into_iter(),
+        );
+        let want = "# HELP x help\n# TYPE x gaugehistogram\n\
+            x_bucket{le=\"0\"} 1\nx_bucket{le=\"1\"} 1\nx_bucket{le=\"5\"} 2\n\
+            x_bucket{le=\"15\"} 2\nx_bucket{le=\"30\"} 2\nx_bucket{le=\"60\"} 2\n\
+            x_bucket{le=\"90\"} 2\nx_bucket{le=\"120\"} 2\nx_bucket{le=\"+Inf\"} 3\n\
+            x_gcount 3\nx_gsum 203\n";
+        assert_eq!(out, want);
+    }
+
+    /// The relay's whole exposition with the conference in it parses as OpenMetrics (the
+    /// merged endpoint parses it too), with no meeting and with one.
+    #[test]
+    fn the_exposition_parses_as_openmetrics_empty_or_not() {
+        let state: SharedConference = Default::default();
+        let m = crate::metrics::Metrics::with_exports(|m| {
+            ConferenceExport {
+                states: vec![(Arc::from("default"), state.clone())],
+                connected: m.bus.connected.clone(),
+                holder: None,
+            }
+            .exports()
+        });
+        let parse = |text: &str| {
+            openmetrics_parser::openmetrics::parse_openmetrics(text)
+                .unwrap_or_else(|e| panic!("{e:?}\n{text}"))
+        };
+        let empty = parse(&m.render());
+        assert!(
+            !empty
+                .families
+                .contains_key("bbb_meetings_participants_origin")
+        );
+        let mut room = super::super::Room {
+            origin: Some(Origin {
+                server: "lms".into(),
+                name: "moodle".into(),
+            }),
+            ..Default::default()
+        };
+        room.users.insert("u".into(), "html5".into());
+        state.lock().unwrap().rooms.insert("m".into(), room);
+        let text = m.render();
+        let parsed = parse(&text);
+        assert!(parsed.families.contains_key("bbb_room_participants"));
+        assert!(text.contains("bbb_room_participants_gcount 1\n"));
+        assert!(text.contains(r#"bbb_meetings_participants_origin{server="lms",name="moodle"} 1"#));
+        assert!(text.ends_with("# EOF\n"));
     }
 }

@@ -28,6 +28,10 @@ use crate::event::{
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Room {
     pub breakout: bool,
+    /// Where it was created from: its `bbb-origin-server-name` and `bbb-origin` metadata,
+    /// lowercase (bbb-exporter's `bbb_meetings_participants_origin{server,name}`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub origin: Option<Origin>,
     /// User id -> client type (`html5`, `dial-in`, ...).
     pub users: BTreeMap<String, String>,
     /// Users in the voice conference listening only.
@@ -39,6 +43,25 @@ pub struct Room {
     /// Last event of the meeting (ms); not stored, reset to the restore time.
     #[serde(skip)]
     pub last_activity_ms: u64,
+}
+
+/// A meeting's origin, from its metadata (empty when absent).
+#[derive(Debug, Clone, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct Origin {
+    pub server: String,
+    pub name: String,
+}
+
+impl Origin {
+    /// From a meeting's metadata (a JSON object, or the pairs of `getMeetings`): `None` when
+    /// it names neither, as bbb-exporter counts such a meeting under empty labels.
+    pub fn from_metadata<'a>(mut get: impl FnMut(&str) -> Option<&'a str>) -> Option<Self> {
+        let server = get("bbb-origin-server-name")
+            .unwrap_or_default()
+            .to_lowercase();
+        let name = get("bbb-origin").unwrap_or_default().to_lowercase();
+        (!server.is_empty() || !name.is_empty()).then_some(Self { server, name })
+    }
 }
 
 /// One user's part of a room, stored as one field of the room's member hash in Redis, so that
@@ -114,6 +137,7 @@ impl Room {
     pub fn header(&self) -> Room {
         Room {
             breakout: self.breakout,
+            origin: self.origin.clone(),
             ..Room::default()
         }
     }
@@ -132,6 +156,9 @@ impl Room {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Recording {
+    /// Recorded and checked (archive, sanity), waiting to be processed: bbb-exporter's
+    /// `bbb_recordings_unprocessed` (its `recording/status/sanity` entries).
+    Unprocessed,
     Processing,
     Published,
     Unpublished,
@@ -141,6 +168,7 @@ pub enum Recording {
 impl Recording {
     pub fn as_str(self) -> &'static str {
         match self {
+            Self::Unprocessed => "unprocessed",
             Self::Processing => "processing",
             Self::Published => "published",
             Self::Unpublished => "unpublished",
@@ -150,6 +178,7 @@ impl Recording {
 
     pub fn parse(s: &str) -> Option<Self> {
         [
+            Self::Unprocessed,
             Self::Processing,
             Self::Published,
             Self::Unpublished,
@@ -168,6 +197,12 @@ impl Recording {
             | "rap-post-publish-ended" => Some(Self::Published),
             "rap-unpublished" => Some(Self::Unpublished),
             "rap-deleted" => Some(Self::Deleted),
+            id if id.starts_with("rap-archive-")
+                || id.starts_with("rap-sanity-")
+                || id.starts_with("rap-post-archive-") =>
+            {
+                Some(Self::Unprocessed)
+            }
             id if id.starts_with("rap-") => Some(Self::Processing),
             _ => None,
         }
@@ -182,6 +217,9 @@ pub struct Conference {
     /// Non-breakout meetings and breakout rooms created since the relay started.
     pub unique_meetings: u64,
     pub unique_breakout_rooms: u64,
+    /// Whether the last call of the source's BBB API (`getMeetings`) was answered; `None`
+    /// without `api_url`, or before the first call.
+    pub api_up: Option<bool>,
     /// Rooms to write whole (created, ended, seeded, expired).
     changed_rooms: HashSet<String>,
     /// (meeting, user) pairs whose part changed in a room not written whole.
@@ -193,12 +231,12 @@ pub struct Conference {
 pub type SharedConference = Arc<Mutex<Conference>>;
 
 /// What to write to Redis: rooms to store whole (`Some`) or delete (`None`), users' parts of
-/// rooms to store or delete, recordings to store.
+/// rooms to store or delete, recordings to store or delete.
 #[derive(Debug, Default, PartialEq)]
 pub struct Changes {
     pub rooms: Vec<(String, Option<Room>)>,
     pub users: Vec<(String, String, Option<Member>)>,
-    pub recordings: Vec<(String, Recording)>,
+    pub recordings: Vec<(String, Option<Recording>)>,
 }
 
 impl Conference {
@@ -227,10 +265,18 @@ impl Conference {
                     } else {
                         self.unique_meetings += 1;
                     }
+                    let metadata = mapped
+                        .attributes
+                        .get("meeting")
+                        .and_then(|m| m.get("metadata"));
+                    let origin = Origin::from_metadata(|key| {
+                        metadata.and_then(|m| m.get(key)).and_then(Value::as_str)
+                    });
                     self.rooms.insert(
                         mid.to_string(),
                         Room {
                             breakout,
+                            origin,
                             last_activity_ms: now_ms,
                             ..Room::default()
                         },
@@ -359,6 +405,30 @@ impl Conference {
         }
     }
 
+    /// Replaces the recordings with those BBB lists by state (`getRecordings`), keeping those
+    /// it cannot list (archived, not yet processed).
+    pub fn reconcile_recordings(&mut self, listed: HashMap<String, Recording>) {
+        let kept: Vec<(String, Recording)> = self
+            .recordings
+            .iter()
+            .filter(|(id, s)| **s == Recording::Unprocessed && !listed.contains_key(*id))
+            .map(|(id, s)| (id.clone(), *s))
+            .collect();
+        let mut next = listed;
+        next.extend(kept);
+        for (id, state) in &self.recordings {
+            if next.get(id) != Some(state) {
+                self.changed_recordings.insert(id.clone());
+            }
+        }
+        for (id, state) in &next {
+            if self.recordings.get(id) != Some(state) {
+                self.changed_recordings.insert(id.clone());
+            }
+        }
+        self.recordings = next;
+    }
+
     /// What changed since the last call, for Redis.
     pub fn take_changes(&mut self) -> Changes {
         let whole = std::mem::take(&mut self.changed_rooms);
@@ -381,7 +451,10 @@ impl Conference {
         let recordings = self
             .changed_recordings
             .drain()
-            .filter_map(|r| self.recordings.get(&r).map(|s| (r, *s)))
+            .map(|r| {
+                let state = self.recordings.get(&r).copied();
+                (r, state)
+            })
             .collect();
         Changes {
             rooms,

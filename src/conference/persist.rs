@@ -44,8 +44,11 @@ pub fn add_changes(pipe: &mut redis::Pipeline, keys: &SourceKeys, changes: &Chan
         };
     }
     for (record, state) in &changes.recordings {
-        pipe.hset(&keys.conference_recordings, record, state.as_str())
-            .ignore();
+        match state {
+            Some(state) => pipe.hset(&keys.conference_recordings, record, state.as_str()),
+            None => pipe.hdel(&keys.conference_recordings, record),
+        }
+        .ignore();
     }
 }
 

@@ -1,14 +1,22 @@
-//! Optional seeding from BBB's own API: with `bbb.api_url` set, one `getMeetings` call when the
-//! bus is subscribed (at start and after every reconnect) replaces the meetings' state with what
-//! the server reports, so that a relay started or reconnected mid-meeting is right at once. The
-//! recordings and the unique counters are left as they are.
+//! Optional seeding and reconciliation from BBB's own API: with `bbb.api_url` set, a
+//! `getMeetings` call when the bus is subscribed (at start and after every reconnect) and every
+//! `bbb.reconcile_interval_s` replaces the meetings' state with what the server reports, so that
+//! a relay started or reconnected mid-meeting is right at once, and meetings BBB no longer has
+//! (a crash of BBB) or joins and leaves the bus lost are corrected. With
+//! `bbb.reconcile_recordings`, `getRecordings` by state counts the recordings too. Every call's
+//! time goes to `bbb_api_latency{endpoint,parameters}`, and whether the last one was answered
+//! to `bbb_api_up`. The unique counters are left as they are.
 
-use std::{collections::HashMap, sync::Arc, time::Duration};
+use std::{
+    collections::HashMap,
+    sync::Arc,
+    time::{Duration, Instant},
+};
 
 use serde::Deserialize;
 use tokio_util::sync::CancellationToken;
 
-use super::{Room, SharedConference};
+use super::{Origin, Recording, Room, SharedConference};
 use crate::{
     base::{digest::Algorithm, secret::Secret, time::now_ms},
     metrics::{Metrics, SourceResultLabels},
@@ -23,7 +31,7 @@ pub enum SeedError {
     Status(u16),
     #[error("not a getMeetings answer: {0}")]
     Xml(#[from] quick_xml::DeError),
-    #[error("getMeetings answered {0}")]
+    #[error("BBB answered {0}")]
     Failed(String),
 }
 
@@ -48,6 +56,8 @@ struct Meeting {
     breakout: bool,
     #[serde(default)]
     attendees: Attendees,
+    #[serde(default)]
+    metadata: HashMap<String, String>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -85,8 +95,10 @@ pub fn parse(xml: &str) -> Result<HashMap<String, Room>, SeedError> {
         .meeting
         .into_iter()
         .map(|m| {
+            let metadata = &m.metadata;
             let mut room = Room {
                 breakout: m.breakout,
+                origin: Origin::from_metadata(|k| metadata.get(k).map(String::as_str)),
                 ..Room::default()
             };
             for a in m.attendees.attendee {
@@ -107,6 +119,35 @@ pub fn parse(xml: &str) -> Result<HashMap<String, Room>, SeedError> {
         .collect())
 }
 
+/// Calls `call` of the API at `api_url` (its base, ending in `/api`) with `query`, signed
+/// with `secret`; the answer's text.
+///
+/// # Errors
+/// When the call fails or is not answered with 2xx.
+async fn call(
+    client: &reqwest::Client,
+    api_url: &str,
+    secret: &Secret,
+    call: &str,
+    query: &str,
+) -> Result<String, SeedError> {
+    let checksum = Algorithm::Sha1.hex_digest(&[
+        call.as_bytes(),
+        query.as_bytes(),
+        secret.expose().as_bytes(),
+    ]);
+    let separator = if query.is_empty() { "" } else { "&" };
+    let url = format!(
+        "{}/{call}?{query}{separator}checksum={checksum}",
+        api_url.trim_end_matches('/')
+    );
+    let response = client.get(url).send().await?;
+    if !response.status().is_success() {
+        return Err(SeedError::Status(response.status().as_u16()));
+    }
+    Ok(response.text().await?)
+}
+
 /// Calls `getMeetings` at `api_url` (the API's base, ending in `/api`).
 ///
 /// # Errors
@@ -116,71 +157,168 @@ pub async fn fetch(
     api_url: &str,
     secret: &Secret,
 ) -> Result<HashMap<String, Room>, SeedError> {
-    let checksum = Algorithm::Sha1.hex_digest(&[b"getMeetings", secret.expose().as_bytes()]);
-    let url = format!(
-        "{}/getMeetings?checksum={checksum}",
-        api_url.trim_end_matches('/')
-    );
-    let response = client.get(url).send().await?;
-    if !response.status().is_success() {
-        return Err(SeedError::Status(response.status().as_u16()));
-    }
-    parse(&response.text().await?)
+    parse(&call(client, api_url, secret, "getMeetings", "").await?)
 }
 
-/// Seeds the state each time the bus is subscribed (`subscribed` changes), until the relay
-/// stops.
-pub async fn run(
-    source: Arc<str>,
-    api_url: String,
-    secret: Secret,
-    conference: SharedConference,
-    mut subscribed: tokio::sync::watch::Receiver<u64>,
-    metrics: Arc<Metrics>,
-    token: CancellationToken,
-) {
-    let _ = rustls::crypto::ring::default_provider().install_default();
-    let client = match reqwest::Client::builder()
-        .timeout(Duration::from_secs(10))
-        .redirect(reqwest::redirect::Policy::none())
-        .build()
-    {
-        Ok(c) => c,
-        Err(e) => {
-            tracing::error!(error = %e, "cannot build the HTTP client for getMeetings: no seeding");
-            return;
-        }
-    };
-    loop {
-        tokio::select! {
-            changed = subscribed.changed() => if changed.is_err() { return },
-            () = token.cancelled() => return,
-        }
-        let result = match fetch(&client, &api_url, &secret).await {
-            Ok(rooms) => {
-                tracing::info!(
-                    %source,
-                    meetings = rooms.len(),
-                    "conference state seeded from getMeetings"
-                );
-                conference
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .seed(rooms, now_ms());
-                "ok"
+#[derive(Debug, Deserialize)]
+struct RecordingsResponse {
+    returncode: String,
+    #[serde(default)]
+    recordings: Recordings,
+}
+
+#[derive(Debug, Default, Deserialize)]
+struct Recordings {
+    #[serde(default)]
+    recording: Vec<RecordingEntry>,
+}
+
+#[derive(Debug, Deserialize)]
+struct RecordingEntry {
+    #[serde(rename = "recordID")]
+    record_id: String,
+}
+
+/// The record ids a `getRecordings` answer lists.
+///
+/// # Errors
+/// When the XML is not a SUCCESS answer of `getRecordings`.
+pub fn parse_recordings(xml: &str) -> Result<Vec<String>, SeedError> {
+    let response: RecordingsResponse = quick_xml::de::from_str(xml)?;
+    if response.returncode != "SUCCESS" {
+        return Err(SeedError::Failed(response.returncode));
+    }
+    Ok(response
+        .recordings
+        .recording
+        .into_iter()
+        .map(|r| r.record_id)
+        .collect())
+}
+
+/// The states `getRecordings` is asked for, as bbb-exporter asks.
+const LISTED: [Recording; 4] = [
+    Recording::Processing,
+    Recording::Published,
+    Recording::Unpublished,
+    Recording::Deleted,
+];
+
+/// One source's link to its BBB API.
+pub struct Reconciler {
+    pub source: Arc<str>,
+    pub api_url: String,
+    pub secret: Secret,
+    pub conference: SharedConference,
+    pub metrics: Arc<Metrics>,
+    /// 0: only when the bus is (re)subscribed.
+    pub interval: Duration,
+    /// Count the recordings with `getRecordings` too.
+    pub recordings: bool,
+}
+
+impl Reconciler {
+    /// Calls `call` with `query`, timing it into `bbb_api_latency`.
+    async fn timed(
+        &self,
+        client: &reqwest::Client,
+        name: &str,
+        query: &str,
+    ) -> Result<String, SeedError> {
+        let started = Instant::now();
+        let answer = call(client, &self.api_url, &self.secret, name, query).await;
+        self.metrics
+            .observe_api_call(name, query, started.elapsed().as_secs_f64());
+        answer
+    }
+
+    /// One reconciliation: the meetings, then (if asked) the recordings.
+    async fn once(&self, client: &reqwest::Client) -> Result<usize, SeedError> {
+        let rooms = parse(&self.timed(client, "getMeetings", "").await?)?;
+        let meetings = rooms.len();
+        self.conference
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .seed(rooms, now_ms());
+        if self.recordings {
+            let mut listed = HashMap::new();
+            for state in LISTED {
+                let query = format!("state={}", state.as_str());
+                let xml = self.timed(client, "getRecordings", &query).await?;
+                listed.extend(parse_recordings(&xml)?.into_iter().map(|id| (id, state)));
             }
+            self.conference
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .reconcile_recordings(listed);
+        }
+        Ok(meetings)
+    }
+
+    /// Seeds the state each time the bus is subscribed (`subscribed` changes) and every
+    /// `interval`, until the relay stops. A failure is logged once, and its end.
+    pub async fn run(
+        self,
+        mut subscribed: tokio::sync::watch::Receiver<u64>,
+        token: CancellationToken,
+    ) {
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let client = match reqwest::Client::builder()
+            .timeout(Duration::from_secs(10))
+            .redirect(reqwest::redirect::Policy::none())
+            .build()
+        {
+            Ok(c) => c,
             Err(e) => {
-                tracing::warn!(%source, error = %e, "cannot seed the conference state from getMeetings");
-                "error"
+                tracing::error!(error = %e, "cannot build the HTTP client for getMeetings: no seeding");
+                return;
             }
         };
-        metrics
-            .conference_seeds
-            .get_or_create(&SourceResultLabels {
-                source: source.to_string(),
-                result: result.into(),
-            })
-            .inc();
+        let period = if self.interval.is_zero() {
+            Duration::from_secs(365 * 24 * 3600)
+        } else {
+            self.interval
+        };
+        let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + period, period);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let source = &self.source;
+        loop {
+            let seeding = tokio::select! {
+                changed = subscribed.changed() => if changed.is_err() { return } else { true },
+                _ = tick.tick() => false,
+                () = token.cancelled() => return,
+            };
+            let result = self.once(&client).await;
+            let up = result.is_ok();
+            let was = std::mem::replace(
+                &mut self
+                    .conference
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .api_up,
+                Some(up),
+            );
+            match &result {
+                Ok(meetings) if seeding => {
+                    tracing::info!(%source, meetings, "conference state seeded from getMeetings");
+                }
+                Ok(meetings) if was == Some(false) => {
+                    tracing::info!(%source, meetings, "BBB's API answers again: conference state reconciled");
+                }
+                Ok(_) => {}
+                Err(e) if was != Some(false) => {
+                    tracing::warn!(%source, error = %e, "cannot read the conference state from BBB's API (bbb_api_up 0 until it answers)");
+                }
+                Err(e) => tracing::debug!(%source, error = %e, "BBB's API still does not answer"),
+            }
+            self.metrics
+                .conference_seeds
+                .get_or_create(&SourceResultLabels {
+                    source: source.to_string(),
+                    result: if up { "ok" } else { "error" }.into(),
+                })
+                .inc();
+        }
     }
 }
 
@@ -192,7 +330,8 @@ mod tests {
     fn a_get_meetings_answer_becomes_rooms() {
         let xml = "<response><returncode>SUCCESS</returncode><meetings>\
             <meeting><meetingName>A</meetingName><internalMeetingID>m1</internalMeetingID>\
-            <isBreakout>false</isBreakout><participantCount>3</participantCount><attendees>\
+            <isBreakout>false</isBreakout><participantCount>3</participantCount>\
+            <metadata><bbb-origin>Moodle</bbb-origin><bbb-origin-server-name>LMS.example</bbb-origin-server-name><bbb-context-id>7</bbb-context-id></metadata><attendees>\
             <attendee><userID>u1</userID><clientType>HTML5</clientType><isListeningOnly>false</isListeningOnly><hasJoinedVoice>true</hasJoinedVoice><hasVideo>true</hasVideo></attendee>\
             <attendee><userID>u2</userID><clientType>HTML5</clientType><isListeningOnly>true</isListeningOnly><hasJoinedVoice>false</hasJoinedVoice><hasVideo>false</hasVideo></attendee>\
             <attendee><userID>v3</userID><clientType>DIAL-IN</clientType><isListeningOnly>false</isListeningOnly><hasJoinedVoice>true</hasJoinedVoice><hasVideo>false</hasVideo></attendee>\
@@ -206,11 +345,32 @@ mod tests {
         assert_eq!(m1.listeners.iter().collect::<Vec<_>>(), ["u2"]);
         assert_eq!(m1.voice.len(), 2);
         assert_eq!(m1.streams.len(), 1);
+        assert_eq!(
+            m1.origin,
+            Some(Origin {
+                server: "lms.example".into(),
+                name: "moodle".into()
+            })
+        );
         assert!(rooms["b1"].breakout && rooms["b1"].users.is_empty());
+        assert_eq!(rooms["b1"].origin, None);
         let none = "<response><returncode>SUCCESS</returncode><meetings/><messageKey>noMeetings</messageKey></response>";
         assert!(parse(none).unwrap().is_empty());
         let failed = "<response><returncode>FAILED</returncode><messageKey>checksumError</messageKey></response>";
         assert!(matches!(parse(failed), Err(SeedError::Failed(_))));
         assert!(parse("not xml").is_err());
+    }
+
+    #[test]
+    fn a_get_recordings_answer_lists_its_record_ids() {
+        let xml = "<response><returncode>SUCCESS</returncode><recordings>\
+            <recording><recordID>r1</recordID><meetingID>x</meetingID><state>published</state>\
+            <playback><format><type>presentation</type></format></playback></recording>\
+            <recording><recordID>r2</recordID></recording></recordings></response>";
+        assert_eq!(parse_recordings(xml).unwrap(), ["r1", "r2"]);
+        let none = "<response><returncode>SUCCESS</returncode><recordings></recordings><messageKey>noRecordings</messageKey></response>";
+        assert!(parse_recordings(none).unwrap().is_empty());
+        let failed = "<response><returncode>FAILED</returncode></response>";
+        assert!(parse_recordings(failed).is_err());
     }
 }

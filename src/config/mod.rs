@@ -45,8 +45,17 @@ pub struct BbbConfig {
     /// Sent as the `domain` field of callbacks when `delivery.compat = "reference"`.
     pub server_domain: String,
     /// BBB's API base (`https://host/bigbluebutton/api`): when set, `getMeetings` seeds the
-    /// conference metrics each time the bus is subscribed. Empty: off.
+    /// conference metrics each time the bus is subscribed, and reconciles them every
+    /// `reconcile_interval_s`. Empty: off.
     pub api_url: String,
+    /// With `api_url` (of `[bbb]` or a source): every this many seconds the conference state
+    /// is taken again from `getMeetings` (meetings BBB no longer has go, missed joins and
+    /// leaves are corrected). 0: only when the bus is (re)subscribed.
+    pub reconcile_interval_s: u64,
+    /// With `api_url`: each reconciliation also counts the recordings by state with
+    /// `getRecordings` (as bbb-exporter does), instead of only from the recording pipeline's
+    /// events. Its answer lists every recording of the server.
+    pub reconcile_recordings: bool,
 }
 
 impl Default for BbbConfig {
@@ -55,6 +64,8 @@ impl Default for BbbConfig {
             secret: Secret::default(),
             server_domain: "localhost".into(),
             api_url: String::new(),
+            reconcile_interval_s: 60,
+            reconcile_recordings: true,
         }
     }
 }

@@ -133,22 +133,70 @@ pub struct Metrics {
     pub plugin_dropped: Counter,
     pub plugin_compiles: Family<SourceLabel, Counter>,
     pub plugin_load_failed: Family<PluginLabel, Gauge>,
+    /// bbb-exporter's `bbb_api_latency{endpoint,parameters}`: the relay's calls to BBB's API.
+    pub bbb_api_latency: ApiLatency,
+    /// Families written as text at the end of the exposition.
+    texts: Vec<Box<dyn TextFamilies>>,
+}
+
+/// Series computed at scrape time: collectors of the metrics crate, and families it cannot
+/// encode ([`TextFamilies`]).
+#[derive(Default)]
+pub struct Exports {
+    pub collectors: Vec<Box<dyn prometheus_client::collector::Collector>>,
+    pub texts: Vec<Box<dyn TextFamilies>>,
+}
+
+/// Families that the metrics crate cannot encode (OpenMetrics gauge histograms), written as
+/// OpenMetrics text at the start of the exposition.
+pub trait TextFamilies: Send + Sync + std::fmt::Debug {
+    fn write(&self, out: &mut String);
+}
+
+/// The labels of `bbb_api_latency`: the API call and its parameters (`state=published`).
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ApiCallLabels {
+    pub endpoint: String,
+    pub parameters: String,
+}
+
+/// bbb-exporter's bucket bounds (seconds) for `bbb_api_latency`.
+const API_LATENCY_BUCKETS: [f64; 17] = [
+    0.01, 0.025, 0.05, 0.075, 0.1, 0.25, 0.5, 0.75, 1.0, 1.25, 1.5, 1.75, 2.0, 2.5, 5.0, 7.5, 10.0,
+];
+
+/// `bbb_api_latency`'s family, with bbb-exporter's buckets.
+#[derive(Clone, Debug)]
+pub struct ApiLatency(pub Family<ApiCallLabels, Histogram, fn() -> Histogram>);
+
+impl Default for ApiLatency {
+    fn default() -> Self {
+        Self(Family::new_with_constructor(|| {
+            Histogram::new(API_LATENCY_BUCKETS)
+        }))
+    }
 }
 
 impl Metrics {
     pub fn new() -> Arc<Self> {
-        Self::with_collectors(Vec::new())
+        Self::with_exports(|_| Exports::default())
     }
 
-    /// As [`Metrics::new`], with more series computed at scrape time (the conference state).
-    pub fn with_collectors(
-        collectors: Vec<Box<dyn prometheus_client::collector::Collector>>,
-    ) -> Arc<Self> {
+    /// As [`Metrics::new`], with more series computed at scrape time (the conference state):
+    /// `exports` makes them from the metrics' own handles (the bus's connection gauges, say).
+    pub fn with_exports(exports: impl FnOnce(&Metrics) -> Exports) -> Arc<Self> {
         let mut m = Metrics::default();
+        let Exports { collectors, texts } = exports(&m);
         for c in collectors {
             m.registry.register_collector(c);
         }
+        m.texts = texts;
         let r = &mut m.registry;
+        r.register(
+            "bbb_api_latency",
+            "BigBlueButton API call latency (the relay's own getMeetings and getRecordings calls)",
+            m.bbb_api_latency.0.clone(),
+        );
         m.bus.register(r);
         m.fleet.register(r);
         r.register(
@@ -350,9 +398,25 @@ impl Metrics {
     /// The text exposition.
     pub fn render(&self) -> String {
         let mut out = String::new();
+        // First, so that the families the crate writes stay exactly as it writes them (the
+        // merged endpoint's parser does not take an empty family followed by another).
+        for t in &self.texts {
+            t.write(&mut out);
+        }
         // Writing into a String cannot fail.
         let _ = encode(&mut out, &self.registry);
         out
+    }
+
+    /// Counts one call of BBB's API `endpoint` with `parameters` that took `seconds`.
+    pub fn observe_api_call(&self, endpoint: &str, parameters: &str, seconds: f64) {
+        self.bbb_api_latency
+            .0
+            .get_or_create(&ApiCallLabels {
+                endpoint: endpoint.to_string(),
+                parameters: parameters.to_string(),
+            })
+            .observe(seconds);
     }
 }
 

@@ -16,7 +16,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::{
     api::{self, ApiState},
-    conference::exposition::ConferenceCollector,
+    conference::exposition::ConferenceExport,
     config::{CallbackAuth, Config, callback_guard},
     delivery::{
         ack::Acker,
@@ -67,8 +67,18 @@ pub async fn run(config: Config, listeners: Listeners, shutdown: Shutdown) -> an
     let token = shutdown.token().clone();
     let tracker = shutdown.tracker().clone();
     let sources = sources::configured(&config);
-    let conferences = sources.iter().map(|s| s.conference.clone()).collect();
-    let metrics = Metrics::with_collectors(vec![Box::new(ConferenceCollector(conferences))]);
+    let states = sources
+        .iter()
+        .map(|s| (Arc::from(s.config.name.as_str()), s.conference.clone()))
+        .collect();
+    let metrics = Metrics::with_exports(|m| {
+        ConferenceExport {
+            states,
+            connected: m.bus.connected.clone(),
+            holder: config.fleet.enabled.then(|| m.fleet.holder.clone()),
+        }
+        .exports()
+    });
     if config.delivery.auth == CallbackAuth::Bearer {
         tracing::warn!(
             insecure_http_allowed = config.delivery.allow_insecure_bearer,
@@ -264,7 +274,7 @@ pub async fn run(config: Config, listeners: Listeners, shutdown: Shutdown) -> an
     let Some(processors) = sources::restore(&sources, &conn, &config, &token).await else {
         return wind_down(&tracker, &fence).await;
     };
-    sources::seed_all(&sources, seeds, &metrics, &tracker, &token);
+    sources::seed_all(&sources, &config.bbb, seeds, &metrics, &tracker, &token);
 
     // Again on taking the fleet lease (an instance of an earlier version may have held it),
     // now as the one writer of the queues.

@@ -3,7 +3,7 @@
 //! `getMeetings` seeder started as tasks of their own, so that one server going down touches
 //! nothing of the others.
 
-use std::sync::Arc;
+use std::{sync::Arc, time::Duration};
 
 use crate::store_conn::StoreConn;
 use tokio::sync::{mpsc, watch};
@@ -151,6 +151,7 @@ pub fn subscribe_all(
 /// been read back (a seed must not be overwritten by what was stored).
 pub fn seed_all(
     sources: &[Source],
+    bbb: &crate::config::BbbConfig,
     seeds: Vec<watch::Receiver<u64>>,
     metrics: &Arc<Metrics>,
     tracker: &TaskTracker,
@@ -160,14 +161,15 @@ pub fn seed_all(
         if s.config.api_url.is_empty() {
             continue;
         }
-        tracker.spawn(conference::seed::run(
-            s.config.name.as_str().into(),
-            s.config.api_url.clone(),
-            s.config.secret.clone(),
-            s.conference.clone(),
-            subscribed,
-            metrics.clone(),
-            token.clone(),
-        ));
+        let reconciler = conference::seed::Reconciler {
+            source: s.config.name.as_str().into(),
+            api_url: s.config.api_url.clone(),
+            secret: s.config.secret.clone(),
+            conference: s.conference.clone(),
+            metrics: metrics.clone(),
+            interval: Duration::from_secs(bbb.reconcile_interval_s),
+            recordings: bbb.reconcile_recordings,
+        };
+        tracker.spawn(reconciler.run(subscribed, token.clone()));
     }
 }

@@ -2,8 +2,8 @@
 //! callbacks, queues and the bus connection.
 
 use crate::support::{
-    TestReceiver, TestRedis, TestRelay, meeting_created, meeting_ended, metric_value,
-    relay::http_client, user_joined,
+    TestReceiver, TestRedis, TestRelay, bbb_api::FakeBbbApi, meeting_created, meeting_ended,
+    metric_value, relay::http_client, user_joined,
 };
 
 #[tokio::test]
@@ -166,7 +166,7 @@ fn conference_series(text: &str) -> Vec<(String, f64)> {
         .filter(|n| n.starts_with("bbb_"))
         .collect();
     names.sort();
-    assert_eq!(names.len(), 17, "{names:?}");
+    assert_eq!(names.len(), 22, "{names:?}");
     text.lines()
         .filter(|l| l.starts_with("bbb_") && !l.starts_with("bbb_unique"))
         .map(|l| {
@@ -262,15 +262,25 @@ async fn conference_metrics_follow_a_scripted_meeting_and_survive_a_restart() {
         (r#"bbb_meetings_participant_clients{type="html5"}"#, 3.0),
         (r#"bbb_meetings_participant_clients{type="dial-in"}"#, 1.0),
         (r#"bbb_meetings_participant_clients{type="flash"}"#, 0.0),
-        ("bbb_room_participants_count", 2.0),
-        ("bbb_room_participants_sum", 4.0),
-        (r#"bbb_room_participants_bucket{le="1.0"}"#, 1.0),
-        (r#"bbb_room_participants_bucket{le="5.0"}"#, 2.0),
+        ("bbb_meetings_participants_max", 3.0),
+        (
+            r#"bbb_meetings_participants_origin{server="",name=""}"#,
+            4.0,
+        ),
+        ("bbb_room_participants_gcount", 2.0),
+        ("bbb_room_participants_gsum", 4.0),
+        (r#"bbb_room_participants_bucket{le="1"}"#, 1.0),
+        (r#"bbb_room_participants_bucket{le="5"}"#, 2.0),
+        (r#"bbb_room_participants_bucket{le="500"}"#, 2.0),
         (r#"bbb_room_participants_bucket{le="+Inf"}"#, 2.0),
-        ("bbb_room_listeners_sum", 1.0),
-        ("bbb_room_voice_participants_sum", 1.0),
-        ("bbb_room_video_participants_sum", 1.0),
-        ("bbb_recordings_processing", 1.0),
+        ("bbb_room_listeners_gsum", 1.0),
+        ("bbb_room_voice_participants_gsum", 1.0),
+        (r#"bbb_room_voice_participants_bucket{le="120"}"#, 2.0),
+        ("bbb_room_video_participants_gsum", 1.0),
+        ("bbb_api_up", 1.0),
+        (r#"bbb_exporter{version="0.1.0-hookrelay"}"#, 1.0),
+        ("bbb_recordings_unprocessed", 1.0), // r1: archived, not processed yet
+        ("bbb_recordings_processing", 0.0),
         ("bbb_recordings_published", 1.0),
         ("bbb_recordings_unpublished", 1.0),
         ("bbb_recordings_deleted", 1.0),
@@ -417,32 +427,6 @@ async fn the_merged_endpoint_survives_clashes_slow_and_broken_sources() {
     relay.stop().await;
 }
 
-/// A fake BBB API answering `getMeetings` (checksum checked) with what `answer` holds.
-async fn fake_bbb_api(answer: std::sync::Arc<std::sync::Mutex<String>>) -> String {
-    use hookrelay::base::digest::Algorithm;
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    let expected = Algorithm::Sha1.hex_digest(&[b"getMeetings", crate::support::SECRET.as_bytes()]);
-    let app = axum::Router::new().route(
-        "/bigbluebutton/api/getMeetings",
-        axum::routing::get(
-            move |axum::extract::RawQuery(q): axum::extract::RawQuery| {
-                let answer = answer.clone();
-                let ok = q.as_deref() == Some(&format!("checksum={expected}"));
-                async move {
-                    if ok {
-                        answer.lock().unwrap().clone()
-                    } else {
-                        "<response><returncode>FAILED</returncode><messageKey>checksumError</messageKey></response>".into()
-                    }
-                }
-            },
-        ),
-    );
-    tokio::spawn(async move { axum::serve(listener, app).await });
-    format!("http://{addr}/bigbluebutton/api")
-}
-
 fn meetings_xml(attendees: &[(&str, &str, bool, bool)]) -> String {
     let people: String = attendees
         .iter()
@@ -465,12 +449,15 @@ fn meetings_xml(attendees: &[(&str, &str, bool, bool)]) -> String {
 #[tokio::test]
 async fn get_meetings_seeds_the_state_at_start_and_after_a_reconnect() {
     let mut redis = TestRedis::start().await;
-    let answer = std::sync::Arc::new(std::sync::Mutex::new(meetings_xml(&[
+    let api = FakeBbbApi::start(meetings_xml(&[
         ("u1", "HTML5", false, true),
         ("u2", "HTML5", true, false),
-    ])));
+    ]))
+    .await;
     let mut config = TestRelay::config(&redis);
-    config.bbb.api_url = fake_bbb_api(answer.clone()).await;
+    config.bbb.api_url = api.url.clone();
+    // Here only at (re)subscription.
+    config.bbb.reconcile_interval_s = 0;
     let relay = TestRelay::start_with(&redis, config).await;
     let wait_for = |series: &'static str, want: f64| {
         let relay = &relay;
@@ -516,7 +503,7 @@ async fn get_meetings_seeds_the_state_at_start_and_after_a_reconnect() {
     assert_eq!(metric_value(&m, "bbb_meetings_video_participants"), 0.0);
 
     // Redis goes away and comes back: the state is taken from getMeetings again.
-    *answer.lock().unwrap() = meetings_xml(&[("u9", "DIAL-IN", false, false)]);
+    api.set_meetings(meetings_xml(&[("u9", "DIAL-IN", false, false)]));
     redis.kill().await;
     redis.start_again().await;
     let m = wait_for("bbb_meetings_participants", 1.0).await;

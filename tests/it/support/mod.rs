@@ -2,6 +2,7 @@
 //! ([`TestReceiver`]) and the relay run through the same `run` as the binary ([`TestRelay`]).
 
 pub mod bad_receiver;
+pub mod bbb_api;
 pub mod cluster;
 mod common;
 pub mod netns;
