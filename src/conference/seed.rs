@@ -290,14 +290,12 @@ impl Reconciler {
             };
             let result = self.once(&client).await;
             let up = result.is_ok();
-            let was = std::mem::replace(
-                &mut self
-                    .conference
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .api_up,
-                Some(up),
-            );
+            let was = self
+                .conference
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .api_up
+                .replace(up);
             match &result {
                 Ok(meetings) if seeding => {
                     tracing::info!(%source, meetings, "conference state seeded from getMeetings");
