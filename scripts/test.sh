@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
 # Runs the whole test suite: unit tests, and integration tests that start their own
-# redis-server processes on free ports, real HTTP receivers on loopback, and the WebAssembly
-# plugins built from plugins/; then builds the Debian package and checks it
+# redis-server processes (and a Prometheus) on free ports, real HTTP receivers on loopback, and
+# the WebAssembly plugins built from plugins/; then builds the Debian package and checks it
 # (scripts/check-package.sh). Ends with one "tests: N passed, N failed" line summing every
 # test binary.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 scripts/ensure-redis.sh
+scripts/ensure-prometheus.sh
+# The dashboard tests must then evaluate bbb-exporter's queries in a real Prometheus.
+export HOOKRELAY_REQUIRE_PROMETHEUS=1
 scripts/build-plugins.sh
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT

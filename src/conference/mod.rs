@@ -43,6 +43,10 @@ pub struct Room {
     /// Last event of the meeting (ms); not stored, reset to the restore time.
     #[serde(skip)]
     pub last_activity_ms: u64,
+    /// Its `meeting-created` was counted in the unique counters (a room known from
+    /// `getMeetings` first is counted when its creation arrives).
+    #[serde(skip)]
+    pub counted: bool,
 }
 
 /// A meeting's origin, from its metadata (empty when absent).
@@ -138,6 +142,7 @@ impl Room {
         Room {
             breakout: self.breakout,
             origin: self.origin.clone(),
+            counted: self.counted,
             ..Room::default()
         }
     }
@@ -254,7 +259,8 @@ impl Conference {
         };
         match id {
             "meeting-created" => {
-                if !self.rooms.contains_key(mid) {
+                let counted = self.rooms.get(mid).is_some_and(|r| r.counted);
+                if !counted {
                     let breakout = mapped
                         .attributes
                         .get("meeting")
@@ -272,15 +278,11 @@ impl Conference {
                     let origin = Origin::from_metadata(|key| {
                         metadata.and_then(|m| m.get(key)).and_then(Value::as_str)
                     });
-                    self.rooms.insert(
-                        mid.to_string(),
-                        Room {
-                            breakout,
-                            origin,
-                            last_activity_ms: now_ms,
-                            ..Room::default()
-                        },
-                    );
+                    let room = self.rooms.entry(mid.to_string()).or_default();
+                    room.breakout = breakout;
+                    room.origin = origin;
+                    room.counted = true;
+                    room.last_activity_ms = now_ms;
                     self.changed_rooms.insert(mid.to_string());
                 }
                 return;
@@ -396,13 +398,14 @@ impl Conference {
 
     /// Replaces the meetings with `rooms` (from `getMeetings`); every meeting before or after
     /// counts as changed. Recordings and the unique counters stay.
-    pub fn seed(&mut self, rooms: HashMap<String, Room>, now_ms: u64) {
+    pub fn seed(&mut self, mut rooms: HashMap<String, Room>, now_ms: u64) {
         self.changed_rooms.extend(self.rooms.keys().cloned());
         self.changed_rooms.extend(rooms.keys().cloned());
-        self.rooms = rooms;
-        for room in self.rooms.values_mut() {
+        for (mid, room) in &mut rooms {
             room.last_activity_ms = now_ms;
+            room.counted = self.rooms.get(mid).is_some_and(|r| r.counted);
         }
+        self.rooms = rooms;
     }
 
     /// Replaces the recordings with those BBB lists by state (`getRecordings`), keeping those

@@ -158,7 +158,10 @@ pub fn parse(text: &str, openmetrics: bool) -> Result<Vec<Family>, openmetrics_p
         Ok(parsed
             .families
             .values()
-            .filter_map(from_openmetrics)
+            .flat_map(|f| match f.family_type {
+                OpenMetricsType::GaugeHistogram => gauge_histogram(f),
+                _ => from_openmetrics(f).into_iter().collect(),
+            })
             .collect())
     } else {
         let parsed = openmetrics_parser::prometheus::parse_prometheus(text)?;
@@ -203,6 +206,63 @@ fn from_openmetrics(f: &MetricFamily<OpenMetricsType, OpenMetricsValue>) -> Opti
             .ok()?;
     }
     Some(out)
+}
+
+/// A gauge histogram in the Prometheus text format, as bbb-exporter's client writes it there:
+/// its buckets as the gauge `<name>_bucket{le}` (`le` as in OpenMetrics: `1`, `+Inf`), its
+/// count and sum as the gauges `<name>_gcount` and `<name>_gsum`. PromQL sees the same series.
+fn gauge_histogram(f: &MetricFamily<OpenMetricsType, OpenMetricsValue>) -> Vec<Family> {
+    let name = &f.family_name;
+    let names = f.get_label_names().to_vec();
+    let gauge = |suffix: &str, names: Vec<String>| {
+        Family::new(
+            format!("{name}{suffix}"),
+            names,
+            PrometheusType::Gauge,
+            f.help.clone(),
+            String::new(),
+        )
+    };
+    let mut with_le = names.clone();
+    with_le.push("le".into());
+    let (mut buckets, mut count, mut sum) = (
+        gauge("_bucket", with_le),
+        gauge("_gcount", names.clone()),
+        gauge("_gsum", names),
+    );
+    for s in f.iter_samples() {
+        let OpenMetricsValue::GaugeHistogram(h) = &s.value else {
+            continue;
+        };
+        let values = label_values(s);
+        for b in &h.buckets {
+            let le = if b.upper_bound.is_infinite() {
+                "+Inf".to_string()
+            } else {
+                b.upper_bound.to_string()
+            };
+            let mut labels = values.clone();
+            labels.push(le);
+            let _ = buckets.add_sample(Sample::new(
+                labels,
+                s.timestamp,
+                PrometheusValue::Gauge(b.count),
+            ));
+        }
+        let n = MetricNumber::Int(h.count.and_then(|c| i64::try_from(c).ok()).unwrap_or(0));
+        let _ = count.add_sample(Sample::new(
+            values.clone(),
+            s.timestamp,
+            PrometheusValue::Gauge(n),
+        ));
+        let total = h.sum.unwrap_or(MetricNumber::Int(0));
+        let _ = sum.add_sample(Sample::new(
+            values,
+            s.timestamp,
+            PrometheusValue::Gauge(total),
+        ));
+    }
+    vec![buckets, count, sum]
 }
 
 fn label_values<V: openmetrics_parser::RenderableMetricValue + Clone>(

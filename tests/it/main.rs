@@ -8,6 +8,7 @@ mod binary;
 mod catalogue;
 mod cli;
 mod cluster;
+mod dashboards;
 mod delivery;
 mod docs;
 mod durability;

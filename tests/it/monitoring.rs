@@ -2,8 +2,8 @@
 //! callbacks, queues and the bus connection.
 
 use crate::support::{
-    TestReceiver, TestRedis, TestRelay, bbb_api::FakeBbbApi, meeting_created, meeting_ended,
-    metric_value, relay::http_client, user_joined,
+    TestReceiver, TestRedis, TestRelay, akka, bbb_api::FakeBbbApi, meeting_created, meeting_ended,
+    metric_value, rap, relay::http_client, user_joined,
 };
 
 #[tokio::test]
@@ -140,19 +140,6 @@ async fn hooks_callbacks_queues_and_the_bus_are_measured() {
         tokio::time::sleep(std::time::Duration::from_millis(50)).await;
     }
     relay.stop().await;
-}
-
-fn akka(name: &str, mid: &str, uid: &str, body: serde_json::Value) -> String {
-    serde_json::json!({
-        "envelope": {"name": name, "routing": {"meetingId": mid, "userId": uid}},
-        "core": {"header": {"name": name, "meetingId": mid, "userId": uid}, "body": body}
-    })
-    .to_string()
-}
-
-fn rap(step: &str, record: &str) -> String {
-    serde_json::json!({"header": {"name": step}, "payload": {"meeting_id": record, "record_id": record}})
-        .to_string()
 }
 
 /// The conference series a scrape shows, parsed by a real OpenMetrics parser (which also
@@ -406,6 +393,21 @@ async fn the_merged_endpoint_survives_clashes_slow_and_broken_sources() {
             .any(|l| l.contains(r#"source="b""#) && l.ends_with(" 99"))
     );
     assert!(!samples("bbb_meetings").is_empty());
+    // The rooms' gauge histograms as bbb-exporter writes them in this format: the buckets,
+    // then the count and the sum, as gauges.
+    assert_eq!(
+        samples("bbb_room_voice_participants_bucket").len(),
+        9,
+        "0, 1, 5, 15, 30, 60, 90, 120, +Inf"
+    );
+    assert!(
+        samples("bbb_room_voice_participants_bucket")
+            .iter()
+            .any(|l| l
+                .starts_with(r#"bbb_room_voice_participants_bucket{le="120",source="hookrelay"}"#))
+    );
+    assert_eq!(samples("bbb_room_participants_gcount").len(), 1);
+    assert!(text.contains("# TYPE bbb_room_participants_gsum gauge"));
     // Failed sources are left out and shown (the relay's own `source` label becomes
     // exported_source there, as every source's does).
     assert!(samples("slow").is_empty());

@@ -110,3 +110,18 @@ pub fn check_no_loss(names: &[String], expected: usize) -> usize {
     );
     names.len() - firsts.len()
 }
+
+/// A bus message of akka-apps' shape (`envelope` and `core`) named `name`.
+pub fn akka(name: &str, mid: &str, uid: &str, body: serde_json::Value) -> String {
+    serde_json::json!({
+        "envelope": {"name": name, "routing": {"meetingId": mid, "userId": uid}},
+        "core": {"header": {"name": name, "meetingId": mid, "userId": uid}, "body": body}
+    })
+    .to_string()
+}
+
+/// A recording pipeline's bus message (`header.name` the step) for `record`.
+pub fn rap(step: &str, record: &str) -> String {
+    serde_json::json!({"header": {"name": step}, "payload": {"meeting_id": record, "record_id": record}})
+        .to_string()
+}

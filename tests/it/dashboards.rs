@@ -1,0 +1,628 @@
+//! bbb-exporter's published Grafana dashboards against hookrelay's real exposition. Their
+//! template variable queries and panel expressions, as published, are in
+//! `tests/fixtures/bbb-exporter/dashboards.json` (source and licence noted there; nothing is
+//! fetched at run time). After a scripted meeting (bus messages, and BBB's API answering
+//! `getMeetings` and `getRecordings`):
+//! - every `bbb_*` series and label those queries read is in the relay's exposition;
+//! - loaded into a real Prometheus (Debian's `prometheus` package, which scripts/test.sh
+//!   installs; started here on a free port, scraping the relay as job `bbb`), every bbb query
+//!   of the dashboards returns data, and their template variables have values.
+//!
+//! Also: the reconciliation with `getMeetings` and `getRecordings`, `bbb_api_up` following
+//! the API, and, in a fleet, the `bbb_*` series on the holder of the lease only.
+
+use std::{
+    collections::BTreeSet,
+    path::PathBuf,
+    process::Stdio,
+    time::{Duration, Instant},
+};
+
+use serde_json::{Value, json};
+
+use crate::support::{
+    RelayProcess, TestRedis, TestRelay, akka, bbb_api::FakeBbbApi, free_port,
+    meeting_created_with_metadata, metric_value, rap, relay::http_client,
+};
+
+const FIXTURE: &str = include_str!("../fixtures/bbb-exporter/dashboards.json");
+
+/// One query of a dashboard: where it is, and its PromQL.
+#[derive(Debug, Clone)]
+struct Query {
+    dashboard: String,
+    panel: String,
+    expr: String,
+}
+
+fn fixture() -> Value {
+    serde_json::from_str(FIXTURE).expect("the fixture is JSON")
+}
+
+/// Every panel expression of the three dashboards that reads a `bbb_*` series.
+fn bbb_queries() -> Vec<Query> {
+    let f = fixture();
+    let mut out = Vec::new();
+    for (dashboard, d) in f["dashboards"].as_object().expect("dashboards") {
+        for p in d["panels"].as_array().expect("panels") {
+            for e in p["exprs"].as_array().expect("exprs") {
+                let expr = e.as_str().expect("expr").to_string();
+                if expr.contains("bbb_") {
+                    out.push(Query {
+                        dashboard: dashboard.clone(),
+                        panel: p["title"].as_str().unwrap_or_default().to_string(),
+                        expr,
+                    });
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Every template variable query that reads a `bbb_*` series: `label_values(SERIES, LABEL)`.
+fn bbb_variables() -> BTreeSet<(String, String)> {
+    let f = fixture();
+    let mut out = BTreeSet::new();
+    for d in f["dashboards"].as_object().expect("dashboards").values() {
+        for v in d["variables"].as_array().expect("variables") {
+            let q = v["query"].as_str().unwrap_or_default();
+            if let Some(args) = q
+                .strip_prefix("label_values(")
+                .and_then(|r| r.strip_suffix(')'))
+                && args.starts_with("bbb_")
+            {
+                let (series, label) = args.split_once(',').expect("two arguments");
+                out.insert((series.trim().to_string(), label.trim().to_string()));
+            }
+        }
+    }
+    out
+}
+
+/// A label matcher of a selector: name, operator, value.
+type Matcher = (String, String, String);
+
+/// What an expression reads: each `bbb_*` series with its matchers, and the labels its
+/// `by (...)` clauses group by.
+fn reads(expr: &str) -> (Vec<(String, Vec<Matcher>)>, Vec<String>) {
+    let chars: Vec<char> = expr.chars().collect();
+    let mut series = Vec::new();
+    let mut i = 0;
+    while i < chars.len() {
+        let word_start = i == 0 || !(chars[i - 1].is_alphanumeric() || chars[i - 1] == '_');
+        if word_start && expr[byte(expr, i)..].starts_with("bbb_") {
+            let start = i;
+            while i < chars.len() && (chars[i].is_alphanumeric() || chars[i] == '_') {
+                i += 1;
+            }
+            let name: String = chars[start..i].iter().collect();
+            let mut matchers = Vec::new();
+            if chars.get(i) == Some(&'{') {
+                let end = (i..chars.len())
+                    .find(|&j| chars[j] == '}')
+                    .expect("closing }");
+                let inside: String = chars[i + 1..end].iter().collect();
+                matchers = parse_matchers(&inside);
+                i = end;
+            }
+            series.push((name, matchers));
+        }
+        i += 1;
+    }
+    let mut by = Vec::new();
+    for (at, _) in expr.match_indices("by (") {
+        let rest = &expr[at + 4..];
+        let inside = &rest[..rest.find(')').expect("closing )")];
+        by.extend(inside.split(',').map(|l| l.trim().to_string()));
+    }
+    (series, by)
+}
+
+/// The byte offset of char `i` of `s`.
+fn byte(s: &str, i: usize) -> usize {
+    s.char_indices().nth(i).map_or(s.len(), |(b, _)| b)
+}
+
+fn parse_matchers(inside: &str) -> Vec<Matcher> {
+    inside
+        .split(',')
+        .filter(|m| !m.trim().is_empty())
+        .map(|m| {
+            let m = m.trim();
+            let op_at = m.find(['=', '!']).expect("an operator");
+            let name = m[..op_at].trim().to_string();
+            let rest = &m[op_at..];
+            let op_len =
+                if rest.starts_with("=~") || rest.starts_with("!=") || rest.starts_with("!~") {
+                    2
+                } else {
+                    1
+                };
+            let value = rest[op_len..].trim().trim_matches('"').to_string();
+            (name, rest[..op_len].to_string(), value)
+        })
+        .collect()
+}
+
+/// The samples of an exposition: name and labels (name, value) of each.
+fn samples(text: &str) -> Vec<(String, Vec<(String, String)>)> {
+    text.lines()
+        .filter(|l| !l.starts_with('#') && !l.is_empty())
+        .map(|l| {
+            let (series, _) = l.rsplit_once(' ').expect("a value");
+            match series.split_once('{') {
+                None => (series.to_string(), Vec::new()),
+                Some((name, labels)) => {
+                    let labels = labels.trim_end_matches('}');
+                    let pairs = labels
+                        .split("\",")
+                        .filter(|p| !p.is_empty())
+                        .map(|p| {
+                            let (k, v) = p.split_once("=\"").expect("label=\"value\"");
+                            (k.to_string(), v.trim_end_matches('"').to_string())
+                        })
+                        .collect();
+                    (name.to_string(), pairs)
+                }
+            }
+        })
+        .collect()
+}
+
+/// Labels that Prometheus adds to every scraped series (the exposition must not have them).
+const TARGET_LABELS: [&str; 2] = ["job", "instance"];
+
+/// The one series bbb-exporter itself never exports: its dashboards query
+/// `getRecordings` latency with `parameters="state=processed"`, a state BBB does not have.
+fn never_exported(q: &Query) -> bool {
+    q.expr.contains("parameters=\"state=processed\"")
+}
+
+/// A `getMeetings` answer with the scripted meeting (`int-1`, origin metadata, four people:
+/// a voice user with a camera, a listener, one more on html5, one by phone) and a breakout
+/// room with one person.
+fn meetings_xml() -> String {
+    let attendee = |id: &str, client: &str, listen: bool, voice: bool, video: bool| {
+        format!(
+            "<attendee><userID>{id}</userID><clientType>{client}</clientType>\
+             <isListeningOnly>{listen}</isListeningOnly><hasJoinedVoice>{voice}</hasJoinedVoice>\
+             <hasVideo>{video}</hasVideo></attendee>"
+        )
+    };
+    format!(
+        "<response><returncode>SUCCESS</returncode><meetings>\
+         <meeting><internalMeetingID>int-1</internalMeetingID><isBreakout>false</isBreakout>\
+         <metadata><bbb-origin>Moodle</bbb-origin><bbb-origin-server-name>lms.example</bbb-origin-server-name></metadata>\
+         <attendees>{}{}{}{}</attendees></meeting>\
+         <meeting><internalMeetingID>br-1</internalMeetingID><isBreakout>true</isBreakout>\
+         <attendees>{}</attendees></meeting></meetings></response>",
+        attendee("a", "HTML5", false, true, true),
+        attendee("b", "HTML5", true, false, false),
+        attendee("c", "HTML5", false, false, false),
+        attendee("p", "DIAL-IN", false, true, false),
+        attendee("d", "HTML5", false, false, false),
+    )
+}
+
+/// The scripted meeting on the bus: the meeting with its origin metadata, its people, a
+/// breakout room, and the recording pipeline.
+fn script() -> Vec<String> {
+    let joined = |mid: &str, uid: &str, client: &str| {
+        akka(
+            "UserJoinedMeetingEvtMsg",
+            mid,
+            uid,
+            json!({"intId": uid, "name": uid, "clientType": client}),
+        )
+    };
+    let metadata = json!({"bbb-origin": "Moodle", "bbb-origin-server-name": "lms.example"});
+    let breakout = crate::support::meeting_created("br-1", "ext-br")
+        .replace(r#""isBreakout":false"#, r#""isBreakout":true"#);
+    vec![
+        meeting_created_with_metadata("int-1", "ext-1", &metadata),
+        joined("int-1", "a", "HTML5"),
+        joined("int-1", "b", "HTML5"),
+        joined("int-1", "c", "HTML5"),
+        joined("int-1", "p", "dial-in-user"),
+        akka(
+            "UserJoinedVoiceConfToClientEvtMsg",
+            "int-1",
+            "a",
+            json!({"listenOnly": false}),
+        ),
+        akka(
+            "UserBroadcastCamStartedEvtMsg",
+            "int-1",
+            "a",
+            json!({"stream": "a_1"}),
+        ),
+        breakout,
+        joined("br-1", "d", "HTML5"),
+        rap("sanity_ended", "r0"),
+        rap("process_started", "r1"),
+        rap("published", "r2"),
+    ]
+}
+
+/// A relay with BBB's API (reconciled every second), after the scripted meeting.
+async fn relay_after_a_meeting(redis: &TestRedis) -> (TestRelay, FakeBbbApi) {
+    let api = FakeBbbApi::start(meetings_xml()).await;
+    api.set_recordings(&[
+        ("r1", "processing"),
+        ("r2", "published"),
+        ("r3", "unpublished"),
+        ("r4", "deleted"),
+    ]);
+    let mut config = TestRelay::config(redis);
+    config.bbb.api_url = api.url.clone();
+    config.bbb.reconcile_interval_s = 1;
+    let relay = TestRelay::start_with(redis, config).await;
+    for m in script() {
+        redis.publish(&m).await;
+    }
+    // Two reconciliations: getMeetings and every getRecordings state timed twice.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let m = relay.metrics().await;
+        let count = metric_value(
+            &m,
+            r#"bbb_api_latency_count{endpoint="getRecordings",parameters="state=deleted"}"#,
+        );
+        if count >= 2.0 && metric_value(&m, "bbb_unique_meetings_total") == 1.0 {
+            break;
+        }
+        assert!(Instant::now() < deadline, "never reconciled twice:\n{m}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    (relay, api)
+}
+
+#[tokio::test]
+async fn every_series_and_label_the_exporters_dashboards_read_is_exposed() {
+    let redis = TestRedis::start().await;
+    let (relay, _api) = relay_after_a_meeting(&redis).await;
+    let text = relay.metrics().await;
+    let exposed = samples(&text);
+    let queries = bbb_queries();
+    assert_eq!(queries.len(), 99, "the fixture's bbb queries");
+    let mut checked = BTreeSet::new();
+    for q in &queries {
+        let (series, by) = reads(&q.expr);
+        assert!(!series.is_empty(), "{q:?}");
+        for (name, matchers) in series {
+            let ok = exposed.iter().any(|(n, labels)| {
+                let has = |label: &str| labels.iter().any(|(k, _)| k == label);
+                *n == name
+                    && matchers.iter().all(|(label, op, value)| {
+                        TARGET_LABELS.contains(&label.as_str())
+                            || (has(label)
+                                && (op != "="
+                                    || never_exported(q)
+                                    || labels.iter().any(|(k, v)| k == label && v == value)))
+                    })
+                    && by
+                        .iter()
+                        .all(|l| TARGET_LABELS.contains(&l.as_str()) || has(l))
+            });
+            assert!(
+                ok,
+                "{}: panel {:?} reads {name} {matchers:?} by {by:?}, not in the exposition:\n{text}",
+                q.dashboard, q.panel
+            );
+            checked.insert(name);
+        }
+    }
+    for (series, label) in bbb_variables() {
+        assert!(
+            exposed.iter().any(|(n, _)| *n == series),
+            "template variable label_values({series}, {label})"
+        );
+        assert!(TARGET_LABELS.contains(&label.as_str()));
+        checked.insert(series);
+    }
+    // The README's table names every one of them.
+    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md"))
+        .expect("README.md");
+    for s in &checked {
+        assert!(
+            readme.contains(&format!("`{s}`")),
+            "README's table lacks {s}"
+        );
+    }
+    assert_eq!(checked.len(), 21, "{checked:?}");
+    // What the values say: the meeting as getMeetings and getRecordings report it.
+    for (series, want) in [
+        ("bbb_api_up", 1.0),
+        (r#"bbb_exporter{version="0.1.0-hookrelay"}"#, 1.0),
+        ("bbb_meetings_participants", 5.0),
+        ("bbb_meetings_listeners", 1.0),
+        ("bbb_meetings_voice_participants", 2.0),
+        ("bbb_meetings_video_participants", 1.0),
+        (
+            r#"bbb_meetings_participants_origin{server="lms.example",name="moodle"}"#,
+            4.0,
+        ),
+        (
+            r#"bbb_meetings_participants_origin{server="",name=""}"#,
+            1.0,
+        ),
+        ("bbb_room_participants_gcount", 2.0),
+        ("bbb_room_participants_gsum", 5.0),
+        (r#"bbb_room_participants_bucket{le="1"}"#, 1.0),
+        (r#"bbb_room_participants_bucket{le="5"}"#, 2.0),
+        (r#"bbb_room_voice_participants_bucket{le="0"}"#, 1.0),
+        ("bbb_recordings_unprocessed", 1.0),
+        ("bbb_recordings_processing", 1.0),
+        ("bbb_recordings_published", 1.0),
+        ("bbb_recordings_unpublished", 1.0),
+        ("bbb_recordings_deleted", 1.0),
+    ] {
+        assert_eq!(metric_value(&text, series), want, "{series} in\n{text}");
+    }
+    assert!(
+        text.contains(r#"bbb_api_latency_bucket{le="0.01",endpoint="getMeetings",parameters=""}"#),
+        "{text}"
+    );
+    relay.stop().await;
+}
+
+/// Debian's Prometheus (`/usr/bin/prometheus`), if installed.
+fn prometheus() -> Option<PathBuf> {
+    let found = std::env::var_os("PATH")
+        .into_iter()
+        .flat_map(|p| std::env::split_paths(&p).collect::<Vec<_>>())
+        .map(|d| d.join("prometheus"))
+        .find(|p| p.is_file());
+    if found.is_none() && std::env::var_os("HOOKRELAY_REQUIRE_PROMETHEUS").is_some() {
+        panic!("Debian's prometheus package is needed here (scripts/test.sh installs it)");
+    }
+    found
+}
+
+/// `name=value`, form-encoded.
+fn encoded(name: &str, value: &str) -> String {
+    form_urlencoded::Serializer::new(String::new())
+        .append_pair(name, value)
+        .finish()
+}
+
+/// A Prometheus on a free port scraping `target` every second as job `bbb`.
+struct TestPrometheus {
+    url: String,
+    _dir: tempfile::TempDir,
+    _child: tokio::process::Child,
+}
+
+impl TestPrometheus {
+    async fn start(binary: &PathBuf, target: std::net::SocketAddr) -> Self {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let config = dir.path().join("prometheus.yml");
+        std::fs::write(
+            &config,
+            format!(
+                "global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\n  evaluation_interval: 1s\n\
+                 scrape_configs:\n  - job_name: bbb\n    static_configs:\n      - targets: ['{target}']\n"
+            ),
+        )
+        .expect("prometheus.yml");
+        let port = free_port();
+        let child = tokio::process::Command::new(binary)
+            .arg(format!("--config.file={}", config.display()))
+            .arg(format!(
+                "--storage.tsdb.path={}",
+                dir.path().join("data").display()
+            ))
+            .arg(format!("--web.listen-address=127.0.0.1:{port}"))
+            .arg("--log.level=warn")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("start prometheus");
+        let url = format!("http://127.0.0.1:{port}");
+        let http = http_client();
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            let ready = http.get(format!("{url}/-/ready")).send().await;
+            if ready.is_ok_and(|r| r.status().is_success()) {
+                break;
+            }
+            assert!(Instant::now() < deadline, "Prometheus never got ready");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        Self {
+            url,
+            _dir: dir,
+            _child: child,
+        }
+    }
+
+    /// The result vector of `query` now.
+    async fn query(&self, query: &str) -> Vec<Value> {
+        let answer: Value = http_client()
+            .get(format!(
+                "{}/api/v1/query?{}",
+                self.url,
+                encoded("query", query)
+            ))
+            .send()
+            .await
+            .expect("query")
+            .text()
+            .await
+            .map(|t| serde_json::from_str(&t).expect("JSON"))
+            .expect("body");
+        assert_eq!(answer["status"], "success", "{query}: {answer}");
+        answer["data"]["result"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default()
+    }
+
+    async fn label_values(&self, series: &str, label: &str) -> Vec<String> {
+        let answer: Value = http_client()
+            .get(format!(
+                "{}/api/v1/label/{label}/values?{}",
+                self.url,
+                encoded("match[]", series)
+            ))
+            .send()
+            .await
+            .expect("label values")
+            .text()
+            .await
+            .map(|t| serde_json::from_str(&t).expect("JSON"))
+            .expect("body");
+        answer["data"]
+            .as_array()
+            .map(|a| {
+                a.iter()
+                    .filter_map(|v| v.as_str().map(String::from))
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+}
+
+#[tokio::test]
+async fn every_bbb_query_of_the_exporters_dashboards_returns_data_in_a_real_prometheus() {
+    let Some(binary) = prometheus() else {
+        eprintln!("prometheus is not installed: the dashboards' queries are not evaluated");
+        return;
+    };
+    let redis = TestRedis::start().await;
+    let (relay, _api) = relay_after_a_meeting(&redis).await;
+    let prom = TestPrometheus::start(&binary, relay.metrics).await;
+    // Enough scrapes for rate(...[5m]) and increase(...): two at least, with the API's
+    // latency counts growing in between.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let scrapes = prom
+            .query("count_over_time(bbb_exporter{job=\"bbb\"}[5m])")
+            .await;
+        let n = scrapes
+            .first()
+            .and_then(|r| r["value"][1].as_str())
+            .and_then(|v| v.parse::<f64>().ok())
+            .unwrap_or(0.0);
+        if n >= 6.0 {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "Prometheus never scraped the relay 6 times"
+        );
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    let instance = relay.metrics.to_string();
+    for (series, label) in bbb_variables() {
+        let values = prom.label_values(&series, &label).await;
+        let want = if label == "job" {
+            "bbb"
+        } else {
+            instance.as_str()
+        };
+        assert_eq!(values, [want], "label_values({series}, {label})");
+    }
+    let mut empty = Vec::new();
+    for q in bbb_queries() {
+        let expr = q
+            .expr
+            .replace("$job", "bbb")
+            .replace("$instance", &instance)
+            .replace("$__range", "5m");
+        let result = prom.query(&expr).await;
+        if result.is_empty() {
+            empty.push(q);
+        }
+    }
+    // Only the latency of getRecordings?state=processed, which bbb-exporter never exports
+    // either (BBB has no such state): its panel line is empty with the exporter too.
+    assert!(
+        empty.iter().all(never_exported),
+        "queries without data: {:#?}",
+        empty
+            .iter()
+            .filter(|q| !never_exported(q))
+            .collect::<Vec<_>>()
+    );
+    assert_eq!(empty.len(), 3, "one per dashboard");
+    relay.stop().await;
+}
+
+#[tokio::test]
+async fn reconciliation_removes_what_bbb_no_longer_has_and_bbb_api_up_follows_the_api() {
+    let redis = TestRedis::start().await;
+    let (relay, api) = relay_after_a_meeting(&redis).await;
+    let wait_for = |series: &'static str, want: f64| {
+        let relay = &relay;
+        async move {
+            let deadline = Instant::now() + Duration::from_secs(20);
+            loop {
+                let m = relay.metrics().await;
+                if metric_value(&m, series) == want {
+                    return m;
+                }
+                assert!(Instant::now() < deadline, "{series} never {want}:\n{m}");
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+        }
+    };
+    // BBB crashed and came back without the meeting: no bus message says so.
+    api.set_meetings(
+        "<response><returncode>SUCCESS</returncode><meetings/><messageKey>noMeetings</messageKey></response>"
+            .into(),
+    );
+    api.set_recordings(&[("r2", "published"), ("r9", "published")]);
+    let m = wait_for("bbb_meetings", 0.0).await;
+    assert_eq!(metric_value(&m, "bbb_meetings_participants"), 0.0);
+    let m = wait_for("bbb_recordings_published", 2.0).await;
+    assert_eq!(metric_value(&m, "bbb_recordings_processing"), 0.0);
+    assert_eq!(
+        metric_value(&m, "bbb_recordings_unprocessed"),
+        1.0,
+        "r0 waits to be processed: getRecordings cannot list it"
+    );
+    // The API fails: bbb_api_up 0, one log line; it answers again: 1, one line.
+    api.set_meetings("<response><returncode>FAILED</returncode></response>".into());
+    wait_for("bbb_api_up", 0.0).await;
+    tokio::time::sleep(Duration::from_millis(2500)).await;
+    api.set_meetings(meetings_xml());
+    let m = wait_for("bbb_api_up", 1.0).await;
+    assert_eq!(metric_value(&m, "bbb_meetings"), 2.0);
+    relay.stop().await;
+}
+
+/// In a fleet, the instance that does not hold the lease exports no `bbb_*` series, so that the
+/// all_servers dashboard does not show it as an empty server; the holder does.
+#[tokio::test]
+async fn in_a_fleet_only_the_holder_exports_the_bbb_series() {
+    let redis = TestRedis::start().await;
+    let holder = RelayProcess::start(&redis, crate::fleet::FLEET).await;
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while metric_value(&holder.metrics().await, "hookrelay_fleet_lease_held") != 1.0 {
+        assert!(Instant::now() < deadline, "never took the lease");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let other = RelayProcess::start(&redis, crate::fleet::FLEET).await;
+    for m in script() {
+        redis.publish(&m).await;
+    }
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while metric_value(&holder.metrics().await, "bbb_meetings_participants") != 5.0 {
+        assert!(
+            Instant::now() < deadline,
+            "the holder never counted the meeting"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let text = other.metrics().await;
+    assert!(
+        !text
+            .lines()
+            .any(|l| l.starts_with("bbb_") || l.contains(" bbb_")),
+        "{text}"
+    );
+    assert!(holder.metrics().await.contains("bbb_exporter{"));
+}
