@@ -147,6 +147,16 @@ impl Room {
         }
     }
 
+    /// Whether `other` is the same meeting with the same people in the same state.
+    fn same_people(&self, other: &Room) -> bool {
+        self.breakout == other.breakout
+            && self.origin == other.origin
+            && self.users == other.users
+            && self.listeners == other.listeners
+            && self.voice == other.voice
+            && self.streams == other.streams
+    }
+
     /// Whether anything of the user was there.
     fn leave(&mut self, uid: &str) -> bool {
         let was = self.users.remove(uid).is_some();
@@ -399,12 +409,22 @@ impl Conference {
     /// Replaces the meetings with `rooms` (from `getMeetings`); every meeting before or after
     /// counts as changed. Recordings and the unique counters stay.
     pub fn seed(&mut self, mut rooms: HashMap<String, Room>, now_ms: u64) {
-        self.changed_rooms.extend(self.rooms.keys().cloned());
-        self.changed_rooms.extend(rooms.keys().cloned());
         for (mid, room) in &mut rooms {
             room.last_activity_ms = now_ms;
-            room.counted = self.rooms.get(mid).is_some_and(|r| r.counted);
+            let before = self.rooms.get(mid);
+            room.counted = before.is_some_and(|r| r.counted);
+            // Only what differs is written again: a reconciliation that finds the state
+            // right (the usual case) writes nothing.
+            if before.is_none_or(|b| !b.same_people(room)) {
+                self.changed_rooms.insert(mid.clone());
+            }
         }
+        self.changed_rooms.extend(
+            self.rooms
+                .keys()
+                .filter(|mid| !rooms.contains_key(*mid))
+                .cloned(),
+        );
         self.rooms = rooms;
     }
 

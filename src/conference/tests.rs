@@ -227,3 +227,31 @@ fn a_change_in_a_big_room_writes_that_user_only_and_members_round_trip() {
     assert_eq!(rebuilt, room);
     assert_eq!(room.members().len(), 51);
 }
+
+#[test]
+fn a_reconciliation_writes_only_what_differs_and_removes_what_bbb_no_longer_has() {
+    let mut c = Conference::default();
+    let room = |users: &[&str]| Room {
+        users: users
+            .iter()
+            .map(|u| (u.to_string(), "html5".to_string()))
+            .collect(),
+        ..Room::default()
+    };
+    let rooms = |list: &[(&str, &[&str])]| -> HashMap<String, Room> {
+        list.iter().map(|(m, u)| (m.to_string(), room(u))).collect()
+    };
+    c.seed(rooms(&[("m1", &["a"]), ("m2", &["b"])]), 1);
+    assert_eq!(c.take_changes().rooms.len(), 2);
+    // The same state again: nothing to write.
+    c.seed(rooms(&[("m1", &["a"]), ("m2", &["b"])]), 2);
+    assert_eq!(c.take_changes(), Changes::default());
+    // m1 gained a user, m2 is gone (BBB crashed it): both written, m2 as a removal.
+    c.seed(rooms(&[("m1", &["a", "c"])]), 3);
+    let mut changed = c.take_changes().rooms;
+    changed.sort_by(|a, b| a.0.cmp(&b.0));
+    assert_eq!(changed.len(), 2);
+    assert_eq!(changed[0].0, "m1");
+    assert_eq!(changed[0].1.as_ref().map(|r| r.users.len()), Some(2));
+    assert_eq!(changed[1], ("m2".to_string(), None));
+}
