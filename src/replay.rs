@@ -156,6 +156,7 @@ pub async fn send(replay: &Replay, signer: &Signer, client: &CallbackClient) -> 
                 .post(
                     &signed.url,
                     Bytes::from(signed.body),
+                    signer.content_type(),
                     signer.bearer(),
                     standard.as_ref(),
                     signer.sources.domain(0),

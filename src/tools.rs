@@ -15,6 +15,7 @@ use hookrelay::{
 /// `hookrelay check-config`: the configuration is valid; with a plugin folder, every plugin in
 /// it loads too.
 pub fn check_config(config: &Config) -> ExitCode {
+    println!("{}", callback_format(config));
     let Some(dir) = &config.plugins.dir else {
         println!("configuration ok");
         return ExitCode::SUCCESS;
@@ -28,6 +29,39 @@ pub fn check_config(config: &Config) -> ExitCode {
         names(&set).join(", ")
     );
     ExitCode::SUCCESS
+}
+
+/// Which callback form the relay would send, and why; whether bbb-webhooks' hooks were imported
+/// is read from the store when the configuration leaves it open.
+fn callback_format(config: &Config) -> String {
+    use hookrelay::config::compat::{CallbackFormat, Why};
+    let unread = CallbackFormat::resolve(config, false);
+    if unread.why != Why::Default {
+        return unread.describe();
+    }
+    let imported = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .ok()
+        .and_then(|rt| {
+            rt.block_on(async {
+                let connect = hookrelay::store_conn::StoreConn::connect_once(config);
+                let mut conn = tokio::time::timeout(Duration::from_secs(2), connect)
+                    .await
+                    .ok()?
+                    .ok()?;
+                hookrelay::hooks::import::reference_hooks_imported(&mut conn)
+                    .await
+                    .ok()
+            })
+        });
+    match imported {
+        Some(imported) => CallbackFormat::resolve(config, imported).describe(),
+        None => format!(
+            "{} (the store could not be read: if hooks of bbb-webhooks were imported there, bbb-webhooks' form is sent)",
+            unread.describe()
+        ),
+    }
 }
 
 /// Loads a plugin folder as the relay would (without the cache); prints every failure.

@@ -28,6 +28,9 @@ pub const USERS_SET: &str = "bigbluebutton:webhooks:proc:userMaps";
 /// text (`t`) and the number of queue entries referring to it (`n`).
 pub const PAYLOAD_PREFIX: &str = "bigbluebutton:webhooks:out:payload:";
 /// The highest payload reference given so far, so that a restarted relay gives higher ones.
+/// Set once hooks of the reference service (bbb-webhooks) were imported: their receivers
+/// expect its callback form (the `config::compat` module).
+pub const REFERENCE_HOOKS_IMPORTED: &str = "hookrelay:reference-hooks-imported";
 pub const PAYLOAD_SEQ: &str = "bigbluebutton:webhooks:out:payloadSeq";
 /// Hash of one user mapping: `{USER_PREFIX}{meeting}:{user}`.
 pub const USER_PREFIX: &str = "bigbluebutton:webhooks:proc:userMap:";

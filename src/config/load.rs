@@ -117,7 +117,9 @@ impl Config {
                 "ignoring an environment variable that names no configuration key"
             );
         }
-        Ok((Self::extract(figment.merge(env.provider()))?, ignored))
+        let mut config = Self::extract(figment.merge(env.provider()))?;
+        config.reference_config = reference.map(Path::to_path_buf);
+        Ok((config, ignored))
     }
 
     /// Parses a TOML text over the defaults, without the environment (for tests and tools).

@@ -4,6 +4,7 @@
 //! cannot. It depends on nothing but [`crate::base`]; the stages read it, never the reverse.
 //! `Debug` and serialized output show neither the shared secret nor a Redis password.
 
+pub mod compat;
 mod load;
 pub mod reference;
 mod sources;
@@ -34,6 +35,9 @@ pub struct Config {
     pub sources: Vec<SourceConfig>,
     pub store: StoreConfig,
     pub fleet: FleetConfig,
+    /// The reference's configuration read under this one (`--reference-config`).
+    #[serde(skip)]
+    pub reference_config: Option<std::path::PathBuf>,
 }
 
 /// The relay's own API secret, and (without `[[sources]]`) the conference server it serves.
@@ -167,7 +171,10 @@ pub struct DeliveryConfig {
     pub retry_intervals_ms: Vec<u64>,
     pub request_timeout_ms: u64,
     pub checksum_algorithm: Algorithm,
-    pub compat: Compat,
+    /// The callback body's form. Unset: bbb-webhooks' form when the relay takes over from it
+    /// (`--reference-config`, its configuration on this server, or its hooks imported), else
+    /// the plain form ([`compat::CallbackFormat`]).
+    pub compat: Option<Compat>,
     pub auth: CallbackAuth,
     pub permanent_hooks: Vec<PermanentHook>,
     /// Most callbacks queued per hook; beyond it the oldest are dropped (and counted).
@@ -226,7 +233,7 @@ impl Default for DeliveryConfig {
             ],
             request_timeout_ms: 5000,
             checksum_algorithm: Algorithm::Sha1,
-            compat: Compat::Spec,
+            compat: None,
             auth: CallbackAuth::Checksum,
             permanent_hooks: Vec::new(),
             max_queue: 10_000,

@@ -50,7 +50,7 @@ fn defaults_and_overrides() {
         "[bbb]\nsecret='x'\n[delivery]\ncompat='reference'\nretry_intervals_ms=[1,2]\n",
     )
     .unwrap();
-    assert_eq!(c.delivery.compat, Compat::Reference);
+    assert_eq!(c.delivery.compat, Some(Compat::Reference));
     assert_eq!(c.delivery.retry_intervals_ms, vec![1, 2]);
     assert_eq!(c.api.bind.port(), 3005);
     assert_eq!(c.redis.channels.len(), 7);

@@ -100,7 +100,7 @@ impl CallbackClient {
         })
     }
 
-    /// POSTs one form body (with `Authorization: Bearer` when `bearer` is given, the
+    /// POSTs one form body as `content_type` (with `Authorization: Bearer` when `bearer` is given, the
     /// Standard Webhooks headers when `standard` is, and the source server's domain as
     /// `X-Hookrelay-Domain`); `Ok` only for a 2xx answer.
     ///
@@ -110,6 +110,7 @@ impl CallbackClient {
         &self,
         url: &str,
         body: bytes::Bytes,
+        content_type: &'static str,
         bearer: Option<&str>,
         standard: Option<&Headers>,
         domain: &str,
@@ -117,10 +118,7 @@ impl CallbackClient {
         let mut request = self
             .http
             .post(url)
-            .header(
-                reqwest::header::CONTENT_TYPE,
-                "application/x-www-form-urlencoded",
-            )
+            .header(reqwest::header::CONTENT_TYPE, content_type)
             .body(body);
         if let Some(token) = bearer {
             request = request.bearer_auth(token);

@@ -85,18 +85,38 @@ pub struct SignedCallback {
     pub body: String,
 }
 
+/// The reference's callback Content-Type, charset included (its receivers may check it).
+pub const REFERENCE_CONTENT_TYPE: &str = "application/x-www-form-urlencoded;charset=UTF-8";
+/// The plain form's Content-Type (the specification's).
+pub const CONTENT_TYPE: &str = "application/x-www-form-urlencoded";
+
 impl Signer {
-    pub fn from_config(config: &Config) -> Self {
+    /// The signer of `config`, sending callbacks in the `compat` form
+    /// ([`crate::config::compat::CallbackFormat`] decides it).
+    pub fn new(config: &Config, compat: Compat) -> Self {
         Self {
             secret: config.bbb.secret.clone(),
             algorithm: config.delivery.checksum_algorithm,
-            compat: config.delivery.compat,
+            compat,
             auth: config.delivery.auth,
             sources: Arc::new(source_table(config)),
             // Validated with the configuration.
             standard: StandardSigner::new(&config.delivery.standard_webhooks.secrets)
                 .ok()
                 .flatten(),
+        }
+    }
+
+    /// The signer of `config` as it says, without looking for bbb-webhooks (`replay --send`).
+    pub fn from_config(config: &Config) -> Self {
+        Self::new(config, config.delivery.compat.unwrap_or_default())
+    }
+
+    /// The callbacks' `Content-Type`: the reference's form sends its header as it does.
+    pub fn content_type(&self) -> &'static str {
+        match self.compat {
+            Compat::Spec => CONTENT_TYPE,
+            Compat::Reference => REFERENCE_CONTENT_TYPE,
         }
     }
 

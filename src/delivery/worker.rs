@@ -100,8 +100,9 @@ async fn deliver(
                 let standard = ctx.signer.standard_headers(hook.id, entry.ts, &body);
                 let standard = standard.as_ref();
                 let client = &ctx.client;
+                let content_type = ctx.signer.content_type();
                 client
-                    .post(&url, body.clone(), bearer, standard, domain)
+                    .post(&url, body.clone(), content_type, bearer, standard, domain)
                     .await
             }
         };

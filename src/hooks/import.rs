@@ -17,7 +17,8 @@ use crate::{
     base::{
         callback_url::Guard,
         redis_keys::{
-            HOOK_PREFIX, HOOKS_SET, ID_COUNTER, V2_EVENTS_PREFIX, V2_HOOK_PREFIX, V2_HOOKS_SET,
+            HOOK_PREFIX, HOOKS_SET, ID_COUNTER, REFERENCE_HOOKS_IMPORTED, V2_EVENTS_PREFIX,
+            V2_HOOK_PREFIX, V2_HOOKS_SET,
         },
     },
     redis_index::load_all,
@@ -173,5 +174,17 @@ pub async fn apply(
         }
         pipe.query_async::<()>(conn).await?;
     }
+    if !imported.is_empty() {
+        // Their receivers expect the reference's callback form from now on.
+        let _: () = conn.incr(REFERENCE_HOOKS_IMPORTED, imported.len()).await?;
+    }
     Ok(imported)
+}
+
+/// Whether hooks of the reference service were ever imported into the store.
+///
+/// # Errors
+/// When Redis fails.
+pub async fn reference_hooks_imported(conn: &mut StoreConn) -> Result<bool, redis::RedisError> {
+    conn.exists(REFERENCE_HOOKS_IMPORTED).await
 }

@@ -17,7 +17,7 @@ use tokio_util::sync::CancellationToken;
 use crate::{
     api::{self, ApiState},
     conference::exposition::ConferenceExport,
-    config::{CallbackAuth, Config, callback_guard},
+    config::{CallbackAuth, Config, callback_guard, compat::CallbackFormat},
     delivery::{
         ack::Acker,
         client::CallbackClient,
@@ -177,7 +177,7 @@ pub async fn run(config: Config, listeners: Listeners, shutdown: Shutdown) -> an
         serve(&tracker, &token, l, router, "metrics");
     }
 
-    let signer = Signer::from_config(&config);
+    let signer = Signer::new(&config, callback_format(&config, &conn).await.compat);
     let (bus_tx, mut bus_rx) = mpsc::channel(BUS_BUFFER);
     let sources::Subscribed {
         ready,
@@ -372,6 +372,20 @@ async fn restore_hooks(
         "hooks restored from Redis"
     );
     true
+}
+
+/// The callbacks' form, said in the log: bbb-webhooks' on every path that takes over from it
+/// (its hooks imported into the store included), unless `delivery.compat` says.
+async fn callback_format(config: &Config, conn: &StoreConn) -> CallbackFormat {
+    let imported = crate::hooks::import::reference_hooks_imported(&mut conn.clone())
+        .await
+        .unwrap_or_else(|e| {
+            tracing::warn!(error = %e, "cannot read whether bbb-webhooks' hooks were imported");
+            false
+        });
+    let format = CallbackFormat::resolve(config, imported);
+    tracing::info!("{}", format.describe());
+    format
 }
 
 /// How a stopped relay ends: an error when it lost the fleet lease (so that its service

@@ -161,7 +161,7 @@ async fn a_slow_hook_does_not_delay_a_fast_one() {
 async fn reference_compat_body() {
     let redis = TestRedis::start().await;
     let mut config = TestRelay::config(&redis);
-    config.delivery.compat = Compat::Reference;
+    config.delivery.compat = Some(Compat::Reference);
     config.bbb.server_domain = "bbb.example".into();
     let relay = TestRelay::start_with(&redis, config).await;
     let rx = TestReceiver::start().await;

@@ -15,6 +15,7 @@ mod durability;
 mod events;
 mod faults;
 mod fleet;
+mod from_reference;
 mod hostile;
 mod integrator;
 mod monitoring;

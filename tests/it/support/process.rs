@@ -76,14 +76,20 @@ impl RelayProcess {
         level: &str,
         env: &[(&str, &str)],
     ) -> Self {
-        Self::start_in(redis, extra, level, env, None).await
+        Self::start_in(redis, extra, level, env, None, &[]).await
+    }
+
+    /// As [`start`](Self::start), with more arguments for `serve` (`--reference-config F`).
+    #[allow(dead_code)]
+    pub async fn start_args(redis: &TestRedis, extra: &str, args: &[&str]) -> Self {
+        Self::start_in(redis, extra, "info", &[], None, args).await
     }
 
     /// As [`start`](Self::start), in network namespace `ns` (`ip netns exec`), its API and
     /// metrics on the namespace's address.
     #[allow(dead_code)]
     pub async fn start_in_netns(redis: &TestRedis, extra: &str, ns: &super::netns::NetCut) -> Self {
-        Self::start_in(redis, extra, "info", &[], Some(ns)).await
+        Self::start_in(redis, extra, "info", &[], Some(ns), &[]).await
     }
 
     async fn start_in(
@@ -92,9 +98,10 @@ impl RelayProcess {
         level: &str,
         env: &[(&str, &str)],
         ns: Option<&super::netns::NetCut>,
+        args: &[&str],
     ) -> Self {
         for _ in 0..10 {
-            if let Some(relay) = Self::try_start(redis, extra, level, env, ns).await {
+            if let Some(relay) = Self::try_start(redis, extra, level, env, ns, args).await {
                 return relay;
             }
         }
@@ -107,6 +114,7 @@ impl RelayProcess {
         level: &str,
         env: &[(&str, &str)],
         ns: Option<&super::netns::NetCut>,
+        args: &[&str],
     ) -> Option<Self> {
         let has = |name: &str| env.iter().any(|(k, _)| *k == name);
         let secret = if has("HOOKRELAY_BBB__SECRET") {
@@ -137,7 +145,7 @@ impl RelayProcess {
             }
             None => Command::new(binary()),
         };
-        command.arg("serve");
+        command.arg("serve").args(args);
         if !has("HOOKRELAY_CONFIG") {
             command.arg("--config").arg(&config);
         }
