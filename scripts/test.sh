@@ -10,7 +10,7 @@ cd "$(dirname "$0")/.."
 scripts/ensure-redis.sh
 scripts/ensure-prometheus.sh
 # The dashboard tests must then evaluate bbb-exporter's queries in a real Prometheus.
-export HOOKRELAY_REQUIRE_PROMETHEUS=1
+export TEST_REQUIRE_PROMETHEUS=1
 scripts/build-plugins.sh
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT

@@ -121,7 +121,12 @@ fn log_format_can_come_from_the_environment() {
     // check-config logs nothing on success; a stray variable's warning is a log line.
     let dir = tempfile::tempdir().unwrap();
     let config = dir.path().join("c.toml");
-    std::fs::write(&config, "[bbb]\nsecret = \"x\"\n").unwrap();
+    // A store that is not there: check-config does not read the machine's own Redis.
+    std::fs::write(
+        &config,
+        "[bbb]\nsecret = \"x\"\n[redis]\nurl = \"redis://127.0.0.1:1\"\n",
+    )
+    .unwrap();
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_hookrelay"))
         .args(["check-config", "--config"])
         .arg(&config)

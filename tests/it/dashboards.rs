@@ -374,7 +374,7 @@ fn prometheus() -> Option<PathBuf> {
         .flat_map(|p| std::env::split_paths(&p).collect::<Vec<_>>())
         .map(|d| d.join("prometheus"))
         .find(|p| p.is_file());
-    if found.is_none() && std::env::var_os("HOOKRELAY_REQUIRE_PROMETHEUS").is_some() {
+    if found.is_none() && std::env::var_os("TEST_REQUIRE_PROMETHEUS").is_some() {
         panic!("Debian's prometheus package is needed here (scripts/test.sh installs it)");
     }
     found
