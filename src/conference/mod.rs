@@ -392,16 +392,18 @@ impl Conference {
         gone.len()
     }
 
-    /// Puts back what was stored (at start-up); activity counts from `now_ms`.
+    /// Puts back what was stored (at start-up). A room's activity is its meeting mapping's
+    /// last activity (`activity`, by internal meeting id, as stored), or `now_ms` without one.
     pub fn restore(
         &mut self,
         rooms: HashMap<String, Room>,
         recordings: HashMap<String, Recording>,
+        activity: &HashMap<String, u64>,
         now_ms: u64,
     ) {
         self.rooms = rooms;
-        for room in self.rooms.values_mut() {
-            room.last_activity_ms = now_ms;
+        for (mid, room) in &mut self.rooms {
+            room.last_activity_ms = activity.get(mid).copied().unwrap_or(now_ms);
         }
         self.recordings = recordings;
     }

@@ -177,7 +177,9 @@ pub struct DeliveryConfig {
     pub compat: Option<Compat>,
     pub auth: CallbackAuth,
     pub permanent_hooks: Vec<PermanentHook>,
-    /// Most callbacks queued per hook; beyond it the oldest are dropped (and counted).
+    /// Most callbacks queued per hook; beyond it the oldest are dropped (counted, and logged
+    /// once a minute per hook). The default holds an hour of a receiver's outage at 27 events
+    /// a second for its hook.
     pub max_queue: usize,
     /// Most delivered callbacks per hook not yet marked delivered in Redis (marking is batched
     /// off the hot path): a crash repeats at most this many callbacks per hook. 1: each mark is
@@ -236,7 +238,7 @@ impl Default for DeliveryConfig {
             compat: None,
             auth: CallbackAuth::Checksum,
             permanent_hooks: Vec::new(),
-            max_queue: 10_000,
+            max_queue: 100_000,
             max_unacked: 16,
             allow_url_credentials: false,
             allow_insecure_bearer: false,

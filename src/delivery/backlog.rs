@@ -78,8 +78,9 @@ pub async fn page_in(
         let complete = (read < PAGE).then_some(span.until);
         let excess = queue.total().saturating_sub(ctx.max_queue).min(read);
         if excess > 0 {
+            let oldest = (page[0].event_id.to_string(), page[0].ts);
             let dropped: Vec<Removal> = page.drain(..excess).map(|s| s.removal()).collect();
-            drop_oldest(&ctx, hook, &dropped).await;
+            drop_oldest(&ctx, &queue, hook, &dropped, oldest).await;
         }
         let entries = retry_until_ok(&token, "read queued payloads", || {
             resolve(ctx.conn.clone(), hook, &page, &shared, &ctx.sources)

@@ -14,7 +14,7 @@ use std::{
 
 use tokio::sync::Notify;
 
-use super::journal::Entry;
+use super::{incident::Drops, journal::Entry};
 use crate::fleet::lease::Lease;
 
 /// Entries read from Redis at a time.
@@ -91,6 +91,8 @@ pub struct HookQueue {
     closed: AtomicBool,
     /// In a fleet: the hook's delivery lease; nothing is sent once it is no longer held.
     lease: Option<Lease>,
+    /// What the log said of dropped callbacks, to say it once a minute.
+    drops: Mutex<Drops>,
 }
 
 impl HookQueue {
@@ -188,6 +190,15 @@ impl HookQueue {
     /// The span to read next, if any.
     pub fn span(&self) -> Option<Span> {
         self.lock().span
+    }
+
+    /// Notes `n` callbacks dropped, the oldest `oldest` (event id, timestamp): the dropped count
+    /// since the last line and the oldest lost when a line is due (one a minute).
+    pub fn note_drops(&self, n: u64, oldest: (String, u64)) -> Option<(u64, (String, u64))> {
+        self.drops
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .dropped(std::time::Instant::now(), n, oldest)
     }
 
     /// Entries queued in all, memory and Redis.

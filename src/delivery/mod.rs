@@ -10,6 +10,7 @@ pub mod backlog;
 pub mod client;
 pub mod held;
 pub mod hook_queue;
+pub mod incident;
 pub mod journal;
 pub mod migrate;
 pub mod queue;

@@ -256,12 +256,13 @@ impl Dispatcher {
         if pushed.spilled {
             spawn_pager(&self.ctx, hook, q, &self.paged);
         }
-        if !pushed.dropped.is_empty() {
+        if let Some(first) = pushed.dropped.first() {
+            let oldest = (first.event_id.to_string(), first.ts);
             let dropped: Vec<Removal> = pushed.dropped.iter().map(|e| (e.ts, e.shared)).collect();
-            let ctx = self.ctx.clone();
+            let (ctx, q) = (self.ctx.clone(), q.clone());
             self.ctx
                 .tracker
-                .spawn(async move { drop_oldest(&ctx, hook, &dropped).await });
+                .spawn(async move { drop_oldest(&ctx, &q, hook, &dropped, oldest).await });
         }
     }
 
@@ -339,14 +340,28 @@ pub(super) fn spawn_pager(
     ));
 }
 
-/// Counts, logs and removes from Redis the oldest entries of a queue over its bound.
-pub(super) async fn drop_oldest(ctx: &DeliveryContext, hook: u64, dropped: &[Removal]) {
+/// Counts and removes from Redis the oldest entries of `hook`'s queue `q` over its bound
+/// (`oldest`: the first one's event id and timestamp); the log says so once a minute per hook,
+/// with how many were dropped since its last line and the oldest event lost.
+pub(super) async fn drop_oldest(
+    ctx: &DeliveryContext,
+    q: &HookQueue,
+    hook: u64,
+    dropped: &[Removal],
+    oldest: (String, u64),
+) {
     ctx.metrics.queue_dropped.inc_by(dropped.len() as u64);
-    tracing::warn!(
-        hook_id = hook,
-        dropped = dropped.len(),
-        "queue full: dropped the oldest callbacks"
-    );
+    let line = q.note_drops(dropped.len() as u64, oldest);
+    if let Some((count, (event, ts))) = line {
+        tracing::warn!(
+            hook_id = hook,
+            dropped = count,
+            oldest_lost_event = %event,
+            oldest_lost_timestamp = ts,
+            max_queue = ctx.max_queue,
+            "queue full: dropped the oldest callbacks (one line a minute per hook while it goes on)"
+        );
+    }
     if let Err(e) = journal::remove(&mut ctx.conn.clone(), hook, dropped).await {
         tracing::warn!(hook_id = hook, error = %e, "cannot remove dropped callbacks from Redis");
     }

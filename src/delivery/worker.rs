@@ -7,9 +7,16 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 
+use std::time::Instant;
+
 use super::{
-    client::DeliveryError, hook_queue::HookQueue, journal::Entry, queue::DeliveryContext,
-    retry::RetryPolicy, sign::SignedCallback,
+    client::DeliveryError,
+    hook_queue::HookQueue,
+    incident::{Failures, Line},
+    journal::Entry,
+    queue::DeliveryContext,
+    retry::RetryPolicy,
+    sign::SignedCallback,
 };
 use crate::{hooks::Hook, metrics::ReasonLabel};
 
@@ -41,6 +48,7 @@ pub(super) async fn run(hook: Arc<Hook>, queue: Arc<HookQueue>, ctx: Arc<Deliver
         .err()
         .map(|r| r.to_string());
     let mut acks = ctx.acker.worker(hook.id);
+    let mut failures = Failures::default();
     loop {
         // At most max_unacked delivered callbacks may wait to be marked in Redis.
         if !acks.ready_for_next(&ctx.token).await {
@@ -65,84 +73,126 @@ pub(super) async fn run(hook: Arc<Hook>, queue: Arc<HookQueue>, ctx: Arc<Deliver
         {
             return;
         }
-        match deliver(&hook, &entry, &queue, &policy, blocked.as_deref(), &ctx).await {
+        let attempt = Attempt {
+            hook: &hook,
+            queue: &queue,
+            policy: &policy,
+            blocked: blocked.as_deref(),
+            ctx: &ctx,
+        };
+        match attempt.deliver(&entry, &mut failures).await {
             Outcome::Delivered => acks.delivered(entry.ts, entry.shared),
             Outcome::GaveUp | Outcome::Stopped => return,
         }
     }
 }
 
-/// Delivers one entry with retries.
-async fn deliver(
-    hook: &Hook,
-    entry: &Entry,
-    queue: &HookQueue,
-    policy: &RetryPolicy,
-    blocked: Option<&str>,
-    ctx: &DeliveryContext,
-) -> Outcome {
-    let SignedCallback { url, body } = ctx.signer.sign(
-        &hook.callback_url,
-        entry.payload.form_encoded(),
-        entry.ts,
-        entry.source,
-    );
-    let domain = ctx.signer.sources.domain(entry.source);
-    let bearer = ctx.signer.bearer();
-    let body = Bytes::from(body);
-    let mut failures = 0;
-    loop {
-        // An attempt under way is finished even when the relay is stopping (the request timeout
-        // bounds it), so that a delivered callback is not sent again after a restart.
-        let result = match blocked {
-            Some(why) => Err(DeliveryError::Blocked(why.to_string())),
-            None => {
-                let standard = ctx.signer.standard_headers(hook.id, entry.ts, &body);
-                let standard = standard.as_ref();
-                let client = &ctx.client;
-                let content_type = ctx.signer.content_type();
-                client
-                    .post(&url, body.clone(), content_type, bearer, standard, domain)
-                    .await
-            }
-        };
-        let err = match result {
-            Ok(_) => {
-                ctx.metrics.callbacks_delivered.inc();
-                if let Some(arrived) = entry.arrived {
-                    let seconds = arrived.elapsed().as_secs_f64();
-                    ctx.metrics.callback_latency.0.observe(seconds);
+/// What one delivery needs of its worker.
+struct Attempt<'a> {
+    hook: &'a Hook,
+    queue: &'a HookQueue,
+    policy: &'a RetryPolicy,
+    /// Why the callback URL is refused, when its IP address is.
+    blocked: Option<&'a str>,
+    ctx: &'a DeliveryContext,
+}
+
+impl Attempt<'_> {
+    /// Delivers one entry with retries; failed attempts and the end of a failing spell are logged
+    /// as `failures` allows (a line per minute).
+    async fn deliver(&self, entry: &Entry, failures_log: &mut Failures) -> Outcome {
+        let Self {
+            hook,
+            queue,
+            policy,
+            blocked,
+            ctx,
+        } = *self;
+        let SignedCallback { url, body } = ctx.signer.sign(
+            &hook.callback_url,
+            entry.payload.form_encoded(),
+            entry.ts,
+            entry.source,
+        );
+        let domain = ctx.signer.sources.domain(entry.source);
+        let bearer = ctx.signer.bearer();
+        let body = Bytes::from(body);
+        let mut failures = 0;
+        loop {
+            // An attempt under way is finished even when the relay is stopping (the request timeout
+            // bounds it), so that a delivered callback is not sent again after a restart.
+            let result = match blocked {
+                Some(why) => Err(DeliveryError::Blocked(why.to_string())),
+                None => {
+                    let standard = ctx.signer.standard_headers(hook.id, entry.ts, &body);
+                    let standard = standard.as_ref();
+                    let client = &ctx.client;
+                    let content_type = ctx.signer.content_type();
+                    client
+                        .post(&url, body.clone(), content_type, bearer, standard, domain)
+                        .await
                 }
-                return Outcome::Delivered;
+            };
+            let err = match result {
+                Ok(_) => {
+                    ctx.metrics.callbacks_delivered.inc();
+                    if let Line::Recovered { failed, lasted } =
+                        failures_log.succeeded(Instant::now())
+                    {
+                        tracing::info!(
+                            hook_id = hook.id,
+                            failed_attempts = failed,
+                            failing_for_s = lasted.as_secs(),
+                            "callbacks to the hook succeed again"
+                        );
+                    }
+                    if let Some(arrived) = entry.arrived {
+                        let seconds = arrived.elapsed().as_secs_f64();
+                        ctx.metrics.callback_latency.0.observe(seconds);
+                    }
+                    return Outcome::Delivered;
+                }
+                Err(e) => e,
+            };
+            failures += 1;
+            ctx.metrics
+                .callback_failures
+                .get_or_create(&ReasonLabel {
+                    reason: err.reason(),
+                })
+                .inc();
+            let Some(wait) = policy.next_delay(failures).filter(|_| err.should_retry()) else {
+                if !ctx.fence.holds() || !queue.may_send() {
+                    return Outcome::Stopped;
+                }
+                tracing::warn!(hook_id = hook.id, failures, error = %err, "callbacks keep failing; removing the hook");
+                ctx.metrics.hooks_removed.inc();
+                if let Err(e) = ctx.store.remove_failed(hook.id).await {
+                    tracing::error!(hook_id = hook.id, error = %e, "could not remove the failed hook from Redis");
+                }
+                ctx.metrics.count_hooks(&ctx.store.registry().load());
+                return Outcome::GaveUp;
+            };
+            if let Line::Failed { before } = failures_log.failed(Instant::now()) {
+                tracing::info!(
+                    hook_id = hook.id,
+                    event = %entry.event_id,
+                    attempt = failures,
+                    error = %err,
+                    retry_in_ms = u64::try_from(wait.as_millis()).unwrap_or(u64::MAX),
+                    failed_since_last_line = before,
+                    "a callback failed; retrying (one line a minute per hook while it goes on)"
+                );
+            } else {
+                tracing::debug!(hook_id = hook.id, event = %entry.event_id, failures, error = %err, retry_in_ms = wait.as_millis() as u64, "callback failed");
             }
-            Err(e) => e,
-        };
-        failures += 1;
-        ctx.metrics
-            .callback_failures
-            .get_or_create(&ReasonLabel {
-                reason: err.reason(),
-            })
-            .inc();
-        let Some(wait) = policy.next_delay(failures).filter(|_| err.should_retry()) else {
-            if !ctx.fence.holds() || !queue.may_send() {
+            tokio::select! {
+                () = tokio::time::sleep(wait) => {}
+                () = ctx.token.cancelled() => return Outcome::Stopped,
+            }
+            if !ctx.store.registry().contains(hook.id) || !ctx.fence.holds() || !queue.may_send() {
                 return Outcome::Stopped;
             }
-            tracing::warn!(hook_id = hook.id, failures, error = %err, "callbacks keep failing; removing the hook");
-            ctx.metrics.hooks_removed.inc();
-            if let Err(e) = ctx.store.remove_failed(hook.id).await {
-                tracing::error!(hook_id = hook.id, error = %e, "could not remove the failed hook from Redis");
-            }
-            ctx.metrics.count_hooks(&ctx.store.registry().load());
-            return Outcome::GaveUp;
-        };
-        tracing::debug!(hook_id = hook.id, event = %entry.event_id, failures, error = %err, retry_in_ms = wait.as_millis() as u64, "callback failed");
-        tokio::select! {
-            () = tokio::time::sleep(wait) => {}
-            () = ctx.token.cancelled() => return Outcome::Stopped,
-        }
-        if !ctx.store.registry().contains(hook.id) || !ctx.fence.holds() || !queue.may_send() {
-            return Outcome::Stopped;
         }
     }
 }

@@ -3,7 +3,7 @@
 //! `getMeetings` seeder started as tasks of their own, so that one server going down touches
 //! nothing of the others.
 
-use std::{sync::Arc, time::Duration};
+use std::{collections::HashMap, sync::Arc, time::Duration};
 
 use crate::store_conn::StoreConn;
 use tokio::sync::{mpsc, watch};
@@ -79,10 +79,16 @@ pub async fn restore(
             users = users.len(),
             "id mappings restored"
         );
+        // A meeting's clock goes on from its mapping's last activity (kept in Redis), so that
+        // a restart does not keep a meeting that BBB crashed for one more inactivity window.
+        let activity: HashMap<String, u64> = meetings
+            .iter()
+            .map(|(internal, _, last)| (internal.clone(), *last))
+            .collect();
         s.conference
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .restore(rooms, recordings, now_ms());
+            .restore(rooms, recordings, &activity, now_ms());
         let mut mappings = Mappings::new(
             config.mapping.inactivity_timeout_s.saturating_mul(1000),
             true,

@@ -25,8 +25,11 @@ use crate::{
     route::{Routed, Router},
 };
 
-/// How often expired mappings are dropped and closed queues pruned.
-const SWEEP_EVERY: Duration = Duration::from_secs(10);
+/// How often expired mappings are dropped and closed queues pruned: every 10 s, or every
+/// quarter of a shorter inactivity timeout.
+fn sweep_every(inactivity_timeout: Duration) -> Duration {
+    (inactivity_timeout / 4).clamp(Duration::from_millis(250), Duration::from_secs(10))
+}
 /// Most bus messages processed (and their callbacks persisted in one pipeline) at a time.
 pub const BATCH: usize = 256;
 /// About the most callbacks one batch makes: with many hooks a batch holds fewer messages, so
@@ -69,7 +72,11 @@ impl ProcessStage {
                 return;
             }
         }
-        let mut sweep = tokio::time::interval(SWEEP_EVERY);
+        let timeout = self.router.as_ref().map_or(Duration::from_secs(40), |r| {
+            let ms = r.processors.first().map_or(0, |p| p.mappings.timeout_ms());
+            Duration::from_millis(ms)
+        });
+        let mut sweep = tokio::time::interval(sweep_every(timeout));
         let mut batch = Vec::with_capacity(BATCH);
         loop {
             tokio::select! {

@@ -18,6 +18,7 @@ mod fleet;
 mod from_reference;
 mod hostile;
 mod integrator;
+mod long_run;
 mod monitoring;
 mod plugin_reload;
 mod plugin_tools;

@@ -162,6 +162,12 @@ impl TestReceiver {
         *self.inner.by_prefix.lock().unwrap() = Some((prefix.to_string(), status));
     }
 
+    /// Ends [`status_for_prefix`](Self::status_for_prefix): the script and default answer again.
+    #[allow(dead_code)]
+    pub fn clear_status_for_prefix(&self) {
+        *self.inner.by_prefix.lock().unwrap() = None;
+    }
+
     pub fn received(&self) -> Vec<Received> {
         self.inner.received.lock().unwrap().clone()
     }

@@ -1,0 +1,209 @@
+//! What a long run of a real server found, each with the real binary: a meeting BBB crashed
+//! leaves the `bbb_*` gauges one inactivity window after its last event, also across a
+//! restart; a receiver that stays down loses nothing while its queue holds, and past the bound
+//! the log says it once a minute with the count and the oldest event lost; failed attempts are
+//! in the log, bounded per hook, with a line when the hook recovers.
+
+use std::time::{Duration, Instant};
+
+use crate::support::{
+    RelayProcess, Reply, TestReceiver, TestRedis, meeting_created, metric_value,
+    relay::{create_hook, http_client},
+    user_joined, user_name,
+};
+
+async fn wait_metric(relay: &RelayProcess, series: &str, want: f64, within: Duration) {
+    let deadline = Instant::now() + within;
+    loop {
+        let m = relay.metrics().await;
+        if metric_value(&m, series) == want {
+            return;
+        }
+        assert!(Instant::now() < deadline, "{series} never {want}:\n{m}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// A meeting that never ends on the bus (BBB crashed), 8 s inactivity window, the relay
+/// stopped and started again 4 s after the meeting's last event: the gauges clear once the
+/// window ends counted from that event (before, the restart started the window again, and a
+/// relay restarted more often than the window never cleared a crashed meeting).
+#[tokio::test]
+async fn a_crashed_meeting_leaves_the_gauges_one_window_after_its_last_event_across_a_restart() {
+    let redis = TestRedis::start().await;
+    let extra = "[mapping]\ninactivity_timeout_s = 8\n";
+    let relay = RelayProcess::start(&redis, extra).await;
+    redis.publish(&meeting_created("int-1", "ext-1")).await;
+    redis.publish(&user_joined("int-1", "u1", "Ann")).await;
+    let last_event = Instant::now();
+    wait_metric(
+        &relay,
+        "bbb_meetings_participants",
+        1.0,
+        Duration::from_secs(10),
+    )
+    .await;
+    tokio::time::sleep(Duration::from_secs(4).saturating_sub(last_event.elapsed())).await;
+    relay.terminate().await;
+    let relay = RelayProcess::start(&redis, extra).await;
+    let m = relay.metrics().await;
+    assert_eq!(
+        metric_value(&m, "bbb_meetings"),
+        1.0,
+        "kept across the restart"
+    );
+    wait_metric(&relay, "bbb_meetings", 0.0, Duration::from_secs(20)).await;
+    let cleared = last_event.elapsed();
+    assert!(
+        cleared >= Duration::from_secs(8),
+        "cleared before its window ended: {cleared:?}"
+    );
+    // A window counted from the restart (at 4 s or later) could not end before 12 s.
+    assert!(
+        cleared < Duration::from_millis(11_500),
+        "cleared {cleared:?} after the last event: the restart started the window again"
+    );
+    assert!(
+        redis
+            .hgetall("bigbluebutton:webhooks:proc:conference")
+            .await
+            .is_empty(),
+        "its stored state went too"
+    );
+}
+
+/// A retry schedule that outlasts the outages here (200 retries, 50 ms apart).
+const PATIENT: (&str, &str) = (
+    "HOOKRELAY_DELIVERY__RETRY_INTERVALS_MS",
+    "[50,50,50,50,50,50,50,50,50,50,50,50,50,50,50,50,50,50,50,50,50,50,50,50,50,50,50,50,50,50,50,50,50,50,50,50,50,50,50,50,50,50,50,50,50,50,50,50,50,50,50,50,50,50,50,50,50,50,50,50,50,50,50,50,50,50,50,50,50,50,50,50,50,50,50,50,50,50,50,50,50,50,50,50,50,50,50,50,50,50,50,50,50,50,50,50,50,50,50,50]",
+);
+
+fn names_at(rx: &TestReceiver, path: &str) -> Vec<String> {
+    rx.delivered()
+        .iter()
+        .filter(|r| r.uri.split('?').next() == Some(path))
+        .map(|r| user_name(&r.event()))
+        .collect()
+}
+
+/// The relay's log without its terminal colours.
+fn plain_log(relay: &RelayProcess) -> String {
+    let log = std::fs::read_to_string(&relay.log).unwrap_or_default();
+    let mut out = String::with_capacity(log.len());
+    let mut chars = log.chars();
+    while let Some(c) = chars.next() {
+        if c == '\u{1b}' {
+            // An escape sequence ends with its first letter.
+            for e in chars.by_ref() {
+                if e.is_ascii_alphabetic() {
+                    break;
+                }
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+fn log_lines(relay: &RelayProcess, text: &str) -> usize {
+    plain_log(relay)
+        .lines()
+        .filter(|l| l.contains(text))
+        .count()
+}
+
+/// Two receivers down while 120 events arrive: the hook whose bound (150) holds gets them all,
+/// in order, once its receiver is back; the one bounded at 50 gets the one it was retrying and
+/// the newest 50, the 69 others dropped and counted, and the log says so in one line (one a minute per hook), naming the
+/// oldest event lost; the failed attempts are one line per hook, and each recovery one line.
+#[tokio::test]
+async fn a_receiver_down_loses_nothing_within_the_bound_and_past_it_the_log_says_so_once() {
+    // Two relays, each on its own Redis (bus and store).
+    let redis = TestRedis::start().await;
+    let other = TestRedis::start().await;
+    let rx = TestReceiver::start().await;
+    let small = TestReceiver::start().await;
+    let relay = RelayProcess::start_env(&redis, "max_queue = 150\n", "info", &[PATIENT]).await;
+    let http = http_client();
+    create_hook(&http, relay.api, &rx.url("/down"), "").await;
+    let relay_small = RelayProcess::start_env(&other, "max_queue = 50\n", "info", &[PATIENT]).await;
+    create_hook(&http, relay_small.api, &small.url("/down"), "").await;
+    rx.status_for_prefix("/down", 503);
+    small.status_for_prefix("/down", 503);
+    let messages: Vec<String> = (0..120)
+        .map(|i| user_joined("int-1", &format!("u{i}"), &format!("n{i}")))
+        .collect();
+    redis.publish_all(&messages).await;
+    other.publish_all(&messages).await;
+    // Both keep failing for a while.
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    rx.clear_status_for_prefix();
+    small.clear_status_for_prefix();
+
+    let want: Vec<String> = (0..120).map(|i| format!("n{i}")).collect();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while names_at(&rx, "/down").len() < 120 || names_at(&small, "/down").len() < 51 {
+        assert!(Instant::now() < deadline, "not delivered after the outage");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(
+        names_at(&rx, "/down"),
+        want,
+        "within the bound: all, in order"
+    );
+    // Past it: the callback in flight (being retried when the queue overflowed), then the
+    // newest 50, in order.
+    let got = names_at(&small, "/down");
+    assert_eq!(got[1..], want[70..], "{got:?}");
+    let in_flight: usize = got[0][1..].parse().expect("a name");
+    assert!(in_flight < 70, "{got:?}");
+    let m = relay_small.metrics().await;
+    assert_eq!(metric_value(&m, "hookrelay_queue_dropped_total"), 69.0);
+    assert_eq!(
+        metric_value(&relay.metrics().await, "hookrelay_queue_dropped_total"),
+        0.0
+    );
+    assert_eq!(
+        log_lines(&relay_small, "queue full"),
+        1,
+        "one line a minute per hook"
+    );
+    let log = plain_log(&relay_small);
+    assert!(log.contains("oldest_lost_event=user-joined"), "{log}");
+    for r in [&relay, &relay_small] {
+        let failures = metric_value(
+            &r.metrics().await,
+            r#"hookrelay_callback_failures_total{reason="503"}"#,
+        );
+        assert!(failures >= 10.0, "{failures} failed attempts");
+        assert_eq!(log_lines(r, "a callback failed; retrying"), 1);
+        assert_eq!(log_lines(r, "callbacks to the hook succeed again"), 1);
+    }
+}
+
+/// A receiver that fails every other request for 100 callbacks: every callback arrives, in
+/// order, and the log has one failure line and one recovery line (a minute's worth).
+#[tokio::test]
+async fn a_flapping_receiver_cannot_flood_the_log() {
+    let redis = TestRedis::start().await;
+    let rx = TestReceiver::start().await;
+    let relay = RelayProcess::start_env(&redis, "", "info", &[PATIENT]).await;
+    create_hook(&http_client(), relay.api, &rx.url("/flap"), "").await;
+    rx.script((0..100).flat_map(|_| [Reply::Status(500), Reply::Status(200)]));
+    redis.publish_users(0..100).await;
+    let want: Vec<String> = (0..100).map(|i| format!("n{i}")).collect();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while names_at(&rx, "/flap").len() < 100 {
+        assert!(Instant::now() < deadline, "not all delivered");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(names_at(&rx, "/flap"), want);
+    let failures = metric_value(
+        &relay.metrics().await,
+        r#"hookrelay_callback_failures_total{reason="500"}"#,
+    );
+    assert_eq!(failures, 100.0);
+    assert_eq!(log_lines(&relay, "a callback failed; retrying"), 1);
+    assert_eq!(log_lines(&relay, "callbacks to the hook succeed again"), 1);
+}
