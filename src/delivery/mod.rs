@@ -17,4 +17,5 @@ pub mod queue;
 pub mod retry;
 pub mod sign;
 pub mod ssrf;
+pub mod tidy;
 pub mod worker;

@@ -296,6 +296,11 @@ impl Dispatcher {
         }
     }
 
+    /// A handle on the store (for housekeeping beside the queues).
+    pub fn conn(&self) -> StoreConn {
+        self.ctx.conn.clone()
+    }
+
     /// Closes the queues of hooks that no longer exist (their workers end), and returns how many callbacks each live hook has queued.
     /// `None` with delivery spread: the queues' depths are then reported by whoever delivers.
     pub fn prune(&mut self) -> Option<Vec<(u64, usize)>> {

@@ -16,7 +16,7 @@ use crate::{
     },
     bus::BusMessage,
     conference,
-    delivery::queue::Dispatcher,
+    delivery::{queue::Dispatcher, tidy},
     event::persist,
     fleet::{cursor::Cursors, lease::Fence},
     hooks::{Registry, Snapshot},
@@ -25,6 +25,8 @@ use crate::{
     route::{Routed, Router},
 };
 
+/// How often the streams of idle hooks with empty queues are looked at.
+const TIDY_EVERY: Duration = Duration::from_secs(60);
 /// How often expired mappings are dropped and closed queues pruned: every 10 s, or every
 /// quarter of a shorter inactivity timeout.
 fn sweep_every(inactivity_timeout: Duration) -> Duration {
@@ -77,6 +79,7 @@ impl ProcessStage {
             Duration::from_millis(ms)
         });
         let mut sweep = tokio::time::interval(sweep_every(timeout));
+        let mut last_tidy = std::time::Instant::now();
         let mut batch = Vec::with_capacity(BATCH);
         loop {
             tokio::select! {
@@ -95,6 +98,10 @@ impl ProcessStage {
                     // Expired mappings are removed from Redis too.
                     if !self.handle(&[]).await {
                         break;
+                    }
+                    if last_tidy.elapsed() >= TIDY_EVERY {
+                        last_tidy = std::time::Instant::now();
+                        self.drop_idle_queues().await;
                     }
                 }
                 n = rx.recv_many(&mut batch, batch_limit(self.registry.load().len())) => {
@@ -200,6 +207,18 @@ impl ProcessStage {
                 tracing::error!(error = %e, "routing panicked; the relay stops");
                 None
             }
+        }
+    }
+
+    /// Removes the streams of hooks whose queue has been empty and idle for
+    /// [`tidy::IDLE`] (a fan-out to many hooks leaves none behind).
+    async fn drop_idle_queues(&self) {
+        let hooks: Vec<u64> = self.registry.load().all().map(|h| h.id).collect();
+        let mut conn = self.dispatcher.conn();
+        match tidy::drop_idle(&mut conn, &hooks, tidy::IDLE).await {
+            Ok(0) => {}
+            Ok(n) => tracing::debug!(streams = n, "removed the empty streams of idle hooks"),
+            Err(e) => tracing::debug!(error = %e, "cannot remove the empty streams of idle hooks"),
         }
     }
 
