@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use crate::support::{
     RelayProcess, Reply, TestReceiver, TestRedis, meeting_created, metric_value,
     relay::{create_hook, http_client},
-    user_joined, user_name,
+    user_joined,
 };
 
 async fn wait_metric(relay: &RelayProcess, series: &str, want: f64, within: Duration) {
@@ -78,14 +78,6 @@ const PATIENT: (&str, &str) = (
     "[50,50,50,50,50,50,50,50,50,50,50,50,50,50,50,50,50,50,50,50,50,50,50,50,50,50,50,50,50,50,50,50,50,50,50,50,50,50,50,50,50,50,50,50,50,50,50,50,50,50,50,50,50,50,50,50,50,50,50,50,50,50,50,50,50,50,50,50,50,50,50,50,50,50,50,50,50,50,50,50,50,50,50,50,50,50,50,50,50,50,50,50,50,50,50,50,50,50,50,50]",
 );
 
-fn names_at(rx: &TestReceiver, path: &str) -> Vec<String> {
-    rx.delivered()
-        .iter()
-        .filter(|r| r.uri.split('?').next() == Some(path))
-        .map(|r| user_name(&r.event()))
-        .collect()
-}
-
 /// The relay's log without its terminal colours.
 fn plain_log(relay: &RelayProcess) -> String {
     let log = std::fs::read_to_string(&relay.log).unwrap_or_default();
@@ -143,18 +135,18 @@ async fn a_receiver_down_loses_nothing_within_the_bound_and_past_it_the_log_says
 
     let want: Vec<String> = (0..120).map(|i| format!("n{i}")).collect();
     let deadline = Instant::now() + Duration::from_secs(30);
-    while names_at(&rx, "/down").len() < 120 || names_at(&small, "/down").len() < 51 {
+    while rx.names_at("/down").len() < 120 || small.names_at("/down").len() < 51 {
         assert!(Instant::now() < deadline, "not delivered after the outage");
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     assert_eq!(
-        names_at(&rx, "/down"),
+        rx.names_at("/down"),
         want,
         "within the bound: all, in order"
     );
     // Past it: the callback in flight (being retried when the queue overflowed), then the
     // newest 50, in order.
-    let got = names_at(&small, "/down");
+    let got = small.names_at("/down");
     assert_eq!(got[1..], want[70..], "{got:?}");
     let in_flight: usize = got[0][1..].parse().expect("a name");
     assert!(in_flight < 70, "{got:?}");
@@ -194,11 +186,11 @@ async fn a_flapping_receiver_cannot_flood_the_log() {
     redis.publish_users(0..100).await;
     let want: Vec<String> = (0..100).map(|i| format!("n{i}")).collect();
     let deadline = Instant::now() + Duration::from_secs(30);
-    while names_at(&rx, "/flap").len() < 100 {
+    while rx.names_at("/flap").len() < 100 {
         assert!(Instant::now() < deadline, "not all delivered");
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    assert_eq!(names_at(&rx, "/flap"), want);
+    assert_eq!(rx.names_at("/flap"), want);
     let failures = metric_value(
         &relay.metrics().await,
         r#"hookrelay_callback_failures_total{reason="500"}"#,

@@ -14,7 +14,6 @@ use crate::{
         cluster::TestCluster,
         receiver::Reply,
         relay::{create_hook, http_client},
-        user_name,
     },
 };
 
@@ -83,15 +82,6 @@ async fn assert_moved(bus: &TestRedis, cluster: Option<&TestCluster>, hooks: &[u
         );
         assert!(!exists(bus, cluster, &format!("{}:rebuild", queue(id))).await);
     }
-}
-
-/// The names delivered to `path`, in order.
-fn names_at(rx: &TestReceiver, path: &str) -> Vec<String> {
-    rx.delivered()
-        .iter()
-        .filter(|r| r.uri.split('?').next() == Some(path))
-        .map(|r| user_name(&r.event()))
-        .collect()
 }
 
 /// Entries kept aside for a later write under the former names.
@@ -261,18 +251,14 @@ async fn all_once_in_order(rx: &TestReceiver, want: &[String]) {
     let n = want.len();
     let deadline = Instant::now() + Duration::from_secs(30);
     for path in ["/whole", "/split"] {
-        while names_at(rx, path).len() < n {
-            assert!(
-                Instant::now() < deadline,
-                "{path}: {:?}",
-                names_at(rx, path)
-            );
+        while rx.names_at(path).len() < n {
+            assert!(Instant::now() < deadline, "{path}: {:?}", rx.names_at(path));
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
     }
     tokio::time::sleep(Duration::from_millis(500)).await;
     for path in ["/whole", "/split"] {
-        assert_eq!(names_at(rx, path), want, "{path}: once each, in order");
+        assert_eq!(rx.names_at(path), want, "{path}: once each, in order");
     }
 }
 

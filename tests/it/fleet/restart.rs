@@ -8,7 +8,10 @@
 
 use std::time::{Duration, Instant};
 
-use super::{FLEET, all_of_at, holder_of, holds_lease, publish_named, wait_until_holder};
+use super::{
+    FLEET, all_of_at, holder_of, holds_lease, publish_named, wait_delivered_fraction,
+    wait_until_holder,
+};
 use crate::support::{
     RelayProcess, TestReceiver, TestRedis, metric_value,
     process::binary,
@@ -45,19 +48,6 @@ async fn four_hooks(rx: &TestReceiver, relays: &[&RelayProcess]) -> Vec<String> 
         }
     }
     paths
-}
-
-/// Waits until `n` callbacks were delivered in all.
-async fn delivered_at_least(rx: &TestReceiver, n: usize) {
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while rx.delivered_count() < n {
-        assert!(
-            Instant::now() < deadline,
-            "only {} delivered",
-            rx.delivered_count()
-        );
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
 }
 
 /// Checks every hook got every `prefix` event in order, with at most `allowed` repeats
@@ -113,7 +103,7 @@ async fn holder_restarted_within_a_lease(restarted_as: &str) {
     let paths = four_hooks(&rx, &[&b, &a]).await;
 
     let publishing = publish_named(&redis, "n", EVENTS);
-    delivered_at_least(&rx, paths.len() * EVENTS / 3).await;
+    wait_delivered_fraction(&rx, paths.len() * EVENTS / 3).await;
     let killed = Instant::now();
     a.kill9().await;
     b.signal("STOP");
@@ -214,7 +204,7 @@ async fn the_taker_killed_during_its_takeover_loses_nothing() {
     let paths = four_hooks(&rx, &[&c, &a, &b]).await;
 
     let publishing = publish_named(&redis, "n", EVENTS);
-    delivered_at_least(&rx, paths.len() * EVENTS / 4).await;
+    wait_delivered_fraction(&rx, paths.len() * EVENTS / 4).await;
     a.kill9().await;
     let a2 = RelayProcess::start(&redis, &config(&named("a"), "")).await;
     let mut rest = vec![b, c];
@@ -245,11 +235,11 @@ async fn three_instances_lose_nothing_when_two_holders_die_one_after_the_other()
     let paths = four_hooks(&rx, &relays.iter().collect::<Vec<_>>()).await;
 
     let publishing = publish_named(&redis, "n", EVENTS);
-    delivered_at_least(&rx, paths.len() * EVENTS / 4).await;
+    wait_delivered_fraction(&rx, paths.len() * EVENTS / 4).await;
     relays.remove(0).kill9().await;
     let next = holder_of(&relays).await;
     let delivered = rx.delivered_count();
-    delivered_at_least(&rx, delivered + paths.len() * EVENTS / 5).await;
+    wait_delivered_fraction(&rx, delivered + paths.len() * EVENTS / 5).await;
     relays.remove(next).kill9().await;
     wait_until_holder(&relays[0]).await;
     publishing.await.expect("publisher");
@@ -289,6 +279,21 @@ async fn supervise(
     }
 }
 
+/// Instances `a` (the holder) and `b` on the bus `bus` and the store of `section`, with four
+/// hooks on `rx`: the instances, their configurations and the hooks' paths.
+async fn two_on_a_store(
+    bus: &TestRedis,
+    rx: &TestReceiver,
+    section: &str,
+) -> (Vec<RelayProcess>, Vec<String>, Vec<String>) {
+    let configs = vec![config(&named("a"), section), config(&named("b"), section)];
+    let a = RelayProcess::start(bus, &configs[0]).await;
+    wait_until_holder(&a).await;
+    let b = RelayProcess::start(bus, &configs[1]).await;
+    let paths = four_hooks(rx, &[&b, &a]).await;
+    (vec![a, b], configs, paths)
+}
+
 /// The store (its own `redis-server`, with an append-only file) stopped and started again in
 /// the middle of a stream, the bus untouched: the holder, unable to renew, stops; an instance
 /// that kept the messages resumes once the store is back.
@@ -298,15 +303,10 @@ async fn the_store_restarted_mid_stream_loses_nothing() {
     let mut store = TestRedis::start_appendonly().await;
     let rx = TestReceiver::start().await;
     let section = format!("[store]\nurl = \"{}\"\n", store.url());
-    let configs = [config(&named("a"), &section), config(&named("b"), &section)];
-    let a = RelayProcess::start(&bus, &configs[0]).await;
-    wait_until_holder(&a).await;
-    let b = RelayProcess::start(&bus, &configs[1]).await;
-    let mut relays = vec![a, b];
-    let paths = four_hooks(&rx, &[&relays[1], &relays[0]]).await;
+    let (mut relays, configs, paths) = two_on_a_store(&bus, &rx, &section).await;
 
     let publishing = publish_named(&bus, "n", EVENTS);
-    delivered_at_least(&rx, paths.len() * EVENTS / 3).await;
+    wait_delivered_fraction(&rx, paths.len() * EVENTS / 3).await;
     store.stop().await;
     tokio::time::sleep(Duration::from_millis(1500)).await;
     store.start_again().await;
@@ -329,16 +329,10 @@ async fn a_sentinel_failover_of_the_store_mid_stream_loses_nothing() {
     in_sync(&replica).await;
     let sentinel = TestSentinel::start(&master).await;
     let rx = TestReceiver::start().await;
-    let section = sentinel.store_config();
-    let configs = [config(&named("a"), &section), config(&named("b"), &section)];
-    let a = RelayProcess::start(&bus, &configs[0]).await;
-    wait_until_holder(&a).await;
-    let b = RelayProcess::start(&bus, &configs[1]).await;
-    let mut relays = vec![a, b];
-    let paths = four_hooks(&rx, &[&relays[1], &relays[0]]).await;
+    let (mut relays, configs, paths) = two_on_a_store(&bus, &rx, &sentinel.store_config()).await;
 
     let publishing = publish_named(&bus, "n", EVENTS);
-    delivered_at_least(&rx, paths.len() * EVENTS / 3).await;
+    wait_delivered_fraction(&rx, paths.len() * EVENTS / 3).await;
     for r in &relays {
         let m = r.metrics().await;
         assert_eq!(

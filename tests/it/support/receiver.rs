@@ -191,6 +191,16 @@ impl TestReceiver {
             .collect()
     }
 
+    /// The user names of the events delivered to `path`, in order.
+    #[allow(dead_code)]
+    pub fn names_at(&self, path: &str) -> Vec<String> {
+        self.delivered()
+            .iter()
+            .filter(|r| r.uri.split('?').next() == Some(path))
+            .map(|r| super::user_name(&r.event()))
+            .collect()
+    }
+
     /// How many requests were answered with 2xx (cheap: nothing is copied).
     pub fn delivered_count(&self) -> usize {
         let received = self.inner.received.lock().unwrap();
