@@ -75,20 +75,6 @@ async fn every_hook_got_all(
     repeats
 }
 
-/// Waits until one of `relays` holds the lease; its index.
-async fn wait_holder_among(relays: &[&RelayProcess]) -> usize {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        for (i, r) in relays.iter().enumerate() {
-            if holds_lease(r).await {
-                return i;
-            }
-        }
-        assert!(Instant::now() < deadline, "nobody took the lease");
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
-}
-
 /// The holder killed at about a third of the stream and started again at once (within one
 /// lease, as `Restart=always` does), as `restarted_as`. The survivor is paused (SIGSTOP) from
 /// the kill until just after the lease runs out, so that the restarted instance finds the lease
@@ -208,7 +194,7 @@ async fn the_taker_killed_during_its_takeover_loses_nothing() {
     a.kill9().await;
     let a2 = RelayProcess::start(&redis, &config(&named("a"), "")).await;
     let mut rest = vec![b, c];
-    let taker = wait_holder_among(&rest.iter().collect::<Vec<_>>()).await;
+    let taker = holder_of(&rest).await;
     let taker_name = if taker == 0 { "b" } else { "c" };
     rest.remove(taker).kill9().await;
     let again = RelayProcess::start(&redis, &config(&named(taker_name), "")).await;
