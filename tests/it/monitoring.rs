@@ -478,8 +478,14 @@ async fn get_meetings_seeds_the_state_at_start_and_after_a_reconnect() {
             }
         }
     };
-    // No bus event at all: the meeting is known from getMeetings.
-    let m = wait_for("bbb_meetings_participants", 2.0).await;
+    // No bus event at all: the meeting is known from getMeetings (the seeding is counted once
+    // its getRecordings calls are done too).
+    let m = wait_for(
+        r#"hookrelay_conference_seeds_total{source="default",result="ok"}"#,
+        1.0,
+    )
+    .await;
+    assert_eq!(metric_value(&m, "bbb_meetings_participants"), 2.0);
     assert_eq!(metric_value(&m, "bbb_meetings"), 1.0);
     assert_eq!(metric_value(&m, "bbb_meetings_listeners"), 1.0);
     assert_eq!(metric_value(&m, "bbb_meetings_voice_participants"), 1.0);
