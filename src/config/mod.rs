@@ -178,9 +178,13 @@ pub struct DeliveryConfig {
     pub auth: CallbackAuth,
     pub permanent_hooks: Vec<PermanentHook>,
     /// Most callbacks queued per hook; beyond it the oldest are dropped (counted, and logged
-    /// once a minute per hook). The default holds an hour of a receiver's outage at 27 events
+    /// once a minute per hook). The default holds an hour of a receiver's outage at 55 events
     /// a second for its hook.
     pub max_queue: usize,
+    /// The megabytes of Redis all queues may take together. While they take more, a hook
+    /// holding more than its share (the budget divided among the hooks with callbacks queued)
+    /// drops its oldest. Unset: half of the store's `maxmemory` when that is set, else 1024.
+    pub queue_budget_mb: Option<u64>,
     /// Most delivered callbacks per hook not yet marked delivered in Redis (marking is batched
     /// off the hot path): a crash repeats at most this many callbacks per hook. 1: each mark is
     /// written before the next callback is sent.
@@ -238,7 +242,8 @@ impl Default for DeliveryConfig {
             compat: None,
             auth: CallbackAuth::Checksum,
             permanent_hooks: Vec::new(),
-            max_queue: 100_000,
+            max_queue: 200_000,
+            queue_budget_mb: None,
             max_unacked: 16,
             allow_url_credentials: false,
             allow_insecure_bearer: false,

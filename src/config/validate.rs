@@ -56,6 +56,9 @@ impl Config {
         if self.delivery.max_queue == 0 {
             return fail("delivery.max_queue", "must be greater than 0");
         }
+        if self.delivery.queue_budget_mb == Some(0) {
+            return fail("delivery.queue_budget_mb", "must be greater than 0");
+        }
         if self.delivery.max_unacked == 0 {
             return fail("delivery.max_unacked", "must be at least 1");
         }

@@ -2,8 +2,9 @@
 //! restart, the whole stream; after a burst, what did not fit the window) [`PAGE`] entries at a
 //! time whenever the worker runs low, while the bus goes on being processed. Shared payload
 //! records are read once and shared in memory by every hook whose pages refer to them. The
-//! queue's bound (`delivery.max_queue`) is kept here for what is in Redis only: the oldest
-//! entries beyond it are dropped (and counted) as they are read.
+//! queue's bounds (`delivery.max_queue`, its share of `delivery.queue_budget_mb`) are kept here
+//! for what is in Redis only: the oldest entries beyond them are dropped (and counted) as they
+//! are read.
 
 use std::{
     collections::HashMap,
@@ -76,11 +77,20 @@ pub async fn page_in(
         let read = page.len();
         let last = page.last().map(|s| s.ts);
         let complete = (read < PAGE).then_some(span.until);
-        let excess = queue.total().saturating_sub(ctx.max_queue).min(read);
-        if excess > 0 {
-            let oldest = (page[0].event_id.to_string(), page[0].ts);
-            let dropped: Vec<Removal> = page.drain(..excess).map(|s| s.removal()).collect();
-            drop_oldest(&ctx, &queue, hook, &dropped, oldest).await;
+        let room = queue.make_room(read, ctx.max_queue);
+        let oldest = match (room.from_memory.first(), page.first()) {
+            (Some(e), _) => Some((e.event_id.to_string(), e.ts)),
+            (None, Some(s)) if room.from_page > 0 => Some((s.event_id.to_string(), s.ts)),
+            _ => None,
+        };
+        if let Some(oldest) = oldest {
+            let dropped: Vec<Removal> = room
+                .from_memory
+                .iter()
+                .map(|e| (e.ts, e.shared))
+                .chain(page.drain(..room.from_page).map(|s| s.removal()))
+                .collect();
+            drop_oldest(&ctx, &queue, hook, &dropped, oldest, room.by_budget).await;
         }
         let entries = retry_until_ok(&token, "read queued payloads", || {
             resolve(ctx.conn.clone(), hook, &page, &shared, &ctx.sources)

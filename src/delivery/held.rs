@@ -57,7 +57,12 @@ impl Held {
         lease: Lease,
         pos: Position,
     ) -> JoinHandle<()> {
-        let q = Arc::new(HookQueue::leased(lease, pos.last_ts, pos.length));
+        let q = Arc::new(HookQueue::leased(
+            self.ctx.budget.clone(),
+            lease,
+            pos.last_ts,
+            pos.length,
+        ));
         let worker = spawn_worker(&self.ctx, hook, &q);
         if pos.length > 0 {
             spawn_pager(&self.ctx, hook.id, &q, &self.paged);

@@ -7,14 +7,18 @@
 use std::{
     collections::VecDeque,
     sync::{
-        Mutex,
+        Arc, Mutex,
         atomic::{AtomicBool, Ordering},
     },
 };
 
 use tokio::sync::Notify;
 
-use super::{incident::Drops, journal::Entry};
+use super::{
+    budget::{Budget, UNKNOWN_COST},
+    incident::Drops,
+    journal::Entry,
+};
 use crate::fleet::lease::Lease;
 
 /// Entries read from Redis at a time.
@@ -32,13 +36,23 @@ pub struct Span {
     pub until: u64,
     /// How many (as far as known).
     pub count: usize,
+    /// Their estimated bytes in Redis ([`super::budget::cost`]).
+    pub cost: u64,
+}
+
+/// An entry in memory and its estimated bytes in Redis.
+struct Queued {
+    entry: Entry,
+    cost: u64,
 }
 
 #[derive(Default)]
 struct Parts {
-    mem: VecDeque<Entry>,
+    mem: VecDeque<Queued>,
     /// Payload bytes of the entries in `mem`.
     bytes: usize,
+    /// Estimated Redis bytes of the entries in `mem`.
+    cost: u64,
     span: Option<Span>,
     /// The highest id this queue ever took (in memory, in the span or sent): an entry at or
     /// below it is one it has already (in a fleet, announced and pushed both).
@@ -59,28 +73,69 @@ impl Parts {
         self.mem.len() >= WINDOW || self.bytes >= WINDOW_BYTES
     }
 
-    fn push_back(&mut self, e: Entry) {
-        self.bytes += size(&e);
-        self.mem.push_back(e);
+    fn push_back(&mut self, entry: Entry, cost: u64) {
+        self.bytes += size(&entry);
+        self.cost += cost;
+        self.mem.push_back(Queued { entry, cost });
     }
 
-    fn pop_front(&mut self) -> Option<Entry> {
-        let e = self.mem.pop_front()?;
-        self.bytes -= size(&e);
-        Some(e)
+    fn pop_front(&mut self) -> Option<Queued> {
+        let q = self.mem.pop_front()?;
+        self.bytes -= size(&q.entry);
+        self.cost -= q.cost;
+        Some(q)
     }
+
+    /// Estimated Redis bytes of the whole queue.
+    fn taken(&self) -> u64 {
+        self.cost + self.span.map_or(0, |s| s.cost)
+    }
+
+    /// Drops the oldest in memory while the queue holds more than `max` entries in all or, by
+    /// `budget`, more than its share of it (telling `budget` what it gave up).
+    fn trim(&mut self, max: usize, budget: &Budget, out: &mut Pushed) {
+        let before = self.taken();
+        let total = self.mem.len() + self.span.map_or(0, |s| s.count);
+        for _ in 0..total.saturating_sub(max) {
+            match self.pop_front() {
+                Some(q) => out.dropped.push(q.entry),
+                None => break,
+            }
+        }
+        budget.moved(before, self.taken());
+        let mut give = budget.excess(self.taken());
+        while give > 0 {
+            let before = self.taken();
+            let Some(q) = self.pop_front() else { break };
+            budget.moved(before, self.taken());
+            give = give.saturating_sub(q.cost);
+            out.dropped.push(q.entry);
+            out.by_budget = true;
+        }
+    }
+}
+
+/// What to drop before a page is added ([`HookQueue::make_room`]).
+pub struct Room {
+    /// Dropped from memory (older than the page).
+    pub from_memory: Vec<Entry>,
+    /// How many of the page's first entries to drop.
+    pub from_page: usize,
+    /// The budget of all queues took some, not only `max`.
+    pub by_budget: bool,
 }
 
 /// What a push did.
 #[derive(Default)]
 pub struct Pushed {
-    /// The oldest entries dropped to stay within `max`.
+    /// The oldest entries dropped to stay within `max` or the budget.
     pub dropped: Vec<Entry>,
+    /// Some were dropped for the budget of all queues (not only `max`).
+    pub by_budget: bool,
     /// A span began: a pager must be started.
     pub spilled: bool,
 }
 
-#[derive(Default)]
 pub struct HookQueue {
     parts: Mutex<Parts>,
     /// Wakes the worker: an entry or a page arrived, or the queue closed.
@@ -93,29 +148,59 @@ pub struct HookQueue {
     lease: Option<Lease>,
     /// What the log said of dropped callbacks, to say it once a minute.
     drops: Mutex<Drops>,
+    /// The budget of all queues, told what this one takes.
+    budget: Arc<Budget>,
+}
+
+impl Default for HookQueue {
+    /// An empty queue without a budget.
+    fn default() -> Self {
+        Self::new(Arc::default())
+    }
+}
+
+impl Drop for HookQueue {
+    fn drop(&mut self) {
+        self.budget.moved(self.lock().taken(), 0);
+    }
 }
 
 impl HookQueue {
-    /// A queue whose `count` entries, ids up to `until`, are in Redis only (after a restart).
-    pub fn stored(until: u64, count: usize) -> Self {
-        let q = Self::default();
+    /// An empty queue within `budget`.
+    pub fn new(budget: Arc<Budget>) -> Self {
+        Self {
+            parts: Mutex::default(),
+            ready: Notify::new(),
+            wants_page: Notify::new(),
+            closed: AtomicBool::new(false),
+            lease: None,
+            drops: Mutex::default(),
+            budget,
+        }
+    }
+
+    /// A queue within `budget` whose `count` entries, ids up to `until`, are in Redis only
+    /// (after a restart).
+    pub fn stored(budget: Arc<Budget>, until: u64, count: usize) -> Self {
+        let q = Self::new(budget);
         let mut p = q.lock();
         p.span = (count > 0).then_some(Span {
             after: None,
             until,
             count,
+            cost: count as u64 * UNKNOWN_COST,
         });
         p.last = until;
+        q.budget.moved(0, p.taken());
         drop(p);
         q
     }
 
     /// A queue as [`stored`](Self::stored), sent only while `lease` is held.
-    pub fn leased(lease: Lease, until: u64, count: usize) -> Self {
-        Self {
-            lease: Some(lease),
-            ..Self::stored(until, count)
-        }
+    pub fn leased(budget: Arc<Budget>, lease: Lease, until: u64, count: usize) -> Self {
+        let mut q = Self::stored(budget, until, count);
+        q.lease = Some(lease);
+        q
     }
 
     /// Entries up to id `until` were written to Redis by another instance (about `count` of
@@ -128,21 +213,26 @@ impl HookQueue {
         }
         let after = p.last;
         p.last = until;
+        let before = p.taken();
+        let (count, cost) = (count.max(1), count.max(1) as u64 * UNKNOWN_COST);
         let began = match &mut p.span {
             Some(span) => {
                 span.until = until;
-                span.count += count.max(1);
+                span.count += count;
+                span.cost += cost;
                 false
             }
             None => {
                 p.span = Some(Span {
                     after: Some(after),
                     until,
-                    count: count.max(1),
+                    count,
+                    cost,
                 });
                 true
             }
         };
+        self.budget.moved(before, p.taken());
         drop(p);
         self.wants_page.notify_one();
         began
@@ -152,36 +242,39 @@ impl HookQueue {
         self.parts.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Adds an entry already written to Redis: held in memory while there is room and nothing
-    /// waits in Redis, else it joins (or starts) the span. Then the oldest entries in memory
-    /// are dropped while more than `max` are queued in all.
-    pub fn push(&self, entry: Entry, max: usize) -> Pushed {
+    /// Adds an entry already written to Redis, taking `cost` bytes there: held in memory while
+    /// there is room and nothing waits in Redis, else it joins (or starts) the span. Then the
+    /// oldest entries in memory are dropped while more than `max` are queued in all, or while
+    /// the queues are over their budget and this one holds more than its share.
+    pub fn push(&self, entry: Entry, cost: u64, max: usize) -> Pushed {
         let mut p = self.lock();
         let mut out = Pushed::default();
         if entry.ts <= p.last {
             return out;
         }
         p.last = entry.ts;
-        let last_in_memory = p.mem.back().map(|e| e.ts);
+        let before = p.taken();
+        let last_in_memory = p.mem.back().map(|q| q.entry.ts);
         let full = p.full();
         match &mut p.span {
             Some(span) => {
                 span.until = entry.ts;
                 span.count += 1;
+                span.cost += cost;
             }
             None if full => {
                 p.span = Some(Span {
                     after: last_in_memory,
                     until: entry.ts,
                     count: 1,
+                    cost,
                 });
                 out.spilled = true;
             }
-            None => p.push_back(entry),
+            None => p.push_back(entry, cost),
         }
-        let total = p.mem.len() + p.span.map_or(0, |s| s.count);
-        let excess = total.saturating_sub(max).min(p.mem.len());
-        out.dropped = (0..excess).filter_map(|_| p.pop_front()).collect();
+        self.budget.moved(before, p.taken());
+        p.trim(max, &self.budget, &mut out);
         drop(p);
         self.ready.notify_one();
         out
@@ -201,6 +294,27 @@ impl HookQueue {
             .dropped(std::time::Instant::now(), n, oldest)
     }
 
+    /// Makes room before a page of `read` entries (the oldest in Redis) is added: drops the
+    /// oldest in memory, then says how many of the page's first entries to drop, while the queue
+    /// holds more than `max` entries in all or, over the budget, more than its share.
+    pub fn make_room(&self, read: usize, max: usize) -> Room {
+        let mut p = self.lock();
+        let mut out = Pushed::default();
+        p.trim(max, &self.budget, &mut out);
+        let total = p.mem.len() + p.span.map_or(0, |s| s.count);
+        let by_count = total.saturating_sub(max);
+        let each = p
+            .span
+            .map_or(UNKNOWN_COST, |s| (s.cost / s.count.max(1) as u64).max(1));
+        let by_budget = self.budget.excess(p.taken()).div_ceil(each) as usize;
+        let from_page = by_count.max(by_budget).min(read);
+        Room {
+            from_memory: out.dropped,
+            from_page,
+            by_budget: out.by_budget || (from_page > 0 && by_budget > by_count),
+        }
+    }
+
     /// Entries queued in all, memory and Redis.
     pub fn total(&self) -> usize {
         let p = self.lock();
@@ -210,6 +324,7 @@ impl HookQueue {
     /// Adds a page read from the span: `read` entries were read up to id `last` (`entries` of
     /// them usable); `complete` when the read reached the span's end as it was then (`until`).
     /// Returns whether a span remains.
+    /// Each entry read takes the span's average cost along, so the queue's total is kept.
     pub fn add_page(
         &self,
         entries: Vec<Entry>,
@@ -218,16 +333,22 @@ impl HookQueue {
         complete: Option<u64>,
     ) -> bool {
         let mut p = self.lock();
+        let before = p.taken();
+        let each = p
+            .span
+            .map_or(UNKNOWN_COST, |s| s.cost / s.count.max(1) as u64);
         for e in entries {
-            p.push_back(e);
+            p.push_back(e, each);
         }
         if let Some(span) = &mut p.span {
             span.after = last.or(span.after);
             span.count = span.count.saturating_sub(read);
+            span.cost = span.cost.saturating_sub(each * read as u64);
             if complete == Some(span.until) {
                 p.span = None;
             }
         }
+        self.budget.moved(before, p.taken());
         let more = p.span.is_some();
         drop(p);
         self.ready.notify_one();
@@ -237,7 +358,9 @@ impl HookQueue {
     /// The next entry in order; `None` when there is none in memory yet.
     pub fn pop(&self) -> Option<Entry> {
         let mut p = self.lock();
-        let e = p.pop_front();
+        let before = p.taken();
+        let e = p.pop_front().map(|q| q.entry);
+        self.budget.moved(before, p.taken());
         if p.wants_page() {
             self.wants_page.notify_one();
         }
@@ -276,125 +399,4 @@ impl HookQueue {
 }
 
 #[cfg(test)]
-mod tests {
-    use std::sync::Arc;
-
-    use super::*;
-    use crate::event::Payload;
-
-    fn entry(ts: u64) -> Entry {
-        sized(ts, 2)
-    }
-
-    fn sized(ts: u64, bytes: usize) -> Entry {
-        Entry {
-            ts,
-            payload: Arc::new(Payload::new("x".repeat(bytes))),
-            event_id: "e".into(),
-            arrived: None,
-            shared: None,
-            source: 0,
-        }
-    }
-
-    fn order(q: &HookQueue) -> Vec<u64> {
-        std::iter::from_fn(|| q.pop()).map(|e| e.ts).collect()
-    }
-
-    #[test]
-    fn fresh_entries_wait_behind_the_stored_ones() {
-        let q = HookQueue::stored(3, 3);
-        assert!(q.push(entry(10), 100).dropped.is_empty());
-        assert!(q.pop().is_none(), "nothing before the first page");
-        assert_eq!(q.span().map(|s| (s.until, s.count)), Some((10, 4)));
-        assert!(q.add_page(vec![entry(1), entry(2)], 2, Some(2), None));
-        q.push(entry(11), 100);
-        assert_eq!(order(&q), [1, 2], "then it waits for the next page");
-        // A read up to 10 that came back short: 11 joined the span meanwhile, so it goes on.
-        assert!(q.add_page(vec![entry(3), entry(10)], 2, Some(10), Some(10)));
-        assert!(!q.add_page(vec![entry(11)], 1, Some(11), Some(11)));
-        assert_eq!(order(&q), [3, 10, 11]);
-        q.push(entry(12), 100);
-        assert_eq!(order(&q), [12], "no span: held in memory again");
-    }
-
-    #[test]
-    fn announced_and_pushed_entries_are_taken_once_in_order() {
-        let q = HookQueue::stored(5, 0);
-        assert!(q.span().is_none(), "an empty stream: nothing to read");
-        assert!(q.push(entry(5), 100).dropped.is_empty());
-        assert_eq!(q.total(), 0, "at or below the stream's end: had already");
-        assert!(q.extend(8, 3), "written elsewhere: a span to read begins");
-        assert!(!q.extend(7, 1), "an older announcement changes nothing");
-        assert_eq!(q.span().map(|s| (s.after, s.until)), Some((Some(5), 8)));
-        q.push(entry(8), 100);
-        q.push(entry(9), 100);
-        assert_eq!(q.span().map(|s| s.until), Some(9), "fresh ones wait behind");
-        assert!(!q.add_page(
-            vec![entry(6), entry(7), entry(8), entry(9)],
-            4,
-            Some(9),
-            Some(9)
-        ));
-        assert_eq!(order(&q), [6, 7, 8, 9]);
-        assert!(!q.extend(9, 1), "announced after it was pushed: once only");
-        q.push(entry(10), 100);
-        assert_eq!(order(&q), [10]);
-    }
-
-    #[test]
-    fn a_burst_beyond_the_window_spills_to_redis_in_order() {
-        let q = HookQueue::default();
-        for ts in 1..=WINDOW as u64 {
-            assert!(!q.push(entry(ts), 100_000).spilled);
-        }
-        assert!(q.push(entry(1000), 100_000).spilled, "a span begins");
-        assert!(!q.push(entry(1001), 100_000).spilled, "and grows");
-        let span = q.span().expect("span");
-        assert_eq!(
-            (span.after, span.until, span.count),
-            (Some(WINDOW as u64), 1001, 2)
-        );
-        assert_eq!(q.in_memory(), WINDOW);
-        assert_eq!(q.total(), WINDOW + 2);
-        assert_eq!(order(&q).len(), WINDOW);
-        assert!(q.wants_more());
-    }
-
-    #[test]
-    fn the_oldest_in_memory_are_dropped_when_full() {
-        let q = HookQueue::default();
-        assert!(q.push(entry(10), 2).dropped.is_empty());
-        assert!(q.push(entry(11), 2).dropped.is_empty());
-        let dropped = q.push(entry(12), 2).dropped;
-        assert_eq!(dropped.iter().map(|e| e.ts).collect::<Vec<_>>(), [10]);
-        assert_eq!(order(&q), [11, 12]);
-    }
-
-    #[test]
-    fn large_payloads_spill_by_bytes_and_are_counted_out_again() {
-        let q = HookQueue::default();
-        let big = WINDOW_BYTES / 4;
-        for ts in 1..=4 {
-            assert!(!q.push(sized(ts, big), 100).spilled);
-        }
-        assert_eq!(q.bytes_in_memory(), WINDOW_BYTES);
-        assert!(
-            q.push(sized(5, 10), 100).spilled,
-            "full by bytes, not count"
-        );
-        assert_eq!(q.in_memory(), 4);
-        assert!(!q.wants_more(), "memory is not low yet");
-        assert_eq!(q.pop().map(|e| e.ts), Some(1));
-        assert_eq!(q.pop().map(|e| e.ts), Some(2));
-        assert_eq!(q.pop().map(|e| e.ts), Some(3));
-        assert!(q.wants_more(), "below half the budget: read a page");
-        assert!(!q.add_page(vec![sized(5, 10)], 1, Some(5), Some(5)));
-        assert_eq!(order(&q), [4, 5]);
-        assert_eq!(q.bytes_in_memory(), 0);
-        // Dropping the oldest to stay within max_queue counts their bytes out too.
-        q.push(sized(6, 100), 1);
-        assert_eq!(q.push(sized(7, 30), 1).dropped.len(), 1);
-        assert_eq!(q.bytes_in_memory(), 30);
-    }
-}
+mod tests;

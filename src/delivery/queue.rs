@@ -13,6 +13,7 @@ use tokio_util::{sync::CancellationToken, task::TaskTracker};
 use super::{
     ack::Acker,
     backlog::{self, SharedPayloads},
+    budget::{self, Budget},
     client::CallbackClient,
     held::Held,
     hook_queue::HookQueue,
@@ -42,6 +43,8 @@ pub struct DeliveryContext {
     pub retry_intervals_ms: Vec<u64>,
     /// Most entries queued per hook.
     pub max_queue: usize,
+    /// The bytes all queues may take in Redis together.
+    pub budget: Arc<Budget>,
     pub guard: Arc<Guard>,
     pub metrics: Arc<Metrics>,
     pub token: CancellationToken,
@@ -104,7 +107,10 @@ impl Dispatcher {
         if self.spread.is_some() {
             return;
         }
-        let q = self.start_worker(hook, HookQueue::stored(until, count));
+        let q = self.start_worker(
+            hook,
+            HookQueue::stored(self.ctx.budget.clone(), until, count),
+        );
         self.start_pager(hook.id, &q);
         self.queues.insert(hook.id, q);
     }
@@ -146,20 +152,22 @@ impl Dispatcher {
         let mut records: Vec<(u64, Arc<crate::event::Payload>, usize)> = Vec::new();
         // One event id text per event, shared by its callbacks.
         let mut event_id: Option<(usize, Arc<str>)> = None;
-        let batch: Vec<(Arc<Hook>, Entry)> = callbacks
+        let batch: Vec<(Arc<Hook>, Entry, u64)> = callbacks
             .into_iter()
             .map(|c| {
-                let shared = match uses.get_mut(&(Arc::as_ptr(&c.payload) as usize)) {
+                let (shared, sharers) = match uses.get_mut(&(Arc::as_ptr(&c.payload) as usize)) {
                     Some((n, s)) if *n > 1 => {
                         let n = *n;
-                        Some(*s.get_or_insert_with(|| {
+                        let r = *s.get_or_insert_with(|| {
                             let r = self.next_shared();
                             records.push((r, c.payload.clone(), n));
                             r
-                        }))
+                        });
+                        (Some(r), Some(n))
                     }
-                    _ => None,
+                    _ => (None, None),
                 };
+                let cost = budget::cost(&c.payload, sharers);
                 let entry = Entry {
                     ts: c.ts,
                     payload: c.payload,
@@ -175,10 +183,10 @@ impl Dispatcher {
                     shared,
                     source: c.event.source,
                 };
-                (c.hook, entry)
+                (c.hook, entry, cost)
             })
             .collect();
-        let ids: Vec<(u64, Entry)> = batch.iter().map(|(h, e)| (h.id, e.clone())).collect();
+        let ids: Vec<(u64, Entry)> = batch.iter().map(|(h, e, _)| (h.id, e.clone())).collect();
         let records: Vec<Record<'_>> = records
             .iter()
             .map(|(s, p, n)| Record {
@@ -214,7 +222,7 @@ impl Dispatcher {
         let snapshot = self.ctx.store.registry().load();
         let mut gone: Vec<u64> = batch
             .iter()
-            .map(|(h, _)| h.id)
+            .map(|(h, _, _)| h.id)
             .filter(|id| snapshot.get(*id).is_none())
             .collect();
         gone.dedup();
@@ -225,11 +233,11 @@ impl Dispatcher {
         }
         let live = batch
             .into_iter()
-            .filter(|(hook, _)| snapshot.get(hook.id).is_some());
+            .filter(|(hook, _, _)| snapshot.get(hook.id).is_some());
         match self.spread.clone() {
             None => {
-                for (hook, entry) in live {
-                    self.queue(&hook, entry);
+                for (hook, entry, cost) in live {
+                    self.queue(&hook, entry, cost);
                 }
             }
             Some(held) => self.hand_over(&held, live).await,
@@ -237,43 +245,43 @@ impl Dispatcher {
         true
     }
 
-    fn queue(&mut self, hook: &Arc<Hook>, entry: Entry) {
+    fn queue(&mut self, hook: &Arc<Hook>, entry: Entry, cost: u64) {
         let q = match self.queues.get(&hook.id) {
             Some(q) => q.clone(),
             None => {
-                let q = self.start_worker(hook, HookQueue::default());
+                let q = self.start_worker(hook, HookQueue::new(self.ctx.budget.clone()));
                 self.queues.insert(hook.id, q.clone());
                 q
             }
         };
-        self.push(hook.id, &q, entry);
+        self.push(hook.id, &q, entry, cost);
     }
 
-    /// Queues `entry` in `q`, starting a pager when a span begins and removing what the
-    /// bound drops.
-    fn push(&self, hook: u64, q: &Arc<HookQueue>, entry: Entry) {
-        let pushed = q.push(entry, self.ctx.max_queue);
+    /// Queues `entry` (`cost` bytes in Redis) in `q`, starting a pager when a span begins and
+    /// removing what the bounds drop.
+    fn push(&self, hook: u64, q: &Arc<HookQueue>, entry: Entry, cost: u64) {
+        let pushed = q.push(entry, cost, self.ctx.max_queue);
         if pushed.spilled {
             spawn_pager(&self.ctx, hook, q, &self.paged);
         }
         if let Some(first) = pushed.dropped.first() {
             let oldest = (first.event_id.to_string(), first.ts);
             let dropped: Vec<Removal> = pushed.dropped.iter().map(|e| (e.ts, e.shared)).collect();
-            let (ctx, q) = (self.ctx.clone(), q.clone());
-            self.ctx
-                .tracker
-                .spawn(async move { drop_oldest(&ctx, &q, hook, &dropped, oldest).await });
+            let (ctx, q, by_budget) = (self.ctx.clone(), q.clone(), pushed.by_budget);
+            self.ctx.tracker.spawn(async move {
+                drop_oldest(&ctx, &q, hook, &dropped, oldest, by_budget).await;
+            });
         }
     }
 
     /// With delivery spread: queues the callbacks of the hooks this instance delivers, and
     /// announces the others' to whoever delivers them.
-    async fn hand_over(&self, held: &Held, batch: impl Iterator<Item = (Arc<Hook>, Entry)>) {
+    async fn hand_over(&self, held: &Held, batch: impl Iterator<Item = (Arc<Hook>, Entry, u64)>) {
         let mut announce: std::collections::BTreeMap<u64, (u64, usize)> = Default::default();
         let queues = held.lock().await;
-        for (hook, entry) in batch {
+        for (hook, entry, cost) in batch {
             match queues.get(&hook.id) {
-                Some(q) => self.push(hook.id, q, entry),
+                Some(q) => self.push(hook.id, q, entry, cost),
                 None => {
                     let a = announce.entry(hook.id).or_default();
                     *a = (a.0.max(entry.ts), a.1 + 1);
@@ -294,6 +302,11 @@ impl Dispatcher {
         if let Err(e) = sent {
             tracing::warn!(error = %e, "cannot announce queued callbacks to the instances that deliver them: they read them at their next check");
         }
+    }
+
+    /// The budget of all queues.
+    pub fn budget(&self) -> &Budget {
+        &self.ctx.budget
     }
 
     /// A handle on the store (for housekeeping beside the queues).
@@ -346,24 +359,39 @@ pub(super) fn spawn_pager(
 }
 
 /// Counts and removes from Redis the oldest entries of `hook`'s queue `q` over its bound
-/// (`oldest`: the first one's event id and timestamp); the log says so once a minute per hook,
-/// with how many were dropped since its last line and the oldest event lost.
+/// (`oldest`: the first one's event id and timestamp; `by_budget`: the budget of all queues
+/// took some, not only `max_queue`); the log says so once a minute per hook, with how many
+/// were dropped since its last line and the oldest event lost.
 pub(super) async fn drop_oldest(
     ctx: &DeliveryContext,
     q: &HookQueue,
     hook: u64,
     dropped: &[Removal],
     oldest: (String, u64),
+    by_budget: bool,
 ) {
     ctx.metrics.queue_dropped.inc_by(dropped.len() as u64);
+    if by_budget {
+        ctx.metrics
+            .queue_dropped_by_budget
+            .inc_by(dropped.len() as u64);
+    }
     let line = q.note_drops(dropped.len() as u64, oldest);
     if let Some((count, (event, ts))) = line {
+        let bound = if by_budget {
+            "delivery.queue_budget_mb"
+        } else {
+            "delivery.max_queue"
+        };
         tracing::warn!(
             hook_id = hook,
             dropped = count,
             oldest_lost_event = %event,
             oldest_lost_timestamp = ts,
+            bound,
             max_queue = ctx.max_queue,
+            budget_bytes = ctx.budget.limit(),
+            queued_bytes = ctx.budget.used(),
             "queue full: dropped the oldest callbacks (one line a minute per hook while it goes on)"
         );
     }

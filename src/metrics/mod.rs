@@ -105,6 +105,11 @@ pub struct Metrics {
     pub callback_failures: Family<ReasonLabel, Counter>,
     pub hooks_removed: Counter,
     pub queue_dropped: Counter,
+    /// Of those, dropped for the byte budget of all queues.
+    pub queue_dropped_by_budget: Counter,
+    /// `delivery.queue_budget_mb` in bytes, and what the queues take of it (estimated).
+    pub queue_budget_bytes: Gauge,
+    pub queue_bytes: Gauge,
     pub queue_append_conflicts: Counter,
     /// Store writes that fewer replicas than `store.wait_replicas` had in time.
     pub store_unreplicated: Counter,
@@ -218,6 +223,22 @@ impl Metrics {
             "hookrelay_queue_dropped",
             "Callbacks dropped because their hook's queue was full",
             m.queue_dropped.clone(),
+        );
+        r.register(
+            "hookrelay_queue_dropped_by_budget",
+            "Callbacks dropped because the queues together took more than delivery.queue_budget_mb \
+             and their hook's queue more than its share (also counted in hookrelay_queue_dropped)",
+            m.queue_dropped_by_budget.clone(),
+        );
+        r.register(
+            "hookrelay_queue_budget_bytes",
+            "The bytes of Redis all hooks' queues may take together (delivery.queue_budget_mb)",
+            m.queue_budget_bytes.clone(),
+        );
+        r.register(
+            "hookrelay_queue_bytes",
+            "The bytes of Redis the queues this instance delivers take, as estimated (sampled every 10 s)",
+            m.queue_bytes.clone(),
         );
         r.register(
             "hookrelay_queue_append_conflicts",

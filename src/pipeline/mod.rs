@@ -194,6 +194,17 @@ pub async fn run(config: Config, listeners: Listeners, shutdown: Shutdown) -> an
     let spread = fleet.is_some() && config.fleet.spread;
     let acker = Acker::new(config.delivery.max_unacked);
     tracker.spawn(acker.clone().run(conn.clone(), token.clone()));
+    let (budget, budget_from) =
+        crate::delivery::budget::resolve(config.delivery.queue_budget_mb, &mut conn.clone()).await;
+    tracing::info!(
+        budget_mb = budget >> 20,
+        from = budget_from,
+        max_queue = config.delivery.max_queue,
+        "queues: each hook's at most max_queue callbacks, all of them together at most the budget"
+    );
+    metrics
+        .queue_budget_bytes
+        .set(i64::try_from(budget).unwrap_or(i64::MAX));
     let delivery = Arc::new(DeliveryContext {
         acker: acker.clone(),
         client: CallbackClient::new(
@@ -206,6 +217,7 @@ pub async fn run(config: Config, listeners: Listeners, shutdown: Shutdown) -> an
         signer,
         retry_intervals_ms: config.delivery.retry_intervals_ms.clone(),
         max_queue: config.delivery.max_queue,
+        budget: Arc::new(crate::delivery::budget::Budget::new(budget)),
         conn: conn.clone(),
         metrics: metrics.clone(),
         token: token.clone(),

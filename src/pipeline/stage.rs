@@ -226,6 +226,10 @@ impl ProcessStage {
         if let Some(depths) = self.dispatcher.prune() {
             self.metrics.report_queues(&depths);
         }
+        let used = self.dispatcher.budget().used();
+        self.metrics
+            .queue_bytes
+            .set(i64::try_from(used).unwrap_or(i64::MAX));
         let Some(router) = &mut self.router else {
             return;
         };

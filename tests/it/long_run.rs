@@ -244,3 +244,92 @@ async fn empty_idle_streams_are_removed_and_the_others_kept() {
         assert_eq!(got, want, "stream of hook {id}");
     }
 }
+
+/// The byte budget of all queues (1 MiB here): one receiver down while 8,000 events arrive at
+/// 2,000 a second, another up. The live hook gets all 8,000, in order; the dead one keeps about the budget's
+/// worth and, once back, gets the callback it was retrying and then the newest ones in order;
+/// every other one is dropped and counted, and the log says so in one line naming the bound.
+#[tokio::test]
+async fn the_queues_together_stay_within_their_budget_and_only_the_full_one_drops() {
+    let redis = TestRedis::start().await;
+    let (down, up) = (TestReceiver::start().await, TestReceiver::start().await);
+    // Retries for a minute, 100 ms apart.
+    let patient = format!("[{}]", vec!["100"; 600].join(","));
+    let env = [("HOOKRELAY_DELIVERY__RETRY_INTERVALS_MS", patient.as_str())];
+    let relay = RelayProcess::start_env(&redis, "queue_budget_mb = 1\n", "info", &env).await;
+    let http = http_client();
+    create_hook(&http, relay.api, &down.url("/down"), "").await;
+    create_hook(&http, relay.api, &up.url("/up"), "").await;
+    down.status_for_prefix("/down", 503);
+    let n = 8000;
+    let messages: Vec<String> = (0..n)
+        .map(|i| user_joined("int-1", &format!("u{i}"), &format!("n{i}")))
+        .collect();
+    // At 2,000 a second, which the live hook keeps up with.
+    for chunk in messages.chunks(100) {
+        redis.publish_all(chunk).await;
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let want: Vec<String> = (0..n).map(|i| format!("n{i}")).collect();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while up.names_at("/up").len() < n {
+        assert!(
+            Instant::now() < deadline,
+            "the live hook got {} of {n}:\n{}",
+            up.names_at("/up").len(),
+            relay.metrics().await
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(up.names_at("/up"), want, "the live hook loses nothing");
+    let m = relay.metrics().await;
+    assert_eq!(metric_value(&m, "hookrelay_queue_budget_bytes"), 1048576.0);
+    down.clear_status_for_prefix();
+    // Some are dropped as they are read back from Redis: wait until each is either delivered
+    // or counted as dropped.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let dropped = loop {
+        let m = relay.metrics().await;
+        let dropped = metric_value(&m, "hookrelay_queue_dropped_total") as usize;
+        if down.names_at("/down").len() + dropped >= n {
+            break dropped;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "neither delivered nor dropped:\n{m}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert!(dropped > 0, "past the budget");
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let got = down.names_at("/down");
+    let kept = n - dropped;
+    assert_eq!(got.len(), kept, "each kept callback once");
+    // The callback being retried when the queue overflowed, then the newest, in order.
+    assert!(
+        got[1..] == want[n - kept + 1..],
+        "not the newest {} in order: first {:?}",
+        kept - 1,
+        &got[..3]
+    );
+    let m = relay.metrics().await;
+    assert_eq!(
+        metric_value(&m, "hookrelay_queue_dropped_by_budget_total"),
+        dropped as f64
+    );
+    // About the budget's worth was kept: a callback takes its entry and its half of the
+    // payload record the two hooks share.
+    let body = up.delivered()[0].body.len();
+    let each = 120 + body / 2;
+    assert!(
+        (512 << 10..=(1536 << 10)).contains(&(kept * each)),
+        "kept {kept} callbacks of about {each} bytes"
+    );
+    assert_eq!(log_lines(&relay, "queue full"), 1, "{}", plain_log(&relay));
+    assert_eq!(
+        log_lines(&relay, "bound=\"delivery.queue_budget_mb\""),
+        1,
+        "{}",
+        plain_log(&relay)
+    );
+}
