@@ -225,6 +225,7 @@ fn send(result: &replay::Replay, config: &Config) -> Result<Vec<Vec<String>>, St
         let client = CallbackClient::new(
             timeout,
             Arc::new(hookrelay::config::callback_guard(&config.delivery)),
+            config.delivery.max_connections_per_receiver,
         )
         .map_err(|e| e.to_string())?;
         Ok(replay::send(result, &Signer::from_config(config), &client).await)

@@ -10,6 +10,9 @@
 //! target/release/examples/load restart --hooks 1000 --events 100
 //! target/release/examples/load idle --seconds 10
 //! target/release/examples/load api --hooks 1000
+//! target/release/examples/load outage --hooks 10 --events 10000
+//! target/release/examples/load meetings --meetings 1000 --users 10
+//! target/release/examples/load fanout --hooks 2000 --events 5
 //! ```
 //! `--relay-bin OLD --relay-bin NEW` alternates two builds run by run (ratios in one run).
 
@@ -19,6 +22,7 @@ mod support;
 
 mod api;
 mod launch;
+mod memory;
 mod procstat;
 mod scenario;
 mod sink;
@@ -97,6 +101,28 @@ pub enum Scenario {
         seconds: u64,
         #[arg(long, default_value_t = 10)]
         hooks: usize,
+    },
+    /// Receivers that hang while events arrive: Redis bytes and relay RSS per queued
+    /// callback, then the time to deliver them all once the receivers are back.
+    Outage {
+        #[arg(long, default_value_t = 10)]
+        hooks: usize,
+        #[arg(long, default_value_t = 10_000)]
+        events: usize,
+    },
+    /// Meetings begin with their users (no hook): Redis bytes and relay RSS per meeting.
+    Meetings {
+        #[arg(long, default_value_t = 1_000)]
+        meetings: usize,
+        #[arg(long, default_value_t = 10)]
+        users: usize,
+    },
+    /// Many hooks on one receiver: the relay's memory at the fan-out's peak, per hook.
+    Fanout {
+        #[arg(long, default_value_t = 2_000)]
+        hooks: usize,
+        #[arg(long, default_value_t = 5)]
+        events: usize,
     },
     /// hooks/list and hooks/create throughput with wrk.
     Api {

@@ -28,3 +28,10 @@ fn clock_ticks() -> f64 {
         .and_then(|s| s.trim().parse().ok())
         .unwrap_or(100.0)
 }
+
+/// Resident set size now (`VmRSS`) of process `pid`, in KiB.
+pub fn rss_kib(pid: u32) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
+    line.split_whitespace().nth(1)?.parse().ok()
+}

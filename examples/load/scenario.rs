@@ -87,17 +87,22 @@ pub async fn run(scenario: &Scenario, setup: &Setup) -> Figures {
         Scenario::Restart { hooks, events } => restart(setup, hooks, events).await,
         Scenario::Idle { seconds, hooks } => idle(setup, seconds, hooks).await,
         Scenario::Api { hooks, seconds } => crate::api::run(setup, hooks, seconds).await,
+        Scenario::Outage { hooks, events } => crate::memory::outage(setup, hooks, events).await,
+        Scenario::Meetings { meetings, users } => {
+            crate::memory::meetings(setup, meetings, users).await
+        }
+        Scenario::Fanout { hooks, events } => crate::memory::fanout(setup, hooks, events).await,
     }
 }
 
-fn messages(n: usize) -> Vec<String> {
+pub(crate) fn messages(n: usize) -> Vec<String> {
     (0..n)
         .map(|i| user_joined("int-load", &format!("w_{i}"), &format!("user {i}")))
         .collect()
 }
 
 /// Starts `n` receivers answering after `delay`, each registered as a global hook.
-async fn sinks(relay: &Relay, n: usize, delay: Duration, tag: &str) -> Vec<Sink> {
+pub(crate) async fn sinks(relay: &Relay, n: usize, delay: Duration, tag: &str) -> Vec<Sink> {
     let mut out = Vec::new();
     for i in 0..n {
         let s = Sink::start(delay).await;
@@ -108,7 +113,7 @@ async fn sinks(relay: &Relay, n: usize, delay: Duration, tag: &str) -> Vec<Sink>
 }
 
 /// Waits until every sink has `n` callbacks (or five minutes passed).
-async fn wait_all(sinks: &[Sink], n: usize) {
+pub(crate) async fn wait_all(sinks: &[Sink], n: usize) {
     let deadline = Instant::now() + Duration::from_secs(300);
     while sinks.iter().any(|s| s.count() < n) && Instant::now() < deadline {
         tokio::time::sleep(Duration::from_millis(1)).await;
@@ -116,7 +121,7 @@ async fn wait_all(sinks: &[Sink], n: usize) {
 }
 
 /// True when the sink got exactly callbacks 0..n, in order (or a prefix of them when `prefix`).
-fn in_order(sink: &Sink, n: usize, prefix: bool) -> bool {
+pub(crate) fn in_order(sink: &Sink, n: usize, prefix: bool) -> bool {
     let got = sink.arrivals();
     let numbers_ok = got.iter().enumerate().all(|(i, (_, u))| *u == Some(i));
     numbers_ok && (got.len() == n || (prefix && got.len() <= n))

@@ -170,6 +170,10 @@ pub struct DeliveryConfig {
     /// Wait before retry k (after the k-th failure). When it runs out the hook is removed.
     pub retry_intervals_ms: Vec<u64>,
     pub request_timeout_ms: u64,
+    /// Most callbacks in flight at once to one receiver (host and port), across its hooks;
+    /// the others wait their turn. Bounds the sockets and memory of a fan-out to many hooks
+    /// on one receiver.
+    pub max_connections_per_receiver: usize,
     pub checksum_algorithm: Algorithm,
     /// The callback body's form. Unset: bbb-webhooks' form when the relay takes over from it
     /// (`--reference-config`, its configuration on this server, or its hooks imported), else
@@ -238,6 +242,7 @@ impl Default for DeliveryConfig {
                 100, 500, 1000, 2000, 4000, 8000, 10000, 30000, 60000, 60000, 60000, 60000,
             ],
             request_timeout_ms: 5000,
+            max_connections_per_receiver: 256,
             checksum_algorithm: Algorithm::Sha1,
             compat: None,
             auth: CallbackAuth::Checksum,

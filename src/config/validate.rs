@@ -56,6 +56,12 @@ impl Config {
         if self.delivery.max_queue == 0 {
             return fail("delivery.max_queue", "must be greater than 0");
         }
+        if self.delivery.max_connections_per_receiver == 0 {
+            return fail(
+                "delivery.max_connections_per_receiver",
+                "must be greater than 0",
+            );
+        }
         if self.delivery.queue_budget_mb == Some(0) {
             return fail("delivery.queue_budget_mb", "must be greater than 0");
         }

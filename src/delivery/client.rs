@@ -77,12 +77,49 @@ pub const DOMAIN_HEADER: &str = "x-hookrelay-domain";
 #[derive(Clone)]
 pub struct CallbackClient {
     http: reqwest::Client,
+    receivers: Arc<Receivers>,
+}
+
+/// At most so many requests at once to one receiver (host and port), each on its own
+/// connection: a fan-out to thousands of hooks on one receiver holds that many sockets and
+/// their buffers (about 40 KiB each), not one per hook. Waiters go in turn.
+struct Receivers {
+    max: usize,
+    open: std::sync::Mutex<std::collections::HashMap<String, Arc<tokio::sync::Semaphore>>>,
+}
+
+impl Receivers {
+    fn of(&self, url: &str) -> Arc<tokio::sync::Semaphore> {
+        let key = reqwest::Url::parse(url).map_or_else(
+            |_| url.to_string(),
+            |u| {
+                format!(
+                    "{}:{}",
+                    u.host_str().unwrap_or(""),
+                    u.port_or_known_default().unwrap_or(0)
+                )
+            },
+        );
+        let mut open = self.open.lock().unwrap_or_else(|e| e.into_inner());
+        if open.len() >= 1024 && open.len().is_power_of_two() {
+            // Receivers no request waits on or uses.
+            open.retain(|_, s| Arc::strong_count(s) > 1 || s.available_permits() < self.max);
+        }
+        open.entry(key)
+            .or_insert_with(|| Arc::new(tokio::sync::Semaphore::new(self.max)))
+            .clone()
+    }
 }
 
 impl CallbackClient {
     /// # Errors
     /// When the TLS back end cannot be set up.
-    pub fn new(timeout: Duration, guard: Arc<Guard>) -> Result<Self, reqwest::Error> {
+    /// `per_receiver`: most requests at once to one host and port.
+    pub fn new(
+        timeout: Duration,
+        guard: Arc<Guard>,
+        per_receiver: usize,
+    ) -> Result<Self, reqwest::Error> {
         // reqwest is built without a bundled crypto provider; ring is installed once for the
         // process (a second call finds it installed, which is fine).
         let _ = rustls::crypto::ring::default_provider().install_default();
@@ -93,10 +130,15 @@ impl CallbackClient {
             .timeout(timeout)
             .connect_timeout(timeout)
             .pool_idle_timeout(Duration::from_secs(60))
+            .pool_max_idle_per_host(per_receiver)
             .dns_resolver(Arc::new(GuardedResolver { guard }))
             .user_agent(concat!("hookrelay/", env!("CARGO_PKG_VERSION")));
         Ok(Self {
             http: builder.build()?,
+            receivers: Arc::new(Receivers {
+                max: per_receiver.max(1),
+                open: std::sync::Mutex::default(),
+            }),
         })
     }
 
@@ -115,6 +157,12 @@ impl CallbackClient {
         standard: Option<&Headers>,
         domain: &str,
     ) -> Result<u16, DeliveryError> {
+        let receiver = self.receivers.of(url);
+        // Never closed: a permit always comes.
+        let _turn = receiver
+            .acquire()
+            .await
+            .map_err(|e| DeliveryError::Request(e.to_string()))?;
         let mut request = self
             .http
             .post(url)

@@ -210,6 +210,7 @@ pub async fn run(config: Config, listeners: Listeners, shutdown: Shutdown) -> an
         client: CallbackClient::new(
             Duration::from_millis(config.delivery.request_timeout_ms),
             guard.clone(),
+            config.delivery.max_connections_per_receiver,
         )?,
         guard: guard.clone(),
         store: store.clone(),
