@@ -136,7 +136,12 @@ async fn a_receiver_down_loses_nothing_within_the_bound_and_past_it_the_log_says
     let want: Vec<String> = (0..120).map(|i| format!("n{i}")).collect();
     let deadline = Instant::now() + Duration::from_secs(30);
     while rx.names_at("/down").len() < 120 || small.names_at("/down").len() < 51 {
-        assert!(Instant::now() < deadline, "not delivered after the outage");
+        assert!(
+            Instant::now() < deadline,
+            "not delivered after the outage: {} and {}",
+            rx.names_at("/down").len(),
+            small.names_at("/down").len()
+        );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     assert_eq!(
@@ -332,4 +337,35 @@ async fn the_queues_together_stay_within_their_budget_and_only_the_full_one_drop
         "{}",
         plain_log(&relay)
     );
+}
+
+/// A fan-out to 20 hooks on one receiver that answers in 30 ms, with
+/// `max_connections_per_receiver = 4`: never more than 4 callbacks in flight to it at once (and
+/// 4 are), and every hook gets every event once, in order.
+#[tokio::test]
+async fn a_fan_out_to_one_receiver_keeps_to_its_connections() {
+    let redis = TestRedis::start().await;
+    let rx = TestReceiver::start().await;
+    rx.set_default(Reply::Delay(Duration::from_millis(30), 200));
+    let relay = RelayProcess::start(&redis, "max_connections_per_receiver = 4\n").await;
+    let http = http_client();
+    let hooks = 20;
+    for i in 0..hooks {
+        create_hook(&http, relay.api, &rx.url(&format!("/fan/{i}")), "").await;
+    }
+    let messages: Vec<String> = (0..5)
+        .map(|i| user_joined("int-1", &format!("u{i}"), &format!("n{i}")))
+        .collect();
+    redis.publish_all(&messages).await;
+    rx.wait_delivered(hooks * 5).await;
+    let want: Vec<String> = (0..5).map(|i| format!("n{i}")).collect();
+    for i in 0..hooks {
+        assert_eq!(rx.names_at(&format!("/fan/{i}")), want, "hook {i}");
+    }
+    assert_eq!(
+        rx.max_in_flight(crate::support::receiver::ALL_PATHS),
+        4,
+        "at most (and up to) max_connections_per_receiver at once"
+    );
+    assert_eq!(rx.delivered_count(), hooks * 5, "each once");
 }

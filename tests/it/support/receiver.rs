@@ -85,7 +85,10 @@ struct Inner {
     in_flight: Mutex<std::collections::HashMap<String, (usize, usize)>>,
 }
 
-/// Counts one request of a path as in flight while it lives.
+/// The key of [`TestReceiver::max_in_flight`] that counts every path together.
+pub const ALL_PATHS: &str = "*";
+
+/// Counts one request of a path (and of all paths) as in flight while it lives.
 struct InFlight {
     inner: Arc<Inner>,
     path: String,
@@ -94,9 +97,11 @@ struct InFlight {
 impl InFlight {
     fn new(inner: &Arc<Inner>, path: &str) -> Self {
         let mut map = inner.in_flight.lock().unwrap();
-        let (now, most) = map.entry(path.to_string()).or_default();
-        *now += 1;
-        *most = (*most).max(*now);
+        for key in [path, ALL_PATHS] {
+            let (now, most) = map.entry(key.to_string()).or_default();
+            *now += 1;
+            *most = (*most).max(*now);
+        }
         Self {
             inner: inner.clone(),
             path: path.to_string(),
@@ -106,8 +111,11 @@ impl InFlight {
 
 impl Drop for InFlight {
     fn drop(&mut self) {
-        if let Some((now, _)) = self.inner.in_flight.lock().unwrap().get_mut(&self.path) {
-            *now -= 1;
+        let mut map = self.inner.in_flight.lock().unwrap();
+        for key in [self.path.as_str(), ALL_PATHS] {
+            if let Some((now, _)) = map.get_mut(key) {
+                *now -= 1;
+            }
         }
     }
 }
@@ -172,7 +180,8 @@ impl TestReceiver {
         self.inner.received.lock().unwrap().clone()
     }
 
-    /// The most requests to `path` that were ever being answered at once.
+    /// The most requests to `path` ([`ALL_PATHS`]: to any) that were ever being answered at
+    /// once.
     #[allow(dead_code)]
     pub fn max_in_flight(&self, path: &str) -> usize {
         self.inner
