@@ -8,7 +8,8 @@
 //!   [`hooks::matcher`], which picks the hooks an event goes to.
 //! - [`route`]: process -> match -> plugin chain for a batch, the one place the pipeline and
 //!   `replay` share; it also gives each callback its per-hook timestamp.
-//! - [`delivery`]: per-hook FIFO queues, retries, signing and the HTTP client.
+//! - [`delivery`]: per-hook FIFO queues, retries, signing and the HTTP client, in layers that
+//!   import only downwards (listed in its doc comment, kept by a test).
 //! - [`plugin_host`]: WebAssembly plugins that keep, replace or drop each (event, hook) pair
 //!   after matching, hot reloaded from a folder.
 //! - [`api`]: `hooks/create`, `hooks/destroy`, `hooks/list` (BBB checksum, BBB XML).

@@ -9,12 +9,7 @@ use std::{collections::HashMap, sync::Arc};
 
 use tokio::{sync::MutexGuard, task::JoinHandle};
 
-use super::{
-    backlog::SharedPayloads,
-    hook_queue::HookQueue,
-    journal::Position,
-    queue::{DeliveryContext, spawn_pager, spawn_worker},
-};
+use super::{context::DeliveryContext, hook_queue::HookQueue, journal::Position, pager, worker};
 use crate::{fleet::lease::Lease, hooks::Hook};
 
 /// The queues delivered here, by hook id.
@@ -22,7 +17,6 @@ pub type Queues = HashMap<u64, Arc<HookQueue>>;
 
 pub struct Held {
     ctx: Arc<DeliveryContext>,
-    paged: Arc<SharedPayloads>,
     queues: tokio::sync::Mutex<Queues>,
 }
 
@@ -30,18 +24,12 @@ impl Held {
     pub fn new(ctx: Arc<DeliveryContext>) -> Arc<Self> {
         Arc::new(Self {
             ctx,
-            paged: Arc::default(),
             queues: tokio::sync::Mutex::default(),
         })
     }
 
     pub fn ctx(&self) -> &Arc<DeliveryContext> {
         &self.ctx
-    }
-
-    /// Payloads read back by the pagers of every queue.
-    pub fn paged(&self) -> &Arc<SharedPayloads> {
-        &self.paged
     }
 
     pub async fn lock(&self) -> MutexGuard<'_, Queues> {
@@ -63,9 +51,9 @@ impl Held {
             pos.last_ts,
             pos.length,
         ));
-        let worker = spawn_worker(&self.ctx, hook, &q);
+        let worker = worker::spawn(&self.ctx, hook, &q);
         if pos.length > 0 {
-            spawn_pager(&self.ctx, hook.id, &q, &self.paged);
+            pager::spawn(&self.ctx, hook.id, &q);
         }
         if let Some(old) = queues.insert(hook.id, q) {
             old.close();
@@ -86,7 +74,7 @@ impl Held {
         if let Some(q) = queues.get(&id)
             && q.extend(until, count)
         {
-            spawn_pager(&self.ctx, id, q, &self.paged);
+            pager::spawn(&self.ctx, id, q);
         }
     }
 

@@ -1,22 +1,38 @@
-//! Delivery: per-hook FIFO queues ([`queue`]) with one worker each and one callback in flight
-//! ([`worker`]), kept in Redis ([`journal`]), read back a page at a time ([`backlog`]) and
-//! marked delivered there in batches ([`ack`]), within a byte budget of all queues ([`budget`]), moved from earlier versions' key names at start
-//! ([`migrate`]); in a fleet that spreads delivery, the queues of the hooks this instance holds
-//! ([`held`]); the retry schedule ([`retry`]), signing ([`sign`], pure), the HTTP client
-//! ([`client`]) and its address check at connection time ([`ssrf`]).
+//! Delivery, in layers that import only downwards (the test in `layers.rs` keeps it so), from
+//! the bottom:
+//!
+//! 1. Parts: the retry schedule ([`retry`]), signing ([`sign`], pure), the address check at
+//!    connection time ([`ssrf`]), the byte budget of all queues ([`budget`]), what the log says
+//!    of a hook's troubles ([`incident`]); then the HTTP client ([`client`]).
+//! 2. Redis: each hook's queue as a stream ([`journal`]); on it, delivered callbacks marked in
+//!    batches ([`ack`]), streams of earlier versions moved at start ([`migrate`]) and idle
+//!    empty streams removed ([`tidy`]).
+//! 3. One hook's queue in memory ([`hook_queue`]); the payloads read back that the queues
+//!    share ([`payloads`]); a batch's callbacks planned as entries, without I/O ([`plan`]).
+//! 4. What every worker and pager share ([`context`]).
+//! 5. The loops of one hook: its worker, one callback in flight ([`worker`]), and its pager,
+//!    reading back what waits in Redis only ([`pager`]).
+//! 6. In a fleet that spreads delivery, the queues of the hooks this instance holds ([`held`]).
+//! 7. The dispatcher, which queues each batch's callbacks ([`dispatch`]).
 
 pub mod ack;
-pub mod backlog;
 pub mod budget;
 pub mod client;
+pub mod context;
+pub mod dispatch;
 pub mod held;
 pub mod hook_queue;
 pub mod incident;
 pub mod journal;
 pub mod migrate;
-pub mod queue;
+pub mod pager;
+pub mod payloads;
+pub mod plan;
 pub mod retry;
 pub mod sign;
 pub mod ssrf;
 pub mod tidy;
 pub mod worker;
+
+#[cfg(test)]
+mod layers;

@@ -11,10 +11,10 @@ use std::time::Instant;
 
 use super::{
     client::DeliveryError,
+    context::DeliveryContext,
     hook_queue::HookQueue,
     incident::{Failures, Line},
     journal::Entry,
-    queue::DeliveryContext,
     retry::RetryPolicy,
     sign::SignedCallback,
 };
@@ -29,8 +29,17 @@ enum Outcome {
     Stopped,
 }
 
+/// Starts the worker of `hook` on `q`.
+pub(super) fn spawn(
+    ctx: &Arc<DeliveryContext>,
+    hook: &Arc<Hook>,
+    q: &Arc<HookQueue>,
+) -> tokio::task::JoinHandle<()> {
+    ctx.tracker.spawn(run(hook.clone(), q.clone(), ctx.clone()))
+}
+
 /// Sends the hook's callbacks one at a time until the hook is removed or the relay stops.
-pub(super) async fn run(hook: Arc<Hook>, queue: Arc<HookQueue>, ctx: Arc<DeliveryContext>) {
+async fn run(hook: Arc<Hook>, queue: Arc<HookQueue>, ctx: Arc<DeliveryContext>) {
     /// Counts the worker in `hookrelay_delivery_workers` for as long as it lives.
     struct Alive(prometheus_client::metrics::gauge::Gauge);
     impl Drop for Alive {

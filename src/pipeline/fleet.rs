@@ -23,7 +23,7 @@ use crate::{
     base::sources::SourceTable,
     bus::BusMessage,
     config::FleetConfig,
-    delivery::{ack::Acker, held::Held, queue::DeliveryContext},
+    delivery::{ack::Acker, context::DeliveryContext, held::Held},
     fleet::{
         backlog::{Backlog, Resume},
         cursor::{self, Cursor},

@@ -19,9 +19,7 @@ use crate::{
     conference::exposition::ConferenceExport,
     config::{CallbackAuth, Config, callback_guard, compat::CallbackFormat},
     delivery::{
-        ack::Acker,
-        client::CallbackClient,
-        queue::{DeliveryContext, Dispatcher},
+        ack::Acker, client::CallbackClient, context::DeliveryContext, dispatch::Dispatcher,
         sign::Signer,
     },
     fleet::{cursor::Cursors, lease::Fence},
@@ -224,6 +222,7 @@ pub async fn run(config: Config, listeners: Listeners, shutdown: Shutdown) -> an
         token: token.clone(),
         tracker: tracker.clone(),
         // With delivery spread, each hook's own lease fences its worker.
+        paged: Default::default(),
         fence: if spread {
             Fence::none(token.clone())
         } else {

@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use crate::{
     base::redis_keys::lease_key,
-    delivery::{journal, migrate, queue::Dispatcher},
+    delivery::{dispatch::Dispatcher, journal, migrate},
     fleet::lease::Lease,
     hooks::Registry,
     route::Clock,

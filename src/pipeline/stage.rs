@@ -16,7 +16,7 @@ use crate::{
     },
     bus::BusMessage,
     conference,
-    delivery::{queue::Dispatcher, tidy},
+    delivery::{dispatch::Dispatcher, tidy},
     event::persist,
     fleet::{cursor::Cursors, lease::Fence},
     hooks::{Registry, Snapshot},

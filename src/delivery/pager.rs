@@ -6,56 +6,26 @@
 //! for what is in Redis only: the oldest entries beyond them are dropped (and counted) as they
 //! are read.
 
-use std::{
-    collections::HashMap,
-    sync::{Arc, Mutex, Weak},
-};
-
-use crate::store_conn::StoreConn;
+use std::{collections::HashMap, sync::Arc};
 
 use super::{
+    context::DeliveryContext,
     hook_queue::{HookQueue, PAGE},
-    journal::Removal,
-    journal::{self, Entry, Stored, StoredBody},
-    queue::{DeliveryContext, drop_oldest},
+    journal::{self, Entry, Removal, Stored, StoredBody},
+    payloads::SharedPayloads,
 };
-use crate::{base::sources::SourceTable, event::Payload, shutdown::retry_until_ok};
+use crate::{
+    base::sources::SourceTable, event::Payload, shutdown::retry_until_ok, store_conn::StoreConn,
+};
 
-/// Payloads read back so far, by record reference; entries hold the strong references.
-/// Records are read one pager at a time, so that a thousand hooks starting together read each
-/// record once, not once each.
-#[derive(Default)]
-pub struct SharedPayloads {
-    known: Mutex<HashMap<u64, Weak<Payload>>>,
-    reading: tokio::sync::Mutex<()>,
-}
-
-impl SharedPayloads {
-    fn get(&self, shared: u64) -> Option<Arc<Payload>> {
-        self.lock().get(&shared).and_then(Weak::upgrade)
-    }
-
-    fn insert(&self, shared: u64, payload: &Arc<Payload>) {
-        let mut map = self.lock();
-        if map.len() > 4 * PAGE && map.len().is_power_of_two() {
-            map.retain(|_, w| w.strong_count() > 0);
-        }
-        map.insert(shared, Arc::downgrade(payload));
-    }
-
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<u64, Weak<Payload>>> {
-        self.known.lock().unwrap_or_else(|e| e.into_inner())
-    }
+/// Starts the pager of `hook`'s queue `q`.
+pub(super) fn spawn(ctx: &Arc<DeliveryContext>, hook: u64, q: &Arc<HookQueue>) {
+    ctx.tracker.spawn(run(ctx.clone(), hook, q.clone()));
 }
 
 /// Pages hook `hook`'s span into `queue` until it is read whole, the queue closes or the relay
 /// stops.
-pub async fn page_in(
-    ctx: Arc<DeliveryContext>,
-    hook: u64,
-    queue: Arc<HookQueue>,
-    shared: Arc<SharedPayloads>,
-) {
+async fn run(ctx: Arc<DeliveryContext>, hook: u64, queue: Arc<HookQueue>) {
     let token = ctx.token.clone();
     loop {
         while !queue.wants_more() {
@@ -90,10 +60,11 @@ pub async fn page_in(
                 .map(|e| (e.ts, e.shared))
                 .chain(page.drain(..room.from_page).map(|s| s.removal()))
                 .collect();
-            drop_oldest(&ctx, &queue, hook, &dropped, oldest, room.by_budget).await;
+            ctx.drop_oldest(&queue, hook, &dropped, oldest, room.by_budget)
+                .await;
         }
         let entries = retry_until_ok(&token, "read queued payloads", || {
-            resolve(ctx.conn.clone(), hook, &page, &shared, &ctx.sources)
+            resolve(ctx.conn.clone(), hook, &page, &ctx.paged, &ctx.sources)
         })
         .await;
         let Some(entries) = entries else { return };

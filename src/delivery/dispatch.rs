@@ -1,57 +1,28 @@
-//! Per-hook queues: every (event, hook) pair becomes an [`Entry`], written to the hook's Redis
-//! stream ([`super::journal`]) before it is queued in memory. One worker per hook
-//! ([`super::worker`]) sends the entries one at a time, in order; a 2xx removes the entry from
-//! Redis. Queues are bounded: the oldest entries are dropped (and counted) when a hook falls
-//! too far behind. A slow hook only ever delays itself.
+//! The dispatcher, the top of delivery: every (event, hook) pair becomes an [`Entry`], written
+//! to the hook's Redis stream ([`super::journal`]) before it is queued in memory
+//! ([`super::hook_queue`]), starting the hook's worker ([`super::worker`]) and, when part of
+//! the queue waits in Redis only, its pager ([`super::pager`]). One worker per hook sends the
+//! entries one at a time, in order; a 2xx removes the entry from Redis. Queues are bounded:
+//! the oldest entries are dropped (and counted) when a hook falls too far behind. A slow hook
+//! only ever delays itself.
 
 use std::{collections::HashMap, sync::Arc, time::Instant};
 
-use crate::store_conn::StoreConn;
 use redis::AsyncCommands;
-use tokio_util::{sync::CancellationToken, task::TaskTracker};
 
 use super::{
-    ack::Acker,
-    backlog::{self, SharedPayloads},
-    budget::{self, Budget},
-    client::CallbackClient,
+    budget::Budget,
+    context::DeliveryContext,
     held::Held,
     hook_queue::HookQueue,
     journal::{self, Entry, Record, Removal},
-    sign::Signer,
+    pager,
+    plan::{Plan, plan},
+    worker,
 };
 use crate::{
-    base::{callback_url::Guard, sources::SourceTable},
-    fleet::{lease::Fence, share},
-    hooks::{Hook, HookStore},
-    metrics::Metrics,
-    route::Callback,
-    shutdown::retry_until_ok,
+    fleet::share, hooks::Hook, route::Callback, shutdown::retry_until_ok, store_conn::StoreConn,
 };
-
-/// What every worker shares.
-pub struct DeliveryContext {
-    pub client: CallbackClient,
-    /// Marks delivered callbacks in Redis, off the hot path.
-    pub acker: Arc<Acker>,
-    pub store: Arc<HookStore>,
-    /// For the queues' Redis streams.
-    pub conn: StoreConn,
-    pub signer: Signer,
-    /// The sources' names, for the queues' stored entries.
-    pub sources: Arc<SourceTable>,
-    pub retry_intervals_ms: Vec<u64>,
-    /// Most entries queued per hook.
-    pub max_queue: usize,
-    /// The bytes all queues may take in Redis together.
-    pub budget: Arc<Budget>,
-    pub guard: Arc<Guard>,
-    pub metrics: Arc<Metrics>,
-    pub token: CancellationToken,
-    pub tracker: TaskTracker,
-    /// In a fleet: nothing is sent once the lease is lost.
-    pub fence: Fence,
-}
 
 /// Owns every hook's queue; used by the pipeline's single processing task only.
 pub struct Dispatcher {
@@ -59,8 +30,6 @@ pub struct Dispatcher {
     queues: HashMap<u64, Arc<HookQueue>>,
     /// The last shared payload reference given.
     last_shared: u64,
-    /// Payloads read back by the pagers.
-    paged: Arc<SharedPayloads>,
     /// With delivery spread over a fleet: the queues this instance delivers. The callbacks of
     /// every other hook are only written to Redis and announced to their deliverer.
     spread: Option<Arc<Held>>,
@@ -72,7 +41,6 @@ impl Dispatcher {
             ctx,
             queues: HashMap::new(),
             last_shared: 0,
-            paged: Arc::default(),
             spread: None,
         }
     }
@@ -83,7 +51,6 @@ impl Dispatcher {
             ctx: held.ctx().clone(),
             queues: HashMap::new(),
             last_shared: 0,
-            paged: held.paged().clone(),
             spread: Some(held),
         }
     }
@@ -111,19 +78,15 @@ impl Dispatcher {
             hook,
             HookQueue::stored(self.ctx.budget.clone(), until, count),
         );
-        self.start_pager(hook.id, &q);
+        pager::spawn(&self.ctx, hook.id, &q);
         self.queues.insert(hook.id, q);
     }
 
     /// Starts the worker of `hook` on `queue`.
     fn start_worker(&self, hook: &Arc<Hook>, queue: HookQueue) -> Arc<HookQueue> {
         let q = Arc::new(queue);
-        spawn_worker(&self.ctx, hook, &q);
+        worker::spawn(&self.ctx, hook, &q);
         q
-    }
-
-    fn start_pager(&self, hook: u64, q: &Arc<HookQueue>) {
-        spawn_pager(&self.ctx, hook, q, &self.paged);
     }
 
     /// Persists `state` (commands that must be exactly as durable as these callbacks: the
@@ -140,52 +103,8 @@ impl Dispatcher {
         if callbacks.is_empty() && state.is_empty() {
             return true;
         }
-        // A payload that several callbacks carry is stored once, as a shared record.
-        // Keyed by the payload's address (a callback's payload is shared by `Arc`). Not on a
-        // cluster: a record would sit in another slot than the entries that release it.
-        let mut uses: HashMap<usize, (usize, Option<u64>)> = HashMap::new();
-        if !self.ctx.conn.is_cluster() {
-            for c in &callbacks {
-                uses.entry(Arc::as_ptr(&c.payload) as usize).or_default().0 += 1;
-            }
-        }
-        let mut records: Vec<(u64, Arc<crate::event::Payload>, usize)> = Vec::new();
-        // One event id text per event, shared by its callbacks.
-        let mut event_id: Option<(usize, Arc<str>)> = None;
-        let batch: Vec<(Arc<Hook>, Entry, u64)> = callbacks
-            .into_iter()
-            .map(|c| {
-                let (shared, sharers) = match uses.get_mut(&(Arc::as_ptr(&c.payload) as usize)) {
-                    Some((n, s)) if *n > 1 => {
-                        let n = *n;
-                        let r = *s.get_or_insert_with(|| {
-                            let r = self.next_shared();
-                            records.push((r, c.payload.clone(), n));
-                            r
-                        });
-                        (Some(r), Some(n))
-                    }
-                    _ => (None, None),
-                };
-                let cost = budget::cost(&c.payload, sharers);
-                let entry = Entry {
-                    ts: c.ts,
-                    payload: c.payload,
-                    event_id: match &event_id {
-                        Some((e, id)) if *e == Arc::as_ptr(&c.event) as usize => id.clone(),
-                        _ => {
-                            let id: Arc<str> = c.event.id.as_str().into();
-                            event_id = Some((Arc::as_ptr(&c.event) as usize, id.clone()));
-                            id
-                        }
-                    },
-                    arrived: arrivals.get(c.message).copied(),
-                    shared,
-                    source: c.event.source,
-                };
-                (c.hook, entry, cost)
-            })
-            .collect();
+        let share = !self.ctx.conn.is_cluster();
+        let Plan { batch, records } = plan(callbacks, arrivals, share, || self.next_shared());
         let ids: Vec<(u64, Entry)> = batch.iter().map(|(h, e, _)| (h.id, e.clone())).collect();
         let records: Vec<Record<'_>> = records
             .iter()
@@ -262,14 +181,14 @@ impl Dispatcher {
     fn push(&self, hook: u64, q: &Arc<HookQueue>, entry: Entry, cost: u64) {
         let pushed = q.push(entry, cost, self.ctx.max_queue);
         if pushed.spilled {
-            spawn_pager(&self.ctx, hook, q, &self.paged);
+            pager::spawn(&self.ctx, hook, q);
         }
         if let Some(first) = pushed.dropped.first() {
             let oldest = (first.event_id.to_string(), first.ts);
             let dropped: Vec<Removal> = pushed.dropped.iter().map(|e| (e.ts, e.shared)).collect();
             let (ctx, q, by_budget) = (self.ctx.clone(), q.clone(), pushed.by_budget);
             self.ctx.tracker.spawn(async move {
-                drop_oldest(&ctx, &q, hook, &dropped, oldest, by_budget).await;
+                ctx.drop_oldest(&q, hook, &dropped, oldest, by_budget).await;
             });
         }
     }
@@ -330,72 +249,5 @@ impl Dispatcher {
         });
 
         Some(self.queues.iter().map(|(id, q)| (*id, q.total())).collect())
-    }
-}
-
-/// Starts the worker of `hook` on `q`.
-pub(super) fn spawn_worker(
-    ctx: &Arc<DeliveryContext>,
-    hook: &Arc<Hook>,
-    q: &Arc<HookQueue>,
-) -> tokio::task::JoinHandle<()> {
-    ctx.tracker
-        .spawn(super::worker::run(hook.clone(), q.clone(), ctx.clone()))
-}
-
-/// Starts the pager of `hook`'s queue `q`.
-pub(super) fn spawn_pager(
-    ctx: &Arc<DeliveryContext>,
-    hook: u64,
-    q: &Arc<HookQueue>,
-    paged: &Arc<SharedPayloads>,
-) {
-    ctx.tracker.spawn(backlog::page_in(
-        ctx.clone(),
-        hook,
-        q.clone(),
-        paged.clone(),
-    ));
-}
-
-/// Counts and removes from Redis the oldest entries of `hook`'s queue `q` over its bound
-/// (`oldest`: the first one's event id and timestamp; `by_budget`: the budget of all queues
-/// took some, not only `max_queue`); the log says so once a minute per hook, with how many
-/// were dropped since its last line and the oldest event lost.
-pub(super) async fn drop_oldest(
-    ctx: &DeliveryContext,
-    q: &HookQueue,
-    hook: u64,
-    dropped: &[Removal],
-    oldest: (String, u64),
-    by_budget: bool,
-) {
-    ctx.metrics.queue_dropped.inc_by(dropped.len() as u64);
-    if by_budget {
-        ctx.metrics
-            .queue_dropped_by_budget
-            .inc_by(dropped.len() as u64);
-    }
-    let line = q.note_drops(dropped.len() as u64, oldest);
-    if let Some((count, (event, ts))) = line {
-        let bound = if by_budget {
-            "delivery.queue_budget_mb"
-        } else {
-            "delivery.max_queue"
-        };
-        tracing::warn!(
-            hook_id = hook,
-            dropped = count,
-            oldest_lost_event = %event,
-            oldest_lost_timestamp = ts,
-            bound,
-            max_queue = ctx.max_queue,
-            budget_bytes = ctx.budget.limit(),
-            queued_bytes = ctx.budget.used(),
-            "queue full: dropped the oldest callbacks (one line a minute per hook while it goes on)"
-        );
-    }
-    if let Err(e) = journal::remove(&mut ctx.conn.clone(), hook, dropped).await {
-        tracing::warn!(hook_id = hook, error = %e, "cannot remove dropped callbacks from Redis");
     }
 }
