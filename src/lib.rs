@@ -46,3 +46,6 @@ pub mod systemd;
 pub use config::Config;
 pub use pipeline::{Listeners, run};
 pub use shutdown::Shutdown;
+
+#[cfg(test)]
+mod layers;

@@ -1,4 +1,4 @@
-//! Delivery, in layers that import only downwards (the test in `layers.rs` keeps it so), from
+//! Delivery, in layers that import only downwards (`src/layers.rs` tests it), from
 //! the bottom:
 //!
 //! 1. Parts: the retry schedule ([`retry`]), signing ([`sign`], pure), the address check at
@@ -33,6 +33,3 @@ pub mod sign;
 pub mod ssrf;
 pub mod tidy;
 pub mod worker;
-
-#[cfg(test)]
-mod layers;

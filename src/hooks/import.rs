@@ -11,7 +11,7 @@ use redis::AsyncCommands;
 
 use super::{
     Hook,
-    store::{StoreError, parse_hook, stored_id, write_hook},
+    record::{StoreError, parse_hook, stored_id, write_hook},
 };
 use crate::{
     base::{

@@ -1,15 +1,20 @@
-//! Hooks: what a hook is ([`model`]), where hooks live ([`store`], Redis), the in-memory snapshot
-//! that delivery reads ([`registry`]), which hooks an event goes to ([`matcher`]), and the
-//! import of the reference service's hooks ([`import`]), and, in a fleet, the changes other
-//! instances make ([`sync`]).
+//! Hooks, in files that import only downwards: what a hook is ([`model`]); its record in
+//! Redis ([`record`]); the in-memory snapshot that delivery reads ([`registry`]) and which
+//! hooks an event goes to ([`matcher`]); in a fleet, change announcements and callback URL
+//! claims ([`fleet`]); the import of the reference service's hooks ([`import`]); the store
+//! that keeps Redis and the registry together ([`store`]); and, in a fleet, following the
+//! changes other instances make ([`sync`]).
 
+pub mod fleet;
 pub mod import;
 pub mod matcher;
 pub mod model;
+pub mod record;
 pub mod registry;
 pub mod store;
 pub mod sync;
 
 pub use model::Hook;
+pub use record::StoreError;
 pub use registry::{Registry, Snapshot};
-pub use store::{CreateOutcome, HookStore, StoreError};
+pub use store::{CreateOutcome, HookStore};

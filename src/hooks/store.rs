@@ -12,7 +12,12 @@ use crate::store_conn::StoreConn;
 use redis::{AsyncCommands, Script};
 use tokio::sync::{Mutex, RwLock};
 
-use super::{Hook, Registry, import, sync::Claim};
+use super::{
+    Hook, Registry,
+    fleet::{Claim, Fleet},
+    import,
+    record::{StoreError, fields, parse_hook, stored_id, write_hook},
+};
 use crate::{
     base::{
         callback_url::Guard,
@@ -21,13 +26,6 @@ use crate::{
     config::PermanentHook,
     redis_index::load_all,
 };
-
-/// A storage failure; the API turns it into `createHookError` / `destroyHookError`.
-#[derive(Debug, thiserror::Error)]
-pub enum StoreError {
-    #[error("redis: {0}")]
-    Redis(#[from] redis::RedisError),
-}
 
 /// What `hooks/create` did.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -61,11 +59,11 @@ pub struct Restored {
 
 /// Hooks in Redis plus the registry that mirrors them.
 pub struct HookStore {
-    pub(super) conn: StoreConn,
-    pub(super) registry: Arc<Registry>,
-    /// Creates share it; restore, destroy and removals take it alone. Delivery never waits on
-    /// it.
-    pub(super) changes: RwLock<()>,
+    conn: StoreConn,
+    registry: Arc<Registry>,
+    /// Creates share it; restore, destroy, removals, reloads and refreshes take it alone.
+    /// Delivery never waits on it.
+    changes: RwLock<()>,
     /// Creates of one callback URL take turns (so that only one of them wins); creates of
     /// different URLs mostly hold different locks and run at once.
     url_locks: Box<[Mutex<()>]>,
@@ -74,9 +72,8 @@ pub struct HookStore {
     permanent_urls: Vec<String>,
     /// The rules `hooks/create` applies; stored and imported hooks must pass them too.
     guard: Arc<Guard>,
-    /// In a fleet, this instance's name: its changes are announced to the other instances, and
-    /// it claims callback URLs under that name (see `sync`).
-    pub(super) fleet: Option<String>,
+    /// In a fleet: changes announced to the other instances, callback URLs claimed.
+    fleet: Fleet,
 }
 
 impl HookStore {
@@ -94,13 +91,20 @@ impl HookStore {
             url_hasher: RandomState::new(),
             permanent_urls: permanent.iter().map(|p| p.url.clone()).collect(),
             guard,
-            fleet: None,
+            fleet: Fleet::default(),
         }
+    }
+
+    /// In a fleet, as instance `instance`: announces every change to the other instances, and
+    /// claims callback URLs before creating hooks.
+    pub fn with_announcements(mut self, instance: &str) -> Self {
+        self.fleet = Fleet::new(instance);
+        self
     }
 
     /// Whether a stored hook may be delivered to; logs why not (never the URL: it may carry
     /// tokens).
-    pub(super) fn allowed(&self, member: &str, h: &Hook) -> bool {
+    fn allowed(&self, member: &str, h: &Hook) -> bool {
         match self.guard.check_url(&h.callback_url) {
             Ok(()) => true,
             Err(why) => {
@@ -206,14 +210,14 @@ impl HookStore {
         let n = hooks.len();
         self.registry.replace_all(hooks);
         for id in changed {
-            self.announce(id).await;
+            self.fleet.announce(&mut self.conn.clone(), id).await;
         }
         Ok(Restored { hooks: n, refused })
     }
 
     /// Every stored hook (hooks of the reference service apart) whose callback URL passes,
     /// and how many did not.
-    pub(super) async fn read_all(
+    async fn read_all(
         &self,
         conn: &mut StoreConn,
     ) -> Result<(Vec<Hook>, usize), redis::RedisError> {
@@ -237,19 +241,54 @@ impl HookStore {
         Ok((hooks, refused))
     }
 
+    /// Reads every hook from Redis into the registry and changes nothing in Redis (an instance
+    /// of a fleet that does not hold the lease). Returns how many there are.
+    ///
+    /// # Errors
+    /// When Redis cannot be read.
+    pub async fn reload(&self) -> Result<usize, redis::RedisError> {
+        let _guard = self.changes.write().await;
+        let (hooks, _) = self.read_all(&mut self.conn.clone()).await?;
+        let n = hooks.len();
+        self.registry.replace_all(hooks);
+        Ok(n)
+    }
+
+    /// Makes the registry's hook `id` what Redis holds (another instance changed it).
+    ///
+    /// # Errors
+    /// When Redis cannot be read.
+    pub async fn refresh(&self, id: u64) -> Result<(), redis::RedisError> {
+        let _guard = self.changes.write().await;
+        let fields: HashMap<String, String> = self.conn.clone().hgetall(hook_key(id)).await?;
+        match parse_hook(&fields) {
+            Some(h) if self.allowed(&id.to_string(), &h) => {
+                self.registry.upsert(Hook { id, ..h });
+            }
+            _ => {
+                self.registry.remove(id);
+            }
+        }
+        Ok(())
+    }
+
     /// Registers a hook unless one with the same URL exists.
     ///
     /// # Errors
     /// When Redis fails; nothing is registered then.
     pub async fn create(&self, new: NewHook) -> Result<CreateOutcome, StoreError> {
         // Before any lock: a refresh of the registry (which the wait needs) takes `changes`.
-        if let Claim::Existing(id) = self.claim_url(&new.callback_url).await? {
+        let mut conn = self.conn.clone();
+        let claim = self
+            .fleet
+            .claim_url(&mut conn, &self.registry, &new.callback_url);
+        if let Claim::Existing(id) = claim.await? {
             return Ok(CreateOutcome::Duplicate(id));
         }
         let url = new.callback_url.clone();
         let created = self.create_claimed(new).await;
         if created.is_err() {
-            self.unclaim_url(&url).await;
+            self.fleet.unclaim_url(&mut self.conn.clone(), &url).await;
         }
         created
     }
@@ -286,7 +325,7 @@ impl HookStore {
             hook.id = call.invoke_async(&mut conn).await?;
         }
         self.registry.upsert(hook.clone());
-        self.announce(hook.id).await;
+        self.fleet.announce(&mut self.conn.clone(), hook.id).await;
         Ok(CreateOutcome::Created(hook))
     }
 
@@ -303,9 +342,9 @@ impl HookStore {
         let url = self.registry.load().get(id).map(|h| h.callback_url.clone());
         delete_hook(&mut self.conn.clone(), id).await?;
         self.registry.remove(id);
-        self.announce(id).await;
+        self.fleet.announce(&mut self.conn.clone(), id).await;
         if let Some(url) = url {
-            self.unclaim_url(&url).await;
+            self.fleet.unclaim_url(&mut self.conn.clone(), &url).await;
         }
         Ok(true)
     }
@@ -321,9 +360,9 @@ impl HookStore {
         let url = self.registry.load().get(id).map(|h| h.callback_url.clone());
         self.registry.remove(id);
         delete_hook(&mut self.conn.clone(), id).await?;
-        self.announce(id).await;
+        self.fleet.announce(&mut self.conn.clone(), id).await;
         if let Some(url) = url {
-            self.unclaim_url(&url).await;
+            self.fleet.unclaim_url(&mut self.conn.clone(), &url).await;
         }
         Ok(())
     }
@@ -357,38 +396,6 @@ async fn next_id(conn: &mut StoreConn, max_id: u64) -> Result<u64, StoreError> {
     Ok(conn.incr(ID_COUNTER, max_id - id + 1).await?)
 }
 
-/// A hook's stored fields but its id, as the reference names them.
-fn fields(h: &Hook) -> Vec<(&'static str, String)> {
-    let mut fields = vec![
-        ("callbackURL", h.callback_url.clone()),
-        ("permanent", h.permanent.to_string()),
-        ("getRaw", h.get_raw.to_string()),
-    ];
-    if let Some(m) = &h.meeting_id {
-        fields.push(("externalMeetingID", m.clone()));
-    }
-    if let Some(ids) = &h.event_ids {
-        fields.push(("eventID", ids.join(",")));
-    }
-    fields
-}
-
-pub(super) async fn write_hook(conn: &mut StoreConn, h: &Hook) -> Result<(), StoreError> {
-    let key = hook_key(h.id);
-    let mut fields = fields(h);
-    fields.push(("id", h.id.to_string()));
-    let mut pipe = redis::pipe();
-    pipe.atomic()
-        .del(&key)
-        .ignore()
-        .hset_multiple(&key, &fields)
-        .ignore()
-        .sadd(HOOKS_SET, h.id)
-        .ignore();
-    pipe.query_async::<()>(conn).await?;
-    Ok(())
-}
-
 /// Removes the hook, then its queue (releasing the shared payloads it refers to); a queue left
 /// by a crash in between goes at the next start. On a Redis Cluster, where queues hold their
 /// payloads, the hook's hash and queue go in one transaction (they share a slot).
@@ -404,70 +411,4 @@ async fn delete_hook(conn: &mut StoreConn, id: u64) -> Result<(), StoreError> {
         crate::delivery::journal::delete(conn, id).await?;
     }
     Ok(())
-}
-
-/// The numeric id of a stored hook; `None` for the reference's UUID ids.
-pub(super) fn stored_id(member: &str, f: &HashMap<String, String>) -> Option<u64> {
-    f.get("id")
-        .or_else(|| f.get("hookID"))
-        .map_or(member, String::as_str)
-        .parse()
-        .ok()
-}
-
-/// Reads a stored hook (id 0: see [`stored_id`]); accepts the reference's forms too (`hookID`,
-/// eventID as JSON array).
-pub(super) fn parse_hook(f: &HashMap<String, String>) -> Option<Hook> {
-    let callback_url = f.get("callbackURL")?.clone();
-    let event_ids = f
-        .get("eventID")
-        .and_then(|v| match serde_json::from_str::<Vec<String>>(v) {
-            Ok(list) => super::model::parse_event_ids(&list.join(",")),
-            Err(_) => super::model::parse_event_ids(v),
-        });
-    Some(Hook {
-        id: 0,
-        callback_url,
-        meeting_id: f.get("externalMeetingID").cloned(),
-        event_ids,
-        get_raw: f.get("getRaw").is_some_and(|v| v == "true"),
-        permanent: f.get("permanent").is_some_and(|v| v == "true"),
-    })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn parses_both_event_id_forms() {
-        let mut f = HashMap::new();
-        f.insert("callbackURL".to_string(), "http://h/".to_string());
-        f.insert(
-            "eventID".to_string(),
-            r#"["user-joined","meeting-ended"]"#.to_string(),
-        );
-        assert_eq!(stored_id("7", &f), Some(7));
-        let h = parse_hook(&f).unwrap();
-        assert_eq!(
-            h.event_ids,
-            Some(vec!["user-joined".into(), "meeting-ended".into()])
-        );
-        f.insert(
-            "eventID".to_string(),
-            "user-joined,meeting-ended".to_string(),
-        );
-        f.insert("hookID".to_string(), "9".to_string());
-        assert_eq!(stored_id("x", &f), Some(9));
-        let h = parse_hook(&f).unwrap();
-        assert_eq!(
-            h.event_ids,
-            Some(vec!["user-joined".into(), "meeting-ended".into()])
-        );
-        assert!(parse_hook(&HashMap::new()).is_none());
-        assert_eq!(
-            stored_id("3416336b-8c9e-5362-a2be-e2dd12b8523c", &HashMap::new()),
-            None
-        );
-    }
 }

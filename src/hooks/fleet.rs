@@ -1,0 +1,104 @@
+//! What the hook store does in a fleet: it announces each change it makes on a store channel
+//! (the other instances follow them, [`super::sync`]), and before creating a hook it claims
+//! the callback URL, so that two instances asked for one URL at once make one hook. Outside a
+//! fleet, nothing.
+
+use std::time::Duration;
+
+use redis::AsyncCommands;
+
+use super::Registry;
+use crate::{fleet::lease::Lease, store_conn::StoreConn};
+
+/// The store channel on which hook changes are announced: the hook id.
+pub const CHANNEL: &str = "hookrelay:hooks:changed";
+
+/// How long a claim on a callback URL lasts: long enough for the hook created under it to
+/// reach every instance's registry (an announcement takes milliseconds).
+const CLAIM: Duration = Duration::from_secs(3);
+/// How often an instance waiting on another's claim looks again.
+const CLAIM_POLL: Duration = Duration::from_millis(20);
+
+/// The claim on callback URL `url` (by digest: a URL may carry tokens).
+fn claim_key(url: &str) -> String {
+    let digest = crate::base::digest::Algorithm::Sha256.hex_digest(&[url.as_bytes()]);
+    format!("hookrelay:hooks:claim:{digest}")
+}
+
+/// What [`Fleet::claim_url`] found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Claim {
+    /// This instance may create the hook.
+    Mine,
+    /// The hook exists (another instance made it): its id.
+    Existing(u64),
+}
+
+/// In a fleet, this instance's name; outside one, nothing.
+#[derive(Debug, Default)]
+pub struct Fleet {
+    instance: Option<String>,
+}
+
+impl Fleet {
+    pub fn new(instance: &str) -> Self {
+        Self {
+            instance: Some(instance.to_string()),
+        }
+    }
+
+    /// Tells the other instances of a fleet that hook `id` changed (nothing outside a fleet).
+    /// A lost announcement is made up for when they next subscribe.
+    pub async fn announce(&self, conn: &mut StoreConn, id: u64) {
+        if self.instance.is_none() {
+            return;
+        }
+        let sent: redis::RedisResult<i64> = conn.publish(CHANNEL, id).await;
+        if let Err(e) = sent {
+            tracing::warn!(hook_id = id, error = %e, "cannot tell the other instances of a hook change");
+        }
+    }
+
+    /// In a fleet, claims callback URL `url` before a hook is created for it. While another
+    /// instance holds the claim, waits until its hook reaches `registry`, or the claim runs
+    /// out (the other failed). Outside a fleet, always [`Claim::Mine`].
+    ///
+    /// # Errors
+    /// When Redis fails.
+    pub async fn claim_url(
+        &self,
+        conn: &mut StoreConn,
+        registry: &Registry,
+        url: &str,
+    ) -> Result<Claim, redis::RedisError> {
+        let Some(claim) = self.claim(url) else {
+            return Ok(Claim::Mine);
+        };
+        loop {
+            if let Some(h) = registry.load().by_url(url) {
+                return Ok(Claim::Existing(h.id));
+            }
+            if claim.try_take(conn).await? {
+                return Ok(Claim::Mine);
+            }
+            tokio::time::sleep(CLAIM_POLL).await;
+        }
+    }
+
+    /// Frees callback URL `url` at once if this instance claimed it (its hook is gone, or was
+    /// not made): a new hook for it need not wait for the claim to run out.
+    pub async fn unclaim_url(&self, conn: &mut StoreConn, url: &str) {
+        let Some(claim) = self.claim(url) else {
+            return;
+        };
+        if let Err(e) = claim.release(conn).await {
+            tracing::debug!(error = %e, "cannot free a callback URL's claim: it runs out by itself");
+        }
+    }
+
+    /// In a fleet, this instance's claim on `url`: a lease on [`claim_key`].
+    fn claim(&self, url: &str) -> Option<Lease> {
+        let instance = self.instance.as_deref()?;
+        Some(Lease::new(claim_key(url), instance, CLAIM))
+    }
+}

@@ -1,0 +1,115 @@
+//! One hook's record in Redis: its hash's fields as the reference names them (read in the
+//! reference's forms too), written with its id in the hooks' set.
+
+use std::collections::HashMap;
+
+use super::Hook;
+use crate::{
+    base::redis_keys::{HOOKS_SET, hook_key},
+    store_conn::StoreConn,
+};
+
+/// A storage failure; the API turns it into `createHookError` / `destroyHookError`.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("redis: {0}")]
+    Redis(#[from] redis::RedisError),
+}
+
+/// A hook's stored fields but its id, as the reference names them.
+pub(super) fn fields(h: &Hook) -> Vec<(&'static str, String)> {
+    let mut fields = vec![
+        ("callbackURL", h.callback_url.clone()),
+        ("permanent", h.permanent.to_string()),
+        ("getRaw", h.get_raw.to_string()),
+    ];
+    if let Some(m) = &h.meeting_id {
+        fields.push(("externalMeetingID", m.clone()));
+    }
+    if let Some(ids) = &h.event_ids {
+        fields.push(("eventID", ids.join(",")));
+    }
+    fields
+}
+
+pub(super) async fn write_hook(conn: &mut StoreConn, h: &Hook) -> Result<(), StoreError> {
+    let key = hook_key(h.id);
+    let mut fields = fields(h);
+    fields.push(("id", h.id.to_string()));
+    let mut pipe = redis::pipe();
+    pipe.atomic()
+        .del(&key)
+        .ignore()
+        .hset_multiple(&key, &fields)
+        .ignore()
+        .sadd(HOOKS_SET, h.id)
+        .ignore();
+    pipe.query_async::<()>(conn).await?;
+    Ok(())
+}
+
+/// The numeric id of a stored hook; `None` for the reference's UUID ids.
+pub(super) fn stored_id(member: &str, f: &HashMap<String, String>) -> Option<u64> {
+    f.get("id")
+        .or_else(|| f.get("hookID"))
+        .map_or(member, String::as_str)
+        .parse()
+        .ok()
+}
+
+/// Reads a stored hook (id 0: see [`stored_id`]); accepts the reference's forms too (`hookID`,
+/// eventID as JSON array).
+pub(super) fn parse_hook(f: &HashMap<String, String>) -> Option<Hook> {
+    let callback_url = f.get("callbackURL")?.clone();
+    let event_ids = f
+        .get("eventID")
+        .and_then(|v| match serde_json::from_str::<Vec<String>>(v) {
+            Ok(list) => super::model::parse_event_ids(&list.join(",")),
+            Err(_) => super::model::parse_event_ids(v),
+        });
+    Some(Hook {
+        id: 0,
+        callback_url,
+        meeting_id: f.get("externalMeetingID").cloned(),
+        event_ids,
+        get_raw: f.get("getRaw").is_some_and(|v| v == "true"),
+        permanent: f.get("permanent").is_some_and(|v| v == "true"),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_both_event_id_forms() {
+        let mut f = HashMap::new();
+        f.insert("callbackURL".to_string(), "http://h/".to_string());
+        f.insert(
+            "eventID".to_string(),
+            r#"["user-joined","meeting-ended"]"#.to_string(),
+        );
+        assert_eq!(stored_id("7", &f), Some(7));
+        let h = parse_hook(&f).unwrap();
+        assert_eq!(
+            h.event_ids,
+            Some(vec!["user-joined".into(), "meeting-ended".into()])
+        );
+        f.insert(
+            "eventID".to_string(),
+            "user-joined,meeting-ended".to_string(),
+        );
+        f.insert("hookID".to_string(), "9".to_string());
+        assert_eq!(stored_id("x", &f), Some(9));
+        let h = parse_hook(&f).unwrap();
+        assert_eq!(
+            h.event_ids,
+            Some(vec!["user-joined".into(), "meeting-ended".into()])
+        );
+        assert!(parse_hook(&HashMap::new()).is_none());
+        assert_eq!(
+            stored_id("3416336b-8c9e-5362-a2be-e2dd12b8523c", &HashMap::new()),
+            None
+        );
+    }
+}
