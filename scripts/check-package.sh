@@ -21,7 +21,8 @@ deb=$(ls "$out"/hookrelay_*.deb)
 fail() { echo "package: $*" >&2; exit 1; }
 contents=$(dpkg-deb -c "$deb")
 for f in ./usr/bin/hookrelay ./etc/hookrelay/hookrelay.toml \
-         ./usr/lib/systemd/system/hookrelay.service ./usr/share/doc/hookrelay/README.md; do
+         ./usr/lib/systemd/system/hookrelay.service ./usr/share/doc/hookrelay/README.md \
+         ./usr/share/doc/hookrelay/docs/install.md ./usr/share/doc/hookrelay/docs/reliability.md; do
   grep -q " $f\$" <<<"$contents" || fail "$f missing"
 done
 grep -q -- '-rw-r----- .* ./etc/hookrelay/hookrelay.toml$' <<<"$contents" \

@@ -149,7 +149,7 @@ fn render() -> String {
          Every callback's `event` field holds one of these (`delivery.compat = \"reference\"`: a \
          one-element array of it). `data.event.ts` is when the relay processed the bus message \
          (fixed here). Field by field, the events follow the reference service \
-         (`bbb-events.md`); README's \"Differences from the reference service\" lists where \
+         (`bbb-events.md`); [differences.md](differences.md) lists where \
          hookrelay deliberately differs.\n\n",
     );
     md.push_str("| event id | example |\n| --- | --- |\n");

@@ -120,11 +120,12 @@ async fn one_real_callback(redis: &TestRedis) -> Got {
     }
 }
 
-/// The README's code block that starts with ```` ```lang ```` in its "Verifying callbacks"
-/// section.
+/// The code block of docs/integrators.md that starts with ```` ```lang ```` in its "Verifying
+/// callbacks" section.
 fn readme_snippet(lang: &str) -> String {
-    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md"))
-        .expect("README.md");
+    let readme =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/integrators.md"))
+            .expect("docs/integrators.md");
     let section = readme
         .split("\n## Verifying callbacks")
         .nth(1)
@@ -147,7 +148,7 @@ fn run_snippet(program: &str, ext: &str, code: &str, got: &Got, body: &str) -> O
         .output()
         .is_err()
     {
-        eprintln!("{program} is not installed: its README snippet is not run");
+        eprintln!("{program} is not installed: its snippet in docs/integrators.md is not run");
         return None;
     }
     let dir = tempfile::tempdir().expect("dir");
