@@ -1,32 +1,27 @@
 //! Wires the stages top to bottom: bus -> [`route`](crate::route) (decode, mapping, catalogue,
 //! matcher, plugins) -> per-hook queues -> signed delivery, plus the API and metrics servers.
-//! The only module that knows them all; [`sources`] starts each source's subscriber and reads
-//! its state back, [`stage`] is the processing task, [`recover`] reads the queues back at start.
+//! The only module that knows them all; [`start`] holds the phases of the start, [`sources`]
+//! starts each source's subscriber and reads its state back, [`stage`] is the processing task,
+//! [`recover`] reads the queues back at start, [`fleet`] and [`share`] are an instance's part
+//! in a fleet.
 
 mod fleet;
 mod recover;
 mod share;
 mod sources;
 mod stage;
+mod start;
 
-use std::{sync::Arc, time::Duration};
+use std::sync::Arc;
 
-use tokio::{net::TcpListener, sync::mpsc};
+use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
 use crate::{
-    api::{self, ApiState},
-    conference::exposition::ConferenceExport,
-    config::{CallbackAuth, Config, callback_guard, compat::CallbackFormat},
-    delivery::{
-        ack::Acker, client::CallbackClient, context::DeliveryContext, dispatch::Dispatcher,
-        sign::Signer,
-    },
-    fleet::{cursor::Cursors, lease::Fence},
-    hooks::{HookStore, Registry},
-    metrics::{Metrics, auth::Access, merge::Merger},
-    plugin_host::Plugins,
-    route::Router,
+    config::{Config, callback_guard, compat::CallbackFormat},
+    fleet::lease::Fence,
+    hooks::HookStore,
+    metrics::Metrics,
     shutdown::{Shutdown, retry_until_ok},
     store_conn::StoreConn,
 };
@@ -56,299 +51,40 @@ impl Listeners {
     }
 }
 
-/// Runs the relay until `shutdown` is triggered and every task has finished.
+/// Runs the relay until `shutdown` is triggered and every task has finished: one phase of the
+/// start after the other ([`start`]), then the processing stage until the relay stops.
 ///
 /// # Errors
 /// When the Redis URL is unusable or the HTTP client cannot be built. Redis being down is not
 /// an error: the relay waits for it.
 pub async fn run(config: Config, listeners: Listeners, shutdown: Shutdown) -> anyhow::Result<()> {
-    let token = shutdown.token().clone();
-    let tracker = shutdown.tracker().clone();
+    let (token, tracker) = (shutdown.token().clone(), shutdown.tracker().clone());
     let sources = sources::configured(&config);
-    let states = sources
-        .iter()
-        .map(|s| (Arc::from(s.config.name.as_str()), s.conference.clone()))
-        .collect();
-    let metrics = Metrics::with_exports(|m| {
-        ConferenceExport {
-            states,
-            connected: m.bus.connected.clone(),
-            holder: config.fleet.enabled.then(|| m.fleet.holder.clone()),
-        }
-        .exports()
-    });
-    if config.delivery.auth == CallbackAuth::Bearer {
-        tracing::warn!(
-            insecure_http_allowed = config.delivery.allow_insecure_bearer,
-            "delivery.auth = \"bearer\": every receiver gets the shared secret, which opens the whole BBB API; use it only with receivers you trust"
-        );
-    }
+    let metrics = start::metrics(&config, &sources);
+    let start = start::Start {
+        config: &config,
+        metrics: &metrics,
+        token: &token,
+        tracker: &tracker,
+    };
+    let (plugins, _watcher) = start.plugins().await?;
+    let Some(conn) = start.store().await? else {
+        return Ok(());
+    };
     let guard = Arc::new(callback_guard(&config.delivery));
-    let plugins = Plugins::new(&config.plugins, &metrics)?;
-    // Watching starts before the first load, so that no change is missed in between.
-    let _watcher = if config.plugins.watch {
-        plugins
-            .watch(Duration::from_millis(config.plugins.reload_debounce_ms))
-            .unwrap_or_else(|e| {
-                tracing::error!(error = %e, "cannot watch the plugin folder: plugins load at start only");
-                None
-            })
-    } else {
-        None
-    };
-    // Compiling plugins takes a while: not on an async worker.
-    let first = plugins.clone();
-    tokio::task::spawn_blocking(move || first.reload()).await?;
-
-    let conn = StoreConn::connect(&config, &token).await?;
-    let Some(conn) = conn else {
+    let Some(hooks) = start.hooks(&conn, &guard).await else {
         return Ok(());
     };
-    let conn = conn.waiting_for(
-        config.store.replicas_to_wait_for(),
-        Duration::from_millis(config.store.wait_timeout_ms),
-        metrics.store_unreplicated.clone(),
-    );
-    let registry = Arc::new(Registry::default());
-    let instance = config
-        .fleet
-        .enabled
-        .then(|| crate::fleet::instance_name(&config.fleet));
-    let fleet = instance
-        .as_deref()
-        .map(|instance| crate::fleet::lease(&config.fleet, instance));
-    let store = HookStore::new(
-        conn.clone(),
-        registry.clone(),
-        &config.delivery.permanent_hooks,
-        guard.clone(),
-    );
-    let store = Arc::new(match instance.as_deref() {
-        Some(instance) => store.with_announcements(instance),
-        None => store,
-    });
-    if fleet.is_some() {
-        // Until it holds the lease, an instance reads hooks and writes none.
-        if retry_until_ok(&token, "read hooks", || store.reload())
-            .await
-            .is_none()
-        {
-            return Ok(());
-        }
-        tracker.spawn(crate::hooks::sync::follow(
-            store.clone(),
-            conn.clone(),
-            token.clone(),
-        ));
-    } else if !restore_hooks(&store, &config, &metrics, &token).await {
-        return Ok(());
-    }
-    let api_state = Arc::new(ApiState {
-        guard: guard.clone(),
-        store: store.clone(),
-        secret: config.bbb.secret.clone(),
-        path: config.api.path.trim_end_matches('/').to_string(),
-        algorithms: config.api.checksum_algorithms.clone(),
-        metrics: metrics.clone(),
-        list_cache: Default::default(),
-    });
-    serve(
-        &tracker,
-        &token,
-        listeners.api,
-        api::router(api_state),
-        "api",
-    );
-    if let Some(l) = listeners.metrics {
-        let access = Arc::new(Access::new(&config.metrics.auth));
-        if access.is_open() && l.local_addr().is_ok_and(|a| !a.ip().is_loopback()) {
-            tracing::warn!(
-                "the metrics endpoint listens beyond loopback without [metrics.auth]: firewall it"
-            );
-        }
-        let merger = Arc::new(Merger::new(
-            config.metrics.merge.sources.clone(),
-            metrics.clone(),
-        )?);
-        let router =
-            crate::metrics::router(metrics.clone(), merger, &config.metrics.merge.path, access);
-        serve(&tracker, &token, l, router, "metrics");
-    }
-
-    let signer = Signer::new(&config, callback_format(&config, &conn).await.compat);
-    let (bus_tx, mut bus_rx) = mpsc::channel(BUS_BUFFER);
-    let sources::Subscribed {
-        ready,
-        seeds,
-        fleet: subscriptions,
-    } = sources::subscribe_all(&sources, &config, &bus_tx, &metrics, &tracker, &token)?;
-    drop(bus_tx);
-    tracker.spawn(crate::systemd::ready_when_subscribed(ready, token.clone()));
-    // In a fleet, nothing is queued (and without spread, nothing sent) once the lease is lost.
-    let fence = match &fleet {
-        Some(lease) => Fence::new(lease.clone(), token.clone()),
-        None => Fence::none(token.clone()),
-    };
-    let spread = fleet.is_some() && config.fleet.spread;
-    let acker = Acker::new(config.delivery.max_unacked);
-    tracker.spawn(acker.clone().run(conn.clone(), token.clone()));
-    let (budget, budget_from) =
-        crate::delivery::budget::resolve(config.delivery.queue_budget_mb, &mut conn.clone()).await;
-    tracing::info!(
-        budget_mb = budget >> 20,
-        from = budget_from,
-        max_queue = config.delivery.max_queue,
-        "queues: each hook's at most max_queue callbacks, all of them together at most the budget"
-    );
-    metrics
-        .queue_budget_bytes
-        .set(i64::try_from(budget).unwrap_or(i64::MAX));
-    let delivery = Arc::new(DeliveryContext {
-        acker: acker.clone(),
-        client: CallbackClient::new(
-            Duration::from_millis(config.delivery.request_timeout_ms),
-            guard.clone(),
-            config.delivery.max_connections_per_receiver,
-        )?,
-        guard: guard.clone(),
-        store: store.clone(),
-        sources: signer.sources.clone(),
-        signer,
-        retry_intervals_ms: config.delivery.retry_intervals_ms.clone(),
-        max_queue: config.delivery.max_queue,
-        budget: Arc::new(crate::delivery::budget::Budget::new(budget)),
-        conn: conn.clone(),
-        metrics: metrics.clone(),
-        token: token.clone(),
-        tracker: tracker.clone(),
-        // With delivery spread, each hook's own lease fences its worker.
-        paged: Default::default(),
-        fence: if spread {
-            Fence::none(token.clone())
-        } else {
-            fence.clone()
-        },
-    });
-    // Before this instance delivers anything (and, with spread, takes any hook); merged only
-    // by the one writer of the queues: here, a relay alone.
-    let hook_lease = spread.then(|| Duration::from_millis(config.fleet.lease_ms));
-    if recover::move_legacy_queues(
-        &conn,
-        instance.as_deref(),
-        fleet.is_none(),
-        hook_lease,
-        &token,
-    )
-    .await
-    .is_none()
+    start.serve_http(listeners, &hooks.store, &guard)?;
+    let wired = start.delivery(&sources, &conn, &hooks, &guard).await?;
+    let fence = wired.fence.clone();
+    if let Some((stage, first, bus)) = start
+        .processing(&sources, &conn, hooks, wired, plugins)
+        .await
     {
-        return wind_down(&tracker, &fence).await;
+        tracker.spawn(stage.run(first, bus, token.clone()));
+        token.cancelled().await;
     }
-    let held = match instance.as_deref() {
-        Some(instance) if spread => Some(fleet::spread(
-            &delivery,
-            instance,
-            &config.fleet,
-            &registry,
-            &acker,
-        )),
-        _ => None,
-    };
-    let first = match fleet {
-        Some(lease) => {
-            let follower = fleet::Follower {
-                lease: &lease,
-                conn: &conn,
-                config: &config.fleet,
-                sources: &delivery.sources,
-                subscriptions,
-                metrics: &metrics,
-            };
-            let first = fleet::follow(&mut bus_rx, follower, &token).await;
-            let Some(first) = first else {
-                // Stopped before taking the lease: what this instance delivers ends cleanly.
-                return wind_down(&tracker, &fence).await;
-            };
-            metrics.fleet.holder.set(1);
-            tracker.spawn(fleet::hold(
-                lease,
-                conn.clone(),
-                fence.lost.clone(),
-                token.clone(),
-            ));
-            first
-        }
-        None => Vec::new(),
-    };
-    if fence.is_fleet() && !restore_hooks(&store, &config, &metrics, &token).await {
-        return wind_down(&tracker, &fence).await;
-    }
-    let Some(processors) = sources::restore(&sources, &conn, &config, &token).await else {
-        return wind_down(&tracker, &fence).await;
-    };
-    sources::seed_all(&sources, &config.bbb, seeds, &metrics, &tracker, &token);
-
-    // Again on taking the fleet lease (an instance of an earlier version may have held it),
-    // now as the one writer of the queues.
-    if fence.is_fleet()
-        && recover::move_legacy_queues(&conn, instance.as_deref(), true, hook_lease, &token)
-            .await
-            .is_none()
-    {
-        return wind_down(&tracker, &fence).await;
-    }
-    let source_table = delivery.sources.clone();
-    let mut dispatcher = match held {
-        Some(held) => {
-            // What the last writer wrote and announced is in the queues before this instance
-            // writes more (its announcements may have been missed).
-            let caught_up = retry_until_ok(&token, "read where the delivered queues end", || {
-                share::catch_up(&held, &conn)
-            })
-            .await;
-            if caught_up.is_none() {
-                return wind_down(&tracker, &fence).await;
-            }
-            Dispatcher::spread(held)
-        }
-        None => Dispatcher::new(delivery),
-    };
-    let mut router = Router::with_sources(processors);
-    let resumed = recover::resume_queues(
-        &conn,
-        &registry,
-        &mut dispatcher,
-        &mut router.clock,
-        &tracker,
-        &token,
-    )
-    .await;
-    let Some(resumed) = resumed else {
-        return wind_down(&tracker, &fence).await;
-    };
-    if resumed > 0 && !spread {
-        tracing::info!(callbacks = resumed, "resuming queued callbacks");
-    } else if resumed > 0 {
-        tracing::info!(
-            callbacks = resumed,
-            "callbacks are queued; each hook's deliverer resumes them"
-        );
-    }
-    let stage = stage::ProcessStage {
-        router: Some(router),
-        last_snapshot: None,
-        dispatcher,
-        registry,
-        plugins,
-        metrics,
-        sources: source_table,
-        keys: sources.iter().map(|s| s.keys.clone()).collect(),
-        cursors: fence.is_fleet().then(Cursors::default),
-        fence: fence.clone(),
-    };
-    tracker.spawn(stage.run(first, bus_rx, token.clone()));
-
-    token.cancelled().await;
     wind_down(&tracker, &fence).await
 }
 

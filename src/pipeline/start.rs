@@ -1,0 +1,418 @@
+//! The phases of the start, in order: the metrics, the plugins, the store, the hooks, the HTTP
+//! servers, the delivery context (with the sources subscribed), then what processing needs
+//! (in a fleet, the lease taken first; state and queues read back). A phase that meets the
+//! relay stopping gives `None`.
+
+use std::{sync::Arc, time::Duration};
+
+use tokio::sync::mpsc;
+use tokio_util::{sync::CancellationToken, task::TaskTracker};
+
+use super::{
+    BUS_BUFFER, Listeners, callback_format, fleet, recover, restore_hooks, serve, share,
+    sources::{self, Source},
+    stage,
+};
+use crate::{
+    api::{self, ApiState},
+    base::callback_url::Guard,
+    bus::BusMessage,
+    conference::exposition::ConferenceExport,
+    config::{CallbackAuth, Config},
+    delivery::{
+        ack::Acker,
+        budget::{self, Budget},
+        client::CallbackClient,
+        context::DeliveryContext,
+        dispatch::Dispatcher,
+        held::Held,
+        sign::Signer,
+    },
+    fleet::{
+        cursor::Cursors,
+        lease::{Fence, Lease},
+    },
+    hooks::{HookStore, Registry},
+    metrics::{Metrics, auth::Access, merge::Merger},
+    plugin_host::{Plugins, reload::Watcher},
+    route::Router,
+    shutdown::retry_until_ok,
+    store_conn::StoreConn,
+};
+
+/// The relay's metrics, the conference's `bbb_*` series of every source among them.
+pub fn metrics(config: &Config, sources: &[Source]) -> Arc<Metrics> {
+    let states = sources
+        .iter()
+        .map(|s| (Arc::from(s.config.name.as_str()), s.conference.clone()))
+        .collect();
+    Metrics::with_exports(|m| {
+        ConferenceExport {
+            states,
+            connected: m.bus.connected.clone(),
+            holder: config.fleet.enabled.then(|| m.fleet.holder.clone()),
+        }
+        .exports()
+    })
+}
+
+/// What every phase uses.
+pub struct Start<'a> {
+    pub config: &'a Config,
+    pub metrics: &'a Arc<Metrics>,
+    pub token: &'a CancellationToken,
+    pub tracker: &'a TaskTracker,
+}
+
+/// The hooks and, in a fleet, this instance's name and the fleet lease.
+pub struct Hooks {
+    pub store: Arc<HookStore>,
+    pub registry: Arc<Registry>,
+    pub instance: Option<String>,
+    pub fleet: Option<Lease>,
+}
+
+/// Delivery wired to the sources' subscribers.
+pub struct Wired {
+    pub delivery: Arc<DeliveryContext>,
+    pub acker: Arc<Acker>,
+    /// In a fleet, nothing is queued (and without spread, nothing sent) once the lease is lost.
+    pub fence: Fence,
+    pub spread: bool,
+    pub bus: mpsc::Receiver<BusMessage>,
+    pub subscribed: sources::Subscribed,
+}
+
+impl Start<'_> {
+    /// Loads the plugins (watching their folder first, so that no change is missed).
+    pub async fn plugins(&self) -> anyhow::Result<(Arc<Plugins>, Option<Watcher>)> {
+        let config = self.config;
+        if config.delivery.auth == CallbackAuth::Bearer {
+            tracing::warn!(
+                insecure_http_allowed = config.delivery.allow_insecure_bearer,
+                "delivery.auth = \"bearer\": every receiver gets the shared secret, which opens the whole BBB API; use it only with receivers you trust"
+            );
+        }
+        let plugins = Plugins::new(&config.plugins, self.metrics)?;
+        let watcher = if config.plugins.watch {
+            plugins
+                .watch(Duration::from_millis(config.plugins.reload_debounce_ms))
+                .unwrap_or_else(|e| {
+                    tracing::error!(error = %e, "cannot watch the plugin folder: plugins load at start only");
+                    None
+                })
+        } else {
+            None
+        };
+        // Compiling plugins takes a while: not on an async worker.
+        let first = plugins.clone();
+        tokio::task::spawn_blocking(move || first.reload()).await?;
+        Ok((plugins, watcher))
+    }
+
+    /// Connects to the store (waiting while it is down).
+    pub async fn store(&self) -> anyhow::Result<Option<StoreConn>> {
+        let config = self.config;
+        let conn = StoreConn::connect(config, self.token).await?;
+        Ok(conn.map(|conn| {
+            conn.waiting_for(
+                config.store.replicas_to_wait_for(),
+                Duration::from_millis(config.store.wait_timeout_ms),
+                self.metrics.store_unreplicated.clone(),
+            )
+        }))
+    }
+
+    /// Reads the hooks: restored (imports and permanent hooks included) by a relay alone, only
+    /// read and then followed by an instance of a fleet until it holds the lease.
+    pub async fn hooks(&self, conn: &StoreConn, guard: &Arc<Guard>) -> Option<Hooks> {
+        let config = self.config;
+        let registry = Arc::new(Registry::default());
+        let instance = config
+            .fleet
+            .enabled
+            .then(|| crate::fleet::instance_name(&config.fleet));
+        let fleet = instance
+            .as_deref()
+            .map(|instance| crate::fleet::lease(&config.fleet, instance));
+        let store = HookStore::new(
+            conn.clone(),
+            registry.clone(),
+            &config.delivery.permanent_hooks,
+            guard.clone(),
+        );
+        let store = Arc::new(match instance.as_deref() {
+            Some(instance) => store.with_announcements(instance),
+            None => store,
+        });
+        if fleet.is_some() {
+            retry_until_ok(self.token, "read hooks", || store.reload()).await?;
+            self.tracker.spawn(crate::hooks::sync::follow(
+                store.clone(),
+                conn.clone(),
+                self.token.clone(),
+            ));
+        } else if !restore_hooks(&store, config, self.metrics, self.token).await {
+            return None;
+        }
+        Some(Hooks {
+            store,
+            registry,
+            instance,
+            fleet,
+        })
+    }
+
+    /// Serves the API and, when enabled, the metrics.
+    pub fn serve_http(
+        &self,
+        listeners: Listeners,
+        store: &Arc<HookStore>,
+        guard: &Arc<Guard>,
+    ) -> anyhow::Result<()> {
+        let (config, metrics) = (self.config, self.metrics);
+        let api_state = Arc::new(ApiState {
+            guard: guard.clone(),
+            store: store.clone(),
+            secret: config.bbb.secret.clone(),
+            path: config.api.path.trim_end_matches('/').to_string(),
+            algorithms: config.api.checksum_algorithms.clone(),
+            metrics: metrics.clone(),
+            list_cache: Default::default(),
+        });
+        serve(
+            self.tracker,
+            self.token,
+            listeners.api,
+            api::router(api_state),
+            "api",
+        );
+        if let Some(l) = listeners.metrics {
+            let access = Arc::new(Access::new(&config.metrics.auth));
+            if access.is_open() && l.local_addr().is_ok_and(|a| !a.ip().is_loopback()) {
+                tracing::warn!(
+                    "the metrics endpoint listens beyond loopback without [metrics.auth]: firewall it"
+                );
+            }
+            let merger = Arc::new(Merger::new(
+                config.metrics.merge.sources.clone(),
+                metrics.clone(),
+            )?);
+            let router =
+                crate::metrics::router(metrics.clone(), merger, &config.metrics.merge.path, access);
+            serve(self.tracker, self.token, l, router, "metrics");
+        }
+        Ok(())
+    }
+
+    /// Subscribes to every source and makes the delivery context: the signer, the marks of
+    /// delivered callbacks, the queues' budget, the HTTP client.
+    pub async fn delivery(
+        &self,
+        sources: &[Source],
+        conn: &StoreConn,
+        hooks: &Hooks,
+        guard: &Arc<Guard>,
+    ) -> anyhow::Result<Wired> {
+        let (config, metrics, token) = (self.config, self.metrics, self.token);
+        let signer = Signer::new(config, callback_format(config, conn).await.compat);
+        let (bus_tx, bus) = mpsc::channel(BUS_BUFFER);
+        let subscribed =
+            sources::subscribe_all(sources, config, &bus_tx, metrics, self.tracker, token)?;
+        drop(bus_tx);
+        let ready = subscribed.ready.clone();
+        self.tracker
+            .spawn(crate::systemd::ready_when_subscribed(ready, token.clone()));
+        let fence = match &hooks.fleet {
+            Some(lease) => Fence::new(lease.clone(), token.clone()),
+            None => Fence::none(token.clone()),
+        };
+        let spread = hooks.fleet.is_some() && config.fleet.spread;
+        let acker = Acker::new(config.delivery.max_unacked);
+        self.tracker
+            .spawn(acker.clone().run(conn.clone(), token.clone()));
+        let (limit, from) =
+            budget::resolve(config.delivery.queue_budget_mb, &mut conn.clone()).await;
+        tracing::info!(
+            budget_mb = limit >> 20,
+            from,
+            max_queue = config.delivery.max_queue,
+            "queues: each hook's at most max_queue callbacks, all of them together at most the budget"
+        );
+        metrics
+            .queue_budget_bytes
+            .set(i64::try_from(limit).unwrap_or(i64::MAX));
+        let delivery = Arc::new(DeliveryContext {
+            acker: acker.clone(),
+            client: CallbackClient::new(
+                Duration::from_millis(config.delivery.request_timeout_ms),
+                guard.clone(),
+                config.delivery.max_connections_per_receiver,
+            )?,
+            guard: guard.clone(),
+            store: hooks.store.clone(),
+            sources: signer.sources.clone(),
+            signer,
+            retry_intervals_ms: config.delivery.retry_intervals_ms.clone(),
+            max_queue: config.delivery.max_queue,
+            budget: Arc::new(Budget::new(limit)),
+            conn: conn.clone(),
+            metrics: metrics.clone(),
+            token: token.clone(),
+            tracker: self.tracker.clone(),
+            paged: Default::default(),
+            // With delivery spread, each hook's own lease fences its worker.
+            fence: if spread {
+                Fence::none(token.clone())
+            } else {
+                fence.clone()
+            },
+        });
+        Ok(Wired {
+            delivery,
+            acker,
+            fence,
+            spread,
+            bus,
+            subscribed,
+        })
+    }
+
+    /// Everything the processing stage needs, ready: in a fleet, the lease taken first; the
+    /// hooks, mappings and conference state read back; queues of earlier versions moved; the
+    /// queues resumed. Also the messages kept while following, to process first, and the bus.
+    pub async fn processing(
+        &self,
+        sources: &[Source],
+        conn: &StoreConn,
+        hooks: Hooks,
+        mut wired: Wired,
+        plugins: Arc<Plugins>,
+    ) -> Option<(
+        stage::ProcessStage,
+        Vec<BusMessage>,
+        mpsc::Receiver<BusMessage>,
+    )> {
+        let (config, token) = (self.config, self.token);
+        // Before this instance delivers anything (and, with spread, takes any hook); merged
+        // only by the one writer of the queues: here, a relay alone.
+        let hook_lease = wired
+            .spread
+            .then(|| Duration::from_millis(config.fleet.lease_ms));
+        let instance = hooks.instance.as_deref();
+        let alone = hooks.fleet.is_none();
+        recover::move_legacy_queues(conn, instance, alone, hook_lease, token).await?;
+        let held = match instance {
+            Some(instance) if wired.spread => Some(fleet::spread(
+                &wired.delivery,
+                instance,
+                &config.fleet,
+                &hooks.registry,
+                &wired.acker,
+            )),
+            _ => None,
+        };
+        let first = match &hooks.fleet {
+            Some(lease) => self.take_lease(lease, conn, &mut wired).await?,
+            None => Vec::new(),
+        };
+        let fence = wired.fence.clone();
+        if fence.is_fleet() && !restore_hooks(&hooks.store, config, self.metrics, token).await {
+            return None;
+        }
+        let processors = sources::restore(sources, conn, config, token).await?;
+        let seeds = std::mem::take(&mut wired.subscribed.seeds);
+        sources::seed_all(
+            sources,
+            &config.bbb,
+            seeds,
+            self.metrics,
+            self.tracker,
+            token,
+        );
+        // Again on taking the fleet lease (an instance of an earlier version may have held
+        // it), now as the one writer of the queues.
+        if fence.is_fleet() {
+            recover::move_legacy_queues(conn, instance, true, hook_lease, token).await?;
+        }
+        let source_table = wired.delivery.sources.clone();
+        let mut dispatcher = self.dispatcher(held, wired.delivery, conn).await?;
+        let mut router = Router::with_sources(processors);
+        let resumed = recover::resume_queues(
+            conn,
+            &hooks.registry,
+            &mut dispatcher,
+            &mut router.clock,
+            self.tracker,
+            token,
+        )
+        .await?;
+        if resumed > 0 && !wired.spread {
+            tracing::info!(callbacks = resumed, "resuming queued callbacks");
+        } else if resumed > 0 {
+            tracing::info!(
+                callbacks = resumed,
+                "callbacks are queued; each hook's deliverer resumes them"
+            );
+        }
+        let stage = stage::ProcessStage {
+            router: Some(router),
+            last_snapshot: None,
+            dispatcher,
+            registry: hooks.registry,
+            plugins,
+            metrics: self.metrics.clone(),
+            sources: source_table,
+            keys: sources.iter().map(|s| s.keys.clone()).collect(),
+            cursors: fence.is_fleet().then(Cursors::default),
+            fence,
+        };
+        Some((stage, first, wired.bus))
+    }
+
+    /// In a fleet: follows the holder (keeping messages) until this instance takes the lease,
+    /// then holds it. Returns the kept messages to process first.
+    async fn take_lease(
+        &self,
+        lease: &Lease,
+        conn: &StoreConn,
+        wired: &mut Wired,
+    ) -> Option<Vec<BusMessage>> {
+        let follower = fleet::Follower {
+            lease,
+            conn,
+            config: &self.config.fleet,
+            sources: &wired.delivery.sources,
+            subscriptions: std::mem::take(&mut wired.subscribed.fleet),
+            metrics: self.metrics,
+        };
+        // `None`: stopped before taking the lease; what this instance delivers ends cleanly.
+        let first = fleet::follow(&mut wired.bus, follower, self.token).await?;
+        self.metrics.fleet.holder.set(1);
+        self.tracker.spawn(fleet::hold(
+            lease.clone(),
+            conn.clone(),
+            wired.fence.lost.clone(),
+            self.token.clone(),
+        ));
+        Some(first)
+    }
+
+    /// The dispatcher: with delivery spread, on the queues this instance holds, once what the
+    /// last writer wrote and announced is in them (its announcements may have been missed).
+    async fn dispatcher(
+        &self,
+        held: Option<Arc<Held>>,
+        delivery: Arc<DeliveryContext>,
+        conn: &StoreConn,
+    ) -> Option<Dispatcher> {
+        let Some(held) = held else {
+            return Some(Dispatcher::new(delivery));
+        };
+        retry_until_ok(self.token, "read where the delivered queues end", || {
+            share::catch_up(&held, conn)
+        })
+        .await?;
+        Some(Dispatcher::spread(held))
+    }
+}
