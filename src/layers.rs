@@ -30,9 +30,15 @@ fn layer(layers: &[&[&str]], name: &str) -> Option<usize> {
 
 /// The sibling modules a file names through `super::` (its code, not its tests).
 fn siblings(code: &str) -> Vec<String> {
+    named(code, "super::")
+}
+
+/// The modules `code` names right after `prefix` (`super::`, `crate::`), braced groups read
+/// whole.
+fn named(code: &str, prefix: &str) -> Vec<String> {
     let mut out = Vec::new();
-    for (i, _) in code.match_indices("super::") {
-        let rest = &code[i + "super::".len()..];
+    for (i, _) in code.match_indices(prefix) {
+        let rest = &code[i + prefix.len()..];
         if let Some(group) = rest.strip_prefix('{') {
             // `use super::{a::X, b, c::{Y, Z}}`: the first name of each top-level item.
             let mut depth = 0;
@@ -96,16 +102,7 @@ fn check(module: &str, layers: &[&[&str]]) {
         }
         let own = layer(layers, name)
             .unwrap_or_else(|| panic!("{module}/{name}.rs is in no layer of the list"));
-        let text = std::fs::read_to_string(&path).expect("source");
-        // Its code without tests and comments (a doc link is no import).
-        let code: String = text
-            .split("#[cfg(test)]")
-            .next()
-            .unwrap_or_default()
-            .lines()
-            .filter(|l| !l.trim_start().starts_with("//"))
-            .collect::<Vec<_>>()
-            .join("\n");
+        let code = code_of(&path);
         for used in siblings(&code) {
             let Some(theirs) = layer(layers, &used) else {
                 continue;
@@ -123,6 +120,87 @@ fn check(module: &str, layers: &[&[&str]]) {
         "{module} imports only downwards: {upward:#?}"
     );
     assert_eq!(seen, layers.iter().map(|l| l.len()).sum::<usize>());
+}
+
+/// A file's code without its tests and comments (a doc link is no import).
+fn code_of(path: &std::path::Path) -> String {
+    let text = std::fs::read_to_string(path).expect("source");
+    text.split("#[cfg(test)]")
+        .next()
+        .unwrap_or_default()
+        .lines()
+        .filter(|l| !l.trim_start().starts_with("//"))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// The crate's modules, bottom first: each imports only from the layers before its own (the
+/// codemap in `lib.rs` says the same).
+const CRATE: &[&[&str]] = &[
+    &["base", "redis_conn", "shutdown", "systemd"],
+    &["config"],
+    &["store_conn"],
+    &["redis_index", "metrics"],
+    &["bus"],
+    &["fleet"],
+    &["event"],
+    &["hooks"],
+    &["conference", "plugin_host"],
+    &["route"],
+    &["delivery"],
+    &["api", "replay"],
+    &["pipeline"],
+];
+
+/// Every `.rs` file under `dir`.
+fn files(dir: &std::path::Path, out: &mut Vec<std::path::PathBuf>) {
+    for entry in std::fs::read_dir(dir).expect("folder") {
+        let path = entry.expect("entry").path();
+        if path.is_dir() {
+            files(&path, out);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            out.push(path);
+        }
+    }
+}
+
+#[test]
+fn the_crate_imports_only_downwards() {
+    let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut upward = Vec::new();
+    for (own, layer) in CRATE.iter().enumerate() {
+        for module in *layer {
+            let mut paths = Vec::new();
+            let dir = src.join(module);
+            if dir.is_dir() {
+                files(&dir, &mut paths);
+            } else {
+                paths.push(src.join(format!("{module}.rs")));
+            }
+            for path in paths {
+                for used in named(&code_of(&path), "crate::") {
+                    let Some(theirs) = layer_of(&used) else {
+                        continue;
+                    };
+                    if used != *module && theirs >= own {
+                        upward.push(format!("{} uses {used}", path.display()));
+                    }
+                }
+            }
+        }
+    }
+    assert!(upward.is_empty(), "the crate imports only downwards: {upward:#?}");
+    // Every module of lib.rs is in a layer.
+    let lib = std::fs::read_to_string(src.join("lib.rs")).expect("lib.rs");
+    for line in lib.lines() {
+        if let Some(m) = line.strip_prefix("pub mod ").and_then(|m| m.strip_suffix(';')) {
+            assert!(layer_of(m).is_some(), "{m} is in no layer of CRATE");
+        }
+    }
+}
+
+fn layer_of(module: &str) -> Option<usize> {
+    layer(CRATE, module)
 }
 
 #[test]

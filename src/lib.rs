@@ -30,6 +30,13 @@
 //! - [`base`]: leaf modules everyone may use and that use nothing of the crate: secrets, digest
 //!   algorithms, the callback URL policy, Redis key names, form encoding, the clock.
 //!
+//! Layers, bottom first, each importing only from those before it (`src/layers.rs` tests it):
+//! `base`, `redis_conn`, `shutdown`, `systemd`; `config`; `store_conn`; `redis_index`,
+//! `metrics`; `bus`; `fleet`; `event`; `hooks`; `conference`, `plugin_host`; `route`;
+//! `delivery`; `api`, `replay`; `pipeline`. Where a lower layer must reach a higher one it
+//! defines the interface: [`event::process::Observer`] (the conference follows the events),
+//! [`hooks::store::QueueRemover`] (a removed hook's queue goes too).
+//!
 //! The binary's commands are in `src/main.rs`, `src/tools.rs` and `src/admin/`.
 
 pub mod api;

@@ -47,7 +47,10 @@ async fn create(state: &ApiState, p: &Params<'_>) -> Result<(&'static str, Strin
     match state.store.create(new).await {
         Ok(CreateOutcome::Created(hook)) => {
             tracing::info!(hook_id = hook.id, meeting = ?hook.meeting_id, raw = hook.get_raw, "hook created");
-            state.metrics.count_hooks(&state.store.registry().load());
+            {
+                let hooks = state.store.registry().load();
+                state.metrics.count_hooks(hooks.len(), hooks.counts());
+            }
             Ok(("", xml::created(&hook)))
         }
         Ok(CreateOutcome::Duplicate(id)) => Ok(("duplicateWarning", xml::duplicate(id))),
@@ -63,7 +66,10 @@ async fn destroy(state: &ApiState, p: &Params<'_>) -> Result<(&'static str, Stri
     match state.store.destroy(id).await {
         Ok(true) => {
             tracing::info!(hook_id = id, "hook destroyed");
-            state.metrics.count_hooks(&state.store.registry().load());
+            {
+                let hooks = state.store.registry().load();
+                state.metrics.count_hooks(hooks.len(), hooks.counts());
+            }
             Ok(("", xml::removed()))
         }
         Ok(false) => Err(ApiError::DestroyMissingHook),

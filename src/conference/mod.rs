@@ -245,6 +245,14 @@ pub struct Conference {
 /// Shared between the processing task (writes) and the metrics endpoint (reads).
 pub type SharedConference = Arc<Mutex<Conference>>;
 
+impl crate::event::process::Observer for Mutex<Conference> {
+    fn observe(&self, msg: &Message, mapped: &Mapped, now_ms: u64) {
+        self.lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .observe(msg, mapped, now_ms);
+    }
+}
+
 /// What to write to Redis: rooms to store whole (`Some`) or delete (`None`), users' parts of
 /// rooms to store or delete, recordings to store or delete.
 #[derive(Debug, Default, PartialEq)]

@@ -45,7 +45,7 @@ fn rap(step: &str, record: &str) -> Arc<str> {
 fn run(messages: &[Arc<str>]) -> (SharedConference, Summary) {
     let shared = SharedConference::default();
     let mut p = Processor::new(Mappings::new(u64::MAX, false), EventFilter::default())
-        .with_conference(shared.clone());
+        .with_observer(shared.clone());
     for m in messages {
         let _ = p.process(m, 1);
     }
@@ -179,7 +179,7 @@ fn a_change_in_a_big_room_writes_that_user_only_and_members_round_trip() {
     assert_eq!(first.users.len(), 0, "its users come with it");
     drop(c);
     let mut p = Processor::new(Mappings::new(u64::MAX, false), EventFilter::default())
-        .with_conference(shared.clone());
+        .with_observer(shared.clone());
     let _ = p.process(&joined("u50"), 2);
     let _ = p.process(
         &akka(

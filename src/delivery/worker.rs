@@ -179,7 +179,10 @@ impl Attempt<'_> {
                 if let Err(e) = ctx.store.remove_failed(hook.id).await {
                     tracing::error!(hook_id = hook.id, error = %e, "could not remove the failed hook from Redis");
                 }
-                ctx.metrics.count_hooks(&ctx.store.registry().load());
+                {
+                    let hooks = ctx.store.registry().load();
+                    ctx.metrics.count_hooks(hooks.len(), hooks.counts());
+                }
                 return Outcome::GaveUp;
             };
             if let Line::Failed { before } = failures_log.failed(Instant::now()) {

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use crate::{base::sources::SourceId, conference::SharedConference};
+use crate::base::sources::SourceId;
 
 use super::{
     Event, Payload,
@@ -52,12 +52,19 @@ impl EventFilter {
     }
 }
 
-/// The processing state of one source: id mappings, the filter, and (in the relay) the
-/// conference state.
+/// What follows every message a processor maps to an event, filtered ones included (in the
+/// relay, the conference state of the source). Defined here so that event depends on no one
+/// who follows it.
+pub trait Observer: Send + Sync {
+    fn observe(&self, msg: &decode::Message, mapped: &Mapped, now_ms: u64);
+}
+
+/// The processing state of one source: id mappings, the filter, and (in the relay) who
+/// follows its events.
 pub struct Processor {
     pub mappings: Mappings,
     filter: EventFilter,
-    pub conference: Option<SharedConference>,
+    observer: Option<Arc<dyn Observer>>,
     /// Marks every event made.
     source: SourceId,
 }
@@ -67,7 +74,7 @@ impl Processor {
         Self {
             mappings,
             filter,
-            conference: None,
+            observer: None,
             source: 0,
         }
     }
@@ -78,9 +85,9 @@ impl Processor {
         self
     }
 
-    /// Also keeps `conference` up to date with every event (filtered ones included).
-    pub fn with_conference(mut self, conference: SharedConference) -> Self {
-        self.conference = Some(conference);
+    /// Also shows `observer` every event (filtered ones included).
+    pub fn with_observer(mut self, observer: Arc<dyn Observer>) -> Self {
+        self.observer = Some(observer);
         self
     }
 
@@ -152,10 +159,8 @@ impl Processor {
             }
             _ => {}
         }
-        if let Some(c) = &self.conference {
-            c.lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .observe(&msg, &mapped, now_ms);
+        if let Some(o) = &self.observer {
+            o.observe(&msg, &mapped, now_ms);
         }
         // The message's own event carries it for raw hooks (after the users who left first).
         out.push(event(

@@ -8,16 +8,9 @@ use arc_swap::ArcSwap;
 use imbl::{HashMap, OrdMap, OrdSet};
 
 use super::Hook;
-
-/// How many hooks of each kind a snapshot holds (for the `hooks` metrics), kept as hooks come
-/// and go.
-#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
-pub struct Counts {
-    pub global: i64,
-    pub meeting: i64,
-    pub raw: i64,
-    pub permanent: i64,
-}
+/// How many hooks of each kind a snapshot holds, kept as hooks come and go (the metrics' own
+/// type: they sit below the hooks).
+pub use crate::metrics::HookCounts as Counts;
 
 impl Counts {
     fn add(&mut self, h: &Hook, sign: i64) {

@@ -35,6 +35,14 @@ pub enum CreateOutcome {
     Duplicate(u64),
 }
 
+/// Removes a removed hook's queue from the store, releasing the shared payloads it refers to:
+/// delivery's layout, which the pipeline gives ([`HookStore::with_queue_remover`]).
+pub type QueueRemover = Arc<
+    dyn Fn(StoreConn, u64) -> futures_util::future::BoxFuture<'static, redis::RedisResult<()>>
+        + Send
+        + Sync,
+>;
+
 /// Locks that creates of different URLs spread over.
 const URL_LOCKS: usize = 64;
 
@@ -74,6 +82,9 @@ pub struct HookStore {
     guard: Arc<Guard>,
     /// In a fleet: changes announced to the other instances, callback URLs claimed.
     fleet: Fleet,
+    /// Removes a removed hook's queue; without it, queues of removed hooks go at the next
+    /// start.
+    queues: Option<QueueRemover>,
 }
 
 impl HookStore {
@@ -92,7 +103,14 @@ impl HookStore {
             permanent_urls: permanent.iter().map(|p| p.url.clone()).collect(),
             guard,
             fleet: Fleet::default(),
+            queues: None,
         }
+    }
+
+    /// Removes each removed hook's queue with `remover` too.
+    pub fn with_queue_remover(mut self, remover: QueueRemover) -> Self {
+        self.queues = Some(remover);
+        self
     }
 
     /// In a fleet, as instance `instance`: announces every change to the other instances, and
@@ -149,7 +167,7 @@ impl HookStore {
                 hook_id = id,
                 "removing a permanent hook no longer in the configuration"
             );
-            delete_hook(&mut conn, id).await?;
+            self.delete_hook(&mut conn, id).await?;
         }
         let found = import::plan(&mut conn, &self.guard, &hooks, &self.permanent_urls).await?;
         for f in &found {
@@ -340,7 +358,7 @@ impl HookStore {
             _ => return Ok(false),
         }
         let url = self.registry.load().get(id).map(|h| h.callback_url.clone());
-        delete_hook(&mut self.conn.clone(), id).await?;
+        self.delete_hook(&mut self.conn.clone(), id).await?;
         self.registry.remove(id);
         self.fleet.announce(&mut self.conn.clone(), id).await;
         if let Some(url) = url {
@@ -359,10 +377,30 @@ impl HookStore {
         let _guard = self.changes.write().await;
         let url = self.registry.load().get(id).map(|h| h.callback_url.clone());
         self.registry.remove(id);
-        delete_hook(&mut self.conn.clone(), id).await?;
+        self.delete_hook(&mut self.conn.clone(), id).await?;
         self.fleet.announce(&mut self.conn.clone(), id).await;
         if let Some(url) = url {
             self.fleet.unclaim_url(&mut self.conn.clone(), &url).await;
+        }
+        Ok(())
+    }
+
+    /// Removes the hook, then its queue (releasing the shared payloads it refers to); a queue
+    /// left by a crash in between goes at the next start. On a Redis Cluster, where queues
+    /// hold their payloads, the hook's hash and queue go in one transaction (they share a
+    /// slot).
+    async fn delete_hook(&self, conn: &mut StoreConn, id: u64) -> Result<(), StoreError> {
+        let mut pipe = redis::pipe();
+        pipe.atomic().del(hook_key(id)).ignore();
+        if conn.is_cluster() {
+            pipe.unlink(queue_key(id)).ignore();
+        }
+        pipe.srem(HOOKS_SET, id).ignore();
+        pipe.query_async::<()>(conn).await?;
+        if !conn.is_cluster()
+            && let Some(remove) = &self.queues
+        {
+            remove(conn.clone(), id).await?;
         }
         Ok(())
     }
@@ -394,21 +432,4 @@ async fn next_id(conn: &mut StoreConn, max_id: u64) -> Result<u64, StoreError> {
     }
     // Raised past `max_id` by adding, never set: another instance's id is never given again.
     Ok(conn.incr(ID_COUNTER, max_id - id + 1).await?)
-}
-
-/// Removes the hook, then its queue (releasing the shared payloads it refers to); a queue left
-/// by a crash in between goes at the next start. On a Redis Cluster, where queues hold their
-/// payloads, the hook's hash and queue go in one transaction (they share a slot).
-async fn delete_hook(conn: &mut StoreConn, id: u64) -> Result<(), StoreError> {
-    let mut pipe = redis::pipe();
-    pipe.atomic().del(hook_key(id)).ignore();
-    if conn.is_cluster() {
-        pipe.unlink(queue_key(id)).ignore();
-    }
-    pipe.srem(HOOKS_SET, id).ignore();
-    pipe.query_async::<()>(conn).await?;
-    if !conn.is_cluster() {
-        crate::delivery::journal::delete(conn, id).await?;
-    }
-    Ok(())
 }

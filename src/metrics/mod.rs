@@ -16,8 +16,6 @@ use prometheus_client::{
     registry::Registry,
 };
 
-use crate::hooks::Snapshot;
-
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct ReasonLabel {
     pub reason: String,
@@ -91,6 +89,15 @@ impl Default for LatencyHistogram {
     fn default() -> Self {
         Self(Histogram::new(LATENCY_BUCKETS))
     }
+}
+
+/// How many hooks of each kind there are (for `hookrelay_hooks{kind}`).
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct HookCounts {
+    pub global: i64,
+    pub meeting: i64,
+    pub raw: i64,
+    pub permanent: i64,
 }
 
 /// Every series the relay exports. Labels are bounded: never a URL (it may carry tokens), never
@@ -381,9 +388,8 @@ impl Metrics {
     }
 
     /// Sets the hook counts from the registry's current snapshot.
-    pub fn count_hooks(&self, snapshot: &Snapshot) {
-        let c = snapshot.counts();
-        self.hooks_registered.set(snapshot.len() as i64);
+    pub fn count_hooks(&self, total: usize, c: HookCounts) {
+        self.hooks_registered.set(total as i64);
         for (kind, n) in [
             ("global", c.global),
             ("meeting", c.meeting),

@@ -112,7 +112,10 @@ async fn restore_hooks(
     let Some(restored) = restored else {
         return false;
     };
-    metrics.count_hooks(&store.registry().load());
+    {
+        let hooks = store.registry().load();
+        metrics.count_hooks(hooks.len(), hooks.counts());
+    }
     metrics.hooks_refused.inc_by(restored.refused as u64);
     tracing::info!(
         hooks = restored.hooks,

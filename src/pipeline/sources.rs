@@ -96,7 +96,7 @@ pub async fn restore(
         mappings.restore(meetings, users, now_ms());
         processors.push(
             Processor::new(mappings, filter.clone())
-                .with_conference(s.conference.clone())
+                .with_observer(s.conference.clone())
                 .with_source(s.id),
         );
     }

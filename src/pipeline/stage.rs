@@ -55,6 +55,8 @@ pub struct ProcessStage {
     pub sources: Arc<SourceTable>,
     /// Where each source's mappings and conference state are stored, by source.
     pub keys: Vec<SourceKeys>,
+    /// Each source's conference state, by source (its processor shows it every event).
+    pub conferences: Vec<crate::conference::SharedConference>,
     /// In a fleet: where this instance stands in each source, written with each batch.
     pub cursors: Option<Cursors>,
     /// In a fleet: nothing is queued once the lease is lost.
@@ -145,12 +147,15 @@ impl ProcessStage {
             .inc_by(routed.dropped.len() as u64);
         let mut state = redis::pipe();
         if let Some(router) = &mut self.router {
-            for (processor, keys) in router.processors.iter_mut().zip(&self.keys) {
+            for ((processor, keys), c) in router
+                .processors
+                .iter_mut()
+                .zip(&self.keys)
+                .zip(&self.conferences)
+            {
                 persist::add_writes(&mut state, keys, &processor.mappings.take_writes());
-                if let Some(c) = &processor.conference {
-                    let changes = c.lock().unwrap_or_else(|e| e.into_inner()).take_changes();
-                    conference::persist::add_changes(&mut state, keys, &changes);
-                }
+                let changes = c.lock().unwrap_or_else(|e| e.into_inner()).take_changes();
+                conference::persist::add_changes(&mut state, keys, &changes);
             }
         }
         if let Some(cursors) = &mut self.cursors {
@@ -238,7 +243,7 @@ impl ProcessStage {
             let mappings = &mut processor.mappings;
             let timeout = mappings.timeout_ms();
             let expired = mappings.expire(now_ms());
-            if let Some(c) = &processor.conference {
+            if let Some(c) = self.conferences.get(i) {
                 c.lock()
                     .unwrap_or_else(|e| e.into_inner())
                     .expire(now_ms(), timeout);

@@ -141,6 +141,10 @@ impl Start<'_> {
             &config.delivery.permanent_hooks,
             guard.clone(),
         );
+        // Delivery's layout: the hooks know only that a removed hook's queue goes too.
+        let store = store.with_queue_remover(Arc::new(|mut conn: StoreConn, id| {
+            Box::pin(async move { crate::delivery::journal::delete(&mut conn, id).await })
+        }));
         let store = Arc::new(match instance.as_deref() {
             Some(instance) => store.with_announcements(instance),
             None => store,
@@ -364,6 +368,7 @@ impl Start<'_> {
             metrics: self.metrics.clone(),
             sources: source_table,
             keys: sources.iter().map(|s| s.keys.clone()).collect(),
+            conferences: sources.iter().map(|s| s.conference.clone()).collect(),
             cursors: fence.is_fleet().then(Cursors::default),
             fence,
         };
