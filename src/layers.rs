@@ -189,11 +189,17 @@ fn the_crate_imports_only_downwards() {
             }
         }
     }
-    assert!(upward.is_empty(), "the crate imports only downwards: {upward:#?}");
+    assert!(
+        upward.is_empty(),
+        "the crate imports only downwards: {upward:#?}"
+    );
     // Every module of lib.rs is in a layer.
     let lib = std::fs::read_to_string(src.join("lib.rs")).expect("lib.rs");
     for line in lib.lines() {
-        if let Some(m) = line.strip_prefix("pub mod ").and_then(|m| m.strip_suffix(';')) {
+        if let Some(m) = line
+            .strip_prefix("pub mod ")
+            .and_then(|m| m.strip_suffix(';'))
+        {
             assert!(layer_of(m).is_some(), "{m} is in no layer of CRATE");
         }
     }

@@ -1,6 +1,6 @@
 //! One hook's queue in memory: a window over its Redis stream. At most [`WINDOW`] entries and
 //! about [`WINDOW_BYTES`] of payload are held (plus one page being read); the rest of the queue (entries after them) is in Redis only, as a span of ids that
-//! [`super::backlog`] pages in while the worker runs low. A restart starts with the whole
+//! [`super::pager`] pages in while the worker runs low. A restart starts with the whole
 //! stream as that span; a burst that outruns the hook makes one. While a span exists, new
 //! entries only extend it, so the order is always memory first, then the span.
 
