@@ -148,11 +148,12 @@ pub async fn send(replay: &Replay, signer: &Signer, client: &CallbackClient) -> 
     let mut results = Vec::with_capacity(replay.hooks.len());
     for out in &replay.hooks {
         let mut lines = Vec::with_capacity(out.callbacks.len());
+        let receiver = client.receiver(&out.hook.callback_url);
         for cb in &out.callbacks {
             // A replayed file is one server's bus: the first source's.
             let signed = signer.sign(&out.hook.callback_url, cb.payload.form_encoded(), cb.ts, 0);
             let standard = signer.standard_headers(out.hook.id, cb.ts, signed.body.as_bytes());
-            let result = client
+            let result = receiver
                 .post(
                     &signed.url,
                     Bytes::from(signed.body),

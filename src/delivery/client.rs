@@ -80,6 +80,14 @@ pub struct CallbackClient {
     receivers: Arc<Receivers>,
 }
 
+/// Callbacks to one receiver (host and port): each is sent in one of its turns. Looked up once
+/// per hook ([`CallbackClient::receiver`]), not per callback.
+#[derive(Clone)]
+pub struct Receiver {
+    http: reqwest::Client,
+    turns: Arc<tokio::sync::Semaphore>,
+}
+
 /// At most so many requests at once to one receiver (host and port), each on its own
 /// connection: a fan-out to thousands of hooks on one receiver holds that many sockets and
 /// their buffers (about 40 KiB each), not one per hook. Waiters go in turn.
@@ -142,8 +150,19 @@ impl CallbackClient {
         })
     }
 
-    /// POSTs one form body as `content_type` (with `Authorization: Bearer` when `bearer` is given, the
-    /// Standard Webhooks headers when `standard` is, and the source server's domain as
+    /// The receiver that callbacks to `url` go to, whose turns they take.
+    pub fn receiver(&self, url: &str) -> Receiver {
+        Receiver {
+            http: self.http.clone(),
+            turns: self.receivers.of(url),
+        }
+    }
+}
+
+impl Receiver {
+    /// POSTs one form body to `url` (of this receiver), in one of its turns, as
+    /// `content_type` (with `Authorization: Bearer` when `bearer` is given, the Standard
+    /// Webhooks headers when `standard` is, and the source server's domain as
     /// `X-Hookrelay-Domain`); `Ok` only for a 2xx answer.
     ///
     /// # Errors
@@ -157,9 +176,9 @@ impl CallbackClient {
         standard: Option<&Headers>,
         domain: &str,
     ) -> Result<u16, DeliveryError> {
-        let receiver = self.receivers.of(url);
         // Never closed: a permit always comes.
-        let _turn = receiver
+        let _turn = self
+            .turns
             .acquire()
             .await
             .map_err(|e| DeliveryError::Request(e.to_string()))?;

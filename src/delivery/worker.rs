@@ -10,7 +10,7 @@ use bytes::Bytes;
 use std::time::Instant;
 
 use super::{
-    client::DeliveryError,
+    client::{DeliveryError, Receiver},
     context::DeliveryContext,
     hook_queue::HookQueue,
     incident::{Failures, Line},
@@ -56,6 +56,7 @@ async fn run(hook: Arc<Hook>, queue: Arc<HookQueue>, ctx: Arc<DeliveryContext>) 
         .check_url(&hook.callback_url)
         .err()
         .map(|r| r.to_string());
+    let receiver = ctx.client.receiver(&hook.callback_url);
     let mut acks = ctx.acker.worker(hook.id);
     let mut failures = Failures::default();
     loop {
@@ -87,6 +88,7 @@ async fn run(hook: Arc<Hook>, queue: Arc<HookQueue>, ctx: Arc<DeliveryContext>) 
             queue: &queue,
             policy: &policy,
             blocked: blocked.as_deref(),
+            receiver: &receiver,
             ctx: &ctx,
         };
         match attempt.deliver(&entry, &mut failures).await {
@@ -103,6 +105,8 @@ struct Attempt<'a> {
     policy: &'a RetryPolicy,
     /// Why the callback URL is refused, when its IP address is.
     blocked: Option<&'a str>,
+    /// The receiver whose turns its callbacks take.
+    receiver: &'a Receiver,
     ctx: &'a DeliveryContext,
 }
 
@@ -115,6 +119,7 @@ impl Attempt<'_> {
             queue,
             policy,
             blocked,
+            receiver,
             ctx,
         } = *self;
         let SignedCallback { url, body } = ctx.signer.sign(
@@ -135,9 +140,8 @@ impl Attempt<'_> {
                 None => {
                     let standard = ctx.signer.standard_headers(hook.id, entry.ts, &body);
                     let standard = standard.as_ref();
-                    let client = &ctx.client;
                     let content_type = ctx.signer.content_type();
-                    client
+                    receiver
                         .post(&url, body.clone(), content_type, bearer, standard, domain)
                         .await
                 }
