@@ -47,7 +47,7 @@ fn process(c: &mut Criterion) {
 fn matching(c: &mut Criterion) {
     let registry = Registry::default();
     registry.replace_all((0..1000).map(|i| Hook {
-        id: i,
+        id: hookrelay::base::ids::HookId(i),
         callback_url: format!("https://h.example/{i}"),
         meeting_id: (i % 2 == 0).then(|| format!("meeting-{}", i % 100)),
         event_ids: (i % 3 == 0).then(|| vec!["user-joined".to_string()]),

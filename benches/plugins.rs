@@ -46,7 +46,7 @@ fn event() -> Event {
 
 fn hook() -> Hook {
     Hook {
-        id: 1,
+        id: hookrelay::base::ids::HookId(1),
         callback_url: "https://lms.example/bbb/callback".into(),
         meeting_id: None,
         event_ids: None,

@@ -89,7 +89,7 @@ pub fn hooks(urls: &[String], raw_urls: &[String]) -> Vec<Hook> {
     all.into_iter()
         .zip(1..)
         .map(|((callback_url, get_raw), id)| Hook {
-            id,
+            id: crate::base::ids::HookId(id),
             callback_url,
             meeting_id: None,
             event_ids: None,
@@ -198,7 +198,12 @@ mod tests {
         let h = hooks(&["http://a/".into()], &["http://b/".into()]);
         assert_eq!(
             (h[0].id, h[0].get_raw, h[1].id, h[1].get_raw),
-            (1, false, 2, true)
+            (
+                crate::base::ids::HookId(1),
+                false,
+                crate::base::ids::HookId(2),
+                true
+            )
         );
         assert_eq!(hooks(&[], &[])[0].callback_url, "http://localhost/");
     }

@@ -9,6 +9,8 @@
 //! when they are given. Only callbacks that will be sent get one: an event no hook wants, or one
 //! the plugin chain drops, takes none.
 
+use crate::base::ids::HookId;
+
 use std::{collections::HashMap, sync::Arc};
 
 use crate::{
@@ -45,29 +47,29 @@ pub struct Routed {
     /// Messages that made no event: (index in the batch, why).
     pub skipped: Vec<(usize, Skip)>,
     /// Hook ids of the callbacks the plugin chain dropped, one entry per callback.
-    pub dropped: Vec<u64>,
+    pub dropped: Vec<HookId>,
 }
 
 /// Per-hook callback timestamps.
 #[derive(Debug, Default)]
 pub struct Clock {
-    last: HashMap<u64, u64>,
+    last: HashMap<HookId, u64>,
 }
 
 impl Clock {
     /// The timestamp hook `hook`'s next callback gets at wall-clock time `now`.
-    fn next(&self, hook: u64, now: u64) -> u64 {
+    fn next(&self, hook: HookId, now: u64) -> u64 {
         self.last.get(&hook).map_or(now, |last| now.max(last + 1))
     }
 
     /// Makes later timestamps of `hook` exceed `ts` (the last one its queue ever held).
-    pub fn observe(&mut self, hook: u64, ts: u64) {
+    pub fn observe(&mut self, hook: HookId, ts: u64) {
         let last = self.last.entry(hook).or_insert(ts);
         *last = (*last).max(ts);
     }
 
     /// Forgets hooks for which `live` is false.
-    pub fn retain(&mut self, live: impl Fn(u64) -> bool) {
+    pub fn retain(&mut self, live: impl Fn(HookId) -> bool) {
         self.last.retain(|id, _| live(*id));
     }
 }
@@ -173,7 +175,7 @@ fn apply(plugins: &PluginSet, event: &Arc<Event>, hook: &Hook, ts: u64) -> Optio
     let verdict =
         std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| plugins.apply(event, hook, ts)))
             .unwrap_or_else(|_| {
-                tracing::error!(hook_id = hook.id, event = %event.id, "the plugin chain panicked; the callback is dropped");
+                tracing::error!(hook_id = hook.id.0, event = %event.id, "the plugin chain panicked; the callback is dropped");
                 Verdict::Drop
             });
     verdict.payload(event, hook)
@@ -189,7 +191,7 @@ mod tests {
 
     fn hook(id: u64, get_raw: bool, meeting: Option<&str>) -> Hook {
         Hook {
-            id,
+            id: HookId(id),
             callback_url: format!("http://h/{id}"),
             meeting_id: meeting.map(String::from),
             event_ids: None,
@@ -240,7 +242,7 @@ mod tests {
         let snap = snapshot(vec![hook(1, false, None), hook(2, true, None)]);
         let messages = [joined("a"), emoji("a", "raiseHand"), ended()];
         let routed = router().route(&messages, &snap, &PluginSet::default());
-        let got = |id: u64| {
+        let got = |id: HookId| {
             routed
                 .callbacks
                 .iter()
@@ -248,7 +250,7 @@ mod tests {
                 .map(|c| (c.event.id.as_str(), c.payload.text().to_string()))
                 .collect::<Vec<_>>()
         };
-        let processed: Vec<&str> = got(1).iter().map(|(id, _)| *id).collect();
+        let processed: Vec<&str> = got(HookId(1)).iter().map(|(id, _)| *id).collect();
         assert_eq!(
             processed,
             [
@@ -259,7 +261,7 @@ mod tests {
                 "meeting-ended"
             ]
         );
-        let raw = got(2);
+        let raw = got(HookId(2));
         assert_eq!(
             raw.iter().map(|(_, p)| p.as_str()).collect::<Vec<_>>(),
             messages.iter().map(|m| &**m).collect::<Vec<_>>(),
@@ -274,7 +276,7 @@ mod tests {
             hook(2, false, Some("elsewhere")),
         ]);
         let mut r = router();
-        r.clock.observe(1, u64::MAX / 2);
+        r.clock.observe(HookId(1), u64::MAX / 2);
         let messages: Vec<Arc<str>> = (0..50).map(|i| joined(&format!("u{i}"))).collect();
         let before = crate::base::time::now_ms();
         let routed = r.route(&messages, &snap, &PluginSet::default());
@@ -285,8 +287,15 @@ mod tests {
         // A hook that never got anything starts at the clock, whatever other hooks did.
         let snap = snapshot(vec![hook(1, false, None), hook(3, false, None)]);
         let routed = r.route(&[joined("x")], &snap, &PluginSet::default());
-        let three = routed.callbacks.iter().find(|c| c.hook.id == 3).unwrap();
+        let three = routed
+            .callbacks
+            .iter()
+            .find(|c| c.hook.id == HookId(3))
+            .unwrap();
         assert!(three.ts >= before && three.ts <= crate::base::time::now_ms());
-        assert!(!r.clock.last.contains_key(&2), "no callback, no timestamp");
+        assert!(
+            !r.clock.last.contains_key(&HookId(2)),
+            "no callback, no timestamp"
+        );
     }
 }

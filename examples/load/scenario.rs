@@ -332,7 +332,9 @@ async fn queued(redis: &TestRedis, hooks: usize) -> usize {
     };
     let mut pipe = redis::pipe();
     for id in 1..=hooks {
-        pipe.xlen(hookrelay::base::redis_keys::queue_key(id as u64));
+        pipe.xlen(hookrelay::base::redis_keys::queue_key(
+            hookrelay::base::ids::HookId(id as u64),
+        ));
     }
     let lens: Vec<usize> = pipe.query_async(&mut c).await.unwrap_or_default();
     lens.iter().sum()

@@ -85,7 +85,7 @@ pub fn import_reference(args: &ImportArgs) -> ExitCode {
         let imported = if args.dry_run {
             Vec::new()
         } else {
-            let max = own.iter().map(|h| h.id).max().unwrap_or(0);
+            let max = own.iter().map(|h| h.id).max().unwrap_or_default();
             import::apply(&mut conn, &found, max)
                 .await
                 .map_err(|e| e.to_string())?

@@ -46,7 +46,7 @@ async fn create(state: &ApiState, p: &Params<'_>) -> Result<(&'static str, Strin
     let new = new_hook(p, &state.guard)?;
     match state.store.create(new).await {
         Ok(CreateOutcome::Created(hook)) => {
-            tracing::info!(hook_id = hook.id, meeting = ?hook.meeting_id, raw = hook.get_raw, "hook created");
+            tracing::info!(hook_id = hook.id.0, meeting = ?hook.meeting_id, raw = hook.get_raw, "hook created");
             {
                 let hooks = state.store.registry().load();
                 state.metrics.count_hooks(hooks.len(), hooks.counts());
@@ -65,7 +65,7 @@ async fn destroy(state: &ApiState, p: &Params<'_>) -> Result<(&'static str, Stri
     let id = hook_id(p)?;
     match state.store.destroy(id).await {
         Ok(true) => {
-            tracing::info!(hook_id = id, "hook destroyed");
+            tracing::info!(hook_id = id.0, "hook destroyed");
             {
                 let hooks = state.store.registry().load();
                 state.metrics.count_hooks(hooks.len(), hooks.counts());
@@ -74,7 +74,7 @@ async fn destroy(state: &ApiState, p: &Params<'_>) -> Result<(&'static str, Stri
         }
         Ok(false) => Err(ApiError::DestroyMissingHook),
         Err(e) => {
-            tracing::error!(hook_id = id, error = %e, "could not destroy a hook");
+            tracing::error!(hook_id = id.0, error = %e, "could not destroy a hook");
             Err(ApiError::DestroyFailed)
         }
     }

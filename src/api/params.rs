@@ -1,6 +1,8 @@
 //! The pure part of the API: the checksum check and the parameters of each call, turned into
 //! what the store needs or into an [`ApiError`]. No I/O, so it can be fuzzed.
 
+use crate::base::ids::HookId;
+
 use std::{borrow::Cow, collections::HashMap};
 
 use super::{MAX_QUERY_BYTES, checksum};
@@ -158,7 +160,7 @@ pub fn new_hook(p: &Params<'_>, guard: &Guard) -> Result<NewHook, ApiError> {
 ///
 /// # Errors
 /// `missingParamHookID`, or a FAILED answer when it is not a number.
-pub fn hook_id(p: &Params<'_>) -> Result<u64, ApiError> {
+pub fn hook_id(p: &Params<'_>) -> Result<HookId, ApiError> {
     let id = p.get("hookID").ok_or(ApiError::MissingHookId)?;
     id.trim()
         .parse()
@@ -233,7 +235,7 @@ mod tests {
         let q = sign("hooks/destroy", "hookID=%2012");
         assert_eq!(
             hook_id(&authenticate("hooks/destroy", &q, SECRET, &Algorithm::ALL).unwrap()),
-            Ok(12)
+            Ok(HookId(12))
         );
         let long = sign("hooks/list", &"a".repeat(9000));
         assert_eq!(

@@ -1,6 +1,8 @@
 //! BBB-style XML answers, written with quick-xml: values escaped, URLs and meeting ids in CDATA
 //! that survives `]]>`, no declaration and no whitespace between tags.
 
+use crate::base::ids::HookId;
+
 use std::sync::Arc;
 
 use quick_xml::{
@@ -64,7 +66,7 @@ pub fn created(hook: &Hook) -> String {
 }
 
 /// `hooks/create` for a URL that already has a hook.
-pub fn duplicate(id: u64) -> String {
+pub fn duplicate(id: HookId) -> String {
     let mut d = Doc::new("SUCCESS");
     d.text("hookID", &id.to_string());
     d.text("messageKey", "duplicateWarning");
@@ -139,7 +141,7 @@ mod tests {
     #[test]
     fn list_escapes_and_splits_cdata() {
         let h = Arc::new(Hook {
-            id: 3,
+            id: HookId(3),
             callback_url: "http://h/cb?a=]]>&b=<x>".into(),
             meeting_id: Some("m]]>1".into()),
             event_ids: Some(vec!["a<b".into(), "c".into()]),

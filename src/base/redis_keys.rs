@@ -1,6 +1,8 @@
 //! Every Redis key the relay reads or writes, in one place. Hooks and mappings use the reference
 //! service's v3 names, so that existing tooling (and a switch back) finds them.
 
+use crate::base::ids::HookId;
+
 /// Set of hook ids.
 pub const HOOKS_SET: &str = "bigbluebutton:webhooks:out:hooks";
 /// Hash of one hook: `{HOOK_PREFIX}{id}`.
@@ -99,17 +101,17 @@ pub fn hook_key(id: impl std::fmt::Display) -> String {
 /// Cluster hash tag: a key's slot is that of its tag, and the hash key (the reference's name,
 /// which has no braces) is its own tag, so a hook's hash, stream and lease share one slot and
 /// one shard.
-fn tagged(id: u64, what: &str) -> String {
+fn tagged(id: HookId, what: &str) -> String {
     format!("{{{HOOK_PREFIX}{id}}}:{what}")
 }
 
 /// The stream holding hook `id`'s pending callbacks; removed with the hook.
-pub fn queue_key(id: u64) -> String {
+pub fn queue_key(id: HookId) -> String {
     tagged(id, "queue")
 }
 
 /// The hook id of a queue key; `None` for any other key.
-pub fn queue_hook_id(key: &str) -> Option<u64> {
+pub fn queue_hook_id(key: &str) -> Option<HookId> {
     key.strip_prefix('{')?
         .strip_prefix(HOOK_PREFIX)?
         .strip_suffix("}:queue")?
@@ -118,17 +120,17 @@ pub fn queue_hook_id(key: &str) -> Option<u64> {
 }
 
 /// Where a queue being rebuilt is written before it replaces [`queue_key`] (same slot).
-pub fn queue_rebuild_key(id: u64) -> String {
+pub fn queue_rebuild_key(id: HookId) -> String {
     tagged(id, "queue:rebuild")
 }
 
 /// Hook `id`'s delivery lease, in a fleet that spreads delivery.
-pub fn lease_key(id: u64) -> String {
+pub fn lease_key(id: HookId) -> String {
     tagged(id, "lease")
 }
 
 /// The hook id of a stream named as before [`queue_key`]; `None` for any other key.
-pub fn legacy_queue_hook_id(key: &str) -> Option<u64> {
+pub fn legacy_queue_hook_id(key: &str) -> Option<HookId> {
     key.strip_prefix(LEGACY_QUEUE_PREFIX)?.parse().ok()
 }
 
@@ -138,27 +140,30 @@ mod tests {
 
     #[test]
     fn queue_keys_round_trip() {
-        assert_eq!(queue_key(42), "{bigbluebutton:webhooks:out:hook:42}:queue");
-        assert_eq!(queue_hook_id(&queue_key(42)), Some(42));
+        assert_eq!(
+            queue_key(HookId(42)),
+            "{bigbluebutton:webhooks:out:hook:42}:queue"
+        );
+        assert_eq!(queue_hook_id(&queue_key(HookId(42))), Some(HookId(42)));
         assert_eq!(
             queue_hook_id("{bigbluebutton:webhooks:out:hook:x}:queue"),
             None
         );
         assert_eq!(queue_hook_id(&hook_key(42)), None);
-        assert_eq!(queue_hook_id(&lease_key(42)), None);
-        assert_eq!(queue_hook_id(&queue_rebuild_key(42)), None);
+        assert_eq!(queue_hook_id(&lease_key(HookId(42))), None);
+        assert_eq!(queue_hook_id(&queue_rebuild_key(HookId(42))), None);
         assert_eq!(queue_hook_id("bigbluebutton:webhooks:out:queue:42"), None);
         assert_eq!(
             legacy_queue_hook_id("bigbluebutton:webhooks:out:queue:42"),
-            Some(42)
+            Some(HookId(42))
         );
-        assert_eq!(legacy_queue_hook_id(&queue_key(42)), None);
+        assert_eq!(legacy_queue_hook_id(&queue_key(HookId(42))), None);
     }
 
     #[test]
     fn a_hooks_keys_share_one_cluster_slot() {
         use redis::cluster_routing::Slot;
-        for id in [1, 7, 42, 123_456] {
+        for id in [1, 7, 42, 123_456].map(HookId) {
             let slot = Slot::for_key(hook_key(id).as_bytes());
             for key in [queue_key(id), queue_rebuild_key(id), lease_key(id)] {
                 assert_eq!(Slot::for_key(key.as_bytes()), slot, "{key}");
@@ -177,9 +182,9 @@ mod tests {
             let (head, tail) = QUEUE_PATTERN.split_once('*').unwrap_or_default();
             key.starts_with(head) && key.ends_with(tail) && key.len() >= head.len() + tail.len()
         };
-        assert!(glob(&queue_key(5)));
-        assert!(!glob(&lease_key(5)));
-        assert!(!glob(&queue_rebuild_key(5)));
+        assert!(glob(&queue_key(HookId(5))));
+        assert!(!glob(&lease_key(HookId(5))));
+        assert!(!glob(&queue_rebuild_key(HookId(5))));
         assert!(!glob(&hook_key(5)));
     }
 

@@ -3,6 +3,8 @@
 //! the signature an HMAC-SHA256 of `id.timestamp.body`, base64, prefixed `v1,`; one signature
 //! per configured secret, so that receivers keep verifying while a secret is rotated.
 
+use crate::base::ids::HookId;
+
 use base64::{Engine, engine::general_purpose::STANDARD};
 use hmac::{Hmac, KeyInit, Mac};
 use sha2::Sha256;
@@ -98,7 +100,7 @@ impl StandardSigner {
 
     /// The headers of one attempt at callback `ts` of hook `hook`: the id is the same for every
     /// attempt (and after a restart), the timestamp is the attempt's (receivers refuse old ones).
-    pub fn headers(&self, hook: u64, ts: u64, now_s: u64, body: &[u8]) -> Headers {
+    pub fn headers(&self, hook: HookId, ts: u64, now_s: u64, body: &[u8]) -> Headers {
         let id = message_id(hook, ts);
         let signature = self
             .keys
@@ -115,7 +117,7 @@ impl StandardSigner {
 }
 
 /// `msg_<hook>_<timestamp>`: one callback's id, unique per hook (timestamps strictly increase).
-pub fn message_id(hook: u64, ts: u64) -> String {
+pub fn message_id(hook: HookId, ts: u64) -> String {
     format!("msg_{hook}_{ts}")
 }
 
@@ -176,8 +178,8 @@ mod tests {
         ])
         .unwrap()
         .unwrap();
-        let a = signer.headers(7, 1_700_000_000_123, 1_700_000_000, b"event=x");
-        let b = signer.headers(7, 1_700_000_000_123, 1_700_000_060, b"event=x");
+        let a = signer.headers(HookId(7), 1_700_000_000_123, 1_700_000_000, b"event=x");
+        let b = signer.headers(HookId(7), 1_700_000_000_123, 1_700_000_060, b"event=x");
         assert_eq!(a.id, "msg_7_1700000000123");
         assert_eq!(a.id, b.id, "retries keep the id");
         assert_ne!(a.signature, b.signature, "and sign their own timestamp");

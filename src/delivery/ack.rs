@@ -6,6 +6,8 @@
 //! included); with 1, each removal is confirmed before the next callback, as it used to be. A
 //! graceful stop flushes everything the workers recorded before the flusher ends.
 
+use crate::base::ids::HookId;
+
 use std::{
     collections::HashMap,
     collections::VecDeque,
@@ -24,7 +26,7 @@ use super::journal;
 use crate::shutdown::retry_until_ok;
 
 /// Per hook, its delivered entries: `(timestamp, shared payload record)`.
-type Delivered = HashMap<u64, Vec<journal::Removal>>;
+type Delivered = HashMap<HookId, Vec<journal::Removal>>;
 
 /// Recorded acknowledgements and the number of the flush that will take them.
 #[derive(Default)]
@@ -61,9 +63,9 @@ impl Acker {
 
     /// Records that `hook`'s entry `ts` (referring to shared payload `shared`) was delivered;
     /// returns the flush that will remove it.
-    fn record(&self, hook: u64, ts: u64, shared: Option<u64>) -> u64 {
+    fn record(&self, hook: HookId, removal: journal::Removal) -> u64 {
         let mut p = self.pending.lock().unwrap_or_else(|e| e.into_inner());
-        p.entries.entry(hook).or_default().push((ts, shared));
+        p.entries.entry(hook).or_default().push(removal);
         let flush = p.next_flush;
         drop(p);
         self.wake.notify_one();
@@ -106,7 +108,7 @@ impl Acker {
     }
 
     /// A worker's handle; counts it alive until dropped.
-    pub fn worker(self: &Arc<Self>, hook: u64) -> WorkerAcks {
+    pub fn worker(self: &Arc<Self>, hook: HookId) -> WorkerAcks {
         self.workers.fetch_add(1, Ordering::AcqRel);
         WorkerAcks {
             acker: self.clone(),
@@ -163,7 +165,7 @@ impl Acker {
 /// One worker's view: its acknowledgements not yet confirmed written.
 pub struct WorkerAcks {
     acker: Arc<Acker>,
-    hook: u64,
+    hook: HookId,
     /// Flush numbers of its delivered entries not yet written, oldest first.
     unconfirmed: VecDeque<u64>,
     done: watch::Receiver<u64>,
@@ -171,8 +173,8 @@ pub struct WorkerAcks {
 
 impl WorkerAcks {
     /// Records a delivered entry.
-    pub fn delivered(&mut self, ts: u64, shared: Option<u64>) {
-        let flush = self.acker.record(self.hook, ts, shared);
+    pub fn delivered(&mut self, removal: journal::Removal) {
+        let flush = self.acker.record(self.hook, removal);
         self.unconfirmed.push_back(flush);
     }
 
@@ -206,17 +208,28 @@ impl Drop for WorkerAcks {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::base::ids::{RecordRef, StreamId};
+
+    fn removal(ts: u64, shared: Option<u64>) -> journal::Removal {
+        journal::Removal {
+            id: StreamId(ts),
+            shared: shared.map(RecordRef),
+        }
+    }
 
     #[test]
     fn flush_numbers_follow_the_takes() {
         let a = Acker::new(2);
-        let mut w = a.worker(7);
-        w.delivered(10, None);
-        w.delivered(11, Some(5));
+        let mut w = a.worker(HookId(7));
+        w.delivered(removal(10, None));
+        w.delivered(removal(11, Some(5)));
         let (flush, entries) = a.take();
         assert_eq!(flush, 1);
-        assert_eq!(entries[&7], [(10, None), (11, Some(5))]);
-        w.delivered(12, None);
+        assert_eq!(
+            entries[&HookId(7)],
+            [removal(10, None), removal(11, Some(5))]
+        );
+        w.delivered(removal(12, None));
         assert_eq!(w.unconfirmed, [1, 1, 2]);
         assert!(!a.is_idle());
     }
@@ -224,14 +237,14 @@ mod tests {
     #[tokio::test]
     async fn a_worker_waits_only_when_max_unacked_are_unwritten() {
         let a = Acker::new(2);
-        let mut w = a.worker(1);
-        w.delivered(1, None);
+        let mut w = a.worker(HookId(1));
+        w.delivered(removal(1, None));
         let token = CancellationToken::new();
         assert!(
             w.ready_for_next(&token).await,
             "one unwritten of two allowed"
         );
-        w.delivered(2, None);
+        w.delivered(removal(2, None));
         let waiting =
             tokio::time::timeout(Duration::from_millis(50), w.ready_for_next(&token)).await;
         assert!(waiting.is_err(), "two unwritten: it waits");
@@ -239,8 +252,8 @@ mod tests {
         a.done.send_replace(flush);
         assert!(w.ready_for_next(&token).await);
         assert!(w.unconfirmed.is_empty());
-        w.delivered(3, None);
-        w.delivered(4, None);
+        w.delivered(removal(3, None));
+        w.delivered(removal(4, None));
         token.cancel();
         assert!(!w.ready_for_next(&token).await, "a stop ends the wait");
     }

@@ -2,6 +2,8 @@
 //! bounds, the payloads read back; and what they do alike when a bound drops callbacks. The
 //! bottom of delivery: it uses only the queue and Redis layout below it.
 
+use crate::base::ids::HookId;
+
 use std::sync::Arc;
 
 use tokio_util::{sync::CancellationToken, task::TaskTracker};
@@ -57,7 +59,7 @@ impl DeliveryContext {
     pub(super) async fn drop_oldest(
         &self,
         q: &HookQueue,
-        hook: u64,
+        hook: HookId,
         dropped: &[Removal],
         oldest: (String, u64),
         by_budget: bool,
@@ -76,7 +78,7 @@ impl DeliveryContext {
                 "delivery.max_queue"
             };
             tracing::warn!(
-                hook_id = hook,
+                hook_id = hook.0,
                 dropped = count,
                 oldest_lost_event = %event,
                 oldest_lost_timestamp = ts,
@@ -88,7 +90,7 @@ impl DeliveryContext {
             );
         }
         if let Err(e) = journal::remove(&mut self.conn.clone(), hook, dropped).await {
-            tracing::warn!(hook_id = hook, error = %e, "cannot remove dropped callbacks from Redis");
+            tracing::warn!(hook_id = hook.0, error = %e, "cannot remove dropped callbacks from Redis");
         }
     }
 }

@@ -6,6 +6,8 @@
 //! the oldest entries are dropped (and counted) when a hook falls too far behind. A slow hook
 //! only ever delays itself.
 
+use crate::base::ids::{HookId, RecordRef};
+
 use std::{collections::HashMap, sync::Arc, time::Instant};
 
 use redis::AsyncCommands;
@@ -27,9 +29,9 @@ use crate::{
 /// Owns every hook's queue; used by the pipeline's single processing task only.
 pub struct Dispatcher {
     ctx: Arc<DeliveryContext>,
-    queues: HashMap<u64, Arc<HookQueue>>,
+    queues: HashMap<HookId, Arc<HookQueue>>,
     /// The last shared payload reference given.
-    last_shared: u64,
+    last_shared: RecordRef,
     /// With delivery spread over a fleet: the queues this instance delivers. The callbacks of
     /// every other hook are only written to Redis and announced to their deliverer.
     spread: Option<Arc<Held>>,
@@ -40,7 +42,7 @@ impl Dispatcher {
         Self {
             ctx,
             queues: HashMap::new(),
-            last_shared: 0,
+            last_shared: RecordRef(0),
             spread: None,
         }
     }
@@ -50,20 +52,20 @@ impl Dispatcher {
         Self {
             ctx: held.ctx().clone(),
             queues: HashMap::new(),
-            last_shared: 0,
+            last_shared: RecordRef(0),
             spread: Some(held),
         }
     }
 
     /// Makes later shared payload references exceed `last` (the last one ever written).
-    pub fn observe_shared(&mut self, last: u64) {
+    pub fn observe_shared(&mut self, last: RecordRef) {
         self.last_shared = self.last_shared.max(last);
     }
 
     /// A new shared payload reference: the wall clock in microseconds, or one more than the
     /// last one.
-    fn next_shared(&mut self) -> u64 {
-        self.last_shared = crate::base::time::now_us().max(self.last_shared + 1);
+    fn next_shared(&mut self) -> RecordRef {
+        self.last_shared = RecordRef(crate::base::time::now_us().max(self.last_shared.0 + 1));
         self.last_shared
     }
 
@@ -105,7 +107,7 @@ impl Dispatcher {
         }
         let share = !self.ctx.conn.is_cluster();
         let Plan { batch, records } = plan(callbacks, arrivals, share, || self.next_shared());
-        let ids: Vec<(u64, Entry)> = batch.iter().map(|(h, e, _)| (h.id, e.clone())).collect();
+        let ids: Vec<(HookId, Entry)> = batch.iter().map(|(h, e, _)| (h.id, e.clone())).collect();
         let records: Vec<Record<'_>> = records
             .iter()
             .map(|(s, p, n)| Record {
@@ -131,15 +133,15 @@ impl Dispatcher {
             self.ctx.metrics.queue_append_conflicts.inc_by(n);
             tracing::warn!(
                 callbacks = n,
-                hook_id,
-                ts,
+                hook_id = hook_id.0,
+                ts = ts.0,
                 "callbacks whose id is not above their queue's last one were not written again (a batch sent again after a lost reply, or a clock that went back); first one named"
             );
         }
         // A hook removed while this batch was processed has had its stream deleted; the
         // append made it again, so remove it once more.
         let snapshot = self.ctx.store.registry().load();
-        let mut gone: Vec<u64> = batch
+        let mut gone: Vec<HookId> = batch
             .iter()
             .map(|(h, _, _)| h.id)
             .filter(|id| snapshot.get(*id).is_none())
@@ -147,7 +149,7 @@ impl Dispatcher {
         gone.dedup();
         for id in gone {
             if let Err(e) = journal::delete(&mut conn, id).await {
-                tracing::warn!(hook_id = id, error = %e, "cannot remove a removed hook's queue");
+                tracing::warn!(hook_id = id.0, error = %e, "cannot remove a removed hook's queue");
             }
         }
         let live = batch
@@ -178,14 +180,14 @@ impl Dispatcher {
 
     /// Queues `entry` (`cost` bytes in Redis) in `q`, starting a pager when a span begins and
     /// removing what the bounds drop.
-    fn push(&self, hook: u64, q: &Arc<HookQueue>, entry: Entry, cost: u64) {
+    fn push(&self, hook: HookId, q: &Arc<HookQueue>, entry: Entry, cost: u64) {
         let pushed = q.push(entry, cost, self.ctx.max_queue);
         if pushed.spilled {
             pager::spawn(&self.ctx, hook, q);
         }
         if let Some(first) = pushed.dropped.first() {
             let oldest = (first.event_id.to_string(), first.ts);
-            let dropped: Vec<Removal> = pushed.dropped.iter().map(|e| (e.ts, e.shared)).collect();
+            let dropped: Vec<Removal> = pushed.dropped.iter().map(Entry::removal).collect();
             let (ctx, q, by_budget) = (self.ctx.clone(), q.clone(), pushed.by_budget);
             self.ctx.tracker.spawn(async move {
                 ctx.drop_oldest(&q, hook, &dropped, oldest, by_budget).await;
@@ -196,7 +198,7 @@ impl Dispatcher {
     /// With delivery spread: queues the callbacks of the hooks this instance delivers, and
     /// announces the others' to whoever delivers them.
     async fn hand_over(&self, held: &Held, batch: impl Iterator<Item = (Arc<Hook>, Entry, u64)>) {
-        let mut announce: std::collections::BTreeMap<u64, (u64, usize)> = Default::default();
+        let mut announce: std::collections::BTreeMap<HookId, (u64, usize)> = Default::default();
         let queues = held.lock().await;
         for (hook, entry, cost) in batch {
             match queues.get(&hook.id) {
@@ -235,7 +237,7 @@ impl Dispatcher {
 
     /// Closes the queues of hooks that no longer exist (their workers end), and returns how many callbacks each live hook has queued.
     /// `None` with delivery spread: the queues' depths are then reported by whoever delivers.
-    pub fn prune(&mut self) -> Option<Vec<(u64, usize)>> {
+    pub fn prune(&mut self) -> Option<Vec<(HookId, usize)>> {
         if self.spread.is_some() {
             return None;
         }

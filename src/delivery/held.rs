@@ -5,6 +5,8 @@
 //! position read under it, so every entry written after is either pushed or announced to it,
 //! and an entry it has already is not taken twice.
 
+use crate::base::ids::HookId;
+
 use std::{collections::HashMap, sync::Arc};
 
 use tokio::{sync::MutexGuard, task::JoinHandle};
@@ -13,7 +15,7 @@ use super::{context::DeliveryContext, hook_queue::HookQueue, journal::Position, 
 use crate::{fleet::lease::Lease, hooks::Hook};
 
 /// The queues delivered here, by hook id.
-pub type Queues = HashMap<u64, Arc<HookQueue>>;
+pub type Queues = HashMap<HookId, Arc<HookQueue>>;
 
 pub struct Held {
     ctx: Arc<DeliveryContext>,
@@ -62,7 +64,7 @@ impl Held {
     }
 
     /// Stops delivering hook `id`: its worker ends once its callback in flight is done.
-    pub fn stop(queues: &mut Queues, id: u64) {
+    pub fn stop(queues: &mut Queues, id: HookId) {
         if let Some(q) = queues.remove(&id) {
             q.close();
         }
@@ -70,7 +72,7 @@ impl Held {
 
     /// Hook `id`'s stream now reaches `until` (about `count` entries were added): the entries
     /// its queue does not have yet are read from Redis.
-    pub fn extend(&self, queues: &Queues, id: u64, until: u64, count: usize) {
+    pub fn extend(&self, queues: &Queues, id: HookId, until: u64, count: usize) {
         if let Some(q) = queues.get(&id)
             && q.extend(until, count)
         {
@@ -79,7 +81,7 @@ impl Held {
     }
 
     /// How many callbacks each delivered hook has queued.
-    pub fn depths(queues: &Queues) -> Vec<(u64, usize)> {
+    pub fn depths(queues: &Queues) -> Vec<(HookId, usize)> {
         queues.iter().map(|(id, q)| (*id, q.total())).collect()
     }
 }

@@ -8,6 +8,8 @@
 //! its record, which goes when nothing refers to it any more. Every script is idempotent, so
 //! after an error the same call is made again.
 
+use crate::base::ids::{HookId, RecordRef, StreamId};
+
 use std::sync::{Arc, LazyLock};
 
 use crate::store_conn::StoreConn;
@@ -33,10 +35,20 @@ pub struct Entry {
     /// When its bus message arrived; `None` for entries read back after a restart.
     pub arrived: Option<std::time::Instant>,
     /// The shared payload record it refers to; `None` when the entry holds its payload.
-    pub shared: Option<u64>,
+    pub shared: Option<RecordRef>,
     /// The source (conference server) of its event; stored by name (`o`), except for the
     /// `default` source.
     pub source: SourceId,
+}
+
+impl Entry {
+    /// What removing it takes.
+    pub fn removal(&self) -> Removal {
+        Removal {
+            id: StreamId(self.ts),
+            shared: self.shared,
+        }
+    }
 }
 
 /// Adds one entry (ARGV: id, then its field and value pairs) unless the stream has it already:
@@ -156,13 +168,13 @@ fn evalsha<'a>(
     pipe.cmd("EVALSHA").arg(script.get_hash()).arg(1).arg(key)
 }
 
-fn record_key(shared: u64) -> String {
+fn record_key(shared: RecordRef) -> String {
     format!("{PAYLOAD_PREFIX}{shared}")
 }
 
 /// A payload record to write with a batch: its reference, text and number of entries.
 pub struct Record<'a> {
-    pub shared: u64,
+    pub shared: RecordRef,
     pub payload: &'a Payload,
     pub refs: usize,
 }
@@ -180,9 +192,9 @@ pub async fn append(
     conn: &mut StoreConn,
     state: &redis::Pipeline,
     records: &[Record<'_>],
-    entries: &[(u64, Entry)],
+    entries: &[(HookId, Entry)],
     sources: &SourceTable,
-) -> Result<Vec<(u64, u64)>, redis::RedisError> {
+) -> Result<Vec<(HookId, StreamId)>, redis::RedisError> {
     if entries.is_empty() && state.is_empty() {
         return Ok(Vec::new());
     }
@@ -219,7 +231,7 @@ pub async fn append(
         pipe.add_command(cmd.clone()).ignore();
     }
     let added: Vec<i64> = query_loading(conn, &pipe, &[&XADD_SCRIPT]).await?;
-    let not_added: Vec<(&(u64, Entry), i64)> = entries
+    let not_added: Vec<(&(HookId, Entry), i64)> = entries
         .iter()
         .zip(added)
         .filter(|(_, added)| *added != 1)
@@ -235,16 +247,16 @@ pub async fn append(
     conn.replicated().await?;
     Ok(not_added
         .iter()
-        .map(|((hook, e), _)| (*hook, e.ts))
+        .map(|((hook, e), _)| (*hook, StreamId(e.ts)))
         .collect())
 }
 
 /// Releases one reference to each shared record of `refs` (a record named twice loses two).
 async fn release_records(
     conn: &mut StoreConn,
-    refs: impl IntoIterator<Item = u64>,
+    refs: impl IntoIterator<Item = RecordRef>,
 ) -> Result<(), redis::RedisError> {
-    let mut release = std::collections::BTreeMap::<u64, usize>::new();
+    let mut release = std::collections::BTreeMap::<RecordRef, usize>::new();
     for s in refs {
         *release.entry(s).or_default() += 1;
     }
@@ -260,25 +272,41 @@ async fn release_records(
     query_loading::<()>(conn, &pipe, &[&RELEASE_SCRIPT]).await
 }
 
-/// An entry to remove: its timestamp and the shared record it refers to.
-pub type Removal = (u64, Option<u64>);
+/// An entry to remove: its id, and the shared record it refers to (released with it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Removal {
+    pub id: StreamId,
+    pub shared: Option<RecordRef>,
+}
+
+impl Removal {
+    /// The stream entry id Redis knows it by.
+    fn entry_id(&self) -> String {
+        format!("{}-0", self.id)
+    }
+
+    /// The record argument of the removal scripts: '' for none.
+    fn record_arg(&self) -> String {
+        self.shared.map_or(String::new(), |s| s.to_string())
+    }
+}
+
 /// A hook's entries to remove.
-pub type HookRemovals<'a> = (u64, &'a [Removal]);
+pub type HookRemovals<'a> = (HookId, &'a [Removal]);
 
 /// Adds to `pipe` the removal of `hook`'s entries `(ts, shared record)`, releasing records.
-pub fn add_remove(pipe: &mut redis::Pipeline, hook: u64, entries: &[(u64, Option<u64>)]) {
+pub fn add_remove(pipe: &mut redis::Pipeline, hook: HookId, entries: &[Removal]) {
     if entries.is_empty() {
         return;
     }
-    if entries.iter().all(|(_, s)| s.is_none()) {
-        let ids: Vec<String> = entries.iter().map(|(t, _)| format!("{t}-0")).collect();
+    if entries.iter().all(|r| r.shared.is_none()) {
+        let ids: Vec<String> = entries.iter().map(Removal::entry_id).collect();
         pipe.xdel(queue_key(hook), &ids).ignore();
         return;
     }
     let cmd = evalsha(pipe, &REMOVE_SCRIPT, &queue_key(hook)).arg(PAYLOAD_PREFIX);
-    for (ts, shared) in entries {
-        cmd.arg(format!("{ts}-0"))
-            .arg(shared.map_or(String::new(), |s| s.to_string()));
+    for r in entries {
+        cmd.arg(r.entry_id()).arg(r.record_arg());
     }
     cmd.ignore();
 }
@@ -291,7 +319,7 @@ pub fn add_remove_many(pipe: &mut redis::Pipeline, hooks: &[HookRemovals<'_>]) {
         .iter()
         .copied()
         .filter(|(_, e)| !e.is_empty())
-        .partition(|(_, e)| e.iter().any(|(_, s)| s.is_some()));
+        .partition(|(_, e)| e.iter().any(|r| r.shared.is_some()));
     for (hook, entries) in own {
         add_remove(pipe, hook, entries);
     }
@@ -307,9 +335,8 @@ pub fn add_remove_many(pipe: &mut redis::Pipeline, hooks: &[HookRemovals<'_>]) {
     pipe.arg(PAYLOAD_PREFIX);
     for (_, entries) in &shared {
         pipe.arg(entries.len());
-        for (ts, s) in entries.iter() {
-            pipe.arg(format!("{ts}-0"))
-                .arg(s.map_or(String::new(), |s| s.to_string()));
+        for r in entries.iter() {
+            pipe.arg(r.entry_id()).arg(r.record_arg());
         }
     }
     pipe.ignore();
@@ -334,8 +361,8 @@ pub async fn send_removals(
 /// When Redis fails.
 pub async fn remove(
     conn: &mut StoreConn,
-    hook: u64,
-    entries: &[(u64, Option<u64>)],
+    hook: HookId,
+    entries: &[Removal],
 ) -> Result<(), redis::RedisError> {
     let mut pipe = redis::pipe();
     add_remove(&mut pipe, hook, entries);
@@ -346,7 +373,7 @@ pub async fn remove(
 ///
 /// # Errors
 /// When Redis fails.
-pub async fn delete(conn: &mut StoreConn, hook: u64) -> Result<(), redis::RedisError> {
+pub async fn delete(conn: &mut StoreConn, hook: HookId) -> Result<(), redis::RedisError> {
     let key = queue_key(hook);
     loop {
         let mut pipe = redis::pipe();
@@ -374,7 +401,7 @@ pub struct Position {
 ///
 /// # Errors
 /// When Redis fails.
-pub async fn position(conn: &mut StoreConn, hook: u64) -> Result<Position, redis::RedisError> {
+pub async fn position(conn: &mut StoreConn, hook: HookId) -> Result<Position, redis::RedisError> {
     position_of(conn, &queue_key(hook)).await
 }
 
@@ -398,9 +425,9 @@ pub async fn position_of(conn: &mut StoreConn, key: &str) -> Result<Position, re
 ///
 /// # Errors
 /// When Redis fails.
-pub async fn last_shared(conn: &mut StoreConn) -> Result<u64, redis::RedisError> {
-    let v: Option<u64> = conn.get(PAYLOAD_SEQ).await?;
-    Ok(v.unwrap_or(0))
+pub async fn last_shared(conn: &mut StoreConn) -> Result<RecordRef, redis::RedisError> {
+    let v: Option<RecordRef> = conn.get(PAYLOAD_SEQ).await?;
+    Ok(v.unwrap_or_default())
 }
 
 /// The millisecond part of a stream id.
@@ -420,16 +447,20 @@ pub struct Stored {
 impl Stored {
     /// What removing it takes.
     pub fn removal(&self) -> Removal {
-        match self.body {
-            StoredBody::Shared(r) => (self.ts, Some(r)),
-            _ => (self.ts, None),
+        let shared = match self.body {
+            StoredBody::Shared(r) => Some(r),
+            _ => None,
+        };
+        Removal {
+            id: StreamId(self.ts),
+            shared,
         }
     }
 }
 
 pub enum StoredBody {
     Inline(String),
-    Shared(u64),
+    Shared(RecordRef),
     /// Neither field: nothing to send.
     Unreadable,
 }
@@ -441,7 +472,7 @@ pub enum StoredBody {
 /// When Redis fails.
 pub async fn read_page(
     conn: &mut StoreConn,
-    hook: u64,
+    hook: HookId,
     after: Option<u64>,
     until: u64,
     count: usize,
@@ -479,7 +510,7 @@ pub async fn read_page(
 /// When Redis fails.
 pub async fn read_records(
     conn: &mut StoreConn,
-    shared: &[u64],
+    shared: &[RecordRef],
 ) -> Result<Vec<Option<String>>, redis::RedisError> {
     if shared.is_empty() {
         return Ok(Vec::new());
@@ -498,7 +529,7 @@ pub async fn read_records(
 /// When Redis fails.
 pub async fn remove_orphans(
     mut conn: StoreConn,
-    live: impl Fn(u64) -> bool + Sync,
+    live: impl Fn(HookId) -> bool + Sync,
 ) -> Result<usize, redis::RedisError> {
     let keys = conn.keys_matching(QUEUE_PATTERN).await?;
     let mut removed = 0;

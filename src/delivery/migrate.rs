@@ -13,6 +13,8 @@
 //! same entry (the same fields: a payload carries its timestamp, so two callbacks never have
 //! them), as after a move cut short and made again.
 
+use crate::base::ids::HookId;
+
 use std::{
     collections::{HashSet, VecDeque},
     hash::{DefaultHasher, Hash, Hasher},
@@ -44,7 +46,7 @@ return redis.call('XLEN', KEYS[2])
 /// One hook's stream, moved.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Moved {
-    pub hook: u64,
+    pub hook: HookId,
     /// The entries it now holds.
     pub entries: usize,
 }
@@ -86,7 +88,7 @@ pub async fn legacy_queues(conn: &StoreConn, merge: bool) -> Result<Vec<Moved>, 
 
 async fn move_one(
     conn: &mut StoreConn,
-    hook: u64,
+    hook: HookId,
     old: &str,
     merge: bool,
 ) -> Result<Option<Moved>, RedisError> {
@@ -112,7 +114,7 @@ async fn move_one(
 /// Merges stream `old` into `new` through [`queue_rebuild_key`], as the module says.
 async fn merge_into(
     conn: &mut StoreConn,
-    hook: u64,
+    hook: HookId,
     old: &str,
     new: &str,
 ) -> Result<Moved, RedisError> {

@@ -6,6 +6,8 @@
 //! for what is in Redis only: the oldest entries beyond them are dropped (and counted) as they
 //! are read.
 
+use crate::base::ids::{HookId, RecordRef};
+
 use std::{collections::HashMap, sync::Arc};
 
 use super::{
@@ -19,13 +21,13 @@ use crate::{
 };
 
 /// Starts the pager of `hook`'s queue `q`.
-pub(super) fn spawn(ctx: &Arc<DeliveryContext>, hook: u64, q: &Arc<HookQueue>) {
+pub(super) fn spawn(ctx: &Arc<DeliveryContext>, hook: HookId, q: &Arc<HookQueue>) {
     ctx.tracker.spawn(run(ctx.clone(), hook, q.clone()));
 }
 
 /// Pages hook `hook`'s span into `queue` until it is read whole, the queue closes or the relay
 /// stops.
-async fn run(ctx: Arc<DeliveryContext>, hook: u64, queue: Arc<HookQueue>) {
+async fn run(ctx: Arc<DeliveryContext>, hook: HookId, queue: Arc<HookQueue>) {
     let token = ctx.token.clone();
     loop {
         while !queue.wants_more() {
@@ -57,7 +59,7 @@ async fn run(ctx: Arc<DeliveryContext>, hook: u64, queue: Arc<HookQueue>) {
             let dropped: Vec<Removal> = room
                 .from_memory
                 .iter()
-                .map(|e| (e.ts, e.shared))
+                .map(Entry::removal)
                 .chain(page.drain(..room.from_page).map(|s| s.removal()))
                 .collect();
             ctx.drop_oldest(&queue, hook, &dropped, oldest, room.by_budget)
@@ -78,14 +80,14 @@ async fn run(ctx: Arc<DeliveryContext>, hook: u64, queue: Arc<HookQueue>) {
 /// Entries whose payload is gone are removed from Redis (and logged).
 async fn resolve(
     mut conn: StoreConn,
-    hook: u64,
+    hook: HookId,
     page: &[Stored],
     shared: &SharedPayloads,
     sources: &SourceTable,
 ) -> Result<Vec<Entry>, redis::RedisError> {
     // Payloads of this page, held from here on so that none can go in between.
-    let mut held: HashMap<u64, Arc<Payload>> = HashMap::new();
-    let take_known = |held: &mut HashMap<u64, Arc<Payload>>| {
+    let mut held: HashMap<RecordRef, Arc<Payload>> = HashMap::new();
+    let take_known = |held: &mut HashMap<RecordRef, Arc<Payload>>| {
         let mut missing = Vec::new();
         for s in page {
             if let StoredBody::Shared(r) = s.body
@@ -149,14 +151,14 @@ async fn resolve(
     }
     if let Some(name) = unknown_source {
         tracing::warn!(
-            hook_id = hook,
+            hook_id = hook.0,
             source = name,
             "queued callbacks of a source no longer configured are sent with the first source's domain"
         );
     }
     if !unusable.is_empty() {
         tracing::warn!(
-            hook_id = hook,
+            hook_id = hook.0,
             callbacks = unusable.len(),
             "queued callbacks without a readable payload were removed"
         );

@@ -3,6 +3,8 @@
 //! stay inline; each entry gets its event id text (one per event), its arrival time and its
 //! estimated bytes in Redis for the budget.
 
+use crate::base::ids::RecordRef;
+
 use std::{collections::HashMap, sync::Arc, time::Instant};
 
 use super::{budget, journal::Entry};
@@ -13,7 +15,7 @@ pub struct Plan {
     /// Each callback's hook, entry and estimated bytes in Redis, in the batch's order.
     pub batch: Vec<(Arc<Hook>, Entry, u64)>,
     /// Shared records: reference, payload, how many entries refer to it.
-    pub records: Vec<(u64, Arc<Payload>, usize)>,
+    pub records: Vec<(RecordRef, Arc<Payload>, usize)>,
 }
 
 /// Plans `callbacks` (`arrivals[i]`: when the batch's message `i` came off the bus). With
@@ -24,10 +26,10 @@ pub fn plan(
     callbacks: Vec<Callback>,
     arrivals: &[Instant],
     share: bool,
-    mut next_shared: impl FnMut() -> u64,
+    mut next_shared: impl FnMut() -> RecordRef,
 ) -> Plan {
     // Keyed by the payload's address: a callback's payload is shared by `Arc`.
-    let mut uses: HashMap<*const Payload, (usize, Option<u64>)> = HashMap::new();
+    let mut uses: HashMap<*const Payload, (usize, Option<RecordRef>)> = HashMap::new();
     if share {
         for c in &callbacks {
             uses.entry(Arc::as_ptr(&c.payload)).or_default().0 += 1;
@@ -77,11 +79,12 @@ pub fn plan(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::base::ids::{HookId, RecordRef};
     use crate::event::Event;
 
     fn hook(id: u64) -> Arc<Hook> {
         Arc::new(Hook {
-            id,
+            id: HookId(id),
             callback_url: format!("http://h/{id}"),
             meeting_id: None,
             event_ids: None,
@@ -127,17 +130,20 @@ mod tests {
         let mut next = 100;
         let Plan { batch, records } = plan(callbacks, &arrivals, true, || {
             next += 1;
-            next
+            RecordRef(next)
         });
         assert_eq!(records.len(), 1);
         assert_eq!(
             (records[0].0, records[0].2),
-            (101, 3),
+            (RecordRef(101), 3),
             "one record, three refs"
         );
-        let shared: Vec<Option<u64>> = batch.iter().map(|(_, e, _)| e.shared).collect();
+        let shared: Vec<Option<u64>> = batch
+            .iter()
+            .map(|(_, e, _)| e.shared.map(|r| r.0))
+            .collect();
         assert_eq!(shared, [Some(101), Some(101), Some(101), None]);
-        let hooks: Vec<u64> = batch.iter().map(|(h, _, _)| h.id).collect();
+        let hooks: Vec<u64> = batch.iter().map(|(h, _, _)| h.id.0).collect();
         assert_eq!(hooks, [1, 2, 3, 1], "the batch's order");
         let costs: Vec<u64> = batch.iter().map(|(_, _, c)| *c).collect();
         let each = budget::ENTRY_OVERHEAD;

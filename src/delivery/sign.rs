@@ -1,5 +1,7 @@
 //! Pure signing: the callback body, its checksum and the signed URL.
 
+use crate::base::ids::HookId;
+
 use std::sync::Arc;
 
 use crate::base::standard_webhooks::{Headers, StandardSigner};
@@ -121,7 +123,7 @@ impl Signer {
     }
 
     /// The Standard Webhooks headers of an attempt made now at callback `ts` of `hook`.
-    pub fn standard_headers(&self, hook: u64, ts: u64, body: &[u8]) -> Option<Headers> {
+    pub fn standard_headers(&self, hook: HookId, ts: u64, body: &[u8]) -> Option<Headers> {
         let standard = self.standard.as_ref()?;
         Some(standard.headers(hook, ts, crate::base::time::now_ms() / 1000, body))
     }

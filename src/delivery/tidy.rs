@@ -4,6 +4,8 @@
 //! after a lost reply; after ten idle minutes no such batch can come, and the next callback of
 //! the hook makes the stream again.
 
+use crate::base::ids::HookId;
+
 use std::time::Duration;
 
 use redis::Script;
@@ -39,7 +41,7 @@ return 0
 /// When Redis fails.
 pub async fn drop_idle(
     conn: &mut StoreConn,
-    hooks: &[u64],
+    hooks: &[HookId],
     idle: Duration,
 ) -> redis::RedisResult<usize> {
     static SCRIPT: std::sync::LazyLock<Script> =

@@ -92,7 +92,7 @@ async fn run(hook: Arc<Hook>, queue: Arc<HookQueue>, ctx: Arc<DeliveryContext>) 
             ctx: &ctx,
         };
         match attempt.deliver(&entry, &mut failures).await {
-            Outcome::Delivered => acks.delivered(entry.ts, entry.shared),
+            Outcome::Delivered => acks.delivered(entry.removal()),
             Outcome::GaveUp | Outcome::Stopped => return,
         }
     }
@@ -153,7 +153,7 @@ impl Attempt<'_> {
                         failures_log.succeeded(Instant::now())
                     {
                         tracing::info!(
-                            hook_id = hook.id,
+                            hook_id = hook.id.0,
                             failed_attempts = failed,
                             failing_for_s = lasted.as_secs(),
                             "callbacks to the hook succeed again"
@@ -178,10 +178,10 @@ impl Attempt<'_> {
                 if !ctx.fence.holds() || !queue.may_send() {
                     return Outcome::Stopped;
                 }
-                tracing::warn!(hook_id = hook.id, failures, error = %err, "callbacks keep failing; removing the hook");
+                tracing::warn!(hook_id = hook.id.0, failures, error = %err, "callbacks keep failing; removing the hook");
                 ctx.metrics.hooks_removed.inc();
                 if let Err(e) = ctx.store.remove_failed(hook.id).await {
-                    tracing::error!(hook_id = hook.id, error = %e, "could not remove the failed hook from Redis");
+                    tracing::error!(hook_id = hook.id.0, error = %e, "could not remove the failed hook from Redis");
                 }
                 {
                     let hooks = ctx.store.registry().load();
@@ -191,7 +191,7 @@ impl Attempt<'_> {
             };
             if let Line::Failed { before } = failures_log.failed(Instant::now()) {
                 tracing::info!(
-                    hook_id = hook.id,
+                    hook_id = hook.id.0,
                     event = %entry.event_id,
                     attempt = failures,
                     error = %err,
@@ -200,7 +200,7 @@ impl Attempt<'_> {
                     "a callback failed; retrying (one line a minute per hook while it goes on)"
                 );
             } else {
-                tracing::debug!(hook_id = hook.id, event = %entry.event_id, failures, error = %err, retry_in_ms = wait.as_millis() as u64, "callback failed");
+                tracing::debug!(hook_id = hook.id.0, event = %entry.event_id, failures, error = %err, retry_in_ms = wait.as_millis() as u64, "callback failed");
             }
             tokio::select! {
                 () = tokio::time::sleep(wait) => {}

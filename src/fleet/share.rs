@@ -5,6 +5,8 @@
 //! writes a hook's queue announces on [`QUEUED_CHANNEL`] how far it now goes, so that its
 //! deliverer reads it.
 
+use crate::base::ids::HookId;
+
 use std::time::Duration;
 
 use futures_util::future::join_all;
@@ -21,7 +23,7 @@ pub const MEMBERS_KEY: &str = "hookrelay:fleet:members";
 pub const QUEUED_CHANNEL: &str = "hookrelay:queued";
 
 /// The delivery lease of hook `id` as held by `owner`.
-pub fn hook_lease(id: u64, owner: &str, ttl: Duration) -> Lease {
+pub fn hook_lease(id: HookId, owner: &str, ttl: Duration) -> Lease {
     Lease::new(lease_key(id), owner, ttl)
 }
 
@@ -87,7 +89,12 @@ pub async fn renew_all<'a>(conn: &StoreConn, leases: impl IntoIterator<Item = &'
 }
 
 /// Tries to take the delivery leases of `ids` for `owner`; returns those taken.
-pub async fn take(conn: &StoreConn, ids: &[u64], owner: &str, ttl: Duration) -> Vec<(u64, Lease)> {
+pub async fn take(
+    conn: &StoreConn,
+    ids: &[HookId],
+    owner: &str,
+    ttl: Duration,
+) -> Vec<(HookId, Lease)> {
     let tried = join_all(ids.iter().map(|&id| {
         let mut c = conn.clone();
         async move {
@@ -96,7 +103,7 @@ pub async fn take(conn: &StoreConn, ids: &[u64], owner: &str, ttl: Duration) -> 
                 Ok(true) => Some((id, lease)),
                 Ok(false) => None,
                 Err(e) => {
-                    tracing::debug!(hook_id = id, error = %e, "cannot ask for a delivery lease");
+                    tracing::debug!(hook_id = id.0, error = %e, "cannot ask for a delivery lease");
                     None
                 }
             }
@@ -108,7 +115,7 @@ pub async fn take(conn: &StoreConn, ids: &[u64], owner: &str, ttl: Duration) -> 
 
 /// Parses an announcement of [`QUEUED_CHANNEL`]: `(hook, last id, entries added)`; parts that
 /// are not of that form are skipped.
-pub fn parse_queued(text: &str) -> Vec<(u64, u64, usize)> {
+pub fn parse_queued(text: &str) -> Vec<(HookId, u64, usize)> {
     text.split_ascii_whitespace()
         .filter_map(|part| {
             let mut it = part.split(':');
@@ -121,7 +128,7 @@ pub fn parse_queued(text: &str) -> Vec<(u64, u64, usize)> {
 }
 
 /// Writes an announcement of [`QUEUED_CHANNEL`].
-pub fn format_queued(items: impl IntoIterator<Item = (u64, u64, usize)>) -> String {
+pub fn format_queued(items: impl IntoIterator<Item = (HookId, u64, usize)>) -> String {
     let mut out = String::new();
     for (id, ts, n) in items {
         if !out.is_empty() {
@@ -147,14 +154,20 @@ mod tests {
 
     #[test]
     fn announcements_read_back_what_was_written() {
-        let text = format_queued([(1, 1700, 3), (42, 1701, 1)]);
+        let text = format_queued([(HookId(1), 1700, 3), (HookId(42), 1701, 1)]);
         assert_eq!(text, "1:1700:3 42:1701:1");
-        assert_eq!(parse_queued(&text), [(1, 1700, 3), (42, 1701, 1)]);
+        assert_eq!(
+            parse_queued(&text),
+            [(HookId(1), 1700, 3), (HookId(42), 1701, 1)]
+        );
         assert_eq!(
             parse_queued("x 7:9 8:y:1 9:10:z"),
-            [(7, 9, 1), (9, 10, 1)],
+            [(HookId(7), 9, 1), (HookId(9), 10, 1)],
             "bad parts skipped, a missing count is one"
         );
-        assert_eq!(lease_key(5), "{bigbluebutton:webhooks:out:hook:5}:lease");
+        assert_eq!(
+            lease_key(HookId(5)),
+            "{bigbluebutton:webhooks:out:hook:5}:lease"
+        );
     }
 }

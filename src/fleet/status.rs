@@ -2,6 +2,8 @@
 //! store: who holds the fleet lease, the live instances and how far back each one's kept
 //! messages reach ([`super::reach`]), and which instance delivers each hook.
 
+use crate::base::ids::HookId;
+
 use std::time::Duration;
 
 use serde::Serialize;
@@ -40,7 +42,7 @@ pub struct Instance {
 
 #[derive(Debug, Clone, Serialize)]
 pub struct HookLease {
-    pub hook: u64,
+    pub hook: HookId,
     /// `None`: nobody delivers it now (without delivery spread, the lease holder does).
     pub deliverer: Option<String>,
 }
@@ -72,7 +74,7 @@ pub async fn read(conn: &mut StoreConn) -> redis::RedisResult<Status> {
     instances.sort_by(|a, b| {
         (!a.reach.holder, &a.reach.instance).cmp(&(!b.reach.holder, &b.reach.instance))
     });
-    let mut ids: Vec<u64> = redis::AsyncCommands::smembers::<_, Vec<String>>(conn, HOOKS_SET)
+    let mut ids: Vec<HookId> = redis::AsyncCommands::smembers::<_, Vec<String>>(conn, HOOKS_SET)
         .await?
         .iter()
         .filter_map(|id| id.parse().ok())

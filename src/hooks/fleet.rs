@@ -3,6 +3,8 @@
 //! the callback URL, so that two instances asked for one URL at once make one hook. Outside a
 //! fleet, nothing.
 
+use crate::base::ids::HookId;
+
 use std::time::Duration;
 
 use redis::AsyncCommands;
@@ -31,7 +33,7 @@ pub enum Claim {
     /// This instance may create the hook.
     Mine,
     /// The hook exists (another instance made it): its id.
-    Existing(u64),
+    Existing(HookId),
 }
 
 /// In a fleet, this instance's name; outside one, nothing.
@@ -49,13 +51,13 @@ impl Fleet {
 
     /// Tells the other instances of a fleet that hook `id` changed (nothing outside a fleet).
     /// A lost announcement is made up for when they next subscribe.
-    pub async fn announce(&self, conn: &mut StoreConn, id: u64) {
+    pub async fn announce(&self, conn: &mut StoreConn, id: HookId) {
         if self.instance.is_none() {
             return;
         }
         let sent: redis::RedisResult<i64> = conn.publish(CHANNEL, id).await;
         if let Err(e) = sent {
-            tracing::warn!(hook_id = id, error = %e, "cannot tell the other instances of a hook change");
+            tracing::warn!(hook_id = id.0, error = %e, "cannot tell the other instances of a hook change");
         }
     }
 

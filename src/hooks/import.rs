@@ -4,6 +4,8 @@
 //! `hookrelay import-reference`; a hook imported once is gone from the reference's records, so
 //! running it again imports nothing twice.
 
+use crate::base::ids::HookId;
+
 use std::collections::HashSet;
 
 use crate::store_conn::StoreConn;
@@ -144,10 +146,10 @@ pub async fn stored_own(conn: &mut StoreConn) -> Result<Vec<Hook>, StoreError> {
 pub async fn apply(
     conn: &mut StoreConn,
     plan: &[Found],
-    max_id: u64,
+    max_id: HookId,
 ) -> Result<Vec<Hook>, StoreError> {
     let current: Option<u64> = conn.get(ID_COUNTER).await?;
-    if current.unwrap_or(0) < max_id {
+    if current.unwrap_or(0) < max_id.0 {
         let _: () = conn.set(ID_COUNTER, max_id).await?;
     }
     let mut imported = Vec::new();
@@ -155,7 +157,7 @@ pub async fn apply(
         let (set, prefix) = f.layout.keys();
         match (&f.action, &f.hook) {
             (Action::Import, Some(h)) => {
-                let id: u64 = conn.incr(ID_COUNTER, 1).await?;
+                let id: HookId = conn.incr(ID_COUNTER, 1).await?;
                 let h = Hook { id, ..h.clone() };
                 write_hook(conn, &h).await?;
                 imported.push(h);

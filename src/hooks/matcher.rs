@@ -24,11 +24,12 @@ pub fn matching<'a>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::base::ids::HookId;
     use crate::hooks::Registry;
 
     fn hook(id: u64, meeting: Option<&str>, ids: Option<&[&str]>) -> Hook {
         Hook {
-            id,
+            id: HookId(id),
             callback_url: format!("http://h/{id}"),
             meeting_id: meeting.map(String::from),
             event_ids: ids.map(|v| v.iter().map(|s| s.to_string()).collect()),
@@ -49,10 +50,16 @@ mod tests {
         ]);
         let s = r.load();
         let ids = |ev, m| matching(&s, ev, m).map(|h| h.id).collect::<Vec<_>>();
-        assert_eq!(ids("user-joined", Some("m1")), vec![1, 5, 2]);
-        assert_eq!(ids("meeting-ended", Some("m1")), vec![1, 2, 4]);
-        assert_eq!(ids("meeting-ended", Some("m2")), vec![1, 3]);
-        assert_eq!(ids("user-left", None), vec![1, 5]);
-        assert_eq!(ids("meeting-created", Some("nobody")), vec![1]);
+        assert_eq!(
+            ids("user-joined", Some("m1")),
+            vec![HookId(1), HookId(5), HookId(2)]
+        );
+        assert_eq!(
+            ids("meeting-ended", Some("m1")),
+            vec![HookId(1), HookId(2), HookId(4)]
+        );
+        assert_eq!(ids("meeting-ended", Some("m2")), vec![HookId(1), HookId(3)]);
+        assert_eq!(ids("user-left", None), vec![HookId(1), HookId(5)]);
+        assert_eq!(ids("meeting-created", Some("nobody")), vec![HookId(1)]);
     }
 }

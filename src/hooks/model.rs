@@ -1,10 +1,12 @@
 //! The hook record and the rules for its fields.
 
+use crate::base::ids::HookId;
+
 /// One registered hook.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Hook {
     /// Allocated by Redis `INCR`, never reused.
-    pub id: u64,
+    pub id: HookId,
     /// Exactly as registered: the callback checksum covers this text.
     pub callback_url: String,
     /// External meeting id the hook is bound to; `None` for a global hook.
@@ -54,7 +56,7 @@ mod tests {
     #[test]
     fn wants_is_case_insensitive() {
         let hook = Hook {
-            id: 1,
+            id: HookId(1),
             callback_url: "http://h/".into(),
             meeting_id: None,
             event_ids: Some(vec!["user-joined".into()]),

@@ -1,6 +1,8 @@
 //! One hook's record in Redis: its hash's fields as the reference names them (read in the
 //! reference's forms too), written with its id in the hooks' set.
 
+use crate::base::ids::HookId;
+
 use std::collections::HashMap;
 
 use super::Hook;
@@ -49,7 +51,7 @@ pub(super) async fn write_hook(conn: &mut StoreConn, h: &Hook) -> Result<(), Sto
 }
 
 /// The numeric id of a stored hook; `None` for the reference's UUID ids.
-pub(super) fn stored_id(member: &str, f: &HashMap<String, String>) -> Option<u64> {
+pub(super) fn stored_id(member: &str, f: &HashMap<String, String>) -> Option<HookId> {
     f.get("id")
         .or_else(|| f.get("hookID"))
         .map_or(member, String::as_str)
@@ -68,7 +70,7 @@ pub(super) fn parse_hook(f: &HashMap<String, String>) -> Option<Hook> {
             Err(_) => super::model::parse_event_ids(v),
         });
     Some(Hook {
-        id: 0,
+        id: HookId(0),
         callback_url,
         meeting_id: f.get("externalMeetingID").cloned(),
         event_ids,
@@ -89,7 +91,7 @@ mod tests {
             "eventID".to_string(),
             r#"["user-joined","meeting-ended"]"#.to_string(),
         );
-        assert_eq!(stored_id("7", &f), Some(7));
+        assert_eq!(stored_id("7", &f), Some(HookId(7)));
         let h = parse_hook(&f).unwrap();
         assert_eq!(
             h.event_ids,
@@ -100,7 +102,7 @@ mod tests {
             "user-joined,meeting-ended".to_string(),
         );
         f.insert("hookID".to_string(), "9".to_string());
-        assert_eq!(stored_id("x", &f), Some(9));
+        assert_eq!(stored_id("x", &f), Some(HookId(9)));
         let h = parse_hook(&f).unwrap();
         assert_eq!(
             h.event_ids,

@@ -2,6 +2,8 @@
 //! or a Redis round trip; the store replaces it after every change. Its indexes are persistent
 //! maps (imbl), so adding or removing one hook copies O(log n) of them, not every hook.
 
+use crate::base::ids::HookId;
+
 use std::sync::Arc;
 
 use arc_swap::ArcSwap;
@@ -25,7 +27,7 @@ impl Counts {
 }
 
 /// Hooks in id order.
-type ById = OrdMap<u64, Arc<Hook>>;
+type ById = OrdMap<HookId, Arc<Hook>>;
 
 /// An immutable view of every hook, indexed the ways the relay looks them up.
 #[derive(Debug, Default, Clone)]
@@ -33,7 +35,7 @@ pub struct Snapshot {
     by_id: ById,
     /// Ids per callback URL: one, but stores written by concurrent tools can hold two hooks of
     /// one URL, and the URL stays found while either exists.
-    by_url: HashMap<String, OrdSet<u64>>,
+    by_url: HashMap<String, OrdSet<HookId>>,
     globals: ById,
     by_meeting: HashMap<String, ById>,
     counts: Counts,
@@ -64,7 +66,7 @@ impl Snapshot {
     }
 
     /// This snapshot without hook `id`.
-    fn without(&self, id: u64) -> Self {
+    fn without(&self, id: HookId) -> Self {
         let mut s = self.clone();
         let Some(old) = s.by_id.remove(&id) else {
             return s;
@@ -92,7 +94,7 @@ impl Snapshot {
         s
     }
 
-    pub fn get(&self, id: u64) -> Option<&Arc<Hook>> {
+    pub fn get(&self, id: HookId) -> Option<&Arc<Hook>> {
         self.by_id.get(&id)
     }
 
@@ -110,7 +112,7 @@ impl Snapshot {
     }
 
     /// The highest hook id in use.
-    pub fn max_id(&self) -> Option<u64> {
+    pub fn max_id(&self) -> Option<HookId> {
         self.by_id.get_max().map(|(id, _)| *id)
     }
 
@@ -154,7 +156,7 @@ impl Registry {
         self.current.load_full()
     }
 
-    pub fn contains(&self, id: u64) -> bool {
+    pub fn contains(&self, id: HookId) -> bool {
         self.current.load().get(id).is_some()
     }
 
@@ -173,7 +175,7 @@ impl Registry {
     }
 
     /// Removes one hook; returns it if it was there.
-    pub fn remove(&self, id: u64) -> Option<Arc<Hook>> {
+    pub fn remove(&self, id: HookId) -> Option<Arc<Hook>> {
         let old = self.current.load().get(id).cloned()?;
         self.current.rcu(|cur| cur.without(id));
         Some(old)
@@ -186,7 +188,7 @@ mod tests {
 
     fn hook(id: u64, url: &str, meeting: Option<&str>) -> Hook {
         Hook {
-            id,
+            id: HookId(id),
             callback_url: url.into(),
             meeting_id: meeting.map(String::from),
             event_ids: None,
@@ -195,7 +197,7 @@ mod tests {
         }
     }
 
-    fn ids<'a>(hooks: impl Iterator<Item = &'a Arc<Hook>>) -> Vec<u64> {
+    fn ids<'a>(hooks: impl Iterator<Item = &'a Arc<Hook>>) -> Vec<HookId> {
         hooks.map(|h| h.id).collect()
     }
 
@@ -205,14 +207,14 @@ mod tests {
         r.replace_all([hook(2, "http://b/", Some("m")), hook(1, "http://a/", None)]);
         r.upsert(hook(3, "http://c/", Some("m")));
         let s = r.load();
-        assert_eq!(ids(s.all()), vec![1, 2, 3]);
-        assert_eq!(ids(s.bound_to("m")), vec![2, 3]);
-        assert_eq!(s.by_url("http://a/").map(|h| h.id), Some(1));
-        assert_eq!(s.max_id(), Some(3));
-        assert_eq!(r.remove(2).map(|h| h.id), Some(2));
-        assert!(r.remove(2).is_none());
+        assert_eq!(ids(s.all()), vec![HookId(1), HookId(2), HookId(3)]);
+        assert_eq!(ids(s.bound_to("m")), vec![HookId(2), HookId(3)]);
+        assert_eq!(s.by_url("http://a/").map(|h| h.id), Some(HookId(1)));
+        assert_eq!(s.max_id(), Some(HookId(3)));
+        assert_eq!(r.remove(HookId(2)).map(|h| h.id), Some(HookId(2)));
+        assert!(r.remove(HookId(2)).is_none());
         let s = r.load();
-        assert_eq!(ids(s.bound_to("m")), vec![3]);
+        assert_eq!(ids(s.bound_to("m")), vec![HookId(3)]);
         assert!(s.by_url("http://b/").is_none());
     }
 
@@ -227,10 +229,10 @@ mod tests {
             ..hook(1, "http://a2/", None)
         });
         let s = r.load();
-        assert_eq!(ids(s.globals()), vec![1, 2]);
-        assert_eq!(ids(s.bound_to("m")), Vec::<u64>::new());
+        assert_eq!(ids(s.globals()), vec![HookId(1), HookId(2)]);
+        assert_eq!(ids(s.bound_to("m")), Vec::<HookId>::new());
         assert!(s.by_url("http://a/").is_none());
-        assert_eq!(s.by_url("http://a2/").map(|h| h.id), Some(1));
+        assert_eq!(s.by_url("http://a2/").map(|h| h.id), Some(HookId(1)));
         assert_eq!(
             s.counts(),
             Counts {
@@ -241,7 +243,7 @@ mod tests {
             }
         );
         // The snapshot taken before is unchanged.
-        assert_eq!(ids(before.bound_to("m")), vec![1]);
+        assert_eq!(ids(before.bound_to("m")), vec![HookId(1)]);
         assert_eq!(before.counts().meeting, 1);
     }
 
@@ -249,10 +251,10 @@ mod tests {
     fn a_url_held_by_two_hooks_stays_found_while_either_exists() {
         let r = Registry::default();
         r.replace_all([hook(7, "http://a/", None), hook(3, "http://a/", None)]);
-        assert_eq!(r.load().by_url("http://a/").map(|h| h.id), Some(3));
-        r.remove(3);
-        assert_eq!(r.load().by_url("http://a/").map(|h| h.id), Some(7));
-        r.remove(7);
+        assert_eq!(r.load().by_url("http://a/").map(|h| h.id), Some(HookId(3)));
+        r.remove(HookId(3));
+        assert_eq!(r.load().by_url("http://a/").map(|h| h.id), Some(HookId(7)));
+        r.remove(HookId(7));
         assert!(r.load().by_url("http://a/").is_none());
     }
 
@@ -266,7 +268,7 @@ mod tests {
                 ..hook(i, &format!("http://h/{i}"), m.as_deref())
             });
             if i % 4 == 1 {
-                r.remove(i / 2);
+                r.remove(HookId(i / 2));
             }
         }
         let s = r.load();

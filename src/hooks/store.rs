@@ -2,6 +2,8 @@
 //! tooling finds them), ids from `INCR`. Every change is written to Redis first and then to the
 //! [`Registry`], which stays the authority for matching and listing.
 
+use crate::base::ids::HookId;
+
 use std::{
     collections::HashMap,
     hash::{BuildHasher, RandomState},
@@ -32,13 +34,13 @@ use crate::{
 pub enum CreateOutcome {
     Created(Hook),
     /// A hook with that URL exists; nothing was changed.
-    Duplicate(u64),
+    Duplicate(HookId),
 }
 
 /// Removes a removed hook's queue from the store, releasing the shared payloads it refers to:
 /// delivery's layout, which the pipeline gives ([`HookStore::with_queue_remover`]).
 pub type QueueRemover = Arc<
-    dyn Fn(StoreConn, u64) -> futures_util::future::BoxFuture<'static, redis::RedisResult<()>>
+    dyn Fn(StoreConn, HookId) -> futures_util::future::BoxFuture<'static, redis::RedisResult<()>>
         + Send
         + Sync,
 >;
@@ -164,7 +166,7 @@ impl HookStore {
         changed.extend(&stale);
         for id in stale {
             tracing::info!(
-                hook_id = id,
+                hook_id = id.0,
                 "removing a permanent hook no longer in the configuration"
             );
             self.delete_hook(&mut conn, id).await?;
@@ -188,9 +190,9 @@ impl HookStore {
                 import::Action::Import => {}
             }
         }
-        let max_id = hooks.iter().map(|h| h.id).max().unwrap_or(0);
+        let max_id = hooks.iter().map(|h| h.id).max().unwrap_or_default();
         for h in import::apply(&mut conn, &found, max_id).await? {
-            tracing::info!(hook_id = h.id, "imported a hook of the reference service");
+            tracing::info!(hook_id = h.id.0, "imported a hook of the reference service");
             changed.push(h.id);
             hooks.push(h);
         }
@@ -210,7 +212,7 @@ impl HookStore {
                     changed.push(h.id);
                 }
                 None => {
-                    let id: u64 = conn.incr(ID_COUNTER, 1).await?;
+                    let id: HookId = conn.incr(ID_COUNTER, 1).await?;
                     let h = Hook {
                         id,
                         callback_url: p.url.clone(),
@@ -276,7 +278,7 @@ impl HookStore {
     ///
     /// # Errors
     /// When Redis cannot be read.
-    pub async fn refresh(&self, id: u64) -> Result<(), redis::RedisError> {
+    pub async fn refresh(&self, id: HookId) -> Result<(), redis::RedisError> {
         let _guard = self.changes.write().await;
         let fields: HashMap<String, String> = self.conn.clone().hgetall(hook_key(id)).await?;
         match parse_hook(&fields) {
@@ -320,14 +322,14 @@ impl HookStore {
             return Ok(CreateOutcome::Duplicate(existing.id));
         }
         let mut hook = Hook {
-            id: 0,
+            id: HookId(0),
             permanent: self.permanent_urls.contains(&new.callback_url),
             callback_url: new.callback_url,
             meeting_id: new.meeting_id,
             event_ids: new.event_ids,
             get_raw: new.get_raw,
         };
-        let max_id = self.registry.load().max_id().unwrap_or(0);
+        let max_id = self.registry.load().max_id().unwrap_or_default();
         let mut conn = self.conn.clone();
         if conn.is_cluster() {
             // The counter, the hook and the index sit in different slots: one at a time, the
@@ -351,7 +353,7 @@ impl HookStore {
     ///
     /// # Errors
     /// When Redis fails; the hook stays registered then.
-    pub async fn destroy(&self, id: u64) -> Result<bool, StoreError> {
+    pub async fn destroy(&self, id: HookId) -> Result<bool, StoreError> {
         let _guard = self.changes.write().await;
         match self.registry.load().get(id) {
             Some(h) if !h.permanent => {}
@@ -373,7 +375,7 @@ impl HookStore {
     /// # Errors
     /// When Redis fails; the hook is gone from memory all the same and its record is retried at
     /// the next restore (it comes back then).
-    pub async fn remove_failed(&self, id: u64) -> Result<(), StoreError> {
+    pub async fn remove_failed(&self, id: HookId) -> Result<(), StoreError> {
         let _guard = self.changes.write().await;
         let url = self.registry.load().get(id).map(|h| h.callback_url.clone());
         self.registry.remove(id);
@@ -389,7 +391,7 @@ impl HookStore {
     /// left by a crash in between goes at the next start. On a Redis Cluster, where queues
     /// hold their payloads, the hook's hash and queue go in one transaction (they share a
     /// slot).
-    async fn delete_hook(&self, conn: &mut StoreConn, id: u64) -> Result<(), StoreError> {
+    async fn delete_hook(&self, conn: &mut StoreConn, id: HookId) -> Result<(), StoreError> {
         let mut pipe = redis::pipe();
         pipe.atomic().del(hook_key(id)).ignore();
         if conn.is_cluster() {
@@ -425,11 +427,11 @@ return id
 static CREATE_SCRIPT: LazyLock<Script> = LazyLock::new(|| Script::new(CREATE));
 
 /// The next hook id, above `max_id` (as [`CREATE`] gives it, in commands of their own).
-async fn next_id(conn: &mut StoreConn, max_id: u64) -> Result<u64, StoreError> {
-    let id: u64 = conn.incr(ID_COUNTER, 1).await?;
+async fn next_id(conn: &mut StoreConn, max_id: HookId) -> Result<HookId, StoreError> {
+    let id: HookId = conn.incr(ID_COUNTER, 1).await?;
     if id > max_id {
         return Ok(id);
     }
     // Raised past `max_id` by adding, never set: another instance's id is never given again.
-    Ok(conn.incr(ID_COUNTER, max_id - id + 1).await?)
+    Ok(conn.incr(ID_COUNTER, max_id.0 - id.0 + 1).await?)
 }

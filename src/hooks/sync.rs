@@ -2,6 +2,8 @@
 //! announce ([`super::fleet`]) to its registry, reading the hook back from the store; at each
 //! (re)subscription, in case something was missed, every hook is read again.
 
+use crate::base::ids::HookId;
+
 use std::sync::Arc;
 
 use tokio_util::sync::CancellationToken;
@@ -30,7 +32,7 @@ async fn listen(
     tracing::debug!(hooks = n, "hooks read again from the store");
     let mut messages = pubsub.into_on_message();
     while let Some(text) = StoreConn::next_message(&mut messages, token).await? {
-        match text.parse::<u64>() {
+        match text.parse::<HookId>() {
             Ok(id) => store.refresh(id).await?,
             Err(_) => tracing::debug!("ignoring a hook change that names no hook id"),
         }

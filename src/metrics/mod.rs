@@ -1,6 +1,8 @@
 //! Prometheus metrics: the relay's own series ([`Metrics`]) and the `/metrics` endpoint, behind
 //! the optional credentials of [`auth`]; [`live`] holds the series computed at scrape time.
 
+use crate::base::ids::HookId;
+
 pub mod auth;
 pub mod bus;
 pub mod fleet;
@@ -128,7 +130,7 @@ pub struct Metrics {
     pub callback_latency: LatencyHistogram,
     pub queue_depth: Family<HookLabel, Gauge>,
     /// The hooks that have a `queue_depth` series now.
-    depth_hooks: std::sync::Mutex<Vec<u64>>,
+    depth_hooks: std::sync::Mutex<Vec<HookId>>,
     pub conference_seeds: Family<SourceResultLabels, Counter>,
     pub merge_up: Family<SourceLabel, Gauge>,
     pub merge_duration: Family<SourceLabel, Gauge<f64, std::sync::atomic::AtomicU64>>,
@@ -401,15 +403,15 @@ impl Metrics {
     }
 
     /// Sets the callbacks queued in all and per hook (`(hook, depth)`).
-    pub fn report_queues(&self, depths: &[(u64, usize)]) {
+    pub fn report_queues(&self, depths: &[(HookId, usize)]) {
         let queued: usize = depths.iter().map(|(_, n)| n).sum();
         self.queued_callbacks.set(queued as i64);
         self.set_queue_depths(depths);
     }
 
     /// Sets the per-hook queue depths; hooks not in `depths` lose their series.
-    pub fn set_queue_depths(&self, depths: &[(u64, usize)]) {
-        let label = |hook: u64| HookLabel {
+    pub fn set_queue_depths(&self, depths: &[(HookId, usize)]) {
+        let label = |hook: HookId| HookLabel {
             hook: hook.to_string(),
         };
         let mut had = self.depth_hooks.lock().unwrap_or_else(|e| e.into_inner());

@@ -4,6 +4,8 @@
 //! background too. Only the queues' positions are read before the bus is processed. Before
 //! that, streams named as by earlier versions are moved to their current names.
 
+use crate::base::ids::{HookId, RecordRef};
+
 use crate::store_conn::StoreConn;
 use futures_util::{StreamExt, TryStreamExt};
 use tokio_util::{sync::CancellationToken, task::TaskTracker};
@@ -142,7 +144,7 @@ pub async fn resume_queues(
     token: &CancellationToken,
 ) -> Option<usize> {
     let snapshot = registry.load();
-    let ids: Vec<u64> = snapshot.all().map(|h| h.id).collect();
+    let ids: Vec<HookId> = snapshot.all().map(|h| h.id).collect();
     let (positions, last_shared) = retry_until_ok(token, "read the queues' positions", || {
         positions(conn.clone(), ids.clone())
     })
@@ -163,8 +165,8 @@ pub async fn resume_queues(
 /// Every hook's queue position, and the last shared payload reference.
 async fn positions(
     conn: StoreConn,
-    ids: Vec<u64>,
-) -> Result<(Vec<(u64, journal::Position)>, u64), redis::RedisError> {
+    ids: Vec<HookId>,
+) -> Result<(Vec<(HookId, journal::Position)>, RecordRef), redis::RedisError> {
     let positions = queue_positions(&conn, ids).await?;
     let last_shared = journal::last_shared(&mut conn.clone()).await?;
     Ok((positions, last_shared))
@@ -176,8 +178,8 @@ async fn positions(
 /// When Redis fails.
 pub(super) async fn queue_positions(
     conn: &StoreConn,
-    ids: Vec<u64>,
-) -> Result<Vec<(u64, journal::Position)>, redis::RedisError> {
+    ids: Vec<HookId>,
+) -> Result<Vec<(HookId, journal::Position)>, redis::RedisError> {
     futures_util::stream::iter(ids)
         .map(|id| {
             let mut c = conn.clone();

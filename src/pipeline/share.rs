@@ -5,6 +5,8 @@
 //! what the queue writer announces. Now and then, and at each (re)subscription, the queues'
 //! ends are read from Redis, in case an announcement was missed.
 
+use crate::base::ids::HookId;
+
 use std::{collections::HashMap, sync::Arc, time::Duration};
 
 use tokio::task::JoinHandle;
@@ -40,7 +42,7 @@ pub struct Balancer {
     pub acker: Arc<Acker>,
     pub metrics: Arc<Metrics>,
     pub token: CancellationToken,
-    mine: HashMap<u64, Holding>,
+    mine: HashMap<HookId, Holding>,
 }
 
 impl Balancer {
@@ -112,7 +114,7 @@ impl Balancer {
     /// the store still has it (an outage shorter than a lease): its worker stopped when it
     /// saw it run out, so it is lost, and runs out in the store for another to take.
     async fn renew(&mut self) {
-        let lapsed: Vec<u64> = self
+        let lapsed: Vec<HookId> = self
             .mine
             .iter()
             .filter(|(_, h)| !h.lease.is_held())
@@ -127,7 +129,7 @@ impl Balancer {
                 .map(|(_, h)| &h.lease),
         )
         .await;
-        let lost: Vec<u64> = self
+        let lost: Vec<HookId> = self
             .mine
             .iter()
             .filter(|(id, h)| {
@@ -144,7 +146,7 @@ impl Balancer {
             if self.mine.remove(&id).is_some_and(|h| !h.leaving) {
                 self.metrics.fleet.hook_leases_lost.inc();
                 tracing::warn!(
-                    hook_id = id,
+                    hook_id = id.0,
                     "lost a hook's delivery lease: another instance sends its callbacks"
                 );
             }
@@ -154,7 +156,7 @@ impl Balancer {
     /// Stops delivering hooks that are gone.
     async fn let_go_of_removed(&mut self) {
         let snapshot = self.registry.load();
-        let gone: Vec<u64> = self
+        let gone: Vec<HookId> = self
             .mine
             .iter()
             .filter(|(id, h)| !h.leaving && snapshot.get(**id).is_none())
@@ -166,7 +168,7 @@ impl Balancer {
     }
 
     /// Closes the queues of `ids`; their leases go once their workers have ended.
-    async fn leave(&mut self, ids: &[u64]) {
+    async fn leave(&mut self, ids: &[HookId]) {
         let mut queues = self.held.lock().await;
         for id in ids {
             Held::stop(&mut queues, *id);
@@ -178,7 +180,7 @@ impl Balancer {
 
     /// Gives up the leases left whose workers have ended, once what they delivered is marked.
     async fn finish_leaving(&mut self) {
-        let done: Vec<u64> = self
+        let done: Vec<HookId> = self
             .mine
             .iter()
             .filter(|(_, h)| h.leaving && h.worker.is_finished())
@@ -191,7 +193,7 @@ impl Balancer {
         for id in done {
             if let Some(h) = self.mine.remove(&id) {
                 if let Err(e) = h.lease.release(&mut self.conn.clone()).await {
-                    tracing::debug!(hook_id = id, error = %e, "cannot give a delivery lease up: it runs out");
+                    tracing::debug!(hook_id = id.0, error = %e, "cannot give a delivery lease up: it runs out");
                 }
                 self.metrics.fleet.hook_leases_released.inc();
             }
@@ -202,7 +204,7 @@ impl Balancer {
     async fn balance(&mut self, alive: usize) {
         let snapshot = self.registry.load();
         let target = share::target(snapshot.len(), alive);
-        let mut active: Vec<u64> = self
+        let mut active: Vec<HookId> = self
             .mine
             .iter()
             .filter(|(_, h)| !h.leaving)
@@ -223,7 +225,7 @@ impl Balancer {
         if active.len() == target || self.mine.len() > active.len() {
             return;
         }
-        let mut candidates: Vec<u64> = snapshot
+        let mut candidates: Vec<HookId> = snapshot
             .all()
             .map(|h| h.id)
             .filter(|id| !self.mine.contains_key(id))
@@ -255,7 +257,7 @@ impl Balancer {
 
     /// Starts delivering the hooks whose leases were just taken, from where their streams end
     /// (read with the queues locked, so that the writer waits meanwhile).
-    async fn start(&mut self, taken: Vec<(u64, Lease)>) {
+    async fn start(&mut self, taken: Vec<(HookId, Lease)>) {
         if taken.is_empty() {
             return;
         }
@@ -277,7 +279,7 @@ impl Balancer {
             let worker = self.held.start(&mut queues, hook, lease.clone(), *pos);
             self.metrics.fleet.hook_leases_taken.inc();
             tracing::debug!(
-                hook_id = id,
+                hook_id = id.0,
                 queued = pos.length,
                 "took a hook's delivery lease"
             );
@@ -315,8 +317,8 @@ impl Balancer {
 /// Which of `ids` have no delivery lease holder.
 async fn free_of(
     conn: &StoreConn,
-    ids: &[u64],
-) -> redis::RedisResult<std::collections::HashSet<u64>> {
+    ids: &[HookId],
+) -> redis::RedisResult<std::collections::HashSet<HookId>> {
     if ids.is_empty() {
         return Ok(Default::default());
     }
@@ -346,7 +348,7 @@ fn fxhash(name: &str) -> usize {
 /// # Errors
 /// When Redis fails.
 pub async fn catch_up(held: &Held, conn: &StoreConn) -> redis::RedisResult<()> {
-    let ids: Vec<u64> = held.lock().await.keys().copied().collect();
+    let ids: Vec<HookId> = held.lock().await.keys().copied().collect();
     let positions = super::recover::queue_positions(conn, ids).await?;
     let queues = held.lock().await;
     for (id, pos) in positions {

@@ -3,6 +3,8 @@
 //! dispatcher, which persists both in one pipeline before queueing. One task, so mappings change
 //! in bus order before the next message.
 
+use crate::base::ids::HookId;
+
 use std::{sync::Arc, time::Duration};
 
 use tokio::sync::mpsc;
@@ -218,7 +220,7 @@ impl ProcessStage {
     /// Removes the streams of hooks whose queue has been empty and idle for
     /// [`tidy::IDLE`] (a fan-out to many hooks leaves none behind).
     async fn drop_idle_queues(&self) {
-        let hooks: Vec<u64> = self.registry.load().all().map(|h| h.id).collect();
+        let hooks: Vec<HookId> = self.registry.load().all().map(|h| h.id).collect();
         let mut conn = self.dispatcher.conn();
         match tidy::drop_idle(&mut conn, &hooks, tidy::IDLE).await {
             Ok(0) => {}

@@ -83,7 +83,7 @@ pub fn run<S: Stage>(stages: &[impl AsRef<S>], event: &Event, hook: &Hook, ts: u
             .map_or_else(String::new, |r| r.text().to_string()),
     };
     let wit_hook = WitHook {
-        id: hook.id,
+        id: hook.id.0,
         callback_url: hook.callback_url.clone(),
         meeting_id: hook.meeting_id.clone(),
         get_raw: hook.get_raw,
@@ -123,12 +123,13 @@ mod tests {
     use std::sync::Mutex;
 
     use super::*;
+    use crate::base::ids::HookId;
 
     /// A stage that returns scripted results and records what it was given.
     struct Fake {
         result: Result<Action, Failure>,
         on_error: OnError,
-        only_hook: Option<u64>,
+        only_hook: Option<HookId>,
         seen: Mutex<Vec<String>>,
     }
 
@@ -177,7 +178,7 @@ mod tests {
 
     fn hook(id: u64, get_raw: bool) -> Hook {
         Hook {
-            id,
+            id: HookId(id),
             callback_url: "http://127.0.0.1/cb".into(),
             meeting_id: None,
             event_ids: None,
@@ -244,7 +245,7 @@ mod tests {
     #[test]
     fn out_of_scope_stages_are_skipped_and_no_stage_means_keep() {
         let mut other = Fake::new(Ok(Action::Drop));
-        other.only_hook = Some(2);
+        other.only_hook = Some(HookId(2));
         let stages = vec![other];
         let v = run::<Fake>(&stages, &event(), &hook(1, false), 7);
         assert_eq!(text(v).as_deref(), Some("keep"));

@@ -1,6 +1,8 @@
 //! A plugin's `NAME.toml`: its error policy, limits, scope and free-form `[config]` table,
 //! with the defaults of the relay's `[plugins]` section.
 
+use crate::base::ids::HookId;
+
 use std::{collections::HashMap, path::Path, sync::Arc};
 
 use serde::Deserialize;
@@ -17,7 +19,7 @@ pub use crate::config::{OnError, PluginDefaults as Defaults};
 #[serde(default, deny_unknown_fields)]
 pub struct Scope {
     /// Hook ids.
-    pub hooks: Vec<u64>,
+    pub hooks: Vec<HookId>,
     /// Callback URL prefixes.
     pub callback_prefixes: Vec<String>,
     /// External meeting ids of the event.
@@ -134,7 +136,7 @@ mod tests {
 
     fn hook(id: u64, url: &str) -> Hook {
         Hook {
-            id,
+            id: HookId(id),
             callback_url: url.into(),
             meeting_id: None,
             get_raw: false,

@@ -115,7 +115,7 @@ fn render() -> String {
             .map(|m| Arc::from(m.to_string())),
     );
     let hook = Hook {
-        id: 1,
+        id: hookrelay::base::ids::HookId(1),
         callback_url: "https://app.example/bbb".into(),
         meeting_id: None,
         event_ids: None,

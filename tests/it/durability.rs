@@ -294,9 +294,16 @@ async fn destroying_a_hook_removes_its_queue() {
 async fn a_batch_sent_again_after_a_lost_reply_is_harmless_and_shared_payloads_go_with_their_last_entry()
  {
     use hookrelay::{
-        base::redis_keys::PAYLOAD_PREFIX,
-        delivery::journal::{self, Entry, Record, StoredBody},
+        base::{
+            ids::{HookId, RecordRef, StreamId},
+            redis_keys::PAYLOAD_PREFIX,
+        },
+        delivery::journal::{self, Entry, Record, Removal, StoredBody},
         event::Payload,
+    };
+    let gone = |ts, shared: Option<u64>| Removal {
+        id: StreamId(ts),
+        shared: shared.map(RecordRef),
     };
     use std::sync::Arc;
     let redis = TestRedis::start().await;
@@ -317,15 +324,19 @@ async fn a_batch_sent_again_after_a_lost_reply_is_harmless_and_shared_payloads_g
     let shared_payload = Arc::new(Payload::new("shared text"));
     let shared = |ts| Entry {
         payload: shared_payload.clone(),
-        shared: Some(500),
+        shared: Some(RecordRef(500)),
         ..own(ts)
     };
     let records = [Record {
-        shared: 500,
+        shared: RecordRef(500),
         payload: &shared_payload,
         refs: 2,
     }];
-    let batch = vec![(7, own(10)), (7, shared(11)), (8, shared(11))];
+    let batch = vec![
+        (HookId(7), own(10)),
+        (HookId(7), shared(11)),
+        (HookId(8), shared(11)),
+    ];
     // The first attempt wrote part of the batch before its reply was lost; the whole batch is
     // sent again.
     let none = redis::pipe();
@@ -338,7 +349,10 @@ async fn a_batch_sent_again_after_a_lost_reply_is_harmless_and_shared_payloads_g
     let not_added = journal::append(&mut conn, &none, &records, &batch, &one_source)
         .await
         .unwrap();
-    assert_eq!(not_added, [(7, 10), (7, 11)]);
+    assert_eq!(
+        not_added,
+        [(HookId(7), StreamId(10)), (HookId(7), StreamId(11))]
+    );
     // The reference count of a record; `None` once it is gone.
     let count = |conn: hookrelay::store_conn::StoreConn, record: u64| async move {
         let mut c = conn;
@@ -362,32 +376,32 @@ async fn a_batch_sent_again_after_a_lost_reply_is_harmless_and_shared_payloads_g
         .query_async(&mut conn)
         .await
         .unwrap();
-    let not_added = journal::append(&mut conn, &none, &[], &[(8, own(12))], &one_source)
+    let not_added = journal::append(&mut conn, &none, &[], &[(HookId(8), own(12))], &one_source)
         .await
         .unwrap();
     assert!(not_added.is_empty());
     // A clock that went back: refused, and its reference released at once.
     let late = [Record {
-        shared: 501,
+        shared: RecordRef(501),
         payload: &shared_payload,
         refs: 2,
     }];
     let back = |ts| Entry {
-        shared: Some(501),
+        shared: Some(RecordRef(501)),
         ..shared(ts)
     };
     let not_added = journal::append(
         &mut conn,
         &none,
         &late,
-        &[(7, back(5)), (9, back(20))],
+        &[(HookId(7), back(5)), (HookId(9), back(20))],
         &one_source,
     )
     .await
     .unwrap();
-    assert_eq!(not_added, [(7, 5)]);
+    assert_eq!(not_added, [(HookId(7), StreamId(5))]);
     assert_eq!(count(conn.clone(), 501).await, Some(1));
-    journal::delete(&mut conn, 9).await.unwrap();
+    journal::delete(&mut conn, HookId(9)).await.unwrap();
     let exists: bool = redis::cmd("EXISTS")
         .arg(format!("{PAYLOAD_PREFIX}501"))
         .query_async(&mut conn)
@@ -395,7 +409,9 @@ async fn a_batch_sent_again_after_a_lost_reply_is_harmless_and_shared_payloads_g
         .unwrap();
     assert!(!exists, "the deleted queue released its record");
 
-    journal::remove(&mut conn, 8, &[(12, None)]).await.unwrap();
+    journal::remove(&mut conn, HookId(8), &[gone(12, None)])
+        .await
+        .unwrap();
     let read = |hook| {
         let mut c = conn.clone();
         async move {
@@ -415,49 +431,67 @@ async fn a_batch_sent_again_after_a_lost_reply_is_harmless_and_shared_payloads_g
         }
     };
     assert_eq!(
-        read(7).await,
+        read(HookId(7)).await,
         [(10, "p10".into()), (11, "record 500".into())]
     );
-    assert_eq!(read(8).await, [(11, "record 500".into())]);
+    assert_eq!(read(HookId(8)).await, [(11, "record 500".into())]);
     assert_eq!(
-        journal::read_records(&mut conn, &[500]).await.unwrap(),
+        journal::read_records(&mut conn, &[RecordRef(500)])
+            .await
+            .unwrap(),
         [Some("shared text".to_string())]
     );
     // Removing twice releases once; the record goes with its last entry.
-    journal::remove(&mut conn, 7, &[(10, None), (11, Some(500))])
+    journal::remove(&mut conn, HookId(7), &[gone(10, None), gone(11, Some(500))])
         .await
         .unwrap();
-    journal::remove(&mut conn, 7, &[(11, Some(500))])
+    journal::remove(&mut conn, HookId(7), &[gone(11, Some(500))])
         .await
         .unwrap();
     assert_eq!(refs(conn.clone()).await, Some(1));
-    journal::remove(&mut conn, 8, &[(11, Some(500))])
+    journal::remove(&mut conn, HookId(8), &[gone(11, Some(500))])
         .await
         .unwrap();
     assert_eq!(refs(conn.clone()).await, None, "gone with its last entry");
     // The flusher removes several hooks' entries in one call: a record they share is released
     // once per entry removed, however often the call is repeated.
     let records = [Record {
-        shared: 500,
+        shared: RecordRef(500),
         payload: &shared_payload,
         refs: 3,
     }];
-    let batch = vec![(7, shared(20)), (8, shared(20)), (9, shared(20))];
+    let batch = vec![
+        (HookId(7), shared(20)),
+        (HookId(8), shared(20)),
+        (HookId(9), shared(20)),
+    ];
     journal::append(&mut conn, &none, &records, &batch, &one_source)
         .await
         .unwrap();
-    let done: &[(u64, Option<u64>)] = &[(20, Some(500))];
+    let done: &[Removal] = &[gone(20, Some(500))];
     let mut pipe = redis::pipe();
-    journal::add_remove_many(&mut pipe, &[(7, done), (8, done), (8, &[])]);
+    journal::add_remove_many(
+        &mut pipe,
+        &[(HookId(7), done), (HookId(8), done), (HookId(8), &[])],
+    );
     journal::send_removals(&mut conn, &pipe).await.unwrap();
     journal::send_removals(&mut conn, &pipe).await.unwrap();
     assert_eq!(refs(conn.clone()).await, Some(1));
     let mut pipe = redis::pipe();
-    journal::add_remove_many(&mut pipe, &[(9, done), (7, &[(10, None)])]);
+    journal::add_remove_many(
+        &mut pipe,
+        &[(HookId(9), done), (HookId(7), &[gone(10, None)])],
+    );
     journal::send_removals(&mut conn, &pipe).await.unwrap();
     assert_eq!(refs(conn.clone()).await, None);
     // Emptied, the stream still knows its last id: a restart starts above it.
-    let pos = journal::position(&mut conn, 7).await.unwrap();
+    let pos = journal::position(&mut conn, HookId(7)).await.unwrap();
     assert_eq!((pos.last_ts, pos.length), (20, 0));
-    assert_eq!(journal::position(&mut conn, 99).await.unwrap().last_ts, 0);
+    assert_eq!(
+        journal::position(&mut conn, HookId(99))
+            .await
+            .unwrap()
+            .last_ts,
+        0
+    );
 }

@@ -205,7 +205,10 @@ async fn a_flapping_receiver_cannot_flood_the_log() {
 /// empty streams behind); a stream with entries, or emptied a moment ago, stays.
 #[tokio::test]
 async fn empty_idle_streams_are_removed_and_the_others_kept() {
-    use hookrelay::{base::redis_keys::queue_key, delivery::tidy};
+    use hookrelay::{
+        base::{ids::HookId, redis_keys::queue_key},
+        delivery::tidy,
+    };
     let redis = TestRedis::start().await;
     let client = redis::Client::open(redis.url()).expect("client");
     let manager = redis::aio::ConnectionManager::new(client.clone())
@@ -216,7 +219,7 @@ async fn empty_idle_streams_are_removed_and_the_others_kept() {
     let old = now - 20 * 60 * 1000;
     // 1: emptied long ago; 2: emptied a moment ago; 3: holds an entry; 4: no stream at all.
     for (id, ts, keep_entry) in [(1u64, old, false), (2, now, false), (3, old, true)] {
-        let key = queue_key(id);
+        let key = queue_key(HookId(id));
         let added: String = redis::cmd("XADD")
             .arg(&key)
             .arg(format!("{ts}-0"))
@@ -234,11 +237,11 @@ async fn empty_idle_streams_are_removed_and_the_others_kept() {
                 .expect("XDEL");
         }
     }
-    let dropped = tidy::drop_idle(&mut conn, &[1, 2, 3, 4], tidy::IDLE)
+    let dropped = tidy::drop_idle(&mut conn, &[1, 2, 3, 4].map(HookId), tidy::IDLE)
         .await
         .expect("tidy");
     assert_eq!(dropped, 1);
-    let exists = |id: u64| redis::cmd("EXISTS").arg(queue_key(id)).clone();
+    let exists = |id: u64| redis::cmd("EXISTS").arg(queue_key(HookId(id))).clone();
     let mut c = redis.conn().await.expect("redis");
     for (id, want) in [(1, 0), (2, 1), (3, 1), (4, 0)] {
         let got: i64 = exists(id).query_async(&mut c).await.expect("EXISTS");

@@ -29,7 +29,9 @@ async fn queued(redis: &TestRedis, hooks: &[u64]) -> usize {
     let mut c = redis.conn().await.expect("redis");
     let mut pipe = redis::pipe();
     for h in hooks {
-        pipe.xlen(hookrelay::base::redis_keys::queue_key(*h));
+        pipe.xlen(hookrelay::base::redis_keys::queue_key(
+            hookrelay::base::ids::HookId(*h),
+        ));
     }
     let lens: Vec<usize> = pipe.query_async(&mut c).await.expect("xlen");
     lens.iter().sum()
