@@ -4,7 +4,7 @@
 
 use crate::base::ids::HookId;
 
-use std::sync::Arc;
+use std::{sync::Arc, time::Duration};
 
 use tokio_util::{sync::CancellationToken, task::TaskTracker};
 
@@ -19,39 +19,103 @@ use super::{
 };
 use crate::{
     base::{callback_url::Guard, sources::SourceTable},
+    config::DeliveryConfig,
     fleet::lease::Fence,
     hooks::HookStore,
     metrics::Metrics,
     store_conn::StoreConn,
 };
 
-/// What every worker shares.
+/// What every worker shares. Built once by [`DeliveryContext::new`]; its parts are delivery's
+/// own.
 pub struct DeliveryContext {
-    pub client: CallbackClient,
+    pub(super) client: CallbackClient,
     /// Marks delivered callbacks in Redis, off the hot path.
-    pub acker: Arc<Acker>,
-    pub store: Arc<HookStore>,
+    pub(super) acker: Arc<Acker>,
+    pub(super) store: Arc<HookStore>,
     /// For the queues' Redis streams.
-    pub conn: StoreConn,
-    pub signer: Signer,
+    pub(super) conn: StoreConn,
+    pub(super) signer: Signer,
     /// The sources' names, for the queues' stored entries.
-    pub sources: Arc<SourceTable>,
-    pub retry_intervals_ms: Vec<u64>,
+    pub(super) sources: Arc<SourceTable>,
+    pub(super) retry_intervals_ms: Vec<u64>,
     /// Most entries queued per hook.
-    pub max_queue: usize,
+    pub(super) max_queue: usize,
     /// The bytes all queues may take in Redis together.
-    pub budget: Arc<Budget>,
+    pub(super) budget: Arc<Budget>,
+    /// The callback URL policy (the client checks it again at every connection).
+    pub(super) guard: Arc<Guard>,
+    pub(super) metrics: Arc<Metrics>,
+    pub(super) token: CancellationToken,
+    pub(super) tracker: TaskTracker,
+    /// In a fleet: nothing is sent once the lease is lost.
+    pub(super) fence: Fence,
+    /// Payloads of shared records read back by the pagers.
+    pub(super) paged: SharedPayloads,
+}
+
+/// What the relay around delivery gives it: the hooks, the store, the metrics and the tasks'
+/// lifetime.
+pub struct Wiring {
+    pub store: Arc<HookStore>,
+    pub conn: StoreConn,
+    /// The callback URL policy, checked again at every connection.
     pub guard: Arc<Guard>,
     pub metrics: Arc<Metrics>,
     pub token: CancellationToken,
     pub tracker: TaskTracker,
-    /// In a fleet: nothing is sent once the lease is lost.
+    /// What stops sending once the fleet's lease is lost (`Fence::none` when alone).
     pub fence: Fence,
-    /// Payloads of shared records read back by the pagers.
-    pub paged: SharedPayloads,
 }
 
 impl DeliveryContext {
+    /// The context for `config`'s bounds and timeouts, signing with `signer`, marking
+    /// deliveries through `acker`, all queues within `budget_bytes`.
+    ///
+    /// # Errors
+    /// When the HTTP client cannot be built.
+    pub fn new(
+        config: &DeliveryConfig,
+        signer: Signer,
+        acker: Arc<Acker>,
+        budget_bytes: u64,
+        wiring: Wiring,
+    ) -> Result<Self, reqwest::Error> {
+        let client = CallbackClient::new(
+            Duration::from_millis(config.request_timeout_ms),
+            wiring.guard.clone(),
+            config.max_connections_per_receiver,
+        )?;
+        Ok(Self {
+            client,
+            acker,
+            store: wiring.store,
+            conn: wiring.conn,
+            sources: signer.sources.clone(),
+            signer,
+            retry_intervals_ms: config.retry_intervals_ms.clone(),
+            max_queue: config.max_queue,
+            budget: Arc::new(Budget::new(budget_bytes)),
+            guard: wiring.guard,
+            metrics: wiring.metrics,
+            token: wiring.token,
+            tracker: wiring.tracker,
+            fence: wiring.fence,
+            paged: SharedPayloads::default(),
+        })
+    }
+
+    /// The sources' names, as the queues' entries store them.
+    pub fn sources(&self) -> &Arc<SourceTable> {
+        &self.sources
+    }
+
+    /// The store connection, metrics and task lifetime delivery runs with, for the tasks that
+    /// work beside it (the fleet's balancer).
+    pub fn wiring(&self) -> (&StoreConn, &Arc<Metrics>, &CancellationToken, &TaskTracker) {
+        (&self.conn, &self.metrics, &self.token, &self.tracker)
+    }
+
     /// Counts and removes from Redis the oldest entries of `hook`'s queue `q` over its bound
     /// (`oldest`: the first one's event id and timestamp; `by_budget`: the budget of all queues
     /// took some, not only `max_queue`); the log says so once a minute per hook, with how many

@@ -44,21 +44,22 @@ pub fn spread(
     acker: &Arc<Acker>,
 ) -> Arc<Held> {
     let held = Held::new(delivery.clone());
+    let (conn, metrics, token, tracker) = delivery.wiring();
     let balancer = Balancer::new(
         instance.to_string(),
         Duration::from_millis(config.lease_ms),
-        delivery.conn.clone(),
+        conn.clone(),
         held.clone(),
         registry.clone(),
         acker.clone(),
-        delivery.metrics.clone(),
-        delivery.token.clone(),
+        metrics.clone(),
+        token.clone(),
     );
-    delivery.tracker.spawn(balancer.run());
-    delivery.tracker.spawn(super::share::listen(
+    tracker.spawn(balancer.run());
+    tracker.spawn(super::share::listen(
         held.clone(),
-        delivery.conn.clone(),
-        delivery.token.clone(),
+        conn.clone(),
+        token.clone(),
     ));
     held
 }

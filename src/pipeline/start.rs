@@ -21,9 +21,8 @@ use crate::{
     config::{CallbackAuth, Config},
     delivery::{
         ack::Acker,
-        budget::{self, Budget},
-        client::CallbackClient,
-        context::DeliveryContext,
+        budget,
+        context::{DeliveryContext, Wiring},
         dispatch::Dispatcher,
         held::Held,
         sign::Signer,
@@ -246,32 +245,28 @@ impl Start<'_> {
         metrics
             .queue_budget_bytes
             .set(i64::try_from(limit).unwrap_or(i64::MAX));
-        let delivery = Arc::new(DeliveryContext {
-            acker: acker.clone(),
-            client: CallbackClient::new(
-                Duration::from_millis(config.delivery.request_timeout_ms),
-                guard.clone(),
-                config.delivery.max_connections_per_receiver,
-            )?,
-            guard: guard.clone(),
+        // With delivery spread, each hook's own lease fences its worker.
+        let own_fence = if spread {
+            Fence::none(token.clone())
+        } else {
+            fence.clone()
+        };
+        let wiring = Wiring {
             store: hooks.store.clone(),
-            sources: signer.sources.clone(),
-            signer,
-            retry_intervals_ms: config.delivery.retry_intervals_ms.clone(),
-            max_queue: config.delivery.max_queue,
-            budget: Arc::new(Budget::new(limit)),
             conn: conn.clone(),
+            guard: guard.clone(),
             metrics: metrics.clone(),
             token: token.clone(),
             tracker: self.tracker.clone(),
-            paged: Default::default(),
-            // With delivery spread, each hook's own lease fences its worker.
-            fence: if spread {
-                Fence::none(token.clone())
-            } else {
-                fence.clone()
-            },
-        });
+            fence: own_fence,
+        };
+        let delivery = Arc::new(DeliveryContext::new(
+            &config.delivery,
+            signer,
+            acker.clone(),
+            limit,
+            wiring,
+        )?);
         Ok(Wired {
             delivery,
             acker,
@@ -339,7 +334,7 @@ impl Start<'_> {
         if fence.is_fleet() {
             recover::move_legacy_queues(conn, instance, true, hook_lease, token).await?;
         }
-        let source_table = wired.delivery.sources.clone();
+        let source_table = wired.delivery.sources().clone();
         let mut dispatcher = self.dispatcher(held, wired.delivery, conn).await?;
         let mut router = Router::with_sources(processors);
         let resumed = recover::resume_queues(
@@ -387,7 +382,7 @@ impl Start<'_> {
             lease,
             conn,
             config: &self.config.fleet,
-            sources: &wired.delivery.sources,
+            sources: wired.delivery.sources(),
             subscriptions: std::mem::take(&mut wired.subscribed.fleet),
             metrics: self.metrics,
         };
