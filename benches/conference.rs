@@ -5,10 +5,7 @@
 use std::{hint::black_box, sync::Arc};
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use hookrelay::{
-    conference::{SharedConference, exposition::ConferenceExport, seed},
-    metrics::Metrics,
-};
+use hookrelay::{ConferenceExport, Metrics, SharedConference, seed};
 
 /// A `getMeetings` answer of `meetings` meetings with `per_meeting` attendees each (a third
 /// on the phone, a third with a camera, half of the others listening only), origin metadata.

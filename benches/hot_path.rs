@@ -5,13 +5,9 @@ use std::sync::Arc;
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use hookrelay::{
+    EventFilter, Hook, Mappings, Processor, Registry,
     base::{digest::Algorithm, form::form_encode},
-    delivery::sign::{callback_checksum, signed_url, spec_body},
-    event::{
-        mapping::Mappings,
-        process::{EventFilter, Processor},
-    },
-    hooks::{Hook, Registry, matcher},
+    callback_checksum, matcher, signed_url, spec_body,
 };
 
 fn fixture(line: usize) -> String {

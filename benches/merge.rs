@@ -2,7 +2,7 @@
 //! answers of realistic size and merging them with the relay's own series.
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use hookrelay::metrics::{
+use hookrelay::{
     Metrics,
     merge::{merge, parse},
 };

@@ -11,10 +11,7 @@ use std::sync::Arc;
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use hookrelay::{
-    event::{Event, Payload},
-    hooks::Hook,
-    metrics::Metrics,
-    plugin_host::{Defaults, Host, Plugin, PluginSet, Settings, engine::wasm_digest},
+    Defaults, Event, Hook, Host, Metrics, Payload, Plugin, PluginSet, Settings, wasm_digest,
 };
 use plugins::plugin_wasm;
 

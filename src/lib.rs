@@ -39,29 +39,65 @@
 //!
 //! The binary's commands are in `src/main.rs`, `src/tools.rs` and `src/admin/`.
 
-pub mod api;
+pub(crate) mod api;
 pub mod base;
-pub mod bus;
-pub mod conference;
+pub(crate) mod bus;
+pub(crate) mod conference;
 pub mod config;
-pub mod delivery;
-pub mod event;
-pub mod fleet;
-pub mod hooks;
-pub mod metrics;
-pub mod pipeline;
-pub mod plugin_host;
-pub mod redis_conn;
-pub mod redis_index;
+pub(crate) mod delivery;
+pub(crate) mod event;
+pub(crate) mod fleet;
+pub(crate) mod hooks;
+pub(crate) mod metrics;
+pub(crate) mod pipeline;
+pub(crate) mod plugin_host;
+pub(crate) mod redis_conn;
+pub(crate) mod redis_index;
 pub mod replay;
-pub mod route;
-pub mod shutdown;
-pub mod store_conn;
-pub mod systemd;
+pub(crate) mod route;
+pub(crate) mod shutdown;
+pub(crate) mod store_conn;
+pub(crate) mod systemd;
 
+// The interface. Three modules are public as they are: `base` (leaf helpers: digests, form
+// encoding, ids, Redis key names), `config` (the configuration, plain data) and `replay` (the
+// plugin authors' dry run). The rest is the crate's own; the binary's commands, the
+// integration tests and the benches use what follows, and nothing else.
+
+/// The service: its configuration, its start and its stop.
 pub use config::Config;
 pub use pipeline::{Listeners, run};
 pub use shutdown::Shutdown;
+
+/// The API's parameter checks (the fuzz targets in `fuzz/`).
+pub use api::params;
+/// Metrics and the conference state (`check-config`, the benches).
+pub use conference::{SharedConference, exposition::ConferenceExport, seed};
+/// Signing callbacks, and sending them (`hookrelay callback`, `replay --send`, integrators'
+/// checks).
+pub use delivery::{
+    client::CallbackClient,
+    sign::{Signer, callback_checksum, signed_url, spec_body, unsign_url},
+};
+/// The store: the connection, the hooks of the reference service (`hookrelay import`), the
+/// fleet's state (`hookrelay fleet status`), and the queues' layout (the durability tests).
+pub use delivery::{journal, tidy};
+/// Events and hooks, for `replay`, `plugin check` and the benches.
+pub use event::{
+    Event, Payload,
+    catalogue::OUTPUT_IDS,
+    mapping::Mappings,
+    process::{EventFilter, Processor},
+};
+pub use fleet::status as fleet_status;
+pub use hooks::import;
+pub use hooks::{Hook, Registry, matcher};
+pub use metrics::{Metrics, merge};
+/// Plugins (`plugin check`, `replay`, the benches).
+pub use plugin_host::{
+    Defaults, Host, Plugin, PluginSet, Settings, check::check_file, engine::wasm_digest,
+};
+pub use store_conn::StoreConn;
 
 #[cfg(test)]
 mod layers;

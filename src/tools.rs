@@ -4,12 +4,7 @@
 use std::{path::PathBuf, process::ExitCode, sync::Arc, time::Duration};
 
 use hookrelay::{
-    Config,
-    delivery::{client::CallbackClient, sign::Signer},
-    event::process::EventFilter,
-    metrics::Metrics,
-    plugin_host::{Host, PluginSet, check::check_file},
-    replay,
+    CallbackClient, Config, EventFilter, Host, Metrics, PluginSet, Signer, check_file, replay,
 };
 
 /// `hookrelay check-config`: the configuration is valid; with a plugin folder, every plugin in
@@ -45,12 +40,12 @@ fn callback_format(config: &Config) -> String {
         .ok()
         .and_then(|rt| {
             rt.block_on(async {
-                let connect = hookrelay::store_conn::StoreConn::connect_once(config);
+                let connect = hookrelay::StoreConn::connect_once(config);
                 let mut conn = tokio::time::timeout(Duration::from_secs(2), connect)
                     .await
                     .ok()?
                     .ok()?;
-                hookrelay::hooks::import::reference_hooks_imported(&mut conn)
+                hookrelay::import::reference_hooks_imported(&mut conn)
                     .await
                     .ok()
             })

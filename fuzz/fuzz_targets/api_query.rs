@@ -3,7 +3,7 @@
 #![no_main]
 
 use hookrelay::{
-    api::params::{authenticate, hook_id, new_hook},
+    params::{authenticate, hook_id, new_hook},
     base::{callback_url::Guard, digest::Algorithm},
 };
 use libfuzzer_sys::fuzz_target;

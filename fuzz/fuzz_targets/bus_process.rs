@@ -3,15 +3,11 @@
 
 use std::sync::Arc;
 
-use hookrelay::event::{
-    catalogue::OUTPUT_IDS,
-    mapping::Mappings,
-    process::{EventFilter, Processor},
-};
+use hookrelay::{EventFilter, Mappings, OUTPUT_IDS, Processor};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
-    let mut p = Processor::new(Mappings::new(86_400_000, None), EventFilter::default());
+    let mut p = Processor::new(Mappings::new(86_400_000, false), EventFilter::default());
     // Several messages, so that state built by one feeds the next.
     for chunk in data.split(|b| *b == 0) {
         let Ok(text) = std::str::from_utf8(chunk) else {

@@ -1,7 +1,7 @@
 //! A plugin's NAME.toml: any text gives settings within their limits, or one line of error.
 #![no_main]
 
-use hookrelay::plugin_host::{Defaults, Settings};
+use hookrelay::{Defaults, Settings};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

@@ -6,7 +6,7 @@ use std::{path::PathBuf, process::ExitCode};
 use clap::{Args, ValueEnum};
 use hookrelay::{
     base::{digest::Algorithm, standard_webhooks},
-    delivery::sign::{callback_checksum, signed_url, unsign_url},
+    callback_checksum, signed_url, unsign_url,
 };
 
 use super::{REFUSED, fail, load};

@@ -42,12 +42,12 @@ pub fn fleet(args: &FleetArgs) -> ExitCode {
         Err(e) => return fail(UNREACHABLE, &e.to_string()),
     };
     let status = runtime.block_on(async {
-        let connect = hookrelay::store_conn::StoreConn::connect_once(&config);
+        let connect = hookrelay::StoreConn::connect_once(&config);
         let mut conn = tokio::time::timeout(Duration::from_secs(5), connect)
             .await
             .map_err(|_| "Redis (the store) did not answer within 5 s".to_string())?
             .map_err(|e| format!("cannot reach Redis (the store): {e}"))?;
-        hookrelay::fleet::status::read(&mut conn)
+        hookrelay::fleet_status::read(&mut conn)
             .await
             .map_err(|e| format!("cannot read the fleet's state: {e}"))
     });

@@ -24,7 +24,7 @@ pub struct ImportArgs {
 pub fn import_reference(args: &ImportArgs) -> ExitCode {
     use hookrelay::{
         config::callback_guard,
-        hooks::import::{self, Action, Layout},
+        import::{self, Action, Layout},
     };
     let config = match hookrelay::Config::load_with_reference(
         args.config.as_deref(),
@@ -71,7 +71,7 @@ pub fn import_reference(args: &ImportArgs) -> ExitCode {
     }
     let result = runtime.block_on(async {
         // The store as the relay reaches it: one Redis, Sentinel's master or a Cluster.
-        let connect = hookrelay::store_conn::StoreConn::connect_once(&config);
+        let connect = hookrelay::StoreConn::connect_once(&config);
         let mut conn = tokio::time::timeout(Duration::from_secs(5), connect)
             .await
             .map_err(|_| "Redis (the store) did not answer within 5 s".to_string())?

@@ -388,11 +388,13 @@ impl HookQueue {
     }
 
     /// Entries held in memory.
+    #[cfg(test)]
     pub fn in_memory(&self) -> usize {
         self.lock().mem.len()
     }
 
     /// Payload bytes held in memory.
+    #[cfg(test)]
     pub fn bytes_in_memory(&self) -> usize {
         self.lock().bytes
     }

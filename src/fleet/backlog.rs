@@ -142,10 +142,6 @@ impl Backlog {
         self.sources.iter().map(|s| s.kept.len()).sum()
     }
 
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-
     /// Where `source` would resume after `cursor`: how many kept messages to skip, and how.
     fn resume_point(&self, source: usize, cursor: Option<&Cursor>) -> (usize, Resume) {
         let Some(log) = self.sources.get(source) else {

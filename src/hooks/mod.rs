@@ -15,6 +15,5 @@ pub mod store;
 pub mod sync;
 
 pub use model::Hook;
-pub use record::StoreError;
 pub use registry::{Registry, Snapshot};
 pub use store::{CreateOutcome, HookStore};

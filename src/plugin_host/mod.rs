@@ -21,7 +21,7 @@ pub use engine::Host;
 pub use plugin::Plugin;
 pub use reload::Plugins;
 pub use set::PluginSet;
-pub use settings::{Defaults, OnError, Scope, Settings};
+pub use settings::{Defaults, Settings};
 
 /// Why a plugin could not be loaded (the previous version, if any, keeps running).
 #[derive(Debug, thiserror::Error)]

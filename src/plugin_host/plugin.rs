@@ -24,7 +24,7 @@ use super::{
 };
 use crate::metrics::Metrics;
 
-pub use bindings::bbb::relay::types::{Action, Event as WitEvent, Hook as WitHook, Level};
+pub use bindings::bbb::relay::types::{Action, Event as WitEvent, Hook as WitHook};
 
 /// A live instance and its store.
 struct Warm {

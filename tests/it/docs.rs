@@ -4,12 +4,7 @@
 
 use std::{collections::BTreeMap, sync::Arc};
 
-use hookrelay::{
-    event::{catalogue::OUTPUT_IDS, process::EventFilter},
-    hooks::Hook,
-    plugin_host::PluginSet,
-    replay,
-};
+use hookrelay::{EventFilter, Hook, OUTPUT_IDS, PluginSet, replay};
 use serde_json::{Value, json};
 
 const FILE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/docs/events.md");

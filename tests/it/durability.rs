@@ -294,12 +294,12 @@ async fn destroying_a_hook_removes_its_queue() {
 async fn a_batch_sent_again_after_a_lost_reply_is_harmless_and_shared_payloads_go_with_their_last_entry()
  {
     use hookrelay::{
+        Payload,
         base::{
             ids::{HookId, RecordRef, StreamId},
             redis_keys::PAYLOAD_PREFIX,
         },
-        delivery::journal::{self, Entry, Record, Removal, StoredBody},
-        event::Payload,
+        journal::{self, Entry, Record, Removal, StoredBody},
     };
     let gone = |ts, shared: Option<u64>| Removal {
         id: StreamId(ts),
@@ -311,7 +311,7 @@ async fn a_batch_sent_again_after_a_lost_reply_is_harmless_and_shared_payloads_g
     let manager = redis::aio::ConnectionManager::new(client.clone())
         .await
         .unwrap();
-    let mut conn = hookrelay::store_conn::StoreConn::single(manager, client);
+    let mut conn = hookrelay::StoreConn::single(manager, client);
     let own = |ts| Entry {
         ts,
         payload: Arc::new(Payload::new(format!("p{ts}"))),
@@ -354,7 +354,7 @@ async fn a_batch_sent_again_after_a_lost_reply_is_harmless_and_shared_payloads_g
         [(HookId(7), StreamId(10)), (HookId(7), StreamId(11))]
     );
     // The reference count of a record; `None` once it is gone.
-    let count = |conn: hookrelay::store_conn::StoreConn, record: u64| async move {
+    let count = |conn: hookrelay::StoreConn, record: u64| async move {
         let mut c = conn;
         let n: Option<i64> = redis::cmd("HGET")
             .arg(format!("{PAYLOAD_PREFIX}{record}"))

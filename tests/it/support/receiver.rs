@@ -15,7 +15,7 @@ use axum::{
     http::{HeaderMap, Method, StatusCode, Uri, header},
     response::{IntoResponse, Response},
 };
-use hookrelay::{base::digest::Algorithm, delivery::sign::callback_checksum};
+use hookrelay::{base::digest::Algorithm, callback_checksum};
 
 use super::{PATIENCE, SECRET};
 
