@@ -8,12 +8,26 @@
 //! its record, which goes when nothing refers to it any more. Every script is idempotent, so
 //! after an error the same call is made again.
 
-use crate::base::ids::{HookId, RecordRef, StreamId};
+mod read;
+mod scripts;
 
-use std::sync::{Arc, LazyLock};
+use std::sync::Arc;
 
-use crate::store_conn::StoreConn;
-use redis::{AsyncCommands, ErrorKind, Script, ServerErrorKind};
+use redis::AsyncCommands;
+
+pub use read::{
+    Position, Stored, StoredBody, last_shared, parse_ts, position, position_of, read_page,
+    read_records,
+};
+use scripts::{
+    DRAIN_SCRIPT, RELEASE_SCRIPT, REMOVE_MANY_SCRIPT, REMOVE_SCRIPT, XADD_SCRIPT, evalsha,
+    query_loading, record_key,
+};
+
+use crate::{
+    base::ids::{HookId, RecordRef, StreamId},
+    store_conn::StoreConn,
+};
 
 use crate::{
     base::{
@@ -49,127 +63,6 @@ impl Entry {
             shared: self.shared,
         }
     }
-}
-
-/// Adds one entry (ARGV: id, then its field and value pairs) unless the stream has it already:
-/// 1 added, 2 already there (a batch sent again after a lost reply), 0 refused (the stream
-/// holds a later id: a clock that went back).
-const XADD_ONCE: &str = r"
-local r = redis.pcall('XADD', KEYS[1], unpack(ARGV))
-if type(r) == 'table' and r.err then
-  if string.find(r.err, 'equal or smaller', 1, true) then
-    if #redis.call('XRANGE', KEYS[1], ARGV[1], ARGV[1]) > 0 then return 2 end
-    return 0
-  end
-  return r
-end
-return 1
-";
-
-/// Removes entries (ARGV: record prefix, then id and reference pairs, '' for none), releasing
-/// the record of each entry actually removed, so that a repeated call releases nothing twice.
-const REMOVE: &str = r"
-local gone = 0
-for i = 2, #ARGV, 2 do
-  if redis.call('XDEL', KEYS[1], ARGV[i]) == 1 then
-    gone = gone + 1
-    if ARGV[i + 1] ~= '' then
-      local k = ARGV[1] .. ARGV[i + 1]
-      if redis.call('HINCRBY', k, 'n', -1) <= 0 then redis.call('DEL', k) end
-    end
-  end
-end
-return gone
-";
-
-/// Removes the delivered entries of several hooks at once (KEYS: their streams; ARGV: record
-/// prefix, then per hook the number of its entries followed by their id and reference pairs),
-/// releasing each record once per entry actually removed, with one HINCRBY per record.
-const REMOVE_MANY: &str = r"
-local released = {}
-local a = 2
-for k = 1, #KEYS do
-  local n = tonumber(ARGV[a])
-  a = a + 1
-  for i = 1, n do
-    local id, ref = ARGV[a], ARGV[a + 1]
-    a = a + 2
-    if redis.call('XDEL', KEYS[k], id) == 1 and ref ~= '' then
-      released[ref] = (released[ref] or 0) + 1
-    end
-  end
-end
-for ref, n in pairs(released) do
-  local key = ARGV[1] .. ref
-  if redis.call('HINCRBY', key, 'n', -n) <= 0 then redis.call('DEL', key) end
-end
-return 0
-";
-
-/// Removes up to ARGV[2] entries of a stream, oldest first, releasing their records; deletes
-/// the stream once it is empty. Returns how many entries it removed (0: the stream is gone).
-const DRAIN: &str = r"
-local entries = redis.call('XRANGE', KEYS[1], '-', '+', 'COUNT', ARGV[2])
-for _, e in ipairs(entries) do
-  local f = e[2]
-  for i = 1, #f, 2 do
-    if f[i] == 's' then
-      local k = ARGV[1] .. f[i + 1]
-      if redis.call('HINCRBY', k, 'n', -1) <= 0 then redis.call('DEL', k) end
-    end
-  end
-  redis.call('XDEL', KEYS[1], e[1])
-end
-if #entries == 0 then redis.call('DEL', KEYS[1]) end
-return #entries
-";
-
-/// Releases ARGV[1] references to record KEYS[1] (entries that were never written).
-const RELEASE: &str = r"
-if redis.call('HINCRBY', KEYS[1], 'n', -tonumber(ARGV[1])) <= 0 then redis.call('DEL', KEYS[1]) end
-return 0
-";
-
-/// The scripts, loaded once per Redis server and then called by their SHA1 (`EVALSHA`).
-static XADD_SCRIPT: LazyLock<Script> = LazyLock::new(|| Script::new(XADD_ONCE));
-static REMOVE_SCRIPT: LazyLock<Script> = LazyLock::new(|| Script::new(REMOVE));
-static REMOVE_MANY_SCRIPT: LazyLock<Script> = LazyLock::new(|| Script::new(REMOVE_MANY));
-static DRAIN_SCRIPT: LazyLock<Script> = LazyLock::new(|| Script::new(DRAIN));
-static RELEASE_SCRIPT: LazyLock<Script> = LazyLock::new(|| Script::new(RELEASE));
-
-fn is_noscript(e: &redis::RedisError) -> bool {
-    e.kind() == ErrorKind::Server(ServerErrorKind::NoScript)
-}
-
-/// Sends `pipe`; after a `NOSCRIPT` (a new or restarted Redis) loads `scripts` and sends it
-/// again: everything the journal sends may be repeated.
-async fn query_loading<T: redis::FromRedisValue>(
-    conn: &mut StoreConn,
-    pipe: &redis::Pipeline,
-    scripts: &[&Script],
-) -> Result<T, redis::RedisError> {
-    match pipe.query_async(conn).await {
-        Err(e) if is_noscript(&e) => {
-            for s in scripts {
-                s.load_async(conn).await?;
-            }
-            pipe.query_async(conn).await
-        }
-        other => other,
-    }
-}
-
-/// Adds the `EVALSHA` of `script` on `key` to `pipe`; its arguments follow.
-fn evalsha<'a>(
-    pipe: &'a mut redis::Pipeline,
-    script: &Script,
-    key: &str,
-) -> &'a mut redis::Pipeline {
-    pipe.cmd("EVALSHA").arg(script.get_hash()).arg(1).arg(key)
-}
-
-fn record_key(shared: RecordRef) -> String {
-    format!("{PAYLOAD_PREFIX}{shared}")
 }
 
 /// A payload record to write with a batch: its reference, text and number of entries.
@@ -387,63 +280,6 @@ pub async fn delete(conn: &mut StoreConn, hook: HookId) -> Result<(), redis::Red
     }
 }
 
-/// Where a hook's stream stands.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct Position {
-    /// The highest timestamp it ever held (its last generated id), so that new entries are
-    /// given later ones even when it is empty now; 0 without a stream.
-    pub last_ts: u64,
-    /// Entries it holds.
-    pub length: usize,
-}
-
-/// Where hook `hook`'s stream stands.
-///
-/// # Errors
-/// When Redis fails.
-pub async fn position(conn: &mut StoreConn, hook: HookId) -> Result<Position, redis::RedisError> {
-    position_of(conn, &queue_key(hook)).await
-}
-
-/// Where the stream `key` stands.
-///
-/// # Errors
-/// When Redis fails.
-pub async fn position_of(conn: &mut StoreConn, key: &str) -> Result<Position, redis::RedisError> {
-    let exists: bool = conn.exists(key).await?;
-    if !exists {
-        return Ok(Position::default());
-    }
-    let info: redis::streams::StreamInfoStreamReply = conn.xinfo_stream(key).await?;
-    Ok(Position {
-        last_ts: parse_ts(&info.last_generated_id).unwrap_or(0),
-        length: info.length,
-    })
-}
-
-/// The highest shared record reference ever written.
-///
-/// # Errors
-/// When Redis fails.
-pub async fn last_shared(conn: &mut StoreConn) -> Result<RecordRef, redis::RedisError> {
-    let v: Option<RecordRef> = conn.get(PAYLOAD_SEQ).await?;
-    Ok(v.unwrap_or_default())
-}
-
-/// The millisecond part of a stream id.
-pub fn parse_ts(id: &str) -> Option<u64> {
-    id.split('-').next()?.parse().ok()
-}
-
-/// An entry as stored, its payload not yet resolved.
-pub struct Stored {
-    pub ts: u64,
-    pub event_id: Arc<str>,
-    pub body: StoredBody,
-    /// The source's stored name; `None` for the `default` source.
-    pub source: Option<String>,
-}
-
 impl Stored {
     /// What removing it takes.
     pub fn removal(&self) -> Removal {
@@ -456,70 +292,6 @@ impl Stored {
             shared,
         }
     }
-}
-
-pub enum StoredBody {
-    Inline(String),
-    Shared(RecordRef),
-    /// Neither field: nothing to send.
-    Unreadable,
-}
-
-/// Reads up to `count` entries of `hook`'s stream with ids after `after` (exclusive) and up to
-/// `until` (inclusive), oldest first.
-///
-/// # Errors
-/// When Redis fails.
-pub async fn read_page(
-    conn: &mut StoreConn,
-    hook: HookId,
-    after: Option<u64>,
-    until: u64,
-    count: usize,
-) -> Result<Vec<Stored>, redis::RedisError> {
-    let start = after.map_or("-".to_string(), |t| format!("({t}-0"));
-    let reply: redis::streams::StreamRangeReply = conn
-        .xrange_count(queue_key(hook), start, format!("{until}-0"), count)
-        .await?;
-    Ok(reply
-        .ids
-        .into_iter()
-        .filter_map(|sid| {
-            let ts = parse_ts(&sid.id)?;
-            let event_id: String = sid.get("e").unwrap_or_default();
-            let body = if let Some(text) = sid.get::<String>("p") {
-                StoredBody::Inline(text)
-            } else if let Some(s) = sid.get::<String>("s").and_then(|s| s.parse().ok()) {
-                StoredBody::Shared(s)
-            } else {
-                StoredBody::Unreadable
-            };
-            Some(Stored {
-                ts,
-                source: sid.get("o"),
-                event_id: event_id.into(),
-                body,
-            })
-        })
-        .collect())
-}
-
-/// The texts of shared records (`None` for a record that is gone).
-///
-/// # Errors
-/// When Redis fails.
-pub async fn read_records(
-    conn: &mut StoreConn,
-    shared: &[RecordRef],
-) -> Result<Vec<Option<String>>, redis::RedisError> {
-    if shared.is_empty() {
-        return Ok(Vec::new());
-    }
-    let mut pipe = redis::pipe();
-    for s in shared {
-        pipe.hget(record_key(*s), "t");
-    }
-    pipe.query_async(conn).await
 }
 
 /// Deletes the streams of hooks that no longer exist (left behind by a crash between removing a

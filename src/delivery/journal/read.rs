@@ -1,0 +1,136 @@
+//! Reading the queues back: where each hook's stream stands, its entries page by page, and
+//! the shared payload records they refer to.
+
+use std::sync::Arc;
+
+use redis::AsyncCommands;
+
+use super::scripts::record_key;
+use crate::{
+    base::{
+        ids::{HookId, RecordRef},
+        redis_keys::{PAYLOAD_SEQ, queue_key},
+    },
+    store_conn::StoreConn,
+};
+
+/// Where a hook's stream stands.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Position {
+    /// The highest timestamp it ever held (its last generated id), so that new entries are
+    /// given later ones even when it is empty now; 0 without a stream.
+    pub last_ts: u64,
+    /// Entries it holds.
+    pub length: usize,
+}
+
+/// Where hook `hook`'s stream stands.
+///
+/// # Errors
+/// When Redis fails.
+pub async fn position(conn: &mut StoreConn, hook: HookId) -> Result<Position, redis::RedisError> {
+    position_of(conn, &queue_key(hook)).await
+}
+
+/// Where the stream `key` stands.
+///
+/// # Errors
+/// When Redis fails.
+pub async fn position_of(conn: &mut StoreConn, key: &str) -> Result<Position, redis::RedisError> {
+    let exists: bool = conn.exists(key).await?;
+    if !exists {
+        return Ok(Position::default());
+    }
+    let info: redis::streams::StreamInfoStreamReply = conn.xinfo_stream(key).await?;
+    Ok(Position {
+        last_ts: parse_ts(&info.last_generated_id).unwrap_or(0),
+        length: info.length,
+    })
+}
+
+/// The highest shared record reference ever written.
+///
+/// # Errors
+/// When Redis fails.
+pub async fn last_shared(conn: &mut StoreConn) -> Result<RecordRef, redis::RedisError> {
+    let v: Option<RecordRef> = conn.get(PAYLOAD_SEQ).await?;
+    Ok(v.unwrap_or_default())
+}
+
+/// The millisecond part of a stream id.
+pub fn parse_ts(id: &str) -> Option<u64> {
+    id.split('-').next()?.parse().ok()
+}
+
+/// An entry as stored, its payload not yet resolved.
+pub struct Stored {
+    pub ts: u64,
+    pub event_id: Arc<str>,
+    pub body: StoredBody,
+    /// The source's stored name; `None` for the `default` source.
+    pub source: Option<String>,
+}
+
+pub enum StoredBody {
+    Inline(String),
+    Shared(RecordRef),
+    /// Neither field: nothing to send.
+    Unreadable,
+}
+
+/// Reads up to `count` entries of `hook`'s stream with ids after `after` (exclusive) and up to
+/// `until` (inclusive), oldest first.
+///
+/// # Errors
+/// When Redis fails.
+pub async fn read_page(
+    conn: &mut StoreConn,
+    hook: HookId,
+    after: Option<u64>,
+    until: u64,
+    count: usize,
+) -> Result<Vec<Stored>, redis::RedisError> {
+    let start = after.map_or("-".to_string(), |t| format!("({t}-0"));
+    let reply: redis::streams::StreamRangeReply = conn
+        .xrange_count(queue_key(hook), start, format!("{until}-0"), count)
+        .await?;
+    Ok(reply
+        .ids
+        .into_iter()
+        .filter_map(|sid| {
+            let ts = parse_ts(&sid.id)?;
+            let event_id: String = sid.get("e").unwrap_or_default();
+            let body = if let Some(text) = sid.get::<String>("p") {
+                StoredBody::Inline(text)
+            } else if let Some(s) = sid.get::<String>("s").and_then(|s| s.parse().ok()) {
+                StoredBody::Shared(s)
+            } else {
+                StoredBody::Unreadable
+            };
+            Some(Stored {
+                ts,
+                source: sid.get("o"),
+                event_id: event_id.into(),
+                body,
+            })
+        })
+        .collect())
+}
+
+/// The texts of shared records (`None` for a record that is gone).
+///
+/// # Errors
+/// When Redis fails.
+pub async fn read_records(
+    conn: &mut StoreConn,
+    shared: &[RecordRef],
+) -> Result<Vec<Option<String>>, redis::RedisError> {
+    if shared.is_empty() {
+        return Ok(Vec::new());
+    }
+    let mut pipe = redis::pipe();
+    for s in shared {
+        pipe.hget(record_key(*s), "t");
+    }
+    pipe.query_async(conn).await
+}
