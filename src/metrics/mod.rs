@@ -205,7 +205,8 @@ impl Metrics {
             m.registry.register_collector(c);
         }
         m.texts = texts;
-        let r = &mut m.registry;
+        let mut registry = std::mem::take(&mut m.registry);
+        let r = &mut registry;
         r.register(
             "bbb_api_latency",
             "BigBlueButton API call latency (the relay's own getMeetings and getRecordings calls)",
@@ -213,90 +214,103 @@ impl Metrics {
         );
         m.bus.register(r);
         m.fleet.register(r);
+        m.register_delivery(r);
+        m.register_relay(r);
+        m.register_plugins(r);
+        m.registry = registry;
+        Arc::new(m)
+    }
+
+    /// The queues and the callbacks.
+    fn register_delivery(&self, r: &mut Registry) {
         r.register(
             "hookrelay_callbacks_delivered",
             "Callbacks answered with 2xx",
-            m.callbacks_delivered.clone(),
+            self.callbacks_delivered.clone(),
         );
         r.register(
             "hookrelay_callback_failures",
             "Failed callback attempts, by reason (status code, timeout, connect, request)",
-            m.callback_failures.clone(),
+            self.callback_failures.clone(),
         );
         r.register(
             "hookrelay_hooks_removed",
             "Hooks removed after their retry schedule ran out",
-            m.hooks_removed.clone(),
+            self.hooks_removed.clone(),
         );
         r.register(
             "hookrelay_queue_dropped",
             "Callbacks dropped because their hook's queue was full",
-            m.queue_dropped.clone(),
+            self.queue_dropped.clone(),
         );
         r.register(
             "hookrelay_queue_dropped_by_budget",
             "Callbacks dropped because the queues together took more than delivery.queue_budget_mb \
              and their hook's queue more than its share (also counted in hookrelay_queue_dropped)",
-            m.queue_dropped_by_budget.clone(),
+            self.queue_dropped_by_budget.clone(),
         );
         r.register(
             "hookrelay_queue_budget_bytes",
             "The bytes of Redis all hooks' queues may take together (delivery.queue_budget_mb)",
-            m.queue_budget_bytes.clone(),
+            self.queue_budget_bytes.clone(),
         );
         r.register(
             "hookrelay_queue_bytes",
             "The bytes of Redis the queues this instance delivers take, as estimated (sampled every 10 s)",
-            m.queue_bytes.clone(),
+            self.queue_bytes.clone(),
         );
         r.register(
             "hookrelay_queue_append_conflicts",
             "Callbacks not written to their hook's queue because it already held that id or a later one",
-            m.queue_append_conflicts.clone(),
+            self.queue_append_conflicts.clone(),
         );
         r.register(
             "hookrelay_store_unreplicated_writes",
             "Batches of queued callbacks or delivery marks that fewer of the store's replicas than \
              store.wait_replicas had within store.wait_timeout_ms (a failover then could take them back)",
-            m.store_unreplicated.clone(),
+            self.store_unreplicated.clone(),
         );
         r.register(
             "hookrelay_delivery_workers",
             "Hooks with a delivery worker running",
-            m.delivery_workers.clone(),
+            self.delivery_workers.clone(),
         );
         r.register(
             "hookrelay_queued_callbacks",
             "Callbacks waiting in the hooks' queues (sampled every 10 s)",
-            m.queued_callbacks.clone(),
+            self.queued_callbacks.clone(),
         );
         r.register(
             "hookrelay_hooks_registered",
             "Hooks registered",
-            m.hooks_registered.clone(),
+            self.hooks_registered.clone(),
         );
         r.register(
             "hookrelay_hooks_by_kind",
             "Hooks registered, by kind (global, meeting, raw, permanent; a hook may be of several)",
-            m.hooks_by_kind.clone(),
+            self.hooks_by_kind.clone(),
         );
         r.register(
             "hookrelay_callback_latency_seconds",
             "From a bus message's arrival to the 2xx of one of its callbacks (callbacks resumed \
              after a restart are not counted)",
-            m.callback_latency.0.clone(),
+            self.callback_latency.0.clone(),
         );
         r.register(
             "hookrelay_queue_depth",
             "Callbacks waiting in one hook's queue, by hook id (sampled every 10 s)",
-            m.queue_depth.clone(),
+            self.queue_depth.clone(),
         );
+    }
+
+    /// The relay itself: its build, its seeds and merges, the API's requests and refusals.
+    fn register_relay(&self, r: &mut Registry) {
         r.register(
             "hookrelay_build_info",
             "The relay's version, as a label of a constant 1",
-            m.build_info.clone(),
+            self.build_info.clone(),
         );
-        m.build_info
+        self.build_info
             .get_or_create(&VersionLabel {
                 version: env!("CARGO_PKG_VERSION"),
             })
@@ -304,89 +318,92 @@ impl Metrics {
         r.register(
             "hookrelay_conference_seeds",
             "getMeetings calls that seeded the conference state, by source and result (ok, error)",
-            m.conference_seeds.clone(),
+            self.conference_seeds.clone(),
         );
         r.register(
             "hookrelay_merge_up",
             "1 if the last scrape of /metrics/all got this source's metrics, 0 if it failed, \
              timed out or sent what does not parse",
-            m.merge_up.clone(),
+            self.merge_up.clone(),
         );
         r.register(
             "hookrelay_merge_duration_seconds",
             "How long the last fetch of this source took",
-            m.merge_duration.clone(),
+            self.merge_duration.clone(),
         );
         r.register(
             "hookrelay_merge_left_out",
             "Metric families of this source left out of /metrics/all because another source \
              had already given that name another TYPE",
-            m.merge_left_out.clone(),
+            self.merge_left_out.clone(),
         );
         r.register(
             "hookrelay_hooks_refused",
             "Stored or reference hooks not loaded at start because hooks/create would refuse \
              their callback URL",
-            m.hooks_refused.clone(),
+            self.hooks_refused.clone(),
         );
         r.register(
             "hookrelay_meeting_mappings",
             "Internal to external meeting id mappings held",
-            m.meeting_mappings.clone(),
+            self.meeting_mappings.clone(),
         );
         r.register(
             "hookrelay_user_mappings",
             "Internal to external user id mappings held",
-            m.user_mappings.clone(),
+            self.user_mappings.clone(),
         );
         r.register(
             "hookrelay_api_requests",
             "Hooks API calls answered, by call, returncode and messageKey",
-            m.api_requests.clone(),
+            self.api_requests.clone(),
         );
+    }
+
+    /// The plugins.
+    fn register_plugins(&self, r: &mut Registry) {
         r.register(
             "hookrelay_plugin_calls",
             "Plugin calls that returned an action, by plugin and action (keep, replace, drop)",
-            m.plugin_calls.clone(),
+            self.plugin_calls.clone(),
         );
         r.register(
             "hookrelay_plugin_errors",
             "Plugin calls that failed, by plugin and kind (timeout, memory, trap, invalid_json, \
              marked_failed, not_loaded)",
-            m.plugin_errors.clone(),
+            self.plugin_errors.clone(),
         );
         r.register(
             "hookrelay_plugin_failed",
             "1 while a plugin is marked failed or cannot be loaded",
-            m.plugin_failed.clone(),
+            self.plugin_failed.clone(),
         );
         r.register(
             "hookrelay_plugin_reloads",
             "Plugin folder loads, by result (ok, or error when a file could not be loaded)",
-            m.plugin_reloads.clone(),
+            self.plugin_reloads.clone(),
         );
         r.register(
             "hookrelay_plugins_loaded",
             "Plugins running",
-            m.plugins_loaded.clone(),
+            self.plugins_loaded.clone(),
         );
         r.register(
             "hookrelay_plugin_dropped",
             "Callbacks not sent because the plugin chain dropped them (by a plugin or its on_error)",
-            m.plugin_dropped.clone(),
+            self.plugin_dropped.clone(),
         );
         r.register(
             "hookrelay_plugin_compiles",
             "Plugins made ready to run, by source (compiled, or cache: read back compiled)",
-            m.plugin_compiles.clone(),
+            self.plugin_compiles.clone(),
         );
         r.register(
             "hookrelay_plugin_load_failed",
             "1 while a plugin's current file cannot be loaded (its previous version, or its \
              on_error policy, is in force)",
-            m.plugin_load_failed.clone(),
+            self.plugin_load_failed.clone(),
         );
-        Arc::new(m)
     }
 
     /// Sets the hook counts from the registry's current snapshot.
