@@ -3,11 +3,17 @@
 //! against the hooks, run the plugin chain over each (event, hook) pair, and timestamp what
 //! remains. Pure apart from the plugins' own state: no Redis, no network.
 //!
+//!
+//! Plugins run here for `hookrelay replay`; the relay defers them ([`Router::deferring`]): a
+//! pair that a plugin takes becomes a callback that keeps what the chain needs
+//! ([`Deferred`]), and its hook's worker runs the chain when it sends it, so that a slow plugin
+//! holds back only the hooks in its scope.
+//!
 //! Timestamps: a callback's `timestamp` is the wall-clock millisecond at which the relay made
 //! it, raised to one more than the hook's previous callback where needed, so that each hook's
 //! timestamps strictly increase (they are its queue's stream ids) and are never behind the clock
-//! when they are given. Only callbacks that will be sent get one: an event no hook wants, or one
-//! the plugin chain drops, takes none.
+//! when they are given. Only callbacks get one: an event no hook wants takes none, nor does one
+//! the plugin chain drops here (one it drops at sending time has taken its timestamp).
 
 use crate::base::ids::HookId;
 
@@ -20,7 +26,7 @@ use crate::{
         process::{Processor, Skip},
     },
     hooks::{Hook, Snapshot, matcher},
-    plugin_host::{PluginSet, Verdict},
+    plugin_host::{Deferred, PluginSet, Verdict},
 };
 
 /// One callback to send.
@@ -35,6 +41,9 @@ pub struct Callback {
     pub ts: u64,
     /// Index of its bus message in the routed batch.
     pub message: usize,
+    /// Set when a plugin takes it and the chain runs at sending time: what it needs of the
+    /// event besides `payload`.
+    pub chain: Option<Deferred>,
 }
 
 /// What a batch of messages came to.
@@ -80,6 +89,8 @@ pub struct Router {
     /// Indexed by source.
     pub processors: Vec<Processor>,
     pub clock: Clock,
+    /// Leave the plugin chain to the hooks' workers (the relay) instead of running it here.
+    defer_plugins: bool,
 }
 
 impl Router {
@@ -93,7 +104,15 @@ impl Router {
         Self {
             processors,
             clock: Clock::default(),
+            defer_plugins: false,
         }
+    }
+
+    /// This router, leaving the plugin chain to the hooks' workers: a callback a plugin takes
+    /// is routed unchanged, with what the chain will need ([`Callback::chain`]).
+    pub fn deferring(mut self) -> Self {
+        self.defer_plugins = true;
+        self
     }
 
     /// Routes `messages`, all of the first source, in order to the hooks of `snapshot`,
@@ -145,9 +164,20 @@ impl Router {
                         continue;
                     }
                     let ts = self.clock.next(hook.id, crate::base::time::now_ms());
-                    let Some(payload) = apply(plugins, &event, hook, ts) else {
-                        out.dropped.push(hook.id);
-                        continue;
+                    let (payload, chain) = if self.defer_plugins {
+                        let chain = plugins
+                            .takes(&event, hook)
+                            .then(|| Deferred::of(&event, hook.get_raw));
+                        match event.payload(hook.get_raw) {
+                            Some(p) => (p.clone(), chain),
+                            None => continue,
+                        }
+                    } else {
+                        let Some(payload) = apply(plugins, &event, hook, ts) else {
+                            out.dropped.push(hook.id);
+                            continue;
+                        };
+                        (payload, None)
                     };
                     self.clock.last.insert(hook.id, ts);
                     out.callbacks.push(Callback {
@@ -156,6 +186,7 @@ impl Router {
                         payload,
                         ts,
                         message: i,
+                        chain,
                     });
                 }
                 out.events.push(event);
@@ -168,7 +199,12 @@ impl Router {
 /// Runs the plugin chain over one pair; `None` when it drops the callback. A panic in the host
 /// (never in a plugin: those are traps) costs this callback only and counts as a failure of the
 /// chain, so it fails closed.
-fn apply(plugins: &PluginSet, event: &Arc<Event>, hook: &Hook, ts: u64) -> Option<Arc<Payload>> {
+pub fn apply(
+    plugins: &PluginSet,
+    event: &Arc<Event>,
+    hook: &Hook,
+    ts: u64,
+) -> Option<Arc<Payload>> {
     if plugins.is_empty() {
         return event.payload(hook.get_raw).cloned();
     }

@@ -369,6 +369,9 @@ pub struct PluginsConfig {
     pub max_failures: u32,
     /// How long a failed plugin is not called (its `on_error` applies) before it is tried again.
     pub failed_cooldown_ms: u64,
+    /// Most instances of one plugin, each called by one thread at a time (never more than the
+    /// machine's cores); 1 for a plugin that keeps state across calls.
+    pub max_instances: u32,
 }
 
 impl Default for PluginsConfig {
@@ -384,6 +387,7 @@ impl Default for PluginsConfig {
             memory_mib: d.memory_mib,
             max_failures: d.max_failures,
             failed_cooldown_ms: d.failed_cooldown_ms,
+            max_instances: d.max_instances,
         }
     }
 }
@@ -397,6 +401,7 @@ impl PluginsConfig {
             memory_mib: self.memory_mib,
             max_failures: self.max_failures,
             failed_cooldown_ms: self.failed_cooldown_ms,
+            max_instances: self.max_instances,
         }
     }
 }
@@ -426,6 +431,8 @@ pub struct PluginDefaults {
     pub max_failures: u32,
     /// How long a failed plugin is not called (its `on_error` applies) before it is tried again.
     pub failed_cooldown_ms: u64,
+    /// Most instances, called in parallel for different hooks (capped by the cores).
+    pub max_instances: u32,
 }
 
 impl Default for PluginDefaults {
@@ -436,6 +443,7 @@ impl Default for PluginDefaults {
             memory_mib: 32,
             max_failures: 5,
             failed_cooldown_ms: 30_000,
+            max_instances: 1,
         }
     }
 }
@@ -452,6 +460,9 @@ impl PluginDefaults {
         }
         if self.max_failures == 0 {
             return Err("max_failures must be at least 1".into());
+        }
+        if !(1..=64).contains(&self.max_instances) {
+            return Err("max_instances must be between 1 and 64".into());
         }
         Ok(())
     }

@@ -23,6 +23,7 @@ use crate::{
     fleet::lease::Fence,
     hooks::HookStore,
     metrics::Metrics,
+    plugin_host::Plugins,
     store_conn::StoreConn,
 };
 
@@ -52,6 +53,8 @@ pub struct DeliveryContext {
     pub(super) fence: Fence,
     /// Payloads of shared records read back by the pagers.
     pub(super) paged: SharedPayloads,
+    /// The plugin set in force, for the callbacks whose chain runs when they are sent.
+    pub(super) plugins: Arc<Plugins>,
 }
 
 /// What the relay around delivery gives it: the hooks, the store, the metrics and the tasks'
@@ -66,6 +69,9 @@ pub struct Wiring {
     pub tracker: TaskTracker,
     /// What stops sending once the fleet's lease is lost (`Fence::none` when alone).
     pub fence: Fence,
+    /// The plugins, hot reloaded: a callback waiting for them goes through the set in force
+    /// when it is sent.
+    pub plugins: Arc<Plugins>,
 }
 
 impl DeliveryContext {
@@ -102,6 +108,7 @@ impl DeliveryContext {
             tracker: wiring.tracker,
             fence: wiring.fence,
             paged: SharedPayloads::default(),
+            plugins: wiring.plugins,
         })
     }
 

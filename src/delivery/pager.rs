@@ -147,6 +147,7 @@ async fn resolve(
             arrived: None,
             shared: shared_ref,
             source,
+            chain: s.chain.clone(),
         });
     }
     if let Some(name) = unknown_source {

@@ -53,7 +53,8 @@ pub fn plan(
                 }
                 _ => (None, None),
             };
-            let cost = budget::cost(&c.payload, sharers);
+            let cost = budget::cost(&c.payload, sharers)
+                + c.chain.as_ref().map_or(0, |d| d.stored_len() as u64);
             let id = match &event_id {
                 Some((e, id)) if std::ptr::eq(*e, Arc::as_ptr(&c.event)) => id.clone(),
                 _ => {
@@ -69,6 +70,7 @@ pub fn plan(
                 arrived: arrivals.get(c.message).copied(),
                 shared,
                 source: c.event.source,
+                chain: c.chain,
             };
             (c.hook, entry, cost)
         })
@@ -111,6 +113,7 @@ mod tests {
             payload: event.processed.clone(),
             ts,
             message,
+            chain: None,
         }
     }
 

@@ -1,4 +1,5 @@
-//! One hook's worker: sends its queue's callbacks one at a time, in order, retrying a failed
+//! One hook's worker: sends its queue's callbacks one at a time, in order (a callback that
+//! waits for its plugins goes through the plugin set in force first), retrying a failed
 //! one (same body, same timestamp) on the schedule while the later ones wait; records each one
 //! delivered for [`super::ack`]; removes the hook when the schedule runs out. It stops when the
 //! relay stops, the hook is gone, or (in a fleet) its lease is no longer held.
@@ -14,11 +15,11 @@ use super::{
     context::DeliveryContext,
     hook_queue::HookQueue,
     incident::{Failures, Line},
-    journal::Entry,
+    journal::{self, Entry},
     retry::RetryPolicy,
     sign::SignedCallback,
 };
-use crate::{hooks::Hook, metrics::ReasonLabel};
+use crate::{hooks::Hook, metrics::ReasonLabel, route};
 
 /// What became of one entry.
 enum Outcome {
@@ -83,6 +84,17 @@ async fn run(hook: Arc<Hook>, queue: Arc<HookQueue>, ctx: Arc<DeliveryContext>) 
         {
             return;
         }
+        let entry = if entry.chain.is_some() {
+            match through_plugins(&ctx, &hook, entry).await {
+                Ok(e) => e,
+                Err(dropped) => {
+                    acks.delivered(dropped);
+                    continue;
+                }
+            }
+        } else {
+            entry
+        };
         let attempt = Attempt {
             hook: &hook,
             queue: &queue,
@@ -94,6 +106,44 @@ async fn run(hook: Arc<Hook>, queue: Arc<HookQueue>, ctx: Arc<DeliveryContext>) 
         match attempt.deliver(&entry, &mut failures).await {
             Outcome::Delivered => acks.delivered(entry.removal()),
             Outcome::GaveUp | Outcome::Stopped => return,
+        }
+    }
+}
+
+/// Runs the plugin set in force over a callback that waits for it, off the async workers (a
+/// plugin may run up to its deadline), before its first attempt: retries send what it made.
+/// `Err` with the entry's removal when the chain drops it.
+async fn through_plugins(
+    ctx: &DeliveryContext,
+    hook: &Arc<Hook>,
+    mut entry: Entry,
+) -> Result<Entry, journal::Removal> {
+    let Some(chain) = entry.chain.take() else {
+        return Ok(entry);
+    };
+    let set = ctx.plugins.current();
+    let event = Arc::new(chain.event(
+        &entry.event_id,
+        entry.source,
+        &entry.payload,
+        hook.get_raw,
+    ));
+    let (h, ts) = (hook.clone(), entry.ts);
+    let made = tokio::task::spawn_blocking(move || route::apply(&set, &event, &h, ts)).await;
+    match made {
+        Ok(Some(payload)) => {
+            entry.payload = payload;
+            Ok(entry)
+        }
+        Ok(None) => {
+            ctx.metrics.plugin_dropped.inc();
+            Err(entry.removal())
+        }
+        Err(e) => {
+            // Only a panic outside the chain's own guard gets here: fail closed.
+            tracing::error!(hook_id = hook.id.0, event = %entry.event_id, error = %e, "the plugin chain did not finish; the callback is dropped");
+            ctx.metrics.plugin_dropped.inc();
+            Err(entry.removal())
         }
     }
 }

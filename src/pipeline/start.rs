@@ -216,6 +216,7 @@ impl Start<'_> {
         conn: &StoreConn,
         hooks: &Hooks,
         guard: &Arc<Guard>,
+        plugins: &Arc<Plugins>,
     ) -> anyhow::Result<Wired> {
         let (config, metrics, token) = (self.config, self.metrics, self.token);
         let signer = Signer::new(config, callback_format(config, conn).await.compat);
@@ -259,6 +260,7 @@ impl Start<'_> {
             token: token.clone(),
             tracker: self.tracker.clone(),
             fence: own_fence,
+            plugins: plugins.clone(),
         };
         let delivery = Arc::new(DeliveryContext::new(
             &config.delivery,
@@ -336,7 +338,7 @@ impl Start<'_> {
         }
         let source_table = wired.delivery.sources().clone();
         let mut dispatcher = self.dispatcher(held, wired.delivery, conn).await?;
-        let mut router = Router::with_sources(processors);
+        let mut router = Router::with_sources(processors).deferring();
         let resumed = recover::resume_queues(
             conn,
             &hooks.registry,

@@ -8,6 +8,7 @@ mod breaker;
 mod cache;
 pub mod chain;
 pub mod check;
+pub mod deferred;
 pub mod engine;
 mod imports;
 mod limits;
@@ -17,6 +18,7 @@ pub mod set;
 pub mod settings;
 
 pub use chain::Verdict;
+pub use deferred::Deferred;
 pub use engine::Host;
 pub use plugin::Plugin;
 pub use reload::Plugins;

@@ -1,10 +1,15 @@
-//! One loaded plugin's lifecycle: its pre-linked component, its settings, and one warm instance
-//! reused across calls (rebuilt after a trap). Every call runs under an epoch deadline and a
-//! memory limit ([`super::imports`] is the sandbox); failures go to the [`super::breaker`].
+//! One loaded plugin's lifecycle: its pre-linked component, its settings, and a pool of warm
+//! instances reused across calls (each rebuilt after a trap), so that calls for different hooks
+//! run in parallel, one thread per instance at a time. Every call runs under an epoch deadline
+//! and a memory limit ([`super::imports`] is the sandbox); failures go to the
+//! [`super::breaker`], one per plugin.
 
 use std::{
     collections::HashSet,
-    sync::{Arc, Mutex},
+    sync::{
+        Arc, Mutex, MutexGuard,
+        atomic::{AtomicUsize, Ordering},
+    },
     time::{Duration, Instant},
 };
 
@@ -32,11 +37,10 @@ struct Warm {
     bindings: bindings::Plugin,
 }
 
-/// The mutable part: the warm instance and the breaker.
+/// One place of the pool: its instance, made when first needed.
 #[derive(Default)]
 struct Slot {
     warm: Option<Warm>,
-    breaker: Breaker,
 }
 
 /// A plugin ready to be called.
@@ -53,7 +57,11 @@ pub struct Plugin {
     pre: Option<bindings::PluginPre<State>>,
     /// Event ids from `init`; `None` for all.
     wants: Option<HashSet<String>>,
-    slot: Mutex<Slot>,
+    /// At most `max_instances` (and the cores); the first holds the instance `init` ran in.
+    pool: Vec<Mutex<Slot>>,
+    /// Where the next call starts looking for a free instance.
+    next: AtomicUsize,
+    breaker: Mutex<Breaker>,
     metrics: PluginMetrics,
 }
 
@@ -84,10 +92,9 @@ impl Plugin {
         // Only once it runs: a version that fails here leaves the previous one (and its alarm).
         plugin.metrics.set_failed(false);
         plugin.wants = (!wants.is_empty()).then(|| wants.into_iter().collect());
-        plugin.slot = Mutex::new(Slot {
-            warm: Some(warm),
-            ..Slot::default()
-        });
+        if let Some(first) = plugin.pool.first_mut() {
+            *first = Mutex::new(Slot { warm: Some(warm) });
+        }
         Ok(plugin)
     }
 
@@ -107,6 +114,7 @@ impl Plugin {
         pre: Option<bindings::PluginPre<State>>,
         metrics: Arc<Metrics>,
     ) -> Self {
+        let pool = (0..pool_size(&settings)).map(|_| Mutex::default()).collect();
         Self {
             name: name.into(),
             settings,
@@ -115,7 +123,9 @@ impl Plugin {
             _host: None,
             pre,
             wants: None,
-            slot: Mutex::new(Slot::default()),
+            pool,
+            next: AtomicUsize::new(0),
+            breaker: Mutex::default(),
             metrics: PluginMetrics::new(name, metrics),
         }
     }
@@ -178,17 +188,8 @@ impl Plugin {
         if self.pre.is_none() {
             return Err(self.metrics.failure(Failure::NotLoaded));
         }
-        let mut slot = match self.slot.lock() {
-            Ok(slot) => slot,
-            Err(poisoned) => {
-                // A panic in the host during a call: the instance's state is unknown.
-                self.slot.clear_poison();
-                let mut slot = poisoned.into_inner();
-                slot.warm = None;
-                slot
-            }
-        };
-        match slot.breaker.before_call(Instant::now()) {
+        let gate = self.breaker().before_call(Instant::now());
+        match gate {
             Gate::Closed => return Err(self.metrics.failure(Failure::MarkedFailed)),
             Gate::Reopened => {
                 self.metrics.set_failed(false);
@@ -196,19 +197,21 @@ impl Plugin {
             }
             Gate::Call => {}
         }
-        let result = self.call_warm(&mut slot, event, hook);
+        let result = {
+            let mut slot = self.slot();
+            self.call_warm(&mut slot, event, hook)
+        };
         let limits = &self.settings.limits;
+        let mut breaker = self.breaker();
         match &result {
             Ok(_) => {
-                if slot.breaker.succeeded() {
+                if breaker.succeeded() {
                     self.metrics.set_failed(false);
                 }
             }
             Err(f) => {
                 let cooldown = Duration::from_millis(limits.failed_cooldown_ms);
-                if slot
-                    .breaker
-                    .failed(limits.max_failures, cooldown, Instant::now())
+                if breaker.failed(limits.max_failures, cooldown, Instant::now())
                 {
                     self.metrics.set_failed(true);
                     tracing::error!(plugin = %self.name, failures = limits.max_failures, cooldown_ms = limits.failed_cooldown_ms, on_error = ?self.on_error(), last = f.as_str(), "plugin keeps failing: marked failed");
@@ -216,6 +219,40 @@ impl Plugin {
             }
         }
         result
+    }
+
+    /// The breaker (a panic while it was held left it as it was: counts only).
+    fn breaker(&self) -> MutexGuard<'_, Breaker> {
+        self.breaker.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// A free instance of the pool, or, when all are busy, the next one's turn.
+    fn slot(&self) -> MutexGuard<'_, Slot> {
+        let n = self.pool.len().max(1);
+        let start = self.next.fetch_add(1, Ordering::Relaxed);
+        for i in 0..n {
+            if let Some(slot) = self.pool.get((start + i) % n)
+                && let Ok(guard) = slot.try_lock()
+            {
+                return guard;
+            }
+        }
+        let slot = &self.pool[start % n];
+        match slot.lock() {
+            Ok(guard) => guard,
+            Err(poisoned) => {
+                // A panic in the host during a call: the instance's state is unknown.
+                slot.clear_poison();
+                let mut guard = poisoned.into_inner();
+                guard.warm = None;
+                guard
+            }
+        }
+    }
+
+    /// Instances in the pool.
+    pub fn instances(&self) -> usize {
+        self.pool.len()
     }
 
     fn call_warm(
@@ -270,4 +307,10 @@ impl Plugin {
     pub fn forget_metrics(&self) {
         self.metrics.forget();
     }
+}
+
+/// The pool's size: `max_instances`, never more than the cores the relay may use.
+fn pool_size(settings: &Settings) -> usize {
+    let cores = std::thread::available_parallelism().map_or(1, usize::from);
+    (settings.limits.max_instances as usize).clamp(1, cores.max(1))
 }

@@ -50,6 +50,13 @@ impl PluginSet {
         self.plugins.is_empty()
     }
 
+    /// Whether any plugin would see this (event, hook) pair: its scope and `init`'s event
+    /// list take it.
+    pub fn takes(&self, event: &Event, hook: &Hook) -> bool {
+        use chain::Stage;
+        self.plugins.iter().any(|p| p.applies(event, hook))
+    }
+
     /// Applies the chain to one (event, hook) pair.
     pub fn apply(&self, event: &Event, hook: &Hook, ts: u64) -> Verdict {
         chain::run::<Plugin>(&self.plugins, event, hook, ts)

@@ -48,6 +48,7 @@ struct File {
     memory_mib: Option<u64>,
     max_failures: Option<u32>,
     failed_cooldown_ms: Option<u64>,
+    max_instances: Option<u32>,
     #[serde(default)]
     scope: Scope,
     #[serde(default)]
@@ -81,6 +82,7 @@ impl Settings {
             failed_cooldown_ms: file
                 .failed_cooldown_ms
                 .unwrap_or(defaults.failed_cooldown_ms),
+            max_instances: file.max_instances.unwrap_or(defaults.max_instances),
         };
         limits.validate().map_err(PluginError::Settings)?;
         let config = file

@@ -17,6 +17,7 @@ fn sized(ts: u64, bytes: usize) -> Entry {
         arrived: None,
         shared: None,
         source: 0,
+        chain: None,
     }
 }
 

@@ -3,7 +3,10 @@
 //! event id and either the payload itself (`p`: a payload only this callback uses) or a
 //! reference (`s`) to a shared payload record, `{PAYLOAD_PREFIX}<ref>`, a hash holding the text
 //! once (`t`) and how many entries still refer to it (`n`): an event going to a hundred hooks
-//! is stored once. A batch's entries and records are written in one transaction before they
+//! is stored once. An entry that waits for its plugins (the chain runs when it is sent) also
+//! keeps what the chain needs: `c` marks it, `im` and `xm` hold the meeting ids and `q` the
+//! event's other form (the bus message for a processed hook, the processed event for a raw
+//! one), inline. A batch's entries and records are written in one transaction before they
 //! are handed to the workers; removing an entry (delivered, dropped, its hook gone) releases
 //! its record, which goes when nothing refers to it any more. Every script is idempotent, so
 //! after an error the same call is made again.
@@ -35,6 +38,7 @@ use crate::{
         sources::{SourceId, SourceTable},
     },
     event::Payload,
+    plugin_host::Deferred,
 };
 
 /// One callback waiting for its hook.
@@ -53,6 +57,8 @@ pub struct Entry {
     /// The source (conference server) of its event; stored by name (`o`), except for the
     /// `default` source.
     pub source: SourceId,
+    /// Set while the plugin chain has yet to run over it (at sending time).
+    pub chain: Option<Deferred>,
 }
 
 impl Entry {
@@ -116,6 +122,18 @@ pub async fn append(
             .arg(value);
         if let Some(name) = sources.stored_name(e.source) {
             cmd.arg("o").arg(name);
+        }
+        if let Some(d) = &e.chain {
+            cmd.arg("c").arg(1);
+            if let Some(m) = &d.internal_meeting_id {
+                cmd.arg("im").arg(m);
+            }
+            if let Some(m) = &d.external_meeting_id {
+                cmd.arg("xm").arg(m);
+            }
+            if let Some(other) = &d.other {
+                cmd.arg("q").arg(other.text());
+            }
         }
     }
     // Last: on a cluster, the slot of the last command is written after the others, and the

@@ -11,6 +11,8 @@ use crate::{
         ids::{HookId, RecordRef},
         redis_keys::{PAYLOAD_SEQ, queue_key},
     },
+    event::Payload,
+    plugin_host::Deferred,
     store_conn::StoreConn,
 };
 
@@ -69,6 +71,8 @@ pub struct Stored {
     pub body: StoredBody,
     /// The source's stored name; `None` for the `default` source.
     pub source: Option<String>,
+    /// What the plugin chain needs, for an entry that waits for it.
+    pub chain: Option<Deferred>,
 }
 
 pub enum StoredBody {
@@ -107,11 +111,19 @@ pub async fn read_page(
             } else {
                 StoredBody::Unreadable
             };
+            let chain = sid.contains_key("c").then(|| Deferred {
+                internal_meeting_id: sid.get("im"),
+                external_meeting_id: sid.get("xm"),
+                other: sid
+                    .get::<String>("q")
+                    .map(|t| Arc::new(Payload::new(t))),
+            });
             Some(Stored {
                 ts,
                 source: sid.get("o"),
                 event_id: event_id.into(),
                 body,
+                chain,
             })
         })
         .collect())
