@@ -122,12 +122,7 @@ async fn through_plugins(
         return Ok(entry);
     };
     let set = ctx.plugins.current();
-    let event = Arc::new(chain.event(
-        &entry.event_id,
-        entry.source,
-        &entry.payload,
-        hook.get_raw,
-    ));
+    let event = Arc::new(chain.event(&entry.event_id, entry.source, &entry.payload, hook.get_raw));
     let (h, ts) = (hook.clone(), entry.ts);
     let made = tokio::task::spawn_blocking(move || route::apply(&set, &event, &h, ts)).await;
     match made {

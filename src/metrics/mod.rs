@@ -141,6 +141,8 @@ pub struct Metrics {
     pub api_requests: Family<ApiLabels, Counter>,
     pub plugin_calls: Family<PluginActionLabels, Counter>,
     pub plugin_errors: Family<PluginErrorLabels, Counter>,
+    /// Wall-clock time of each plugin call, failed or not, by plugin.
+    pub plugin_call_seconds: PluginCallTime,
     pub plugin_failed: Family<PluginLabel, Gauge>,
     pub plugin_reloads: Family<ResultLabel, Counter>,
     pub plugins_loaded: Gauge,
@@ -187,6 +189,24 @@ impl Default for ApiLatency {
     fn default() -> Self {
         Self(Family::new_with_constructor(|| {
             Histogram::new(API_LATENCY_BUCKETS)
+        }))
+    }
+}
+
+/// Bucket bounds (seconds) of `hookrelay_plugin_call_seconds`: from a Rust plugin's tens of
+/// microseconds to a deadline's hundreds of milliseconds.
+const PLUGIN_CALL_BUCKETS: [f64; 12] = [
+    0.000_05, 0.000_1, 0.000_25, 0.000_5, 0.001, 0.002_5, 0.005, 0.01, 0.025, 0.05, 0.1, 0.5,
+];
+
+/// `hookrelay_plugin_call_seconds`' family: one histogram per plugin.
+#[derive(Clone, Debug)]
+pub struct PluginCallTime(pub Family<PluginLabel, Histogram, fn() -> Histogram>);
+
+impl Default for PluginCallTime {
+    fn default() -> Self {
+        Self(Family::new_with_constructor(|| {
+            Histogram::new(PLUGIN_CALL_BUCKETS)
         }))
     }
 }
@@ -366,6 +386,11 @@ impl Metrics {
             "hookrelay_plugin_calls",
             "Plugin calls that returned an action, by plugin and action (keep, replace, drop)",
             self.plugin_calls.clone(),
+        );
+        r.register(
+            "hookrelay_plugin_call_seconds",
+            "Time of one plugin call (CPU and waiting inside the host), by plugin, failed calls too",
+            self.plugin_call_seconds.0.clone(),
         );
         r.register(
             "hookrelay_plugin_errors",

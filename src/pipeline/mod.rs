@@ -76,7 +76,9 @@ pub async fn run(config: Config, listeners: Listeners, shutdown: Shutdown) -> an
         return Ok(());
     };
     start.serve_http(listeners, &hooks.store, &guard)?;
-    let wired = start.delivery(&sources, &conn, &hooks, &guard, &plugins).await?;
+    let wired = start
+        .delivery(&sources, &conn, &hooks, &guard, &plugins)
+        .await?;
     let fence = wired.fence.clone();
     if let Some((stage, first, bus)) = start
         .processing(&sources, &conn, hooks, wired, plugins)

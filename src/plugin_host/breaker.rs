@@ -3,7 +3,7 @@
 
 use std::time::{Duration, Instant};
 
-use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::{counter::Counter, histogram::Histogram};
 
 use crate::metrics::{Metrics, PluginActionLabels, PluginErrorLabels, PluginLabel};
 
@@ -91,6 +91,7 @@ pub(super) struct PluginMetrics {
     keep: Counter,
     replace: Counter,
     drop: Counter,
+    call_time: Histogram,
     metrics: std::sync::Arc<Metrics>,
 }
 
@@ -105,13 +106,26 @@ impl PluginMetrics {
                 })
                 .clone()
         };
+        let call_time = metrics
+            .plugin_call_seconds
+            .0
+            .get_or_create(&PluginLabel {
+                plugin: name.to_string(),
+            })
+            .clone();
         Self {
             name: name.to_string(),
             keep: action("keep"),
             replace: action("replace"),
             drop: action("drop"),
+            call_time,
             metrics,
         }
+    }
+
+    /// Records how long one call took.
+    pub(super) fn timed(&self, took: Duration) {
+        self.call_time.observe(took.as_secs_f64());
     }
 
     pub(super) fn keep(&self) {

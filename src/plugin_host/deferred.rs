@@ -35,7 +35,13 @@ impl Deferred {
     }
 
     /// The event again, from the hook's `payload` and what was kept: what the chain is given.
-    pub fn event(&self, id: &str, source: SourceId, payload: &Arc<Payload>, get_raw: bool) -> Event {
+    pub fn event(
+        &self,
+        id: &str,
+        source: SourceId,
+        payload: &Arc<Payload>,
+        get_raw: bool,
+    ) -> Event {
         let (processed, raw) = if get_raw {
             let processed = self.other.clone().unwrap_or_else(|| payload.clone());
             (processed, Some(payload.clone()))
@@ -83,13 +89,21 @@ mod tests {
             let payload = e.payload(get_raw).expect("payload").clone();
             let back = Deferred::of(&e, get_raw).event("user-joined", 1, &payload, get_raw);
             assert_eq!(back.processed.text(), e.processed.text());
-            assert_eq!(back.raw.as_ref().map(|r| r.text().to_string()), Some(r#"{"r":1}"#.into()));
+            assert_eq!(
+                back.raw.as_ref().map(|r| r.text().to_string()),
+                Some(r#"{"r":1}"#.into())
+            );
             assert_eq!(back.internal_meeting_id.as_deref(), Some("int"));
             assert_eq!(back.external_meeting_id.as_deref(), Some("ext"));
             assert_eq!((back.source, back.id.as_str()), (1, "user-joined"));
         }
         let synthesized = event(None);
-        let back = Deferred::of(&synthesized, false).event("user-joined", 1, &synthesized.processed, false);
+        let back = Deferred::of(&synthesized, false).event(
+            "user-joined",
+            1,
+            &synthesized.processed,
+            false,
+        );
         assert!(back.raw.is_none());
     }
 }

@@ -114,7 +114,9 @@ impl Plugin {
         pre: Option<bindings::PluginPre<State>>,
         metrics: Arc<Metrics>,
     ) -> Self {
-        let pool = (0..pool_size(&settings)).map(|_| Mutex::default()).collect();
+        let pool = (0..pool_size(&settings))
+            .map(|_| Mutex::default())
+            .collect();
         Self {
             name: name.into(),
             settings,
@@ -199,7 +201,10 @@ impl Plugin {
         }
         let result = {
             let mut slot = self.slot();
-            self.call_warm(&mut slot, event, hook)
+            let started = Instant::now();
+            let result = self.call_warm(&mut slot, event, hook);
+            self.metrics.timed(started.elapsed());
+            result
         };
         let limits = &self.settings.limits;
         let mut breaker = self.breaker();
@@ -211,8 +216,7 @@ impl Plugin {
             }
             Err(f) => {
                 let cooldown = Duration::from_millis(limits.failed_cooldown_ms);
-                if breaker.failed(limits.max_failures, cooldown, Instant::now())
-                {
+                if breaker.failed(limits.max_failures, cooldown, Instant::now()) {
                     self.metrics.set_failed(true);
                     tracing::error!(plugin = %self.name, failures = limits.max_failures, cooldown_ms = limits.failed_cooldown_ms, on_error = ?self.on_error(), last = f.as_str(), "plugin keeps failing: marked failed");
                 }

@@ -20,6 +20,7 @@ mod hostile;
 mod integrator;
 mod long_run;
 mod monitoring;
+mod plugin_isolation;
 mod plugin_reload;
 mod plugin_tools;
 mod plugins;

@@ -114,9 +114,7 @@ pub async fn read_page(
             let chain = sid.contains_key("c").then(|| Deferred {
                 internal_meeting_id: sid.get("im"),
                 external_meeting_id: sid.get("xm"),
-                other: sid
-                    .get::<String>("q")
-                    .map(|t| Arc::new(Payload::new(t))),
+                other: sid.get::<String>("q").map(|t| Arc::new(Payload::new(t))),
             });
             Some(Stored {
                 ts,
