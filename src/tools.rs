@@ -107,9 +107,18 @@ pub fn plugin_check(file: &std::path::Path, config: Option<&std::path::Path>) ->
             } else {
                 "defaults (no NAME.toml beside it)".into()
             };
+            let t = &r.times;
             println!(
-                "ok: {} is a bbb:relay/plugin@0.1.0 component\n  init: ok, sees {events}\n  settings: {settings}\n  compiled in {} ms, instantiated and initialized in {} ms",
-                r.name, r.compile_ms, r.init_ms
+                "ok: {} is a bbb:relay/plugin@0.1.0 component\n  init: ok, sees {events}\n  settings: {settings}\n  compiled in {} ms, instantiated and initialized in {} ms\n  on a recorded meeting: {} calls, {:.1} us per call (slowest {:.1} us); kept {}, replaced {}, dropped {}",
+                r.name,
+                r.compile_ms,
+                r.init_ms,
+                t.calls,
+                t.mean().as_secs_f64() * 1e6,
+                t.slowest.as_secs_f64() * 1e6,
+                t.kept,
+                t.replaced,
+                t.dropped
             );
             ExitCode::SUCCESS
         }

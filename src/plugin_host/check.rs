@@ -1,15 +1,53 @@
 //! `hookrelay plugin check`: loads one plugin file the way the relay would (interface, WASI
-//! sandbox, limits, `init`) and says what it found.
+//! sandbox, limits, `init`), runs it over a recorded meeting and says what it found and how
+//! long a call takes.
 
-use std::{path::Path, time::Instant};
+use std::{
+    path::Path,
+    sync::Arc,
+    time::{Duration, Instant},
+};
 
 use super::{
     PluginError,
+    chain::{self, Verdict},
     engine::{Host, wasm_digest},
     plugin::Plugin,
     settings::{Defaults, Settings, read_beside},
 };
-use crate::metrics::Metrics;
+use crate::{
+    base::ids::HookId,
+    event::{
+        mapping::Mappings,
+        process::{EventFilter, Processor},
+    },
+    hooks::Hook,
+    metrics::Metrics,
+};
+
+/// A recorded meeting's bus messages (the project's fixtures: created, joins, chat, leaves,
+/// end), one JSON message a line.
+const SAMPLE: &str = include_str!("sample-meeting.jsonl");
+
+/// How the plugin did on the sample meeting, for one processed hook that gets every event.
+#[derive(Debug, Default)]
+pub struct CallTimes {
+    /// Events the plugin was called for (those `init` asked for).
+    pub calls: usize,
+    pub total: Duration,
+    pub slowest: Duration,
+    pub kept: usize,
+    pub replaced: usize,
+    /// Dropped, by the plugin or by its `on_error` policy after a failure.
+    pub dropped: usize,
+}
+
+impl CallTimes {
+    /// The mean time of one call.
+    pub fn mean(&self) -> Duration {
+        self.total / u32::try_from(self.calls.max(1)).unwrap_or(u32::MAX)
+    }
+}
 
 /// What a successful check found.
 #[derive(Debug)]
@@ -21,6 +59,7 @@ pub struct CheckReport {
     pub init_ms: u128,
     /// Whether a `NAME.toml` was read beside the file.
     pub has_settings: bool,
+    pub times: CallTimes,
 }
 
 /// Compiles `wasm`, links it against `bbb:relay/plugin`, and runs `init` under the default
@@ -54,11 +93,53 @@ pub fn check_file(wasm: &Path, defaults: &Defaults) -> Result<CheckReport, Plugi
         digest,
         Metrics::new(),
     )?;
+    let init_ms = started.elapsed().as_millis();
+    let plugin = Arc::new(plugin);
     Ok(CheckReport {
         name,
         wants: plugin.wanted(),
         compile_ms,
-        init_ms: started.elapsed().as_millis(),
+        init_ms,
         has_settings,
+        times: time_calls(&plugin),
     })
+}
+
+/// Runs `plugin` over the sample meeting's events, as the relay would for one processed hook
+/// that gets them all, timing each call.
+fn time_calls(plugin: &Arc<Plugin>) -> CallTimes {
+    let mut processor = Processor::new(Mappings::new(u64::MAX, false), EventFilter::default());
+    let hook = Hook {
+        id: HookId(1),
+        callback_url: "https://app.example/bbb".into(),
+        meeting_id: None,
+        event_ids: None,
+        get_raw: false,
+        permanent: false,
+    };
+    let stages = std::slice::from_ref(plugin);
+    let mut times = CallTimes::default();
+    for (i, line) in SAMPLE.lines().filter(|l| !l.trim().is_empty()).enumerate() {
+        let now = crate::base::time::now_ms();
+        let Ok(events) = processor.process(&Arc::from(line), now) else {
+            continue;
+        };
+        for event in events {
+            if !plugin.wants(&event.id) {
+                continue;
+            }
+            let started = Instant::now();
+            let verdict = chain::run::<Plugin>(stages, &event, &hook, now + i as u64);
+            let took = started.elapsed();
+            times.calls += 1;
+            times.total += took;
+            times.slowest = times.slowest.max(took);
+            match verdict {
+                Verdict::Keep => times.kept += 1,
+                Verdict::Replace(_) => times.replaced += 1,
+                Verdict::Drop => times.dropped += 1,
+            }
+        }
+    }
+    times
 }

@@ -40,6 +40,28 @@ fn plugin_check_accepts_a_plugin_and_says_why_it_refuses_others() {
         out.contains("sees meeting-created, meeting-ended,"),
         "{out}"
     );
+    // Timed on the recorded meeting: its four meeting events (the only events of the fixtures
+    // it asks for) become chat messages.
+    assert!(
+        out.contains("on a recorded meeting: 4 calls, ")
+            && out.contains("kept 0, replaced 4, dropped 0"),
+        "{out}"
+    );
+    let keep = plugin_wasm("testing_keep_typed");
+    let (ok, out, err) = run(&["plugin", "check", keep.to_str().expect("path")]);
+    assert!(ok, "{out}{err}");
+    let calls: usize = out
+        .split("on a recorded meeting: ")
+        .nth(1)
+        .and_then(|rest| rest.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no call count in {out}"));
+    assert!(calls > 10, "every event of the meeting: {out}");
+    assert!(
+        out.contains(&format!("kept {calls}, replaced 0, dropped 0")),
+        "{out}"
+    );
+    assert!(out.contains(" us per call (slowest "), "{out}");
 
     let refusing = plugin_wasm("testing_init_error");
     let (ok, _, err) = run(&["plugin", "check", refusing.to_str().expect("path")]);
