@@ -13,6 +13,7 @@
 //! target/release/examples/load outage --hooks 10 --events 10000
 //! target/release/examples/load meetings --meetings 1000 --users 10
 //! target/release/examples/load fanout --hooks 2000 --events 5
+//! target/release/examples/load slow-plugin --rate 50 --seconds 6 --slow-hooks 10 --plugin-ms 10
 //! ```
 //! `--relay-bin OLD --relay-bin NEW` alternates two builds run by run (ratios in one run).
 
@@ -23,6 +24,7 @@ mod support;
 mod api;
 mod launch;
 mod memory;
+mod plugins;
 mod procstat;
 mod scenario;
 mod sink;
@@ -123,6 +125,25 @@ pub enum Scenario {
         hooks: usize,
         #[arg(long, default_value_t = 5)]
         events: usize,
+    },
+    /// One plugin-free hook beside hooks in the scope of a slow plugin (the test plugin `loop`,
+    /// running to its deadline on every call), events at a fixed rate: the plugin-free hook's
+    /// p99 latency with the slow plugin loaded and without it, in the same run, and the slow
+    /// hooks' callbacks/s.
+    SlowPlugin {
+        #[arg(long, default_value_t = 50)]
+        rate: u64,
+        #[arg(long, default_value_t = 6)]
+        seconds: u64,
+        /// Hooks in the plugin's scope.
+        #[arg(long, default_value_t = 10)]
+        slow_hooks: usize,
+        /// The plugin's deadline: what each call costs.
+        #[arg(long, default_value_t = 10)]
+        plugin_ms: u64,
+        /// The plugin's `max_instances`.
+        #[arg(long, default_value_t = 1)]
+        plugin_instances: u32,
     },
     /// hooks/list and hooks/create throughput with wrk.
     Api {

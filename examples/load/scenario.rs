@@ -92,6 +92,22 @@ pub async fn run(scenario: &Scenario, setup: &Setup) -> Figures {
             crate::memory::meetings(setup, meetings, users).await
         }
         Scenario::Fanout { hooks, events } => crate::memory::fanout(setup, hooks, events).await,
+        Scenario::SlowPlugin {
+            rate,
+            seconds,
+            slow_hooks,
+            plugin_ms,
+            plugin_instances,
+        } => {
+            let side = crate::plugins::Side {
+                rate,
+                total: (rate * seconds) as usize,
+                slow_hooks,
+                plugin_ms,
+                instances: plugin_instances,
+            };
+            crate::plugins::slow_plugin(setup, &side).await
+        }
     }
 }
 
@@ -214,7 +230,7 @@ async fn burst(
 }
 
 /// Nearest-rank percentile of sorted values.
-fn percentile(sorted: &[f64], p: f64) -> f64 {
+pub(crate) fn percentile(sorted: &[f64], p: f64) -> f64 {
     if sorted.is_empty() {
         return f64::NAN;
     }
@@ -227,10 +243,33 @@ async fn open_loop(setup: &Setup, rate: u64, seconds: u64, hooks: usize) -> Figu
     let redis = TestRedis::start().await;
     let (relay, _) = Relay::start(setup, &redis, &format!("max_queue = {total}")).await;
     let sinks = sinks(&relay, hooks, Duration::ZERO, "open").await;
+    let cpu0 = procstat::cpu_seconds(relay.pid()).unwrap_or(0.0);
+    let published = publish_at_rate(&redis, total, rate).await;
+    wait_all(&sinks, total).await;
+    let cpu = procstat::cpu_seconds(relay.pid()).unwrap_or(0.0) - cpu0;
+    let ok = sinks.iter().all(|s| in_order(s, total, false));
+    let latencies = latencies(&sinks, &published);
+    let mut f = Figures {
+        ok,
+        ..Figures::default()
+    };
+    f.push("p50_ms", percentile(&latencies, 50.0));
+    f.push("p99_ms", percentile(&latencies, 99.0));
+    f.push("max_ms", latencies.last().copied().unwrap_or(f64::NAN));
+    f.push("relay_cpu_s", cpu);
+    f.push(
+        "relay_peak_rss_mib",
+        procstat::peak_rss_kib(relay.pid()).unwrap_or(0) as f64 / 1024.0,
+    );
+    relay.kill9().await;
+    f
+}
+
+/// Publishes [`messages`]`(total)` at `rate` a second; when each was published.
+pub(crate) async fn publish_at_rate(redis: &TestRedis, total: usize, rate: u64) -> Vec<Instant> {
     let msgs = messages(total);
     let mut conn = redis.conn().await.expect("redis");
     let mut published: Vec<Instant> = Vec::with_capacity(total);
-    let cpu0 = procstat::cpu_seconds(relay.pid()).unwrap_or(0.0);
     let start = Instant::now();
     let mut tick = tokio::time::interval(Duration::from_millis(1));
     while published.len() < total {
@@ -247,33 +286,21 @@ async fn open_loop(setup: &Setup, rate: u64, seconds: u64, hooks: usize) -> Figu
         published.resize(due, now);
         let () = pipe.query_async(&mut conn).await.expect("publish");
     }
-    wait_all(&sinks, total).await;
-    let cpu = procstat::cpu_seconds(relay.pid()).unwrap_or(0.0) - cpu0;
-    let mut ok = true;
-    let mut latencies = Vec::with_capacity(total * hooks);
-    for s in &sinks {
-        ok &= in_order(s, total, false);
+    published
+}
+
+/// Latencies (ms, sorted) from publish to arrival of every callback `sinks` got.
+pub(crate) fn latencies(sinks: &[Sink], published: &[Instant]) -> Vec<f64> {
+    let mut out = Vec::new();
+    for s in sinks {
         for (at, u) in s.arrivals() {
             if let Some(p) = u.and_then(|u| published.get(u)) {
-                latencies.push(at.duration_since(*p).as_secs_f64() * 1000.0);
+                out.push(at.duration_since(*p).as_secs_f64() * 1000.0);
             }
         }
     }
-    latencies.sort_by(f64::total_cmp);
-    let mut f = Figures {
-        ok,
-        ..Figures::default()
-    };
-    f.push("p50_ms", percentile(&latencies, 50.0));
-    f.push("p99_ms", percentile(&latencies, 99.0));
-    f.push("max_ms", latencies.last().copied().unwrap_or(f64::NAN));
-    f.push("relay_cpu_s", cpu);
-    f.push(
-        "relay_peak_rss_mib",
-        procstat::peak_rss_kib(relay.pid()).unwrap_or(0) as f64 / 1024.0,
-    );
-    relay.kill9().await;
-    f
+    out.sort_by(f64::total_cmp);
+    out
 }
 
 async fn restart(setup: &Setup, hooks: usize, events: usize) -> Figures {

@@ -1,0 +1,97 @@
+//! `slow-plugin`: what a slow plugin costs the hooks outside its scope. Each run starts two
+//! relays, one after the other, on fresh Redis servers: without any plugin, then with the test
+//! plugin `loop` scoped to the slow hooks; both get one plugin-free hook (id 1) and the slow
+//! hooks (ids 2 and up), and the same events at the same rate.
+
+use std::time::{Duration, Instant};
+
+use crate::{
+    launch::{Relay, Setup},
+    scenario::{Figures, in_order, latencies, percentile, publish_at_rate, wait_all},
+    sink::Sink,
+    support::{PluginDir, TestRedis},
+};
+
+/// One side's parameters.
+pub struct Side {
+    pub rate: u64,
+    pub total: usize,
+    pub slow_hooks: usize,
+    /// What one call of the plugin costs (its deadline).
+    pub plugin_ms: u64,
+    pub instances: u32,
+}
+
+/// What one side measured.
+struct Measured {
+    free_p99_ms: f64,
+    /// Callbacks per second of the slow hooks, from the first publish to their last arrival.
+    slow_per_s: f64,
+    ok: bool,
+}
+
+pub async fn slow_plugin(setup: &Setup, side: &Side) -> Figures {
+    let without = measure(setup, side, false).await;
+    let with = measure(setup, side, true).await;
+    let mut f = Figures {
+        ok: without.ok && with.ok,
+        ..Figures::default()
+    };
+    f.push("free_p99_ms_without", without.free_p99_ms);
+    f.push("free_p99_ms_with", with.free_p99_ms);
+    f.push("free_p99_ratio", with.free_p99_ms / without.free_p99_ms);
+    f.push("slow_callbacks_per_s", with.slow_per_s);
+    f
+}
+
+async fn measure(setup: &Setup, side: &Side, plugin: bool) -> Measured {
+    let redis = TestRedis::start().await;
+    let dir = PluginDir::new();
+    let mut extra = format!("max_queue = {}\n", side.total);
+    if plugin {
+        let ids: Vec<String> = (2..side.slow_hooks + 2).map(|i| i.to_string()).collect();
+        let toml = format!(
+            "on_error = \"pass\"\ntimeout_ms = {}\nmax_failures = 1000000000\nmax_instances = {}\n[scope]\nhooks = [{}]\n",
+            side.plugin_ms,
+            side.instances,
+            ids.join(", ")
+        );
+        dir.add("50-slow", "testing_loop", Some(&toml));
+        extra.push_str(&format!(
+            "[plugins]\ndir = \"{}\"\ncache_dir = \"{}\"\n",
+            dir.path().display(),
+            dir.path().join(".cache").display()
+        ));
+    }
+    let (relay, _) = Relay::start(setup, &redis, &extra).await;
+    let free = Sink::start(Duration::ZERO).await;
+    assert_eq!(relay.create_hook(&free.url("/free")).await, 1);
+    let mut slow = Vec::new();
+    for i in 0..side.slow_hooks {
+        let s = Sink::start(Duration::ZERO).await;
+        relay.create_hook(&s.url(&format!("/slow/{i}"))).await;
+        slow.push(s);
+    }
+    let start = Instant::now();
+    let published = publish_at_rate(&redis, side.total, side.rate).await;
+    let free = [free];
+    wait_all(&free, side.total).await;
+    wait_all(&slow, side.total).await;
+    let last = slow
+        .iter()
+        .filter_map(Sink::last_arrival)
+        .max()
+        .unwrap_or(start);
+    let free_latencies = latencies(&free, &published);
+    let ok = free
+        .iter()
+        .chain(&slow)
+        .all(|s| in_order(s, side.total, false));
+    relay.kill9().await;
+    Measured {
+        free_p99_ms: percentile(&free_latencies, 99.0),
+        slow_per_s: (side.total * side.slow_hooks) as f64
+            / last.duration_since(start).as_secs_f64().max(1e-9),
+        ok,
+    }
+}
