@@ -144,6 +144,10 @@ pub enum Scenario {
         /// The plugin's `max_instances`.
         #[arg(long, default_value_t = 1)]
         plugin_instances: u32,
+        /// The plugin (a crate of plugins/): `testing_loop` spins to its deadline, another
+        /// shows what the plugin machinery alone costs.
+        #[arg(long, default_value = "testing_loop")]
+        plugin_crate: String,
     },
     /// hooks/list and hooks/create throughput with wrk.
     Api {

@@ -20,6 +20,8 @@ pub struct Side {
     /// What one call of the plugin costs (its deadline).
     pub plugin_ms: u64,
     pub instances: u32,
+    /// The plugin's crate in plugins/.
+    pub plugin: String,
 }
 
 /// What one side measured.
@@ -56,7 +58,7 @@ async fn measure(setup: &Setup, side: &Side, plugin: bool) -> Measured {
             side.instances,
             ids.join(", ")
         );
-        dir.add("50-slow", "testing_loop", Some(&toml));
+        dir.add("50-slow", &side.plugin, Some(&toml));
         extra.push_str(&format!(
             "[plugins]\ndir = \"{}\"\ncache_dir = \"{}\"\n",
             dir.path().display(),

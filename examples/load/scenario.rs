@@ -72,7 +72,7 @@ pub fn median(runs: &[Figures]) -> Figures {
 }
 
 pub async fn run(scenario: &Scenario, setup: &Setup) -> Figures {
-    match *scenario {
+    match scenario.clone() {
         Scenario::Burst {
             events,
             hooks,
@@ -98,6 +98,7 @@ pub async fn run(scenario: &Scenario, setup: &Setup) -> Figures {
             slow_hooks,
             plugin_ms,
             plugin_instances,
+            plugin_crate,
         } => {
             let side = crate::plugins::Side {
                 rate,
@@ -105,6 +106,7 @@ pub async fn run(scenario: &Scenario, setup: &Setup) -> Figures {
                 slow_hooks,
                 plugin_ms,
                 instances: plugin_instances,
+                plugin: plugin_crate,
             };
             crate::plugins::slow_plugin(setup, &side).await
         }

@@ -372,6 +372,22 @@ pub struct PluginsConfig {
     /// Most instances of one plugin, each called by one thread at a time (never more than the
     /// machine's cores); 1 for a plugin that keeps state across calls.
     pub max_instances: u32,
+    /// The CPU priority of the threads plugin calls run on.
+    pub cpu_priority: CpuPriority,
+}
+
+/// How plugin calls share the CPU with everything else on the machine.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CpuPriority {
+    /// Only CPU time nothing else wants (Linux `SCHED_IDLE`): a busy plugin never delays the
+    /// relay's own work, but on a saturated machine the hooks in its scope lag.
+    #[default]
+    Idle,
+    /// Ten nice steps below the relay.
+    Low,
+    /// The relay's own priority.
+    Normal,
 }
 
 impl Default for PluginsConfig {
@@ -388,6 +404,7 @@ impl Default for PluginsConfig {
             max_failures: d.max_failures,
             failed_cooldown_ms: d.failed_cooldown_ms,
             max_instances: d.max_instances,
+            cpu_priority: CpuPriority::default(),
         }
     }
 }

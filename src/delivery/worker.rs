@@ -19,7 +19,7 @@ use super::{
     retry::RetryPolicy,
     sign::SignedCallback,
 };
-use crate::{hooks::Hook, metrics::ReasonLabel, route};
+use crate::{hooks::Hook, metrics::ReasonLabel, plugin_host::threads, route};
 
 /// What became of one entry.
 enum Outcome {
@@ -124,7 +124,7 @@ async fn through_plugins(
     let set = ctx.plugins.current();
     let event = Arc::new(chain.event(&entry.event_id, entry.source, &entry.payload, hook.get_raw));
     let (h, ts) = (hook.clone(), entry.ts);
-    let made = tokio::task::spawn_blocking(move || route::apply(&set, &event, &h, ts)).await;
+    let made = threads::run(move || route::apply(&set, &event, &h, ts)).await;
     match made {
         Ok(Some(payload)) => {
             entry.payload = payload;

@@ -46,8 +46,9 @@ fn batch_limit(hooks: usize) -> usize {
 }
 
 pub struct ProcessStage {
-    /// `None` only while a batch is routed off the async workers (plugins loaded).
-    pub router: Option<Router>,
+    /// Decode, map, match: plugins are not run here but in the hooks' workers (the router
+    /// defers them), so routing is cheap and stays on this task.
+    pub router: Router,
     /// The hook snapshot last seen: when it changes, the queues of removed hooks are closed.
     pub last_snapshot: Option<Arc<Snapshot>>,
     pub dispatcher: Dispatcher,
@@ -78,10 +79,12 @@ impl ProcessStage {
                 return;
             }
         }
-        let timeout = self.router.as_ref().map_or(Duration::from_secs(40), |r| {
-            let ms = r.processors.first().map_or(0, |p| p.mappings.timeout_ms());
-            Duration::from_millis(ms)
-        });
+        let timeout = Duration::from_millis(
+            self.router
+                .processors
+                .first()
+                .map_or(40_000, |p| p.mappings.timeout_ms()),
+        );
         let mut sweep = tokio::time::interval(sweep_every(timeout));
         let mut last_tidy = std::time::Instant::now();
         let mut batch = Vec::with_capacity(BATCH);
@@ -120,19 +123,12 @@ impl ProcessStage {
                 }
             }
         }
-        if self.router.is_none() {
-            // Without its state the stage cannot go on: stop, so that the service manager
-            // restarts the relay with the state kept in Redis.
-            token.cancel();
-        }
     }
 
     /// Routes a batch, then persists its callbacks and mapping changes and queues the
-    /// callbacks. `false` when the relay stopped first (or the router was lost to a panic).
+    /// callbacks. `false` when the relay stopped first.
     async fn handle(&mut self, batch: &[BusMessage]) -> bool {
-        let Some(routed) = self.route(batch).await else {
-            return false;
-        };
+        let routed = self.route(batch);
         for (i, skip) in &routed.skipped {
             let (source, channel) = batch.get(*i).map_or((0, ""), |m| (m.source, &*m.channel));
             let source = self.sources.name(source);
@@ -148,8 +144,9 @@ impl ProcessStage {
             .plugin_dropped
             .inc_by(routed.dropped.len() as u64);
         let mut state = redis::pipe();
-        if let Some(router) = &mut self.router {
-            for ((processor, keys), c) in router
+        {
+            for ((processor, keys), c) in self
+                .router
                 .processors
                 .iter_mut()
                 .zip(&self.keys)
@@ -172,10 +169,9 @@ impl ProcessStage {
             .await
     }
 
-    /// Routes `batch` with the hooks and plugins in force now. Plugins burn CPU (up to their
-    /// deadline each), so with plugins the batch is routed off tokio's workers, one batch at a
-    /// time, in bus order. `None` if the router was lost (a panic outside the plugin chain).
-    async fn route(&mut self, batch: &[BusMessage]) -> Option<Routed> {
+    /// Routes `batch` with the hooks and plugins in force now (the plugins only say which
+    /// callbacks wait for them).
+    fn route(&mut self, batch: &[BusMessage]) -> Routed {
         let snapshot = self.registry.load();
         if self
             .last_snapshot
@@ -183,38 +179,12 @@ impl ProcessStage {
             .is_some_and(|last| !Arc::ptr_eq(last, &snapshot))
         {
             self.dispatcher.prune();
-            if let Some(r) = &mut self.router {
-                r.clock.retain(|id| snapshot.get(id).is_some());
-            }
+            self.router.clock.retain(|id| snapshot.get(id).is_some());
         }
         self.last_snapshot = Some(snapshot.clone());
-        let mut router = self.router.take()?;
         let plugins = self.plugins.current();
-        if batch.is_empty() || plugins.is_empty() {
-            let messages = batch.iter().map(|m| (m.source, &m.payload));
-            let routed = router.route_sourced(messages, &snapshot, &plugins);
-            self.router = Some(router);
-            return Some(routed);
-        }
-        let messages: Vec<(SourceId, Arc<str>)> = batch
-            .iter()
-            .map(|m| (m.source, m.payload.clone()))
-            .collect();
-        let run = move || {
-            let pairs = messages.iter().map(|(s, m)| (*s, m));
-            let routed = router.route_sourced(pairs, &snapshot, &plugins);
-            (router, routed)
-        };
-        match tokio::task::spawn_blocking(run).await {
-            Ok((router, routed)) => {
-                self.router = Some(router);
-                Some(routed)
-            }
-            Err(e) => {
-                tracing::error!(error = %e, "routing panicked; the relay stops");
-                None
-            }
-        }
+        let messages = batch.iter().map(|m| (m.source, &m.payload));
+        self.router.route_sourced(messages, &snapshot, &plugins)
     }
 
     /// Removes the streams of hooks whose queue has been empty and idle for
@@ -237,11 +207,8 @@ impl ProcessStage {
         self.metrics
             .queue_bytes
             .set(i64::try_from(used).unwrap_or(i64::MAX));
-        let Some(router) = &mut self.router else {
-            return;
-        };
         let (mut meetings, mut users) = (0, 0);
-        for (i, processor) in router.processors.iter_mut().enumerate() {
+        for (i, processor) in self.router.processors.iter_mut().enumerate() {
             let mappings = &mut processor.mappings;
             let timeout = mappings.timeout_ms();
             let expired = mappings.expire(now_ms());

@@ -92,6 +92,7 @@ impl Start<'_> {
                 "delivery.auth = \"bearer\": every receiver gets the shared secret, which opens the whole BBB API; use it only with receivers you trust"
             );
         }
+        crate::plugin_host::threads::set_priority(config.plugins.cpu_priority);
         let plugins = Plugins::new(&config.plugins, self.metrics)?;
         let watcher = if config.plugins.watch {
             plugins
@@ -357,7 +358,7 @@ impl Start<'_> {
             );
         }
         let stage = stage::ProcessStage {
-            router: Some(router),
+            router,
             last_snapshot: None,
             dispatcher,
             registry: hooks.registry,

@@ -16,6 +16,7 @@ pub mod plugin;
 pub mod reload;
 pub mod set;
 pub mod settings;
+pub mod threads;
 
 pub use chain::Verdict;
 pub use deferred::Deferred;
