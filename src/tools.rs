@@ -109,7 +109,7 @@ pub fn plugin_check(file: &std::path::Path, config: Option<&std::path::Path>) ->
             };
             let t = &r.times;
             println!(
-                "ok: {} is a bbb:relay/plugin@0.1.0 component\n  init: ok, sees {events}\n  settings: {settings}\n  compiled in {} ms, instantiated and initialized in {} ms\n  on a recorded meeting: {} calls, {:.1} us per call (slowest {:.1} us); kept {}, replaced {}, dropped {}",
+                "ok: {} is a bbb:relay/plugin@0.1.0 component\n  init: ok, sees {events}\n  settings: {settings}\n  compiled in {} ms, instantiated and initialized in {} ms\n  on a recorded meeting: {} calls, {:.1} us per call (slowest {:.1} us); kept {}, replaced {}, dropped {}\n  one instance: {:.1} MiB of linear memory (each of max_instances adds as much)",
                 r.name,
                 r.compile_ms,
                 r.init_ms,
@@ -118,7 +118,8 @@ pub fn plugin_check(file: &std::path::Path, config: Option<&std::path::Path>) ->
                 t.slowest.as_secs_f64() * 1e6,
                 t.kept,
                 t.replaced,
-                t.dropped
+                t.dropped,
+                r.instance_memory as f64 / f64::from(1u32 << 20)
             );
             ExitCode::SUCCESS
         }

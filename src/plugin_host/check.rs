@@ -60,6 +60,8 @@ pub struct CheckReport {
     /// Whether a `NAME.toml` was read beside the file.
     pub has_settings: bool,
     pub times: CallTimes,
+    /// Linear memory of one instance after the run, in bytes.
+    pub instance_memory: usize,
 }
 
 /// Compiles `wasm`, links it against `bbb:relay/plugin`, and runs `init` under the default
@@ -102,6 +104,7 @@ pub fn check_file(wasm: &Path, defaults: &Defaults) -> Result<CheckReport, Plugi
         init_ms,
         has_settings,
         times: time_calls(&plugin),
+        instance_memory: plugin.instance_memory().unwrap_or(0),
     })
 }
 

@@ -16,6 +16,11 @@ pub struct Limits {
 }
 
 impl Limits {
+    /// Bytes of linear memory the instance has now.
+    pub fn used(&self) -> usize {
+        self.used
+    }
+
     pub fn new(memory_bytes: usize) -> Self {
         Self {
             memory_bytes,

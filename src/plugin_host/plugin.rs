@@ -259,6 +259,13 @@ impl Plugin {
         self.pool.len()
     }
 
+    /// Linear memory of one warm instance, in bytes (what each instance of the pool adds);
+    /// `None` when none is warm.
+    pub fn instance_memory(&self) -> Option<usize> {
+        let slot = self.pool.first()?.lock().ok()?;
+        Some(slot.warm.as_ref()?.store.data().limits.used())
+    }
+
     fn call_warm(
         &self,
         slot: &mut Slot,

@@ -62,6 +62,13 @@ fn plugin_check_accepts_a_plugin_and_says_why_it_refuses_others() {
         "{out}"
     );
     assert!(out.contains(" us per call (slowest "), "{out}");
+    let mib: f64 = out
+        .split("one instance: ")
+        .nth(1)
+        .and_then(|rest| rest.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no instance memory in {out}"));
+    assert!(mib > 0.0 && mib < 32.0, "{out}");
 
     let refusing = plugin_wasm("testing_init_error");
     let (ok, _, err) = run(&["plugin", "check", refusing.to_str().expect("path")]);
