@@ -70,7 +70,7 @@ pub fn plan(
                 arrived: arrivals.get(c.message).copied(),
                 shared,
                 source: c.event.source,
-                chain: c.chain,
+                chain: c.chain.map(Box::new),
             };
             (c.hook, entry, cost)
         })

@@ -57,8 +57,9 @@ pub struct Entry {
     /// The source (conference server) of its event; stored by name (`o`), except for the
     /// `default` source.
     pub source: SourceId,
-    /// Set while the plugin chain has yet to run over it (at sending time).
-    pub chain: Option<Deferred>,
+    /// Set while the plugin chain has yet to run over it (at sending time); boxed, so that
+    /// the entries of hooks no plugin takes stay small.
+    pub chain: Option<Box<Deferred>>,
 }
 
 impl Entry {

@@ -72,7 +72,7 @@ pub struct Stored {
     /// The source's stored name; `None` for the `default` source.
     pub source: Option<String>,
     /// What the plugin chain needs, for an entry that waits for it.
-    pub chain: Option<Deferred>,
+    pub chain: Option<Box<Deferred>>,
 }
 
 pub enum StoredBody {
@@ -111,10 +111,12 @@ pub async fn read_page(
             } else {
                 StoredBody::Unreadable
             };
-            let chain = sid.contains_key("c").then(|| Deferred {
-                internal_meeting_id: sid.get("im"),
-                external_meeting_id: sid.get("xm"),
-                other: sid.get::<String>("q").map(|t| Arc::new(Payload::new(t))),
+            let chain = sid.contains_key("c").then(|| {
+                Box::new(Deferred {
+                    internal_meeting_id: sid.get("im"),
+                    external_meeting_id: sid.get("xm"),
+                    other: sid.get::<String>("q").map(|t| Arc::new(Payload::new(t))),
+                })
             });
             Some(Stored {
                 ts,
