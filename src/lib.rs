@@ -12,7 +12,9 @@
 //!   [`replay`] (plugin authors' dry run over recorded messages) share; it also gives each
 //!   callback its per-hook timestamp.
 //! - [`plugin_host`]: WebAssembly plugins that keep, replace or drop each (event, hook) pair
-//!   after matching, hot reloaded from a folder.
+//!   after matching, hot reloaded from a folder. In the relay a pair a plugin takes is queued
+//!   unchanged ([`plugin_host::Deferred`]) and its hook's worker runs the chain when it sends
+//!   it, on threads of lower priority ([`plugin_host::threads`]).
 //! - [`delivery`]: per-hook FIFO queues kept in Redis, retries, signing and the HTTP client, in
 //!   layers that import only downwards (listed in its doc comment, kept by a test).
 //! - [`api`]: `hooks/create`, `hooks/destroy`, `hooks/list` (BBB checksum, BBB XML).

@@ -148,6 +148,9 @@ pub enum Scenario {
         /// shows what the plugin machinery alone costs.
         #[arg(long, default_value = "testing_loop")]
         plugin_crate: String,
+        /// `[plugins] cpu_priority`: normal, low or idle.
+        #[arg(long, default_value = "normal")]
+        plugin_priority: String,
     },
     /// hooks/list and hooks/create throughput with wrk.
     Api {

@@ -22,6 +22,8 @@ pub struct Side {
     pub instances: u32,
     /// The plugin's crate in plugins/.
     pub plugin: String,
+    /// `[plugins] cpu_priority`.
+    pub priority: String,
 }
 
 /// What one side measured.
@@ -60,9 +62,10 @@ async fn measure(setup: &Setup, side: &Side, plugin: bool) -> Measured {
         );
         dir.add("50-slow", &side.plugin, Some(&toml));
         extra.push_str(&format!(
-            "[plugins]\ndir = \"{}\"\ncache_dir = \"{}\"\n",
+            "[plugins]\ndir = \"{}\"\ncache_dir = \"{}\"\ncpu_priority = \"{}\"\n",
             dir.path().display(),
-            dir.path().join(".cache").display()
+            dir.path().join(".cache").display(),
+            side.priority
         ));
     }
     let (relay, _) = Relay::start(setup, &redis, &extra).await;

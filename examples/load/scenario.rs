@@ -99,6 +99,7 @@ pub async fn run(scenario: &Scenario, setup: &Setup) -> Figures {
             plugin_ms,
             plugin_instances,
             plugin_crate,
+            plugin_priority,
         } => {
             let side = crate::plugins::Side {
                 rate,
@@ -107,6 +108,7 @@ pub async fn run(scenario: &Scenario, setup: &Setup) -> Figures {
                 plugin_ms,
                 instances: plugin_instances,
                 plugin: plugin_crate,
+                priority: plugin_priority,
             };
             crate::plugins::slow_plugin(setup, &side).await
         }

@@ -4,62 +4,18 @@
 
 use std::{fmt, num::ParseIntError, str::FromStr};
 
-/// A hook's id: allocated by Redis `INCR` on create, never reused. Shown and parsed as its
-/// number (`hookID` in the API's XML, `hook_id` in logs).
-#[derive(
-    Clone,
-    Copy,
-    Debug,
-    Default,
-    PartialEq,
-    Eq,
-    PartialOrd,
-    Ord,
-    Hash,
-    serde::Serialize,
-    serde::Deserialize,
-)]
-#[serde(transparent)]
-pub struct HookId(pub u64);
-
-/// A callback's id in its hook's queue: its `timestamp` in milliseconds, also its Redis
-/// stream entry id (`<ms>-0`). Strictly increasing per hook.
-#[derive(
-    Clone,
-    Copy,
-    Debug,
-    Default,
-    PartialEq,
-    Eq,
-    PartialOrd,
-    Ord,
-    Hash,
-    serde::Serialize,
-    serde::Deserialize,
-)]
-#[serde(transparent)]
-pub struct StreamId(pub u64);
-
-/// A shared payload record's number: the record is the hash `{PAYLOAD_PREFIX}<n>`, holding a
-/// payload that several queued callbacks refer to.
-#[derive(
-    Clone,
-    Copy,
-    Debug,
-    Default,
-    PartialEq,
-    Eq,
-    PartialOrd,
-    Ord,
-    Hash,
-    serde::Serialize,
-    serde::Deserialize,
-)]
-#[serde(transparent)]
-pub struct RecordRef(pub u64);
-
+/// Declares each id type, with what every one of them has: shown, parsed, stored and sent to
+/// Redis as its number.
 macro_rules! number {
-    ($($t:ident),*) => {$(
+    ($($(#[$doc:meta])* $t:ident;)*) => {$(
+        $(#[$doc])*
+        #[derive(
+            Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash,
+            serde::Serialize, serde::Deserialize,
+        )]
+        #[serde(transparent)]
+        pub struct $t(pub u64);
+
         impl fmt::Display for $t {
             fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
                 self.0.fmt(f)
@@ -95,7 +51,17 @@ macro_rules! number {
     )*};
 }
 
-number!(HookId, StreamId, RecordRef);
+number! {
+    /// A hook's id: allocated by Redis `INCR` on create, never reused. Shown and parsed as its
+    /// number (`hookID` in the API's XML, `hook_id` in logs).
+    HookId;
+    /// A callback's id in its hook's queue: its `timestamp` in milliseconds, also its Redis
+    /// stream entry id (`<ms>-0`). Strictly increasing per hook.
+    StreamId;
+    /// A shared payload record's number: the record is the hash `{PAYLOAD_PREFIX}<n>`, holding a
+    /// payload that several queued callbacks refer to.
+    RecordRef;
+}
 
 impl StreamId {
     /// The next id after this one (a hook's callbacks take strictly increasing ids).

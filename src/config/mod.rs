@@ -381,12 +381,12 @@ pub struct PluginsConfig {
 #[serde(rename_all = "lowercase")]
 pub enum CpuPriority {
     /// Only CPU time nothing else wants (Linux `SCHED_IDLE`): a busy plugin never delays the
-    /// relay's own work, but on a saturated machine the hooks in its scope lag.
-    #[default]
+    /// relay's own work, but on a saturated machine the hooks in its scope stall.
     Idle,
     /// Ten nice steps below the relay.
     Low,
     /// The relay's own priority.
+    #[default]
     Normal,
 }
 

@@ -1,8 +1,8 @@
-//! The threads plugin calls run on: a blocking pool of their own whose threads run at a lower
-//! CPU priority (`[plugins] cpu_priority`: by default only CPU time nothing else wants), so that
-//! on a machine short of cores a busy plugin takes CPU only when the relay's own work (the bus,
-//! the other hooks' callbacks, the API) leaves some, and the hooks outside its scope go on as if
-//! it were not loaded.
+//! The threads plugin calls run on: a blocking pool of their own whose threads may run at a
+//! lower CPU priority (`[plugins] cpu_priority`: `idle` takes only CPU time nothing else wants,
+//! `low` is ten nice steps down, `normal`, the default, is the relay's own), so that on a
+//! machine short of cores a plugin that burns CPU can be kept from slowing the relay's own
+//! work (the bus, the other hooks' callbacks, the API).
 
 use std::sync::{LazyLock, OnceLock};
 
@@ -75,6 +75,7 @@ fn lower_priority() {
 mod tests {
     #[tokio::test]
     async fn plugin_calls_run_on_threads_that_take_only_idle_cpu() {
+        super::set_priority(crate::config::CpuPriority::Idle);
         // SAFETY: sched_getscheduler reads the calling thread's policy.
         let policy = || unsafe { libc::sched_getscheduler(0) };
         assert_eq!(policy(), libc::SCHED_OTHER);

@@ -33,6 +33,15 @@ fn names(rx: &TestReceiver, path: &str) -> Vec<String> {
         .collect()
 }
 
+/// Waits until `path` got `n` callbacks.
+async fn wait_names(rx: &TestReceiver, path: &str, n: usize) {
+    let deadline = Instant::now() + PATIENCE;
+    while names(rx, path).len() < n {
+        assert!(Instant::now() < deadline, "{path} stalled");
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
+}
+
 fn expected(n: usize) -> Vec<String> {
     std::iter::once(String::new())
         .chain((0..n).map(|i| format!("user-{i}")))
@@ -67,11 +76,7 @@ async fn hooks_outside_a_slow_plugins_scope_get_their_events_while_its_hooks_lag
 
     // The plugin-free hook gets everything in bus order while the slow hooks have barely begun:
     // each of their 3 x 21 calls spins for 50 ms, one at a time (one instance).
-    let deadline = Instant::now() + PATIENCE;
-    while names(&rx, "/free").len() < N + 1 {
-        assert!(Instant::now() < deadline, "the plugin-free hook stalled");
-        tokio::time::sleep(Duration::from_millis(2)).await;
-    }
+    wait_names(&rx, "/free", N + 1).await;
     let slow_then: usize = slow.iter().map(|p| names(&rx, p).len()).sum();
     assert_eq!(names(&rx, "/free"), expected(N));
     assert!(
@@ -127,11 +132,7 @@ async fn a_reload_during_a_backlog_applies_the_set_in_force_when_each_callback_i
     const N: usize = 40;
     redis.publish(&meeting_created("m1", "ext-1")).await;
     redis.publish_all(&joins(N)).await;
-    let deadline = Instant::now() + PATIENCE;
-    while names(&rx, "/fast").len() < N + 1 {
-        assert!(Instant::now() < deadline, "the fast hook stalled");
-        tokio::time::sleep(Duration::from_millis(2)).await;
-    }
+    wait_names(&rx, "/fast", N + 1).await;
     dir.write("20-tag.toml", b"[config]\ntag = \"v2\"\n");
     wait_metric(
         &relay,
