@@ -63,13 +63,6 @@ number! {
     RecordRef;
 }
 
-impl StreamId {
-    /// The next id after this one (a hook's callbacks take strictly increasing ids).
-    pub fn next(self) -> Self {
-        Self(self.0 + 1)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -79,7 +72,6 @@ mod tests {
         assert_eq!(HookId(42).to_string(), "42");
         assert_eq!("42".parse::<HookId>(), Ok(HookId(42)));
         assert!("x".parse::<StreamId>().is_err());
-        assert_eq!(StreamId(7).next(), StreamId(8));
         assert_eq!(RecordRef::from(3), RecordRef(3));
     }
 }

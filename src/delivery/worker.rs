@@ -84,16 +84,12 @@ async fn run(hook: Arc<Hook>, queue: Arc<HookQueue>, ctx: Arc<DeliveryContext>) 
         {
             return;
         }
-        let entry = if entry.chain.is_some() {
-            match through_plugins(&ctx, &hook, entry).await {
-                Ok(e) => e,
-                Err(dropped) => {
-                    acks.delivered(dropped);
-                    continue;
-                }
+        let entry = match through_plugins(&ctx, &hook, entry).await {
+            Ok(e) => e,
+            Err(dropped) => {
+                acks.delivered(dropped);
+                continue;
             }
-        } else {
-            entry
         };
         let attempt = Attempt {
             hook: &hook,
@@ -110,7 +106,7 @@ async fn run(hook: Arc<Hook>, queue: Arc<HookQueue>, ctx: Arc<DeliveryContext>) 
     }
 }
 
-/// Runs the plugin set in force over a callback that waits for it, off the async workers (a
+/// Runs the plugin set in force over a callback that waits for it (others pass as they are), off the async workers (a
 /// plugin may run up to its deadline), before its first attempt: retries send what it made.
 /// `Err` with the entry's removal when the chain drops it.
 async fn through_plugins(

@@ -254,11 +254,6 @@ impl Plugin {
         }
     }
 
-    /// Instances in the pool.
-    pub fn instances(&self) -> usize {
-        self.pool.len()
-    }
-
     /// Linear memory of one warm instance, in bytes (what each instance of the pool adds);
     /// `None` when none is warm.
     pub fn instance_memory(&self) -> Option<usize> {

@@ -42,6 +42,20 @@ async fn wait_names(rx: &TestReceiver, path: &str, n: usize) {
     }
 }
 
+/// A Redis, a receiver, and a plugin folder holding `loop` as `name`, `ms` a call, on the hooks
+/// whose callback URL starts with the receiver's `/slow`.
+async fn with_slow_plugin(name: &str, ms: u64) -> (TestRedis, TestReceiver, PluginDir) {
+    let redis = TestRedis::start().await;
+    let rx = TestReceiver::start().await;
+    let dir = PluginDir::new();
+    dir.add(
+        name,
+        "testing_loop",
+        Some(&slow_plugin(&rx.url("/slow"), ms)),
+    );
+    (redis, rx, dir)
+}
+
 fn expected(n: usize) -> Vec<String> {
     std::iter::once(String::new())
         .chain((0..n).map(|i| format!("user-{i}")))
@@ -56,14 +70,7 @@ fn joins(n: usize) -> Vec<String> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn hooks_outside_a_slow_plugins_scope_get_their_events_while_its_hooks_lag() {
-    let redis = TestRedis::start().await;
-    let rx = TestReceiver::start().await;
-    let dir = PluginDir::new();
-    dir.add(
-        "50-loop",
-        "testing_loop",
-        Some(&slow_plugin(&rx.url("/slow"), 50)),
-    );
+    let (redis, rx, dir) = with_slow_plugin("50-loop", 50).await;
     let relay = start(&redis, &dir).await;
     relay.create_hook(&rx.url("/free"), "").await;
     let slow = ["/slow1", "/slow2", "/slow3"];
@@ -116,15 +123,8 @@ async fn hooks_outside_a_slow_plugins_scope_get_their_events_while_its_hooks_lag
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_reload_during_a_backlog_applies_the_set_in_force_when_each_callback_is_sent() {
-    let redis = TestRedis::start().await;
-    let rx = TestReceiver::start().await;
-    let dir = PluginDir::new();
     // The slow hook's backlog: 40 calls of 40 ms; `tag` then marks every event of both hooks.
-    dir.add(
-        "10-loop",
-        "testing_loop",
-        Some(&slow_plugin(&rx.url("/slow"), 40)),
-    );
+    let (redis, rx, dir) = with_slow_plugin("10-loop", 40).await;
     dir.add("20-tag", "testing_tag", Some("[config]\ntag = \"v1\"\n"));
     let relay = start(&redis, &dir).await;
     relay.create_hook(&rx.url("/fast"), "").await;
@@ -170,14 +170,7 @@ async fn a_reload_during_a_backlog_applies_the_set_in_force_when_each_callback_i
 
 #[tokio::test]
 async fn kill_9_while_callbacks_wait_for_a_slow_plugin_loses_nothing() {
-    let redis = TestRedis::start().await;
-    let rx = TestReceiver::start().await;
-    let dir = PluginDir::new();
-    dir.add(
-        "50-loop",
-        "testing_loop",
-        Some(&slow_plugin(&rx.url("/slow"), 20)),
-    );
+    let (redis, rx, dir) = with_slow_plugin("50-loop", 20).await;
     let config = format!(
         "max_unacked = 1\n[plugins]\ndir = \"{}\"\ncache_dir = \"{}\"\n",
         dir.path().display(),
