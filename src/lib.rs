@@ -42,6 +42,7 @@
 //! The binary's commands are in `src/main.rs`, `src/tools.rs` and `src/admin/`.
 
 pub(crate) mod api;
+pub mod authoring;
 pub mod base;
 pub(crate) mod bus;
 pub(crate) mod conference;

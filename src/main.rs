@@ -5,6 +5,7 @@
 use std::{path::PathBuf, process::ExitCode};
 
 mod admin;
+mod plugin_cli;
 mod tools;
 
 use clap::{Parser, Subcommand, ValueEnum};
@@ -72,6 +73,9 @@ enum Command {
     /// Run recorded raw bus messages through the mapper, matcher and plugin chain (no Redis)
     /// and print, per hook, the payloads that would be sent.
     Replay(tools::ReplayArgs),
+    /// Write what the bus carries (read-only) to a file, one message a line, for `replay` and
+    /// `plugin test`.
+    Record(plugin_cli::RecordArgs),
     /// List, create or destroy hooks of a running relay (the checksum is computed from the
     /// configuration's secret).
     Hooks(admin::HooksArgs),
@@ -97,6 +101,18 @@ enum PluginCommand {
         #[arg(long, short, env = "HOOKRELAY_CONFIG")]
         config: Option<PathBuf>,
     },
+    /// Make a plugin project: ./NAME with the interface, a first plugin, its settings, test
+    /// cases and a README.
+    New(plugin_cli::NewArgs),
+    /// Build a project into build/NAME.wasm (installing the language's pinned tools when
+    /// missing) and print its path.
+    Build(plugin_cli::BuildArgs),
+    /// Run test cases (bus messages, the hook, what must come out) through the mapper, matcher
+    /// and plugin chain, without Redis.
+    Test(plugin_cli::TestArgs),
+    /// Check and test a project, then write its .wasm and NAME.toml into a relay's plugin
+    /// folder (atomically: the running relay reloads them).
+    Deploy(plugin_cli::DeployArgs),
 }
 
 /// A command line clap refuses: one line and exit 2 (help and version as clap prints them).
@@ -157,6 +173,19 @@ fn main() -> ExitCode {
         Command::Plugin {
             command: PluginCommand::Check { file, config },
         } => return tools::plugin_check(&file, config.as_deref()),
+        Command::Plugin {
+            command: PluginCommand::New(args),
+        } => return plugin_cli::new(&args),
+        Command::Plugin {
+            command: PluginCommand::Build(args),
+        } => return plugin_cli::build(&args),
+        Command::Plugin {
+            command: PluginCommand::Test(args),
+        } => return plugin_cli::test(&args),
+        Command::Plugin {
+            command: PluginCommand::Deploy(args),
+        } => return plugin_cli::deploy(&args),
+        Command::Record(args) => return plugin_cli::record(&args),
         Command::Replay(args) => return tools::replay(&args),
         Command::Hooks(args) => return admin::hooks(&args),
         Command::Sign(args) => return admin::sign(&args),

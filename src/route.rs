@@ -91,6 +91,9 @@ pub struct Router {
     pub clock: Clock,
     /// Leave the plugin chain to the hooks' workers (the relay) instead of running it here.
     defer_plugins: bool,
+    /// The time messages are processed at (milliseconds since the epoch); `None`: the clock.
+    /// Test cases fix it, so that the events' timestamps are the same at every run.
+    pub now: Option<u64>,
 }
 
 impl Router {
@@ -105,6 +108,7 @@ impl Router {
             processors,
             clock: Clock::default(),
             defer_plugins: false,
+            now: None,
         }
     }
 
@@ -147,7 +151,8 @@ impl Router {
                 out.skipped.push((i, Skip::Unmapped));
                 continue;
             };
-            let events = match processor.process(msg, crate::base::time::now_ms()) {
+            let now = self.now.unwrap_or_else(crate::base::time::now_ms);
+            let events = match processor.process(msg, now) {
                 Ok(events) => events,
                 Err(skip) => {
                     out.skipped.push((i, skip));
@@ -163,7 +168,7 @@ impl Router {
                     if event.payload(hook.get_raw).is_none() {
                         continue;
                     }
-                    let ts = self.clock.next(hook.id, crate::base::time::now_ms());
+                    let ts = self.clock.next(hook.id, now);
                     let (payload, chain) = if self.defer_plugins {
                         let chain = plugins
                             .takes(&event, hook)

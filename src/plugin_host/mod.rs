@@ -5,7 +5,7 @@
 //! swaps in a new set without stopping the relay.
 
 mod breaker;
-mod cache;
+pub(crate) mod cache;
 pub mod chain;
 pub mod check;
 pub mod deferred;

@@ -107,7 +107,6 @@ impl Plugins {
                 "plugin set loaded"
             );
         }
-        self.count(l, &set, &report);
         let digests = |s: &PluginSet| -> HashSet<String> {
             s.plugins
                 .iter()
@@ -115,7 +114,11 @@ impl Plugins {
                 .collect()
         };
         let (before, after) = (digests(&previous), digests(&set));
-        self.current.store(Arc::new(set));
+        let set = Arc::new(set);
+        self.current.store(set.clone());
+        // Counted once the set is in force: a reader of the metrics that sees the reload
+        // also gets the new set.
+        self.count(l, &set, &report);
         // The compiled code of versions this relay no longer runs.
         for gone in before.difference(&after) {
             l.host.uncache(gone);

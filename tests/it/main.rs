@@ -4,6 +4,7 @@
 mod support;
 
 mod api;
+mod authoring;
 mod binary;
 mod catalogue;
 mod cli;
