@@ -13,6 +13,7 @@ if ! cargo deb --version 2>/dev/null | grep -q "$CARGO_DEB_VERSION"; then
 fi
 # The test build (cargo test) made target/debug/hookrelay; scripts/package.sh makes a release.
 cargo build --quiet --bin hookrelay
+scripts/build-plugins.sh
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 cargo deb --quiet --no-build --profile dev --no-strip --fast -o "$out/"
@@ -42,7 +43,25 @@ for line in 'Type=notify' 'Restart=always' 'User=hookrelay' 'ProtectSystem=stric
             'ExecStart=/usr/bin/hookrelay serve --config /etc/hookrelay/hookrelay.toml'; do
   grep -qx "$line" "$unit" || fail "the unit lacks $line"
 done
+for p in event-filter meeting-metadata redact slack-format; do
+  for f in "$p.wasm" "$p.toml" "$p.md"; do
+    grep -q " ./usr/share/hookrelay/plugins/$f\$" <<<"$contents" || fail "plugin file $f missing"
+  done
+done
+grep -q " ./usr/share/doc/hookrelay/plugins/README.md\$" <<<"$contents" || fail "the plugin guide is missing"
 echo "package: contents ok ($(basename "$deb"))"
+
+# A plugin from the package, enabled as the README says (a link to its .wasm and a copy of its
+# NAME.toml in a plugin folder), loads in the packaged binary and acts on an event.
+mkdir "$out/root" "$out/enabled"
+dpkg-deb -x "$deb" "$out/root"
+ln -s "$out/root/usr/share/hookrelay/plugins/redact.wasm" "$out/enabled/10-redact.wasm"
+cp "$out/root/usr/share/hookrelay/plugins/redact.toml" "$out/enabled/10-redact.toml"
+"$out/root/usr/bin/hookrelay" replay src/plugin_host/sample-meeting.jsonl --plugins "$out/enabled" \
+  >"$out/replay.txt" 2>"$out/replay.err" || { cat "$out/replay.err"; fail "replay with the packaged redact failed"; }
+grep -q '"name":"\[redacted\]"' "$out/replay.txt" || { cat "$out/replay.txt"; fail "the packaged redact did not redact"; }
+if grep -q '"name":"[^[]' "$out/replay.txt"; then fail "the packaged redact left a name"; fi
+echo "package: the packaged redact plugin loads in the packaged binary and redacts names"
 
 # Installing starts the service where systemd runs, against the machine's own Redis: only on a
 # machine without systemd (a container, as in CI).

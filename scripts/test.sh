@@ -2,13 +2,15 @@
 # Runs the whole test suite: unit tests, and integration tests that start their own
 # redis-server processes (and a Prometheus) on free ports, real HTTP receivers on loopback, and
 # the WebAssembly plugins built from plugins/; then builds the Debian package and checks it
-# (scripts/check-package.sh). Ends with one "tests: N passed, N failed" line summing every
+# (scripts/check-package.sh), and builds and tests the Python and JavaScript example plugins
+# (scripts/test-plugin-examples.sh). Ends with one "tests: N passed, N failed" line summing every
 # test binary.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 scripts/ensure-redis.sh
 scripts/ensure-prometheus.sh
+scripts/ensure-plugin-languages.sh
 # The dashboard tests must then evaluate bbb-exporter's queries in a real Prometheus.
 export TEST_REQUIRE_PROMETHEUS=1
 scripts/build-plugins.sh
@@ -16,6 +18,7 @@ log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 status=0
 cargo test --all-targets "$@" 2>&1 | tee "$log" || status=$?
+scripts/test-plugin-examples.sh 2>&1 | tee -a "$log" || status=$?
 scripts/check-package.sh || status=$?
 awk '/^test result:/ { for (i = 1; i <= NF; i++) { if ($(i) ~ /^passed/) p += $(i-1); if ($(i) ~ /^failed/) f += $(i-1) } }
      END { printf "tests: %d passed, %d failed\n", p, f }' "$log"

@@ -1,0 +1,34 @@
+//! Test plugin: on every event, counts to config `spins` (default 7,000,000: about 10 ms on
+//! the benchmark machine), then keeps the event. A plugin that costs CPU on every call without
+//! ever reaching its deadline, unlike `loop`, whose every call ends in a trap.
+
+wit_bindgen::generate!({ world: "plugin", path: "../../../wit" });
+
+use bbb::relay::host::get_config;
+#[allow(unused_imports)]
+use bbb::relay::types::*;
+use std::sync::OnceLock;
+
+static SPINS: OnceLock<u64> = OnceLock::new();
+
+struct Spin;
+
+impl Guest for Spin {
+    fn init() -> Result<Vec<String>, String> {
+        let spins = get_config("spins").and_then(|s| s.parse().ok()).unwrap_or(7_000_000);
+        let _ = SPINS.set(spins);
+        Ok(Vec::new())
+    }
+
+    fn on_event(_event: Event, _hook: Hook) -> Action {
+        let n = SPINS.get().copied().unwrap_or(0);
+        let mut spins: u64 = 0;
+        while spins < n {
+            // black_box keeps the optimizer from reasoning the loop away.
+            spins = core::hint::black_box(spins.wrapping_add(1));
+        }
+        Action::Keep
+    }
+}
+
+export!(Spin);

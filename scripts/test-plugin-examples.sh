@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Builds the Python and JavaScript example plugins with `hookrelay plugin build` (which installs
+# componentize-py, jco and componentize-js, pinned, when missing) and runs their test cases with
+# `hookrelay plugin test`, as their authors would. Uses the test build's binary.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+cargo build --quiet --bin hookrelay
+bin=$PWD/target/debug/hookrelay
+status=0
+for dir in plugins/python/*/ plugins/js/*/; do
+  echo "plugin examples: $dir"
+  if ! (cd "$dir" && "$bin" plugin build >/dev/null && "$bin" plugin test); then
+    echo "plugin examples: $dir FAILED" >&2
+    status=1
+  fi
+done
+exit "$status"
