@@ -7,9 +7,12 @@
 
 use std::{path::PathBuf, sync::Arc};
 
+mod common;
+
+use common::hook;
 use criterion::{Criterion, criterion_group, criterion_main};
 use hookrelay::{
-    Defaults, Event, Hook, Host, Metrics, Payload, Plugin, PluginSet, Settings, wasm_digest,
+    Defaults, Event, Host, Metrics, Payload, Plugin, PluginSet, Settings, wasm_digest,
 };
 
 /// The template's settings: `site` set (user-joined is replaced), chat kept.
@@ -29,17 +32,6 @@ fn event(id: &str) -> Event {
         external_meeting_id: Some("course-42".into()),
         processed: Arc::new(Payload::new(processed)),
         raw: None,
-    }
-}
-
-fn hook() -> Hook {
-    Hook {
-        id: hookrelay::base::ids::HookId(1),
-        callback_url: "https://lms.example/bbb/callback".into(),
-        meeting_id: None,
-        event_ids: None,
-        get_raw: false,
-        permanent: false,
     }
 }
 

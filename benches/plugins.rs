@@ -9,9 +9,12 @@ mod plugins;
 
 use std::sync::Arc;
 
+mod common;
+
+use common::hook;
 use criterion::{Criterion, criterion_group, criterion_main};
 use hookrelay::{
-    Defaults, Event, Hook, Host, Metrics, Payload, Plugin, PluginSet, Settings, wasm_digest,
+    Defaults, Event, Host, Metrics, Payload, Plugin, PluginSet, Settings, wasm_digest,
 };
 use plugins::plugin_wasm;
 
@@ -38,17 +41,6 @@ fn event() -> Event {
         external_meeting_id: Some("course-42".into()),
         processed: Arc::new(Payload::new(processed)),
         raw: Some(Arc::new(Payload::new(raw))),
-    }
-}
-
-fn hook() -> Hook {
-    Hook {
-        id: hookrelay::base::ids::HookId(1),
-        callback_url: "https://lms.example/bbb/callback".into(),
-        meeting_id: None,
-        event_ids: None,
-        get_raw: false,
-        permanent: false,
     }
 }
 

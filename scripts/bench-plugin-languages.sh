@@ -19,4 +19,4 @@ for lang in rust python js; do
   printf '%s: build %.1f s, %s bytes\n' "$lang" "$(awk "BEGIN { print $end - $start }")" "$(stat -c %s "$wasm")"
   "$bin" plugin check "$wasm" 2>/dev/null | sed "s/^/$lang: /"
 done
-HOOKRELAY_LANG_PLUGINS=$root cargo bench --bench plugin_languages "$@"
+HOOKRELAY_LANG_PLUGINS=$root cargo bench --bench plugin_languages -- "$@"

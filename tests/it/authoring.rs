@@ -55,6 +55,29 @@ fn new_and_build(parent: &Path, name: &str, lang: &str) -> PathBuf {
     dir
 }
 
+/// A relay configuration on `redis`, in `dir`.
+fn relay_config(dir: &Path, redis: &TestRedis) -> PathBuf {
+    let config = dir.join("hookrelay.toml");
+    let text = format!(
+        "[bbb]\nsecret = \"s3cret\"\n[redis]\nurl = \"{}\"\n",
+        redis.url()
+    );
+    std::fs::write(&config, text).expect("write");
+    config
+}
+
+/// Waits until `record` has made its file: it is subscribed then.
+async fn subscribed(recording: &Path) {
+    let deadline = tokio::time::Instant::now() + crate::support::PATIENCE;
+    while !recording.exists() {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "record never subscribed"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
 fn edit(path: &Path, from: &str, to: &str) {
     let text = std::fs::read_to_string(path).expect("read");
     assert!(text.contains(from), "{} lacks {from}", path.display());
@@ -184,15 +207,7 @@ async fn the_guides_record_loop_turns_a_meeting_into_test_cases() {
     let redis = TestRedis::start().await;
     let parent = tempfile::tempdir().expect("tempdir");
     let dir = new_and_build(parent.path(), "recorded", "rust");
-    let config = parent.path().join("hookrelay.toml");
-    std::fs::write(
-        &config,
-        format!(
-            "[bbb]\nsecret = \"s3cret\"\n[redis]\nurl = \"{}\"\n",
-            redis.url()
-        ),
-    )
-    .expect("write");
+    let config = relay_config(parent.path(), &redis);
     let block = guide_block("record");
     assert!(block.contains("--duration 30m"), "{block}");
     let block = block.replace("--duration 30m", "--duration 3s");
@@ -203,14 +218,7 @@ async fn the_guides_record_loop_turns_a_meeting_into_test_cases() {
         .spawn()
         .expect("bash");
     let recording = dir.join("tests/meeting.jsonl");
-    let deadline = tokio::time::Instant::now() + crate::support::PATIENCE;
-    while !recording.exists() {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "record never subscribed"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    subscribed(&recording).await;
     redis.publish(&meeting_created("m1", "ext-1")).await;
     redis.publish(&user_joined("m1", "u1", "Ann")).await;
     let out = output(child, "the record block").await;
@@ -369,21 +377,37 @@ fn bad_input_gets_a_clear_error() {
     let (ok, _, err) = run_in(parent.path(), &args);
     assert!(!ok);
     assert!(err.contains("plugin junk: "), "{err}");
+
+    // A component that imports what plugins do not get is refused, naming the import: a
+    // JavaScript plugin built without `--disable http fetch-event`.
+    let js = new_and_build(parent.path(), "js-http", "js");
+    let status = Command::new(js.join("node_modules/.bin/jco"))
+        .current_dir(&js)
+        .args([
+            "componentize",
+            "plugin.js",
+            "--wit",
+            "wit",
+            "--world-name",
+            "plugin",
+        ])
+        .args(["--out", "build/js-http.wasm"])
+        .output()
+        .expect("jco");
+    assert!(status.status.success(), "{status:?}");
+    let (ok, _, err) = run_in(&js, &["plugin", "test"]);
+    assert!(!ok);
+    assert!(
+        err.contains("does not fit the bbb:relay/plugin interface") && err.contains("wasi:http/"),
+        "{err}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn record_writes_the_bus_for_replay_and_plugin_test() {
     let redis = TestRedis::start().await;
     let dir = tempfile::tempdir().expect("tempdir");
-    let config = dir.path().join("hookrelay.toml");
-    std::fs::write(
-        &config,
-        format!(
-            "[bbb]\nsecret = \"s3cret\"\n[redis]\nurl = \"{}\"\n",
-            redis.url()
-        ),
-    )
-    .expect("write");
+    let config = relay_config(dir.path(), &redis);
     let out = dir.path().join("meeting.jsonl");
     let mut child = tokio::process::Command::new(binary())
         .args(["record", "--count", "2", "--config"])
@@ -394,15 +418,7 @@ async fn record_writes_the_bus_for_replay_and_plugin_test() {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .expect("record");
-    // Subscribed once the file exists.
-    let deadline = tokio::time::Instant::now() + crate::support::PATIENCE;
-    while !out.exists() {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "record never subscribed"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    subscribed(&out).await;
     let created = meeting_created("m1", "ext-1");
     let joined = user_joined("m1", "u1", "Ann");
     redis.publish(&created).await;
