@@ -154,7 +154,7 @@ const CRATE: &[&[&str]] = &[
     &["conference", "plugin_host"],
     &["route"],
     &["delivery"],
-    &["api", "replay"],
+    &["api", "replay", "authoring"],
     &["pipeline"],
 ];
 
