@@ -15,7 +15,9 @@ struct Spin;
 
 impl Guest for Spin {
     fn init() -> Result<Vec<String>, String> {
-        let spins = get_config("spins").and_then(|s| s.parse().ok()).unwrap_or(7_000_000);
+        let spins = get_config("spins")
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(7_000_000);
         let _ = SPINS.set(spins);
         Ok(Vec::new())
     }
