@@ -131,7 +131,9 @@ async fn a_receiver_down_loses_nothing_within_the_bound_and_past_it_the_log_says
 
     let want: Vec<String> = (0..120).map(|i| format!("n{i}")).collect();
     let deadline = Instant::now() + Duration::from_secs(30);
-    while rx.names_at("/down").len() < 120 || small.names_at("/down").len() < 51 {
+    // The bounded hook is done when the newest event has arrived (it is sent last).
+    let small_done = || small.names_at("/down").last().map(String::as_str) == Some("n119");
+    while rx.names_at("/down").len() < 120 || !small_done() {
         assert!(
             Instant::now() < deadline,
             "not delivered after the outage: {} and {}",
@@ -146,13 +148,19 @@ async fn a_receiver_down_loses_nothing_within_the_bound_and_past_it_the_log_says
         "within the bound: all, in order"
     );
     // Past it: the callback in flight (being retried when the queue overflowed), then the
-    // newest 50, in order.
+    // newest 50, in order. On a loaded machine the worker may not have taken a callback yet
+    // when the queue overflowed: then only the newest 50, and one more dropped.
     let got = small.names_at("/down");
-    assert_eq!(got[1..], want[70..], "{got:?}");
-    let in_flight: usize = got[0][1..].parse().expect("a name");
-    assert!(in_flight < 70, "{got:?}");
     let m = relay_small.metrics().await;
-    assert_eq!(metric_value(&m, "hookrelay_queue_dropped_total"), 69.0);
+    if got.len() == 50 {
+        assert_eq!(got, want[70..], "{got:?}");
+        assert_eq!(metric_value(&m, "hookrelay_queue_dropped_total"), 70.0);
+    } else {
+        assert_eq!(got[1..], want[70..], "{got:?}");
+        let in_flight: usize = got[0][1..].parse().expect("a name");
+        assert!(in_flight < 70, "{got:?}");
+        assert_eq!(metric_value(&m, "hookrelay_queue_dropped_total"), 69.0);
+    }
     assert_eq!(
         metric_value(&relay.metrics().await, "hookrelay_queue_dropped_total"),
         0.0
