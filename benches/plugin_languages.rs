@@ -11,9 +11,7 @@ mod common;
 
 use common::hook;
 use criterion::{Criterion, criterion_group, criterion_main};
-use hookrelay::{
-    Defaults, Event, Host, Metrics, Payload, Plugin, PluginSet, Settings, wasm_digest,
-};
+use hookrelay::{Event, Host, Payload, Plugin, PluginSet};
 
 /// The template's settings: `site` set (user-joined is replaced), chat kept.
 const SETTINGS: &str =
@@ -56,19 +54,7 @@ fn built() -> Vec<(&'static str, Vec<u8>)> {
 }
 
 fn start(host: &Host, lang: &str, bytes: &[u8]) -> Plugin {
-    let digest = wasm_digest(bytes);
-    let (component, _) = host.compile(bytes, &digest).expect("compiles");
-    let settings = Settings::parse(Some(SETTINGS), &Defaults::default()).expect("settings");
-    Plugin::load(
-        host,
-        lang,
-        &component,
-        settings,
-        [0; 32],
-        digest,
-        Metrics::new(),
-    )
-    .expect("loads")
+    common::start(host, lang, bytes, Some(SETTINGS)).0
 }
 
 fn languages(c: &mut Criterion) {

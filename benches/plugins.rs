@@ -13,9 +13,7 @@ mod common;
 
 use common::hook;
 use criterion::{Criterion, criterion_group, criterion_main};
-use hookrelay::{
-    Defaults, Event, Host, Metrics, Payload, Plugin, PluginSet, Settings, wasm_digest,
-};
+use hookrelay::{Event, Host, Payload, Plugin, PluginSet};
 use plugins::plugin_wasm;
 
 /// A user-joined event whose processed JSON is 1 KiB (the raw message is about as long).
@@ -46,20 +44,9 @@ fn event() -> Event {
 
 /// Compiles (or reads from `host`'s cache, as `from_cache` expects) and starts a plugin.
 fn ready(host: &Host, name: &str, bytes: &[u8], from_cache: bool) -> Plugin {
-    let digest = wasm_digest(bytes);
-    let (component, cached) = host.compile(bytes, &digest).expect("compiles");
+    let (plugin, cached) = common::start(host, name, bytes, None);
     assert_eq!(cached, from_cache);
-    let settings = Settings::parse(None, &Defaults::default()).expect("settings");
-    Plugin::load(
-        host,
-        name,
-        &component,
-        settings,
-        [0; 32],
-        digest,
-        Metrics::new(),
-    )
-    .expect("loads")
+    plugin
 }
 
 fn set_of(host: &Host, crate_name: &str) -> PluginSet {

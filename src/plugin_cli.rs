@@ -284,7 +284,7 @@ fn try_deploy(args: &DeployArgs, config: &Config) -> Result<deploy::Deployed, Au
             tally.failed
         )));
     }
-    deploy::deploy(&project, &args.to, &name)
+    deploy::deploy(&project, &staged, &args.to, &name)
 }
 
 /// `hookrelay record --out FILE [--duration D] [--count N]`.

@@ -1,6 +1,6 @@
-//! What the plugin benchmarks share: the hook the events go to.
+//! What the plugin benchmarks share: the hook the events go to, and starting a plugin.
 
-use hookrelay::Hook;
+use hookrelay::{Defaults, Hook, Host, Metrics, Plugin, Settings, wasm_digest};
 
 /// A hook for every meeting and event, getting processed events.
 pub fn hook() -> Hook {
@@ -12,4 +12,23 @@ pub fn hook() -> Hook {
         get_raw: false,
         permanent: false,
     }
+}
+
+/// Compiles `bytes` (or reads them from `host`'s cache) and starts the plugin with the
+/// settings `toml` (defaults when `None`); whether the code came from the cache.
+pub fn start(host: &Host, name: &str, bytes: &[u8], toml: Option<&str>) -> (Plugin, bool) {
+    let digest = wasm_digest(bytes);
+    let (component, cached) = host.compile(bytes, &digest).expect("compiles");
+    let settings = Settings::parse(toml, &Defaults::default()).expect("settings");
+    let plugin = Plugin::load(
+        host,
+        name,
+        &component,
+        settings,
+        [0; 32],
+        digest,
+        Metrics::new(),
+    )
+    .expect("loads");
+    (plugin, cached)
 }

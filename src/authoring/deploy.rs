@@ -30,20 +30,24 @@ pub fn deployed_name(project: &Project, name: Option<&str>) -> Result<String, Au
     Ok(name.to_string())
 }
 
-/// Copies `build/NAME.wasm` and `NAME.toml` (when the project has one) into `to` as
-/// `NAME.wasm` and `NAME.toml` (`NAME` from `name`). A settings file of an earlier deploy is
-/// removed when the project has none now.
+/// Copies the project's staged build (`staged`, from [`Project::staged`]: `NAME.wasm` and
+/// `NAME.toml` when the project has one) into `to` as `NAME.wasm` and `NAME.toml` (`NAME` from
+/// `name`). A settings file of an earlier deploy is removed when the project has none now.
 ///
 /// # Errors
-/// When the project is not built or a file cannot be written.
-pub fn deploy(project: &Project, to: &Path, name: &str) -> Result<Deployed, AuthoringError> {
+/// When a file cannot be written.
+pub fn deploy(
+    project: &Project,
+    staged: &Path,
+    to: &Path,
+    name: &str,
+) -> Result<Deployed, AuthoringError> {
     if !to.is_dir() {
         return Err(AuthoringError::Usage(format!(
             "{} is not a folder (the relay's [plugins] dir)",
             to.display()
         )));
     }
-    let staged = project.staged()?;
     let settings_src = staged.join(format!("{}.toml", project.name));
     let settings = to.join(format!("{name}.toml"));
     let settings = if settings_src.is_file() {
@@ -56,7 +60,7 @@ pub fn deploy(project: &Project, to: &Path, name: &str) -> Result<Deployed, Auth
         None
     };
     let wasm = to.join(format!("{name}.wasm"));
-    place(&project.wasm(), &wasm)?;
+    place(&staged.join(format!("{}.wasm", project.name)), &wasm)?;
     Ok(Deployed { wasm, settings })
 }
 
