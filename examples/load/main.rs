@@ -148,8 +148,8 @@ pub enum Scenario {
         /// shows what the plugin machinery alone costs.
         #[arg(long, default_value = "testing_loop")]
         plugin_crate: String,
-        /// `[plugins] cpu_priority`: normal, low or idle.
-        #[arg(long, default_value = "normal")]
+        /// `[plugins] cpu_priority`: auto, normal, low or idle.
+        #[arg(long, default_value = "auto")]
         plugin_priority: String,
     },
     /// hooks/list and hooks/create throughput with wrk.

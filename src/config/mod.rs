@@ -380,13 +380,18 @@ pub struct PluginsConfig {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum CpuPriority {
+    /// Idle first, the relay's own priority when the machine is saturated: a call that waited
+    /// half a second for an idle thread moves to one at the relay's priority, and so do the
+    /// calls of the next two seconds. A busy plugin barely delays the relay's own work, and the
+    /// hooks in its scope slow down on a saturated machine but never stall.
+    #[default]
+    Auto,
     /// Only CPU time nothing else wants (Linux `SCHED_IDLE`): a busy plugin never delays the
     /// relay's own work, but on a saturated machine the hooks in its scope stall.
     Idle,
     /// Ten nice steps below the relay.
     Low,
     /// The relay's own priority.
-    #[default]
     Normal,
 }
 

@@ -42,6 +42,12 @@ pub struct PluginActionLabels {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct PluginRuleLabels {
+    pub plugin: String,
+    pub rule: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct PluginErrorLabels {
     pub plugin: String,
     pub kind: String,
@@ -144,6 +150,10 @@ pub struct Metrics {
     /// Wall-clock time of each plugin call, failed or not, by plugin.
     pub plugin_call_seconds: PluginCallTime,
     pub plugin_failed: Family<PluginLabel, Gauge>,
+    /// Events a plugin's named rule matched (`count-rule-match`).
+    pub plugin_rule_matches: Family<PluginRuleLabels, Counter>,
+    /// Plugin calls moved off idle-priority threads because they waited too long for CPU.
+    pub plugin_starved: Counter,
     pub plugin_reloads: Family<ResultLabel, Counter>,
     pub plugins_loaded: Gauge,
     pub plugin_dropped: Counter,
@@ -397,6 +407,18 @@ impl Metrics {
             "Plugin calls that failed, by plugin and kind (timeout, memory, trap, invalid_json, \
              marked_failed, not_loaded)",
             self.plugin_errors.clone(),
+        );
+        r.register(
+            "hookrelay_plugin_rule_matches",
+            "Events each rule of a plugin matched, by plugin and rule (the rules plugin counts the \
+             rule that decided)",
+            self.plugin_rule_matches.clone(),
+        );
+        r.register(
+            "hookrelay_plugin_starved",
+            "Plugin calls that waited half a second for CPU at idle priority and moved to a thread \
+             at the relay's priority (cpu_priority = auto): the machine is saturated",
+            self.plugin_starved.clone(),
         );
         r.register(
             "hookrelay_plugin_failed",

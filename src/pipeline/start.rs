@@ -92,7 +92,10 @@ impl Start<'_> {
                 "delivery.auth = \"bearer\": every receiver gets the shared secret, which opens the whole BBB API; use it only with receivers you trust"
             );
         }
-        crate::plugin_host::threads::set_priority(config.plugins.cpu_priority);
+        crate::plugin_host::threads::configure(
+            config.plugins.cpu_priority,
+            self.metrics.plugin_starved.clone(),
+        );
         let plugins = Plugins::new(&config.plugins, self.metrics)?;
         let watcher = if config.plugins.watch {
             plugins

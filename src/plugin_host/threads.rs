@@ -1,63 +1,186 @@
-//! The threads plugin calls run on: a blocking pool of their own whose threads may run at a
-//! lower CPU priority (`[plugins] cpu_priority`: `idle` takes only CPU time nothing else wants,
-//! `low` is ten nice steps down, `normal`, the default, is the relay's own), so that on a
-//! machine short of cores a plugin that burns CPU can be kept from slowing the relay's own
-//! work (the bus, the other hooks' callbacks, the API).
+//! The threads plugin calls run on: pools of their own whose threads may run at a lower CPU
+//! priority (`[plugins] cpu_priority`), so that on a machine short of cores a plugin that burns
+//! CPU does not slow the relay's own work (the bus, the other hooks' callbacks, the API).
+//!
+//! `auto`, the default, runs calls on threads that take only CPU time nothing else wants
+//! (Linux's `SCHED_IDLE`); a call that has not started within [`STARVED`] (the machine is
+//! saturated) moves to a thread at the relay's priority, and so do the calls of the next
+//! [`RESCUED`], so the hooks in a plugin's scope slow down on a saturated machine but never
+//! stall. Threads are not raised back from `SCHED_IDLE`: an unprivileged process may not.
 
-use std::sync::{LazyLock, OnceLock};
+use std::{
+    sync::{
+        Arc, LazyLock, Mutex, OnceLock,
+        atomic::{AtomicU64, Ordering},
+    },
+    time::{Duration, Instant},
+};
 
-use tokio::{runtime::Runtime, task::JoinError};
+use prometheus_client::metrics::counter::Counter;
+use tokio::{runtime::Runtime, sync::oneshot};
 
 use crate::config::CpuPriority;
 
 /// How many nice steps plugin threads are below the relay's own with [`CpuPriority::Low`].
 const NICE_STEPS: libc::c_int = 10;
 
-/// Set once at start from the configuration; [`CpuPriority::default`] until then.
-static PRIORITY: OnceLock<CpuPriority> = OnceLock::new();
+/// How long a call may wait for an idle-priority thread to start it before it moves to a
+/// thread at the relay's priority (`auto`).
+pub const STARVED: Duration = Duration::from_millis(500);
 
-/// Sets the plugin threads' priority (before the first plugin call; later calls change
-/// nothing).
-pub fn set_priority(priority: CpuPriority) {
-    let _ = PRIORITY.set(priority);
+/// After a call was moved, how long new calls go straight to the relay's priority before idle
+/// threads are tried again (`auto`).
+pub const RESCUED: Duration = Duration::from_secs(2);
+
+/// A plugin call that did not finish: it panicked outside the chain's own guard.
+#[derive(Debug, thiserror::Error)]
+#[error("the plugin call panicked")]
+pub struct Panicked;
+
+/// Set once at start from the configuration.
+struct Settings {
+    priority: CpuPriority,
+    /// `hookrelay_plugin_starved`: calls moved off idle threads.
+    starved: Counter,
 }
 
-/// The plugin threads' runtime; `None` when it cannot be built (plugins then run on tokio's
-/// blocking pool at the relay's priority).
-static THREADS: LazyLock<Option<Runtime>> = LazyLock::new(|| {
-    tokio::runtime::Builder::new_multi_thread()
+static SETTINGS: OnceLock<Settings> = OnceLock::new();
+
+/// Sets the plugin threads' priority and the counter of calls moved off idle threads (before
+/// the first plugin call; later calls change nothing).
+pub fn configure(priority: CpuPriority, starved: Counter) {
+    let _ = SETTINGS.set(Settings { priority, starved });
+}
+
+fn priority() -> CpuPriority {
+    SETTINGS.get().map(|s| s.priority).unwrap_or_default()
+}
+
+/// A pool of plugin threads at one priority; `None` when it cannot be built (plugins then run
+/// on tokio's blocking pool at the relay's priority).
+fn pool(name: &str, at: CpuPriority, threads: Option<usize>) -> Option<Runtime> {
+    let mut builder = tokio::runtime::Builder::new_multi_thread();
+    builder
         .worker_threads(1)
-        .thread_name("hookrelay-plugin")
-        .on_thread_start(lower_priority)
+        .thread_name(name)
+        .on_thread_start(move || lower_priority(at));
+    if let Some(n) = threads {
+        builder.max_blocking_threads(n);
+    }
+    builder
         .build()
         .inspect_err(|e| tracing::warn!(error = %e, "cannot start the plugin threads; plugins run at the relay's priority"))
         .ok()
+}
+
+/// The threads calls run on: at the configured priority (`auto`: idle), and for `auto` at the
+/// relay's, for calls that starved on the first.
+struct Pools {
+    first: Option<Runtime>,
+    rescue: LazyLock<Option<Runtime>>,
+    /// Until when (milliseconds since [`START`]) new calls go straight to `rescue`.
+    rescuing_until: AtomicU64,
+}
+
+static POOLS: LazyLock<Pools> = LazyLock::new(|| {
+    let at = match priority() {
+        CpuPriority::Auto => CpuPriority::Idle,
+        p => p,
+    };
+    Pools::new(pool("hookrelay-plugin", at, None))
 });
+
+impl Pools {
+    fn new(first: Option<Runtime>) -> Self {
+        Self {
+            first,
+            rescue: LazyLock::new(|| pool("hookrelay-plugin-rescue", CpuPriority::Normal, None)),
+            rescuing_until: AtomicU64::new(0),
+        }
+    }
+
+    /// Runs `f` on the first pool; with `auto`, on the rescue pool when it has not started
+    /// within [`STARVED`] (and the calls of the next [`RESCUED`] go there at once).
+    async fn run<R: Send + 'static>(
+        &self,
+        auto: bool,
+        f: impl FnOnce() -> R + Send + 'static,
+    ) -> Result<R, Panicked> {
+        let (tx, mut rx) = oneshot::channel();
+        let slot: Slot<R> = Arc::new(Mutex::new(Some((Box::new(f), tx))));
+        if !auto {
+            spawn(&self.first, slot);
+            return rx.await.map_err(|_| Panicked);
+        }
+        if now_ms() < self.rescuing_until.load(Ordering::Relaxed) {
+            spawn(&self.rescue, slot);
+            return rx.await.map_err(|_| Panicked);
+        }
+        spawn(&self.first, slot.clone());
+        if let Ok(done) = tokio::time::timeout(STARVED, &mut rx).await {
+            return done.map_err(|_| Panicked);
+        }
+        let waiting = slot.lock().map(|s| s.is_some()).unwrap_or(false);
+        if waiting {
+            let until = now_ms() + RESCUED.as_millis() as u64;
+            self.rescuing_until.store(until, Ordering::Relaxed);
+            if let Some(s) = SETTINGS.get()
+                && s.starved.inc() == 0
+            {
+                tracing::info!(
+                    "plugin calls wait for CPU at idle priority (the machine is saturated); such calls move to threads at the relay's priority (hookrelay_plugin_starved counts them)"
+                );
+            }
+            spawn(&self.rescue, slot);
+        }
+        rx.await.map_err(|_| Panicked)
+    }
+}
+
+static START: LazyLock<Instant> = LazyLock::new(Instant::now);
+
+fn now_ms() -> u64 {
+    START.elapsed().as_millis() as u64
+}
+
+/// A call waiting for the first thread that takes it, and where its result goes.
+type Slot<R> = Arc<Mutex<Option<(Box<dyn FnOnce() -> R + Send>, oneshot::Sender<R>)>>>;
+
+/// Takes the call out of `slot` (unless another thread took it first) and runs it.
+fn runner<R: Send + 'static>(slot: Slot<R>) -> impl FnOnce() + Send + 'static {
+    move || {
+        let taken = slot.lock().map(|mut s| s.take()).unwrap_or(None);
+        if let Some((f, tx)) = taken {
+            let _ = tx.send(f());
+        }
+    }
+}
+
+fn spawn<R: Send + 'static>(pool: &Option<Runtime>, slot: Slot<R>) {
+    match pool {
+        Some(rt) => drop(rt.spawn_blocking(runner(slot))),
+        None => drop(tokio::task::spawn_blocking(runner(slot))),
+    }
+}
 
 /// Runs `f` (plugin calls) on a plugin thread; its result once done.
 ///
 /// # Errors
 /// When `f` panicked.
-pub async fn run<R: Send + 'static>(
-    f: impl FnOnce() -> R + Send + 'static,
-) -> Result<R, JoinError> {
-    match &*THREADS {
-        Some(rt) => rt.spawn_blocking(f).await,
-        None => tokio::task::spawn_blocking(f).await,
-    }
+pub async fn run<R: Send + 'static>(f: impl FnOnce() -> R + Send + 'static) -> Result<R, Panicked> {
+    POOLS.run(priority() == CpuPriority::Auto, f).await
 }
 
-/// Lowers the calling thread's priority as configured. Only this thread: on Linux a thread id
-/// given to `setpriority` or `sched_setscheduler` names one thread.
-fn lower_priority() {
-    let priority = PRIORITY.get().copied().unwrap_or_default();
+/// Lowers the calling thread's priority to `at`. Only this thread: on Linux a thread id given
+/// to `setpriority` or `sched_setscheduler` names one thread.
+fn lower_priority(at: CpuPriority) {
     // SAFETY: gettid, getpriority, setpriority and sched_setscheduler touch no memory of the
     // process but `param`, which outlives the call; a failure (not expected: lowering one's own
     // priority needs no privilege) leaves the priority as it was.
     unsafe {
         let tid = libc::gettid();
-        match priority {
-            CpuPriority::Normal => {}
+        match at {
+            CpuPriority::Normal | CpuPriority::Auto => {}
             CpuPriority::Low => {
                 let now = libc::getpriority(libc::PRIO_PROCESS, tid as libc::id_t);
                 let nice = (now + NICE_STEPS).min(19);
@@ -72,18 +195,4 @@ fn lower_priority() {
 }
 
 #[cfg(test)]
-mod tests {
-    #[tokio::test]
-    async fn plugin_calls_run_on_threads_that_take_only_idle_cpu() {
-        super::set_priority(crate::config::CpuPriority::Idle);
-        // SAFETY: sched_getscheduler reads the calling thread's policy.
-        let policy = || unsafe { libc::sched_getscheduler(0) };
-        assert_eq!(policy(), libc::SCHED_OTHER);
-        let theirs = super::run(policy).await.expect("ran");
-        assert_eq!(theirs, libc::SCHED_IDLE);
-        let name = super::run(|| std::thread::current().name().map(String::from))
-            .await
-            .expect("ran");
-        assert_eq!(name.as_deref(), Some("hookrelay-plugin"));
-    }
-}
+mod tests;
