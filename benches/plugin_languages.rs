@@ -30,6 +30,7 @@ fn event(id: &str) -> Event {
         external_meeting_id: Some("course-42".into()),
         processed: Arc::new(Payload::new(processed)),
         raw: None,
+        meeting: None,
     }
 }
 

@@ -1,6 +1,7 @@
 //! Micro-benchmarks of WebAssembly plugins: the per-event cost of the chain for a 1 KiB event
 //! (no plugin, a `keep` plugin that reads typed fields only, a plugin that parses and rewrites
-//! the JSON), and the cost of making a plugin ready with and without the compile cache.
+//! the JSON, the rules plugin with 1, 10 and 100 rules), and the cost of making a plugin ready
+//! with and without the compile cache.
 
 // Only the build helper is used here.
 #[allow(dead_code)]
@@ -39,6 +40,10 @@ fn event() -> Event {
         external_meeting_id: Some("course-42".into()),
         processed: Arc::new(Payload::new(processed)),
         raw: Some(Arc::new(Payload::new(raw))),
+        meeting: Some(
+            r#"{"internal-meeting-id":"183f0bf3a0982a127bdb8161e0c44eb696b3e75c-1700000000000","external-meeting-id":"course-42","name":"Course 42","is-breakout":false,"parent-id":"bbb-none","metadata":{"bbb-origin-server-name":"lms.example","bbb-context-id":"42"}}"#
+                .into(),
+        ),
     }
 }
 
@@ -73,6 +78,45 @@ fn per_event(c: &mut Criterion) {
     });
 }
 
+/// `n` rules that do not match the event (so that each is tried), on the event's id, on the
+/// user's role and on the meeting's metadata in turn; the default keeps.
+fn rules_toml(n: usize) -> String {
+    let mut toml = String::from("[config]\ndefault = \"keep\"\n");
+    for i in 0..n {
+        let pattern = match i % 3 {
+            0 => format!("pattern.data.id = [{{ prefix = \"nomatch-{i}-\" }}]"),
+            1 => format!("pattern.data.attributes.user.role = [\"ROLE-{i}\"]"),
+            _ => {
+                format!("pattern.meeting.metadata.bbb-origin-server-name = [\"host-{i}.example\"]")
+            }
+        };
+        toml.push_str(&format!(
+            "[[config.rules]]\nname = \"r{i}\"\naction = \"drop\"\n{pattern}\n"
+        ));
+    }
+    toml
+}
+
+fn rules(c: &mut Criterion) {
+    let host = Host::new(None).expect("engine");
+    let (event, hook) = (event(), hook());
+    let bytes = std::fs::read(plugin_wasm("rules")).expect("plugin");
+    for n in [1, 10, 100] {
+        let (plugin, _) = common::start(&host, "rules", &bytes, Some(&rules_toml(n)));
+        let set = PluginSet {
+            plugins: vec![Arc::new(plugin)],
+        };
+        assert!(
+            matches!(set.apply(&event, &hook, 1), hookrelay::Verdict::Keep),
+            "no rule matches"
+        );
+        c.bench_function(
+            &format!("plugin chain: rules, {n} rules, 1 KiB event"),
+            |b| b.iter(|| set.apply(&event, &hook, 1)),
+        );
+    }
+}
+
 fn loading(c: &mut Criterion) {
     let bytes = std::fs::read(plugin_wasm("redact")).expect("plugin");
     let mut group = c.benchmark_group("plugin load (redact, 117 KB)");
@@ -90,5 +134,5 @@ fn loading(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, per_event, loading);
+criterion_group!(benches, per_event, rules, loading);
 criterion_main!(benches);

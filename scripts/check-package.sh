@@ -43,7 +43,7 @@ for line in 'Type=notify' 'Restart=always' 'User=hookrelay' 'ProtectSystem=stric
             'ExecStart=/usr/bin/hookrelay serve --config /etc/hookrelay/hookrelay.toml'; do
   grep -qx "$line" "$unit" || fail "the unit lacks $line"
 done
-for p in event-filter meeting-metadata redact slack-format; do
+for p in event-filter meeting-metadata redact rules slack-format; do
   for f in "$p.wasm" "$p.toml" "$p.md"; do
     grep -q " ./usr/share/hookrelay/plugins/$f\$" <<<"$contents" || fail "plugin file $f missing"
   done

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs the whole test suite: unit tests, and integration tests that start their own
 # redis-server processes (and a Prometheus) on free ports, real HTTP receivers on loopback, and
-# the WebAssembly plugins built from plugins/; then builds the Debian package and checks it
+# the WebAssembly plugins built from plugins/ (and the rules plugin's own unit tests); then builds the Debian package and checks it
 # (scripts/check-package.sh), and builds and tests the Python and JavaScript example plugins
 # (scripts/test-plugin-examples.sh). Ends with one "tests: N passed, N failed" line summing every
 # test binary.
@@ -18,6 +18,8 @@ log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 status=0
 cargo test --all-targets "$@" 2>&1 | tee "$log" || status=$?
+# The plugins' own unit tests (the rules plugin's pattern language), on this machine's target.
+(cd plugins && cargo test --quiet -p rules --target-dir target) 2>&1 | tee -a "$log" || status=$?
 scripts/test-plugin-examples.sh 2>&1 | tee -a "$log" || status=$?
 scripts/check-package.sh || status=$?
 awk '/^test result:/ { for (i = 1; i <= NF; i++) { if ($(i) ~ /^passed/) p += $(i-1); if ($(i) ~ /^failed/) f += $(i-1) } }

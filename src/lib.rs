@@ -98,7 +98,7 @@ pub use hooks::{Hook, Registry, matcher};
 pub use metrics::{Metrics, merge};
 /// Plugins (`plugin check`, `replay`, the benches).
 pub use plugin_host::{
-    Defaults, Host, Plugin, PluginSet, Settings, check::check_file, engine::wasm_digest,
+    Defaults, Host, Plugin, PluginSet, Settings, Verdict, check::check_file, engine::wasm_digest,
 };
 pub use store_conn::StoreConn;
 

@@ -103,6 +103,7 @@ mod tests {
             external_meeting_id: None,
             processed: Arc::new(Payload::new(text.to_string())),
             raw: None,
+            meeting: None,
         })
     }
 

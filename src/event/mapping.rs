@@ -25,6 +25,8 @@ pub enum MappingWrite {
         internal: String,
         external: String,
         last_activity_ms: u64,
+        /// Written with the meeting's creation only ([`Mappings::facts`]).
+        facts: Option<Arc<str>>,
     },
     DeleteMeeting {
         internal: String,
@@ -57,6 +59,15 @@ impl UserEntry {
     pub fn presenter(&self) -> bool {
         self.user.presenter
     }
+}
+
+/// A meeting mapping as read back from Redis.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StoredMeeting {
+    pub internal: String,
+    pub external: String,
+    pub last_activity_ms: u64,
+    pub facts: Option<Arc<str>>,
 }
 
 /// A user's `user` attributes, kept as their JSON text: a meeting of thousands holds one short
@@ -120,6 +131,8 @@ struct MeetingState {
     last_activity_ms: u64,
     /// `last_activity_ms` as last written to Redis.
     persisted_ms: u64,
+    /// What plugins are told of the meeting ([`Mappings::facts`]).
+    facts: Option<Arc<str>>,
     /// Users present, in join order.
     users: IndexMap<String, UserEntry>,
 }
@@ -154,15 +167,16 @@ impl Mappings {
     /// mapping count as active now.
     pub fn restore(
         &mut self,
-        meetings: impl IntoIterator<Item = (String, String, u64)>,
+        meetings: impl IntoIterator<Item = StoredMeeting>,
         users: impl IntoIterator<Item = (String, String, UserEntry)>,
         now_ms: u64,
     ) {
-        for (internal, external, last) in meetings {
-            let m = self.state(&internal, now_ms);
-            m.external = Some(external);
-            m.last_activity_ms = last;
-            m.persisted_ms = last;
+        for stored in meetings {
+            let m = self.state(&stored.internal, now_ms);
+            m.external = Some(stored.external);
+            m.last_activity_ms = stored.last_activity_ms;
+            m.persisted_ms = stored.last_activity_ms;
+            m.facts = stored.facts;
         }
         for (meeting, internal, entry) in users {
             self.state(&meeting, now_ms).users.insert(internal, entry);
@@ -176,6 +190,7 @@ impl Mappings {
                 external: None,
                 last_activity_ms: now_ms,
                 persisted_ms: now_ms,
+                facts: None,
                 users: IndexMap::new(),
             })
     }
@@ -183,6 +198,12 @@ impl Mappings {
     /// Inactivity after which a meeting is dropped (ms).
     pub fn timeout_ms(&self) -> u64 {
         self.timeout_ms
+    }
+
+    /// The meeting as plugins see it: the `meeting` object of its `meeting-created` without
+    /// the passwords (JSON); `None` when the relay did not see its creation.
+    pub fn facts(&self, mid: &str) -> Option<&Arc<str>> {
+        self.meetings.get(mid)?.facts.as_ref()
     }
 
     pub fn external_meeting(&self, mid: &str) -> Option<&str> {
@@ -222,16 +243,25 @@ impl Mappings {
         self.meetings.values().map(|m| m.users.len()).sum()
     }
 
-    /// A meeting was created: `mid` now maps to `external`.
-    pub fn meeting_created(&mut self, mid: &str, external: &str, now_ms: u64) {
+    /// A meeting was created: `mid` now maps to `external`; `facts` are what plugins are told
+    /// of it.
+    pub fn meeting_created(
+        &mut self,
+        mid: &str,
+        external: &str,
+        facts: Option<Arc<str>>,
+        now_ms: u64,
+    ) {
         let m = self.state(mid, now_ms);
         m.external = Some(external.to_string());
         m.last_activity_ms = now_ms;
         m.persisted_ms = now_ms;
+        m.facts = facts.clone();
         self.write(MappingWrite::Meeting {
             internal: mid.to_string(),
             external: external.to_string(),
             last_activity_ms: now_ms,
+            facts,
         });
     }
 
@@ -248,6 +278,7 @@ impl Mappings {
                 internal: mid.to_string(),
                 external: external.clone(),
                 last_activity_ms: m.last_activity_ms,
+                facts: None,
             };
             self.write(write);
         }
@@ -378,7 +409,7 @@ mod tests {
     #[test]
     fn created_touched_expired() {
         let mut m = Mappings::new(1000, true);
-        m.meeting_created("i", "e", 10);
+        m.meeting_created("i", "e", None, 10);
         assert_eq!(m.external_meeting("i"), Some("e"));
         assert!(matches!(
             m.take_writes()[..],
@@ -418,7 +449,7 @@ mod tests {
             ]
         );
         let mut memory_only = Mappings::new(1000, false);
-        memory_only.meeting_created("i", "e", 10);
+        memory_only.meeting_created("i", "e", None, 10);
         assert!(memory_only.take_writes().is_empty());
     }
 

@@ -1,10 +1,11 @@
 //! Events: [`decode`] turns a bus message into a [`decode::Message`], [`catalogue`] maps it to a
 //! processed webhook event, [`mapping`] keeps the internal -> external id tables those events
-//! need (persisted by [`persist`]), and [`process`] runs the three for one message, with the
-//! state changes and synthesized events.
+//! need (persisted by [`persist`]) with what plugins are told of each meeting ([`facts`]), and
+//! [`process`] runs them for one message, with the state changes and synthesized events.
 
 pub mod catalogue;
 pub mod decode;
+pub(crate) mod facts;
 pub mod mapping;
 pub mod persist;
 pub mod process;
@@ -57,6 +58,9 @@ pub struct Event {
     /// an emoji change) have none, so a raw hook gets each bus message at most once and nothing
     /// but bus messages.
     pub raw: Option<Arc<Payload>>,
+    /// What plugins are told of the event's meeting (JSON, from its `meeting-created`, kept in
+    /// the store); `None` when the relay did not see the meeting created.
+    pub meeting: Option<Arc<str>>,
 }
 
 impl Event {

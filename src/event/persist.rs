@@ -8,30 +8,35 @@ use std::collections::HashMap;
 
 use crate::store_conn::StoreConn;
 
-use super::mapping::{MappingWrite, UserAttributes, UserEntry};
+use super::mapping::{MappingWrite, StoredMeeting, UserAttributes, UserEntry};
 use crate::base::redis_keys::SourceKeys;
 use crate::redis_index::load_all;
 
-/// Reads every stored meeting mapping as (internal, external, last activity ms).
+/// Reads every stored meeting mapping.
 ///
 /// # Errors
 /// When Redis cannot be read.
 pub async fn load_meetings(
     conn: &mut StoreConn,
     keys: &SourceKeys,
-) -> Result<Vec<(String, String, u64)>, redis::RedisError> {
+) -> Result<Vec<StoredMeeting>, redis::RedisError> {
     let hashes = load_all(conn, &keys.mappings_set, &keys.mapping_prefix).await?;
     Ok(hashes
         .into_iter()
         .filter_map(|(_, h)| {
-            Some((
-                h.get("internalMeetingID")?.clone(),
-                h.get("externalMeetingID")?.clone(),
-                h.get("lastActivity")?.parse().ok()?,
-            ))
+            Some(StoredMeeting {
+                internal: h.get("internalMeetingID")?.clone(),
+                external: h.get("externalMeetingID")?.clone(),
+                last_activity_ms: h.get("lastActivity")?.parse().ok()?,
+                facts: h.get(FACTS_FIELD).map(|f| f.as_str().into()),
+            })
         })
         .collect())
 }
+
+/// The mapping hash's field that holds what plugins are told of the meeting (the reference
+/// service has no such field and ignores it).
+const FACTS_FIELD: &str = "hookrelayMeeting";
 
 /// Reads every stored user mapping as (internal meeting id, internal user id, entry).
 ///
@@ -79,19 +84,22 @@ pub fn add_writes(pipe: &mut redis::Pipeline, keys: &SourceKeys, writes: &[Mappi
                 internal,
                 external,
                 last_activity_ms,
+                facts,
             } => {
-                pipe.hset_multiple(
-                    format!("{mapping_prefix}{internal}"),
-                    &[
-                        ("id", internal.as_str()),
-                        ("internalMeetingID", internal.as_str()),
-                        ("externalMeetingID", external.as_str()),
-                        ("lastActivity", &last_activity_ms.to_string()),
-                    ],
-                )
-                .ignore()
-                .sadd(mappings_set, internal)
-                .ignore();
+                let last = last_activity_ms.to_string();
+                let mut fields = vec![
+                    ("id", internal.as_str()),
+                    ("internalMeetingID", internal.as_str()),
+                    ("externalMeetingID", external.as_str()),
+                    ("lastActivity", last.as_str()),
+                ];
+                if let Some(facts) = facts {
+                    fields.push((FACTS_FIELD, facts));
+                }
+                pipe.hset_multiple(format!("{mapping_prefix}{internal}"), &fields)
+                    .ignore()
+                    .sadd(mappings_set, internal)
+                    .ignore();
             }
             MappingWrite::DeleteMeeting { internal } => {
                 pipe.del(format!("{mapping_prefix}{internal}"))

@@ -112,7 +112,11 @@ impl Processor {
         match (&*mapped.id, mid.as_deref(), uid.as_deref()) {
             ("meeting-created", Some(mid), _) => {
                 if let Some(ext) = mapped.meeting_field("external-meeting-id") {
-                    m.meeting_created(mid, ext, now_ms);
+                    let facts = match mapped.attributes.get("meeting") {
+                        Some(Value::Object(meeting)) => Some(super::facts::meeting_facts(meeting)),
+                        _ => None,
+                    };
+                    m.meeting_created(mid, ext, facts, now_ms);
                 }
             }
             ("user-joined", Some(mid), Some(uid)) => {
@@ -182,8 +186,10 @@ impl Processor {
             out.push(event(&hand, catalogue::to_json(&hand, now_ms), None));
         }
         out.retain(|e| self.filter.allows(&e.id));
+        let facts = mid.as_deref().and_then(|mid| self.mappings.facts(mid));
         for e in &mut out {
             e.source = self.source;
+            e.meeting = facts.cloned();
         }
         Ok(out)
     }
@@ -219,6 +225,7 @@ fn event(mapped: &Mapped, json: String, raw: Option<Arc<str>>) -> Event {
             .map(String::from),
         processed: Arc::new(Payload::new(json)),
         raw: raw.map(|r| Arc::new(Payload::new(r))),
+        meeting: None,
     }
 }
 

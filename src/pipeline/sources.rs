@@ -83,7 +83,7 @@ pub async fn restore(
         // a restart does not keep a meeting that BBB crashed for one more inactivity window.
         let activity: HashMap<String, u64> = meetings
             .iter()
-            .map(|(internal, _, last)| (internal.clone(), *last))
+            .map(|m| (m.internal.clone(), m.last_activity_ms))
             .collect();
         s.conference
             .lock()

@@ -40,7 +40,13 @@ pub trait Stage {
     /// Whether the stage sees this pair at all (scope and `init`'s event list).
     fn applies(&self, event: &Event, hook: &Hook) -> bool;
     fn on_error(&self) -> OnError;
-    fn call(&self, event: &WitEvent, hook: &WitHook) -> Result<Action, Failure>;
+    /// Calls the stage; `meeting` is what the plugin's `meeting` import answers.
+    fn call(
+        &self,
+        event: &WitEvent,
+        hook: &WitHook,
+        meeting: Option<&Arc<str>>,
+    ) -> Result<Action, Failure>;
 }
 
 impl Stage for Plugin {
@@ -56,8 +62,13 @@ impl Stage for Plugin {
         Plugin::on_error(self)
     }
 
-    fn call(&self, event: &WitEvent, hook: &WitHook) -> Result<Action, Failure> {
-        Plugin::call(self, event, hook)
+    fn call(
+        &self,
+        event: &WitEvent,
+        hook: &WitHook,
+        meeting: Option<&Arc<str>>,
+    ) -> Result<Action, Failure> {
+        Plugin::call(self, event, hook, meeting)
     }
 }
 
@@ -90,7 +101,7 @@ pub fn run<S: Stage>(stages: &[impl AsRef<S>], event: &Event, hook: &Hook, ts: u
     };
     let mut replaced = false;
     for stage in applicable {
-        match stage.call(&wit_event, &wit_hook) {
+        match stage.call(&wit_event, &wit_hook, event.meeting.as_ref()) {
             Ok(Action::Keep) => {}
             Ok(Action::Drop) => return Verdict::Drop,
             Ok(Action::Replace(json)) => {
@@ -154,7 +165,12 @@ mod tests {
         fn on_error(&self) -> OnError {
             self.on_error
         }
-        fn call(&self, event: &WitEvent, hook: &WitHook) -> Result<Action, Failure> {
+        fn call(
+            &self,
+            event: &WitEvent,
+            hook: &WitHook,
+            _meeting: Option<&Arc<str>>,
+        ) -> Result<Action, Failure> {
             let payload = if hook.get_raw {
                 &event.raw
             } else {
@@ -173,6 +189,7 @@ mod tests {
             external_meeting_id: Some("ext".into()),
             processed: Arc::new(Payload::new(r#"{"p":1}"#)),
             raw: Some(Arc::new(Payload::new(r#"{"r":1}"#))),
+            meeting: None,
         }
     }
 

@@ -18,6 +18,9 @@ pub struct Deferred {
     /// The event's other form: the bus message for a processed hook (none for an event the
     /// relay synthesized), the processed event for a raw hook.
     pub other: Option<Arc<Payload>>,
+    /// What plugins are told of the meeting ([`Event::meeting`]), as it was when the event
+    /// arrived.
+    pub meeting: Option<Arc<str>>,
 }
 
 impl Deferred {
@@ -31,6 +34,7 @@ impl Deferred {
             } else {
                 event.raw.clone()
             },
+            meeting: event.meeting.clone(),
         }
     }
 
@@ -55,6 +59,7 @@ impl Deferred {
             external_meeting_id: self.external_meeting_id.clone(),
             processed,
             raw,
+            meeting: self.meeting.clone(),
         }
     }
 
@@ -64,6 +69,7 @@ impl Deferred {
         len(&self.internal_meeting_id)
             + len(&self.external_meeting_id)
             + self.other.as_ref().map_or(0, |p| p.text().len())
+            + self.meeting.as_ref().map_or(0, |m| m.len())
     }
 }
 
@@ -79,6 +85,7 @@ mod tests {
             external_meeting_id: Some("ext".into()),
             processed: Arc::new(Payload::new(r#"{"p":1}"#)),
             raw: raw.map(|r| Arc::new(Payload::new(r))),
+            meeting: Some(r#"{"metadata":{"k":"v"}}"#.into()),
         }
     }
 
@@ -94,6 +101,7 @@ mod tests {
                 Some(r#"{"r":1}"#.into())
             );
             assert_eq!(back.internal_meeting_id.as_deref(), Some("int"));
+            assert_eq!(back.meeting, e.meeting);
             assert_eq!(back.external_meeting_id.as_deref(), Some("ext"));
             assert_eq!((back.source, back.id.as_str()), (1, "user-joined"));
         }

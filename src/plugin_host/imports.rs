@@ -1,6 +1,7 @@
-//! The host side of `wit/relay.wit` and the WASI sandbox a plugin instance runs in: what a
-//! store holds ([`State`]), the `log` and `get-config` imports, and WASI with no sockets, no
-//! name lookups, bounded random bytes and no timers.
+//! The host side of `wit/relay.wit` (0.2.0, and 0.1.0 for plugins built against it) and the
+//! WASI sandbox a plugin instance runs in: what a store holds ([`State`]), the `log`,
+//! `get-config`, `meeting` and `count-rule-match` imports, and WASI with no sockets, no name
+//! lookups, bounded random bytes and no timers.
 
 use std::{collections::HashMap, sync::Arc};
 
@@ -14,7 +15,16 @@ pub mod bindings {
     wasmtime::component::bindgen!({ world: "plugin", path: "wit" });
 }
 
+/// The host interface of 0.1.0 (`wit/0.1.0/relay.wit`), linked beside 0.2.0's so that plugins
+/// built against it load unchanged. Its exports have the same types as 0.2.0's, so both are
+/// called through [`bindings`].
+pub mod bindings_0_1 {
+    wasmtime::component::bindgen!({ world: "plugin", path: "wit/0.1.0" });
+}
+
 use bindings::bbb::relay::types::Level;
+
+use super::rules::RuleCounts;
 
 /// What a store holds for the plugin's host functions.
 pub struct State {
@@ -25,6 +35,9 @@ pub struct State {
     config: Arc<HashMap<String, String>>,
     /// Log lines the plugin may still write during this call.
     log_budget: u32,
+    /// What the `meeting` import answers during this call.
+    meeting: Option<Arc<str>>,
+    rules: Arc<RuleCounts>,
 }
 
 impl State {
@@ -34,6 +47,7 @@ impl State {
         name: Arc<str>,
         config: Arc<HashMap<String, String>>,
         memory_bytes: usize,
+        rules: Arc<RuleCounts>,
     ) -> Self {
         let mut table = ResourceTable::new();
         table.set_max_capacity(MAX_RESOURCES);
@@ -52,12 +66,15 @@ impl State {
             name,
             config,
             log_budget: LOG_LINES_PER_CALL,
+            meeting: None,
+            rules,
         }
     }
 
-    /// Starts a call: the log budget is full again.
-    pub(super) fn new_call(&mut self) {
+    /// Starts a call about an event of `meeting`: the log budget is full again.
+    pub(super) fn new_call(&mut self, meeting: Option<Arc<str>>) {
         self.log_budget = LOG_LINES_PER_CALL;
+        self.meeting = meeting;
     }
 }
 
@@ -106,6 +123,34 @@ impl bindings::bbb::relay::host::Host for State {
     fn get_config(&mut self, key: String) -> Option<String> {
         self.config.get(&key).cloned()
     }
+
+    fn meeting(&mut self) -> Option<String> {
+        self.meeting.as_deref().map(String::from)
+    }
+
+    fn count_rule_match(&mut self, name: String) {
+        self.rules.count(&name);
+    }
+}
+
+impl bindings_0_1::bbb::relay::types::Host for State {}
+
+impl bindings_0_1::bbb::relay::host::Host for State {
+    fn log(&mut self, level: bindings_0_1::bbb::relay::types::Level, message: String) {
+        use bindings_0_1::bbb::relay::types::Level as Old;
+        let level = match level {
+            Old::Trace => Level::Trace,
+            Old::Debug => Level::Debug,
+            Old::Info => Level::Info,
+            Old::Warn => Level::Warn,
+            Old::Error => Level::Error,
+        };
+        bindings::bbb::relay::host::Host::log(self, level, message);
+    }
+
+    fn get_config(&mut self, key: String) -> Option<String> {
+        bindings::bbb::relay::host::Host::get_config(self, key)
+    }
 }
 
 /// Links the host interface and WASI (with timers that refuse) into `linker`.
@@ -115,6 +160,7 @@ impl bindings::bbb::relay::host::Host for State {
 pub(super) fn link(linker: &mut Linker<State>) -> wasmtime::Result<()> {
     wasmtime_wasi::p2::add_to_linker_sync(linker)?;
     deny_waiting(linker)?;
+    bindings_0_1::Plugin::add_to_linker::<_, wasmtime::component::HasSelf<_>>(linker, |s| s)?;
     bindings::Plugin::add_to_linker::<_, wasmtime::component::HasSelf<_>>(linker, |s| s)
 }
 

@@ -14,6 +14,7 @@ mod imports;
 mod limits;
 pub mod plugin;
 pub mod reload;
+mod rules;
 pub mod set;
 pub mod settings;
 pub mod threads;

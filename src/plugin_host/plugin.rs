@@ -25,6 +25,7 @@ use super::{
     describe,
     engine::{Host, TICK},
     imports::{State, bindings, link},
+    rules::RuleCounts,
     settings::{OnError, Settings},
 };
 use crate::metrics::Metrics;
@@ -63,6 +64,8 @@ pub struct Plugin {
     next: AtomicUsize,
     breaker: Mutex<Breaker>,
     metrics: PluginMetrics,
+    /// `count-rule-match`'s counters, shared by the pool's instances.
+    rules: Arc<RuleCounts>,
 }
 
 impl Plugin {
@@ -128,6 +131,7 @@ impl Plugin {
             pool,
             next: AtomicUsize::new(0),
             breaker: Mutex::default(),
+            rules: Arc::new(RuleCounts::new(name, metrics.clone())),
             metrics: PluginMetrics::new(name, metrics),
         }
     }
@@ -171,6 +175,7 @@ impl Plugin {
             self.name.clone(),
             self.settings.config.clone(),
             (self.settings.limits.memory_mib as usize) << 20,
+            self.rules.clone(),
         );
         let mut store = Store::new(pre.engine(), state);
         store.limiter(|s| &mut s.limits);
@@ -185,8 +190,14 @@ impl Plugin {
         Ok((Warm { store, bindings }, wants))
     }
 
-    /// Calls `on-event`. A `replace` is checked to be JSON. Counts the action or the failure.
-    pub fn call(&self, event: &WitEvent, hook: &WitHook) -> Result<Action, Failure> {
+    /// Calls `on-event`, with `meeting` as what the `meeting` import answers. A `replace` is
+    /// checked to be JSON. Counts the action or the failure.
+    pub fn call(
+        &self,
+        event: &WitEvent,
+        hook: &WitHook,
+        meeting: Option<&Arc<str>>,
+    ) -> Result<Action, Failure> {
         if self.pre.is_none() {
             return Err(self.metrics.failure(Failure::NotLoaded));
         }
@@ -202,7 +213,7 @@ impl Plugin {
         let result = {
             let mut slot = self.slot();
             let started = Instant::now();
-            let result = self.call_warm(&mut slot, event, hook);
+            let result = self.call_warm(&mut slot, event, hook, meeting);
             self.metrics.timed(started.elapsed());
             result
         };
@@ -266,6 +277,7 @@ impl Plugin {
         slot: &mut Slot,
         event: &WitEvent,
         hook: &WitHook,
+        meeting: Option<&Arc<str>>,
     ) -> Result<Action, Failure> {
         if slot.warm.is_none() {
             match self.instantiate() {
@@ -280,7 +292,7 @@ impl Plugin {
             return Err(self.metrics.failure(Failure::Trap));
         };
         warm.store.set_epoch_deadline(self.deadline_ticks());
-        warm.store.data_mut().new_call();
+        warm.store.data_mut().new_call(meeting.cloned());
         let action = match warm.bindings.call_on_event(&mut warm.store, event, hook) {
             Ok(a) => a,
             Err(e) => {

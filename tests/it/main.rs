@@ -27,6 +27,7 @@ mod plugin_tools;
 mod plugins;
 mod recovery;
 mod restart;
+mod rules;
 mod secrets;
 mod sentinel;
 mod sources;

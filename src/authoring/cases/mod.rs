@@ -96,6 +96,9 @@ pub struct Case {
     pub name: Option<String>,
     pub input: Input,
     pub hook: HookSpec,
+    /// With an event: what plugins are told of its meeting (a message's comes from the
+    /// `meeting-created` of an earlier line).
+    pub meeting: Option<Value>,
     /// `None`: set-up only, nothing checked.
     pub expect: Option<Vec<Outcome>>,
 }
@@ -107,7 +110,7 @@ pub struct CaseFile {
     pub cases: Vec<Case>,
 }
 
-const KEYS: [&str; 5] = ["name", "message", "event", "hook", "expect"];
+const KEYS: [&str; 6] = ["name", "message", "event", "meeting", "hook", "expect"];
 
 /// Reads a case file.
 ///
@@ -145,6 +148,7 @@ fn parse_line(line: usize, text: &str) -> Result<Case, String> {
             name: None,
             input: Input::Message(Arc::from(text.trim())),
             hook: HookSpec::default(),
+            meeting: None,
             expect: None,
         });
     }
@@ -159,6 +163,10 @@ fn parse_line(line: usize, text: &str) -> Result<Case, String> {
         (None, Some(e)) => Input::Event(e),
         _ => return Err("a case has a message or an event, not both".into()),
     };
+    let meeting = map.remove("meeting");
+    if meeting.is_some() && matches!(input, Input::Message(_)) {
+        return Err("meeting goes with an event; a message's meeting comes from the meeting-created of an earlier line".into());
+    }
     let hook = match map.remove("hook") {
         Some(h) => serde_json::from_value(h).map_err(|e| format!("hook: {e}"))?,
         None => HookSpec::default(),
@@ -183,6 +191,7 @@ fn parse_line(line: usize, text: &str) -> Result<Case, String> {
         name,
         input,
         hook,
+        meeting,
         expect,
     })
 }

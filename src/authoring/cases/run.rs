@@ -80,7 +80,7 @@ pub fn run(file: &CaseFile, plugins: &PluginSet, filter: EventFilter) -> Vec<Cas
                 .map(|c| (c.hook, c.event, c.ts))
                 .collect(),
             Input::Event(v) => {
-                let event = Arc::new(processed_event(v));
+                let event = Arc::new(processed_event(v, case.meeting.as_ref()));
                 let ts = now;
                 matcher::matching(&snapshot, &event.id, event.external_meeting_id.as_deref())
                     .filter(|h| !h.get_raw)
@@ -122,8 +122,8 @@ fn outcome(plugins: &PluginSet, event: &Arc<Event>, hook: &Hook, ts: u64) -> Out
 }
 
 /// An event given processed: its id and meeting ids read from the JSON as the relay writes
-/// them (`data.id`, `data.attributes.meeting`).
-fn processed_event(v: &Value) -> Event {
+/// them (`data.id`, `data.attributes.meeting`), with what plugins are told of its meeting.
+fn processed_event(v: &Value, facts: Option<&Value>) -> Event {
     let data = &v["data"];
     let meeting = &data["attributes"]["meeting"];
     let text = |v: &Value| v.as_str().map(String::from);
@@ -134,5 +134,6 @@ fn processed_event(v: &Value) -> Event {
         external_meeting_id: text(&meeting["external-meeting-id"]),
         processed: Arc::new(Payload::new(v.to_string())),
         raw: None,
+        meeting: facts.map(|m| Arc::from(m.to_string())),
     }
 }

@@ -135,6 +135,9 @@ pub async fn append(
             if let Some(other) = &d.other {
                 cmd.arg("q").arg(other.text());
             }
+            if let Some(m) = &d.meeting {
+                cmd.arg("mf").arg(&**m);
+            }
         }
     }
     // Last: on a cluster, the slot of the last command is written after the others, and the

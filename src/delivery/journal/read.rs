@@ -116,6 +116,7 @@ pub async fn read_page(
                     internal_meeting_id: sid.get("im"),
                     external_meeting_id: sid.get("xm"),
                     other: sid.get::<String>("q").map(|t| Arc::new(Payload::new(t))),
+                    meeting: sid.get::<String>("mf").map(Arc::from),
                 })
             });
             Some(Stored {

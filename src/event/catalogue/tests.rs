@@ -11,7 +11,7 @@ const MID: &str = "mid-1";
 /// Mappings with meeting mid-1 -> ext-1 and user u1 (external x1, presenter, sharing).
 fn mappings() -> Mappings {
     let mut m = Mappings::new(86_400_000, false);
-    m.meeting_created(MID, "ext-1", 0);
+    m.meeting_created(MID, "ext-1", None, 0);
     let user = json!({"internal-user-id": "u1", "external-user-id": "x1", "presenter": true});
     m.user_joined(MID, "u1", user.as_object().unwrap(), 0);
     m.update_user(MID, "u1", |u| u.screenshare = true);

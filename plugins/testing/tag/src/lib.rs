@@ -2,8 +2,11 @@
 //! top-level key "chain" (created when missing) and returns `replace`. Like the other test
 //! plugins it acts only on events whose id equals config `on` (every event when unset).
 //! With `invalid = true` it replaces with text that is not JSON instead.
+//!
+//! Built against the interface's first version, `wit/0.1.0`, so that the tests that use it
+//! (hot reload, isolation, chains beside 0.2.0 plugins) show 0.1.0 plugins loading unchanged.
 
-wit_bindgen::generate!({ world: "plugin", path: "../../../wit" });
+wit_bindgen::generate!({ world: "plugin", path: "../../../wit/0.1.0" });
 
 use bbb::relay::host::{get_config, log};
 // Event, Hook, Action and Level. (A glob: the world re-exports the first three at the crate

@@ -11,7 +11,7 @@
 // `internal-meeting-id` is `event.internalMeetingId`. u64 values (`event.timestamp`,
 // `hook.id`) are BigInts; an absent option<string> is `undefined`.
 
-import { getConfig, log } from 'bbb:relay/host@0.1.0';
+import { getConfig, log } from 'bbb:relay/host@0.2.0';
 
 // Settings from the [config] table of {{name}}.toml, read once by `init`.
 // getConfig gives strings as they are and other TOML values as JSON text,
