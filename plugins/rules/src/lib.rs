@@ -7,6 +7,7 @@
 
 pub mod pattern;
 pub mod rules;
+pub mod view;
 
 #[cfg(target_arch = "wasm32")]
 mod component {
@@ -45,6 +46,7 @@ mod component {
                 callback_url: &hook.callback_url,
                 meeting_id: hook.meeting_id.as_deref(),
                 get_raw: hook.get_raw,
+                internal_meeting_id: event.internal_meeting_id.as_deref(),
                 meeting: &|| meeting(),
             };
             match rules.decide(&view) {

@@ -1,29 +1,34 @@
 //! The rules of the `[config]` table: reading and checking them (errors name the rule and the
 //! key), and deciding an event: the first rule whose pattern matches, else `default`.
 
+use std::{collections::HashMap, sync::Mutex};
+
 use serde_json::{Map, Value};
 
-use crate::pattern::Pattern;
+use crate::{pattern::Pattern, view::Wanted};
 
 /// An ordered list of rules and the action when none matches.
 pub struct Rules {
     default_keep: bool,
     rules: Vec<Rule>,
-    /// Which parts of the view some pattern looks at (the rest is not built).
-    needs: Needs,
+    /// The fields of the processed event some pattern looks at (the rest is skipped).
+    event: Option<Wanted>,
+    /// Whether some pattern looks at `hook`.
+    hook: bool,
+    /// The fields of the meeting some pattern looks at.
+    meeting: Option<Wanted>,
+    /// Those fields by internal meeting id: a meeting's facts never change, and asking the
+    /// relay and reading them costs more than the rules.
+    meetings: Mutex<HashMap<String, Value>>,
 }
+
+/// Meetings whose facts are kept; past it the cache starts again.
+const CACHED_MEETINGS: usize = 256;
 
 struct Rule {
     name: String,
     keep: bool,
     pattern: Pattern,
-}
-
-#[derive(Default, Clone, Copy)]
-struct Needs {
-    event: bool,
-    hook: bool,
-    meeting: bool,
 }
 
 /// What decided an event.
@@ -43,6 +48,8 @@ pub struct View<'a> {
     pub callback_url: &'a str,
     pub meeting_id: Option<&'a str>,
     pub get_raw: bool,
+    /// The event's internal meeting id: its facts are asked for once.
+    pub internal_meeting_id: Option<&'a str>,
     /// The meeting's facts as JSON (asked only when a pattern looks at `meeting`).
     pub meeting: &'a dyn Fn() -> Option<String>,
 }
@@ -80,16 +87,26 @@ impl Rules {
             },
         };
         let mut out = Vec::with_capacity(list.len());
-        let mut needs = Needs::default();
+        let mut wanted = Wanted::default();
         for (i, item) in list.iter().enumerate() {
             let rule = Self::rule(i, item)?;
-            note_needs(&mut needs, item.get("pattern"));
+            if let Some(pattern) = item.get("pattern") {
+                wanted.add(pattern);
+            }
             out.push(rule);
         }
+        let Wanted::Fields(mut fields) = wanted else {
+            return Err("a pattern is a table".into());
+        };
+        let hook = fields.remove("hook").is_some();
+        let meeting = fields.remove("meeting");
         Ok(Self {
             default_keep,
             rules: out,
-            needs,
+            event: (!fields.is_empty()).then_some(Wanted::Fields(fields)),
+            hook,
+            meeting,
+            meetings: Mutex::default(),
         })
     }
 
@@ -159,12 +176,12 @@ impl Rules {
     /// The parts of the view the patterns look at, as one JSON object.
     fn build(&self, view: &View<'_>) -> Value {
         let mut root = Map::new();
-        if self.needs.event
-            && let Ok(Value::Object(event)) = serde_json::from_str::<Value>(view.processed)
+        if let Some(wanted) = &self.event
+            && let Some(Value::Object(event)) = wanted.read(view.processed)
         {
             root = event;
         }
-        if self.needs.hook {
+        if self.hook {
             let mut hook = Map::new();
             hook.insert("id".into(), view.hook_id.into());
             hook.insert("callback-url".into(), view.callback_url.into());
@@ -174,13 +191,31 @@ impl Rules {
             hook.insert("get-raw".into(), view.get_raw.into());
             root.insert("hook".into(), Value::Object(hook));
         }
-        if self.needs.meeting
-            && let Some(text) = (view.meeting)()
-            && let Ok(meeting) = serde_json::from_str::<Value>(&text)
+        if let Some(wanted) = &self.meeting
+            && let Some(meeting) = self.meeting_of(wanted, view)
         {
             root.insert("meeting".into(), meeting);
         }
         Value::Object(root)
+    }
+
+    /// The wanted fields of the event's meeting, from the cache or asked for (a meeting the
+    /// relay does not know is asked for again each time).
+    fn meeting_of(&self, wanted: &Wanted, view: &View<'_>) -> Option<Value> {
+        let mut cache = self.meetings.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(id) = view.internal_meeting_id
+            && let Some(facts) = cache.get(id)
+        {
+            return Some(facts.clone());
+        }
+        let facts = wanted.read(&(view.meeting)()?)?;
+        if let Some(id) = view.internal_meeting_id {
+            if cache.len() >= CACHED_MEETINGS {
+                cache.clear();
+            }
+            cache.insert(id.to_string(), facts.clone());
+        }
+        Some(facts)
     }
 
     /// Rule `index`'s name (`rule-N` when it has none).
@@ -205,27 +240,6 @@ impl Rules {
             },
             if self.default_keep { "keep" } else { "drop" }
         )
-    }
-}
-
-/// Marks which parts of the view a pattern's top-level keys name (all for a top-level `$or`).
-fn note_needs(needs: &mut Needs, pattern: Option<&Value>) {
-    let Some(Value::Object(p)) = pattern else {
-        return;
-    };
-    for key in p.keys() {
-        match key.as_str() {
-            "hook" => needs.hook = true,
-            "meeting" => needs.meeting = true,
-            "$or" => {
-                if let Some(Value::Array(alternatives)) = p.get("$or") {
-                    for a in alternatives {
-                        note_needs(needs, Some(a));
-                    }
-                }
-            }
-            _ => needs.event = true,
-        }
     }
 }
 

@@ -11,7 +11,14 @@ fn rules(default: Option<&str>, rules: serde_json::Value) -> Result<Rules, Strin
     Rules::from_config(default, Some(&rules.to_string()))
 }
 
+/// Decides with `meeting` as the facts of a meeting of its own (each call's internal meeting
+/// id is new, so the cache never answers).
 fn decide(r: &Rules, processed: &str, url: &str, meeting: Option<&str>) -> Decision {
+    static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let id = format!(
+        "m{}",
+        NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+    );
     let meeting = meeting.map(String::from);
     let ask = move || meeting.clone();
     r.decide(&View {
@@ -20,8 +27,50 @@ fn decide(r: &Rules, processed: &str, url: &str, meeting: Option<&str>) -> Decis
         callback_url: url,
         meeting_id: None,
         get_raw: false,
+        internal_meeting_id: Some(&id),
         meeting: &ask,
     })
+}
+
+#[test]
+fn a_meetings_facts_are_asked_for_once() {
+    let r = rules(
+        None,
+        json!([{"action": "drop", "pattern": {"meeting": {"is-breakout": [true]}}}]),
+    )
+    .expect("valid");
+    let asked = std::cell::Cell::new(0);
+    let ask = || {
+        asked.set(asked.get() + 1);
+        Some(r#"{"is-breakout":true}"#.to_string())
+    };
+    let unknown = || {
+        asked.set(asked.get() + 1);
+        None
+    };
+    for (id, ask) in [
+        ("a", &ask as &dyn Fn() -> Option<String>),
+        ("a", &ask),
+        ("b", &unknown),
+        ("b", &unknown),
+    ] {
+        let view = View {
+            processed: JOINED,
+            hook_id: 1,
+            callback_url: "http://x/",
+            meeting_id: None,
+            get_raw: false,
+            internal_meeting_id: Some(id),
+            meeting: ask,
+        };
+        let keep = id == "b";
+        assert_eq!(
+            r.decide(&view) == (Decision::Default { keep: true }),
+            keep,
+            "{id}"
+        );
+    }
+    assert_eq!(asked.get(), 3, "once for a, each time for the unknown b");
 }
 
 #[test]
