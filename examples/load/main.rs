@@ -149,7 +149,7 @@ pub enum Scenario {
         #[arg(long, default_value = "testing_loop")]
         plugin_crate: String,
         /// `[plugins] cpu_priority`: auto, normal, low or idle.
-        #[arg(long, default_value = "auto")]
+        #[arg(long, default_value = "normal")]
         plugin_priority: String,
     },
     /// hooks/list and hooks/create throughput with wrk.

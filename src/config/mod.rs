@@ -380,11 +380,11 @@ pub struct PluginsConfig {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum CpuPriority {
-    /// Idle first, the relay's own priority when the machine is saturated: a call that waited
-    /// half a second for an idle thread moves to one at the relay's priority, and so do the
-    /// calls of the next two seconds. A busy plugin barely delays the relay's own work, and the
-    /// hooks in its scope slow down on a saturated machine but never stall.
-    #[default]
+    /// Idle first, the relay's own priority when a call cannot start: a call that waited half
+    /// a second for an idle thread moves to one at the relay's priority, and so do the calls
+    /// of the next two seconds. A busy plugin barely delays the relay's own work; but a call
+    /// that has started on an idle thread may wait long for CPU on a saturated machine, and
+    /// the calls of its plugin behind it.
     Auto,
     /// Only CPU time nothing else wants (Linux `SCHED_IDLE`): a busy plugin never delays the
     /// relay's own work, but on a saturated machine the hooks in its scope stall.
@@ -392,6 +392,7 @@ pub enum CpuPriority {
     /// Ten nice steps below the relay.
     Low,
     /// The relay's own priority.
+    #[default]
     Normal,
 }
 

@@ -2,11 +2,12 @@
 //! priority (`[plugins] cpu_priority`), so that on a machine short of cores a plugin that burns
 //! CPU does not slow the relay's own work (the bus, the other hooks' callbacks, the API).
 //!
-//! `auto`, the default, runs calls on threads that take only CPU time nothing else wants
-//! (Linux's `SCHED_IDLE`); a call that has not started within [`STARVED`] (the machine is
-//! saturated) moves to a thread at the relay's priority, and so do the calls of the next
-//! [`RESCUED`], so the hooks in a plugin's scope slow down on a saturated machine but never
-//! stall. Threads are not raised back from `SCHED_IDLE`: an unprivileged process may not.
+//! `auto` runs calls on threads that take only CPU time nothing else wants (Linux's
+//! `SCHED_IDLE`); a call that has not started within [`STARVED`] (the machine is saturated)
+//! moves to a thread at the relay's priority, and so do the calls of the next [`RESCUED`].
+//! Threads are not raised back from `SCHED_IDLE`: an unprivileged process may not. A call
+//! that has started at idle priority still waits for CPU on a saturated machine, so `normal`
+//! stays the default.
 
 use std::{
     sync::{
