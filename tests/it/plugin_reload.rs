@@ -29,26 +29,13 @@ async fn hot_reload_while_events_stream_loses_and_repeats_nothing() {
     // Each change is made while a chunk of joins streams in, and has taken effect before the
     // next chunk starts.
     for phase in 0..4 {
-        let publisher = {
-            let redis_url = redis.url();
-            tokio::spawn(async move {
-                let client = redis::Client::open(redis_url).expect("client");
-                let mut c = client
-                    .get_multiplexed_async_connection()
-                    .await
-                    .expect("connect");
-                for i in phase * CHUNK..(phase + 1) * CHUNK {
-                    let msg = user_joined("m1", &format!("u{i}"), &format!("user-{i}"));
-                    redis::cmd("PUBLISH")
-                        .arg("from-akka-apps-redis-channel")
-                        .arg(msg)
-                        .exec_async(&mut c)
-                        .await
-                        .expect("publish");
-                    tokio::time::sleep(Duration::from_millis(2)).await;
-                }
-            })
-        };
+        let publisher = redis
+            .spawn_paced_joins(
+                "m1",
+                phase * CHUNK..(phase + 1) * CHUNK,
+                Duration::from_millis(2),
+            )
+            .await;
         tokio::time::sleep(Duration::from_millis(100)).await;
         match phase {
             0 => {

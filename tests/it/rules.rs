@@ -160,26 +160,9 @@ async fn a_live_edit_applies_to_every_event_exactly_once_and_a_broken_one_is_kep
     redis.publish(&meeting_created("m1", "ext-1")).await;
 
     const N: usize = 600;
-    let publisher = {
-        let url = redis.url();
-        tokio::spawn(async move {
-            let client = redis::Client::open(url).expect("client");
-            let mut c = client
-                .get_multiplexed_async_connection()
-                .await
-                .expect("connect");
-            for i in 0..N {
-                let msg = user_joined("m1", &format!("u{i}"), &format!("user-{i}"));
-                redis::cmd("PUBLISH")
-                    .arg("from-akka-apps-redis-channel")
-                    .arg(msg)
-                    .exec_async(&mut c)
-                    .await
-                    .expect("publish");
-                tokio::time::sleep(Duration::from_millis(3)).await;
-            }
-        })
-    };
+    let publisher = redis
+        .spawn_paced_joins("m1", 0..N, Duration::from_millis(3))
+        .await;
     tokio::time::sleep(Duration::from_millis(300)).await;
     dir.write("30-rules.toml", parity_rules("even").as_bytes());
     wait_metric(

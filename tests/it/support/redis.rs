@@ -223,6 +223,29 @@ impl TestRedis {
         self.publish_all(&messages).await;
     }
 
+    /// Publishes, in a task of its own, a `user-joined` of meeting `mid` for user `u{i}` named
+    /// `user-{i}` for each `i`, one every `pause`: events that stream in while a test changes
+    /// something.
+    pub async fn spawn_paced_joins(
+        &self,
+        mid: &str,
+        range: std::ops::Range<usize>,
+        pause: Duration,
+    ) -> tokio::task::JoinHandle<()> {
+        let mut c = self.must_conn().await;
+        let mid = mid.to_string();
+        tokio::spawn(async move {
+            for i in range {
+                let msg = super::user_joined(&mid, &format!("u{i}"), &format!("user-{i}"));
+                let _: i64 = c
+                    .publish("from-akka-apps-redis-channel", msg)
+                    .await
+                    .expect("publish");
+                tokio::time::sleep(pause).await;
+            }
+        })
+    }
+
     /// Waits until someone (the relay) is subscribed to BBB's main channel.
     pub async fn wait_for_subscriber(&self) {
         for _ in 0..1000 {
