@@ -151,6 +151,14 @@ pub enum Scenario {
         /// `[plugins] cpu_priority`: auto, normal, low or idle.
         #[arg(long, default_value = "normal")]
         plugin_priority: String,
+        /// A control: load no plugin, and make the slow hooks' receivers take this long per
+        /// callback instead, so they fall behind as far with no CPU spent on plugins.
+        #[arg(long, default_value_t = 0)]
+        slow_receiver_ms: u64,
+        /// A control: load no plugin, and keep one core busy at the lowest priority (a thread
+        /// of this tool at `SCHED_IDLE`) while the second relay runs: what any busy core costs.
+        #[arg(long)]
+        idle_spinner: bool,
     },
     /// hooks/list and hooks/create throughput with wrk.
     Api {

@@ -24,6 +24,10 @@ pub struct Side {
     pub plugin: String,
     /// `[plugins] cpu_priority`.
     pub priority: String,
+    /// A control (when not 0): no plugin; the slow hooks' receivers take this many ms a call.
+    pub receiver_ms: u64,
+    /// A control: no plugin; a thread of this tool spins at `SCHED_IDLE` during the second run.
+    pub idle_spinner: bool,
 }
 
 /// What one side measured.
@@ -48,10 +52,18 @@ pub async fn slow_plugin(setup: &Setup, side: &Side) -> Figures {
     f
 }
 
-async fn measure(setup: &Setup, side: &Side, plugin: bool) -> Measured {
+async fn measure(setup: &Setup, side: &Side, slow: bool) -> Measured {
+    let plugin = slow;
     let redis = TestRedis::start().await;
     let dir = PluginDir::new();
     let mut extra = format!("max_queue = {}\n", side.total);
+    let plugin = plugin && side.receiver_ms == 0 && !side.idle_spinner;
+    let _spinner = (slow && side.idle_spinner).then(Spinner::start);
+    let slow_delay = if slow && side.receiver_ms > 0 {
+        Duration::from_millis(side.receiver_ms)
+    } else {
+        Duration::ZERO
+    };
     if plugin {
         let ids: Vec<String> = (2..side.slow_hooks + 2).map(|i| i.to_string()).collect();
         let toml = format!(
@@ -73,7 +85,7 @@ async fn measure(setup: &Setup, side: &Side, plugin: bool) -> Measured {
     assert_eq!(relay.create_hook(&free.url("/free")).await, 1);
     let mut slow = Vec::new();
     for i in 0..side.slow_hooks {
-        let s = Sink::start(Duration::ZERO).await;
+        let s = Sink::start(slow_delay).await;
         relay.create_hook(&s.url(&format!("/slow/{i}"))).await;
         slow.push(s);
     }
@@ -98,5 +110,33 @@ async fn measure(setup: &Setup, side: &Side, plugin: bool) -> Measured {
         slow_per_s: (side.total * side.slow_hooks) as f64
             / last.duration_since(start).as_secs_f64().max(1e-9),
         ok,
+    }
+}
+
+/// A thread that keeps one core busy at the lowest priority until dropped.
+struct Spinner(std::sync::Arc<std::sync::atomic::AtomicBool>);
+
+impl Spinner {
+    fn start() -> Self {
+        use std::sync::atomic::{AtomicBool, Ordering};
+        let stop = std::sync::Arc::new(AtomicBool::new(false));
+        let flag = stop.clone();
+        std::thread::spawn(move || {
+            // SAFETY: lowers this thread's own policy; `param` outlives the call.
+            unsafe {
+                let param = libc::sched_param { sched_priority: 0 };
+                libc::sched_setscheduler(0, libc::SCHED_IDLE, &param);
+            }
+            while !flag.load(Ordering::Relaxed) {
+                std::hint::spin_loop();
+            }
+        });
+        Self(stop)
+    }
+}
+
+impl Drop for Spinner {
+    fn drop(&mut self) {
+        self.0.store(true, std::sync::atomic::Ordering::Relaxed);
     }
 }

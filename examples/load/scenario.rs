@@ -100,6 +100,8 @@ pub async fn run(scenario: &Scenario, setup: &Setup) -> Figures {
             plugin_instances,
             plugin_crate,
             plugin_priority,
+            slow_receiver_ms,
+            idle_spinner,
         } => {
             let side = crate::plugins::Side {
                 rate,
@@ -109,6 +111,8 @@ pub async fn run(scenario: &Scenario, setup: &Setup) -> Figures {
                 instances: plugin_instances,
                 plugin: plugin_crate,
                 priority: plugin_priority,
+                receiver_ms: slow_receiver_ms,
+                idle_spinner,
             };
             crate::plugins::slow_plugin(setup, &side).await
         }
