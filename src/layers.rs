@@ -154,7 +154,7 @@ const CRATE: &[&[&str]] = &[
     &["conference", "plugin_host"],
     &["route"],
     &["delivery"],
-    &["api", "replay", "authoring"],
+    &["api", "replay", "authoring", "xapi"],
     &["pipeline"],
 ];
 

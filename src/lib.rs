@@ -35,7 +35,7 @@
 //! Layers, bottom first, each importing only from those before it (`src/layers.rs` tests it):
 //! `base`, `redis_conn`, `shutdown`, `systemd`; `config`; `store_conn`; `redis_index`,
 //! `metrics`; `bus`; `fleet`; `event`; `hooks`; `conference`, `plugin_host`; `route`;
-//! `delivery`; `api`, `replay`; `pipeline`. Where a lower layer must reach a higher one it
+//! `delivery`; `api`, `replay`, `xapi`; `pipeline`. Where a lower layer must reach a higher one it
 //! defines the interface: [`event::process::Observer`] (the conference follows the events),
 //! [`hooks::store::QueueRemover`] (a removed hook's queue goes too).
 //!
@@ -61,6 +61,7 @@ pub(crate) mod route;
 pub(crate) mod shutdown;
 pub(crate) mod store_conn;
 pub(crate) mod systemd;
+pub(crate) mod xapi;
 
 // The interface. Three modules are public as they are: `base` (leaf helpers: digests, form
 // encoding, ids, Redis key names), `config` (the configuration, plain data) and `replay` (the

@@ -9,6 +9,7 @@ mod load;
 pub mod reference;
 mod sources;
 mod validate;
+pub mod xapi;
 
 use std::{net::SocketAddr, path::PathBuf};
 
@@ -35,6 +36,7 @@ pub struct Config {
     pub sources: Vec<SourceConfig>,
     pub store: StoreConfig,
     pub fleet: FleetConfig,
+    pub xapi: xapi::XapiConfig,
     /// The reference's configuration read under this one (`--reference-config`).
     #[serde(skip)]
     pub reference_config: Option<std::path::PathBuf>,

@@ -19,6 +19,7 @@ pub struct Reference {
 const IN: &str = "modules.../in/redis/index.js.config";
 const OUT: &str = "modules.../out/webhooks/index.js.config";
 const DB: &str = "modules.../db/redis/index.js.config";
+const XAPI: &str = "modules.../out/xapi/index.js";
 
 /// Reads a reference configuration file.
 ///
@@ -187,6 +188,35 @@ pub fn translate(yaml: &Value) -> Reference {
             set(&mut r.keys, ours, v);
         }
     }
+    // The xAPI module: on when present, unless `enabled: false`.
+    if all.iter().any(|(k, _)| k.starts_with(XAPI)) {
+        let enabled = take(&format!("{XAPI}.enabled"));
+        let on = !matches!(enabled, Some(Value::Bool(false)));
+        set(&mut r.keys, "xapi.enabled", json!(on));
+        let _ = take(&format!("{XAPI}.type"));
+        for (theirs, ours) in [
+            ("config.lrs.lrs_endpoint", "xapi.lrs_endpoint"),
+            ("config.lrs.lrs_username", "xapi.lrs_username"),
+            ("config.lrs.lrs_password", "xapi.lrs_password"),
+            ("config.uuid_namespace", "xapi.uuid_namespace"),
+            ("config.server.domain", "xapi.server_domain"),
+        ] {
+            if let Some(v) = take(&format!("{XAPI}.{theirs}")).as_ref().and_then(text) {
+                set(&mut r.keys, ours, json!(v));
+            }
+        }
+        // Its Redis keys name the reference's own state, which hookrelay does not use.
+        for k in [
+            "meetings",
+            "meetingPrefix",
+            "users",
+            "userPrefix",
+            "polls",
+            "pollPrefix",
+        ] {
+            let _ = take(&format!("{XAPI}.config.redis.keys.{k}"));
+        }
+    }
     let mut permanent = format!("{OUT}.permanentURLs");
     let mut urls = take(&permanent);
     if urls.is_none() {
@@ -329,6 +359,42 @@ modules:
                 "modules.../out/webhooks/index.js.config.queueSize",
             ]
         );
+    }
+
+    #[test]
+    fn the_xapi_module_is_read() {
+        // As bbb-webhooks 3.x's default.example.yml lays it out.
+        let yaml = r#"
+modules:
+  ../out/xapi/index.js:
+    enabled: true
+    type: out
+    config:
+      lrs:
+        lrs_endpoint: https://your_lrs.endpoint
+        lrs_username: user
+        lrs_password: pass
+      uuid_namespace: 01234567-89ab-cdef-0123-456789abcdef
+      redis:
+        keys:
+          meetings: bigbluebutton:webhooks:xapi:meetings
+          meetingPrefix: bigbluebutton:webhooks:xapi:meeting
+          users: bigbluebutton:webhooks:xapi:users
+          userPrefix: bigbluebutton:webhooks:xapi:user
+          polls: bigbluebutton:webhooks:xapi:polls
+          pollPrefix: bigbluebutton:webhooks:xapi:poll
+"#;
+        let r = translate(&serde_saphyr::from_str(yaml).unwrap());
+        assert_eq!(
+            Value::Object(r.keys.clone()),
+            json!({"xapi": {"enabled": true, "lrs_endpoint": "https://your_lrs.endpoint",
+                "lrs_username": "user", "lrs_password": "pass",
+                "uuid_namespace": "01234567-89ab-cdef-0123-456789abcdef"}})
+        );
+        assert!(r.ignored.is_empty(), "{:?}", r.ignored);
+        let off = yaml.replace("enabled: true", "enabled: false");
+        let r = translate(&serde_saphyr::from_str(&off).unwrap());
+        assert_eq!(r.keys["xapi"]["enabled"], false);
     }
 
     #[test]

@@ -125,6 +125,6 @@ impl Config {
         if self.mapping.inactivity_timeout_s == 0 {
             return fail("mapping.inactivity_timeout_s", "must be greater than 0");
         }
-        Ok(())
+        self.xapi.validate().map_err(ConfigError)
     }
 }

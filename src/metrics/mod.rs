@@ -8,6 +8,7 @@ pub mod bus;
 pub mod fleet;
 pub mod live;
 pub mod merge;
+pub mod xapi;
 
 use std::sync::Arc;
 
@@ -116,6 +117,7 @@ pub struct Metrics {
     /// Per source.
     pub bus: bus::BusMetrics,
     pub fleet: fleet::FleetMetrics,
+    pub xapi: xapi::XapiMetrics,
     pub callbacks_delivered: Counter,
     pub callback_failures: Family<ReasonLabel, Counter>,
     pub hooks_removed: Counter,
@@ -244,6 +246,7 @@ impl Metrics {
         );
         m.bus.register(r);
         m.fleet.register(r);
+        m.xapi.register(r);
         m.register_delivery(r);
         m.register_relay(r);
         m.register_plugins(r);

@@ -64,6 +64,8 @@ pub struct ProcessStage {
     pub cursors: Option<Cursors>,
     /// In a fleet: nothing is queued once the lease is lost.
     pub fence: Fence,
+    /// The xAPI output, when on.
+    pub xapi: Option<crate::xapi::Output>,
 }
 
 impl ProcessStage {
@@ -157,6 +159,10 @@ impl ProcessStage {
                 conference::persist::add_changes(&mut state, keys, &changes);
             }
         }
+        if let Some(xapi) = &mut self.xapi {
+            let mut conn = self.dispatcher.conn();
+            xapi.add(&routed.events, &mut conn, &mut state).await;
+        }
         if let Some(cursors) = &mut self.cursors {
             cursors.advance(batch, &self.sources, &mut state);
         }
@@ -164,9 +170,14 @@ impl ProcessStage {
             return false;
         }
         let arrivals: Vec<std::time::Instant> = batch.iter().map(|m| m.arrived).collect();
-        self.dispatcher
+        let accepted = self
+            .dispatcher
             .accept(state, routed.callbacks, &arrivals)
-            .await
+            .await;
+        if accepted && let Some(xapi) = &mut self.xapi {
+            xapi.wake();
+        }
+        accepted
     }
 
     /// Routes `batch` with the hooks and plugins in force now (the plugins only say which

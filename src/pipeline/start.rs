@@ -360,6 +360,15 @@ impl Start<'_> {
                 "callbacks are queued; each hook's deliverer resumes them"
             );
         }
+        let xapi = crate::xapi::Output::start(
+            config,
+            source_table.clone(),
+            conn,
+            self.metrics.clone(),
+            self.tracker,
+            token,
+        )
+        .await;
         let stage = stage::ProcessStage {
             router,
             last_snapshot: None,
@@ -372,6 +381,7 @@ impl Start<'_> {
             conferences: sources.iter().map(|s| s.conference.clone()).collect(),
             cursors: fence.is_fleet().then(Cursors::default),
             fence,
+            xapi,
         };
         Some((stage, first, wired.bus))
     }

@@ -32,3 +32,4 @@ mod secrets;
 mod sentinel;
 mod sources;
 mod upgrade;
+mod xapi;

@@ -5,6 +5,7 @@ pub mod bad_receiver;
 pub mod bbb_api;
 pub mod cluster;
 mod common;
+pub mod lrs;
 pub mod netns;
 pub mod plugins;
 pub mod process;

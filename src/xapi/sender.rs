@@ -1,0 +1,298 @@
+//! Sends one LRS's queue, a statement at a time in queue order (so each meeting's statements
+//! arrive in the order of its events): a statement leaves the queue when the LRS took it
+//! (2xx, or 409: it holds that id already), or refused it for good (another 4xx; after the
+//! retry schedule for 401 and 403). An outage (no connection, a timeout, 5xx, 408, 429) is
+//! waited out on the retry schedule, whose last interval repeats without end.
+
+use std::{
+    collections::HashMap,
+    sync::{
+        Arc, Mutex,
+        atomic::{AtomicUsize, Ordering},
+    },
+    time::{Duration, Instant},
+};
+
+use tokio::sync::Notify;
+use tokio_util::sync::CancellationToken;
+
+use super::{
+    lrs::{Auth, Lrs, PayloadError},
+    store::{self, Queued},
+};
+use crate::{
+    config::xapi::XapiConfig,
+    delivery::retry::RetryPolicy,
+    metrics::Metrics,
+    metrics::xapi::{LrsReasonLabels, XapiMetrics},
+    store_conn::StoreConn,
+};
+
+/// Statements read from a queue at a time.
+const PAGE: usize = 64;
+/// How often an idle sender looks at its queue without being woken (another instance of a
+/// fleet may have queued for it before this one took over).
+const IDLE_LOOK: Duration = Duration::from_secs(5);
+
+/// What every sender shares.
+pub struct Shared {
+    pub conn: StoreConn,
+    pub http: reqwest::Client,
+    pub config: XapiConfig,
+    /// Shared secrets by source name.
+    pub secrets: HashMap<String, String>,
+    pub metrics: Arc<Metrics>,
+    /// Decrypted payloads (a PBKDF2 of 10,000 rounds each): by payload text.
+    resolved: Mutex<HashMap<String, Result<Lrs, PayloadError>>>,
+}
+
+impl Shared {
+    pub fn new(
+        conn: StoreConn,
+        config: XapiConfig,
+        secrets: HashMap<String, String>,
+        metrics: Arc<Metrics>,
+    ) -> Result<Self, reqwest::Error> {
+        let timeout = Duration::from_millis(config.request_timeout_ms);
+        let http = reqwest::Client::builder()
+            .timeout(timeout)
+            .connect_timeout(timeout)
+            .redirect(reqwest::redirect::Policy::none())
+            .user_agent(concat!("hookrelay/", env!("CARGO_PKG_VERSION")))
+            .build()?;
+        Ok(Self {
+            conn,
+            http,
+            config,
+            secrets,
+            metrics,
+            resolved: Mutex::new(HashMap::new()),
+        })
+    }
+
+    /// The LRS of a statement: its meeting's (decrypted with its server's secret), else the
+    /// default one.
+    ///
+    /// # Errors
+    /// When the payload cannot be used, or there is no default LRS.
+    pub fn resolve(
+        &self,
+        payload: Option<&str>,
+        source: Option<&str>,
+    ) -> Result<Lrs, PayloadError> {
+        let Some(payload) = payload else {
+            return Lrs::default_of(&self.config).ok_or(PayloadError::Endpoint);
+        };
+        let mut cache = self.resolved.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(r) = cache.get(payload) {
+            return r.clone();
+        }
+        let secret = source
+            .and_then(|s| self.secrets.get(s))
+            .or_else(|| {
+                self.secrets
+                    .values()
+                    .next()
+                    .filter(|_| self.secrets.len() == 1)
+            })
+            .map_or("", String::as_str);
+        let r = Lrs::of_payload(payload, secret, &self.config);
+        if cache.len() >= 1024 {
+            cache.clear();
+        }
+        cache.insert(payload.to_string(), r.clone());
+        r
+    }
+
+    fn xapi(&self) -> &XapiMetrics {
+        &self.metrics.xapi
+    }
+}
+
+/// A sender's handle: wakes it, counts what waits in its queue.
+#[derive(Clone, Default)]
+pub struct Handle {
+    pub wake: Arc<Notify>,
+    pub depth: Arc<AtomicUsize>,
+}
+
+/// How a post ended.
+enum Outcome {
+    Taken,
+    /// Not now: try again (reason label, status if any).
+    Again(&'static str, Option<u16>),
+    /// Never: the statement goes.
+    Refused(u16),
+}
+
+/// Sends the queue `key` (host `host`) until `token` is cancelled.
+pub async fn run(
+    shared: Arc<Shared>,
+    key: String,
+    host: String,
+    handle: Handle,
+    token: CancellationToken,
+) {
+    let mut conn = shared.conn.clone();
+    let label = XapiMetrics::lrs(&host);
+    let policy = RetryPolicy::new(&shared.config.retry_intervals_ms, true);
+    let queued = shared.xapi().queued.get_or_create(&label).clone();
+    loop {
+        queued.set(i64::try_from(handle.depth.load(Ordering::Relaxed)).unwrap_or(i64::MAX));
+        let page = match store::read(&mut conn, &key, PAGE).await {
+            Ok(p) => p,
+            Err(e) => {
+                tracing::warn!(lrs = %host, error = %e, "cannot read the xAPI queue; trying again");
+                if pause(&token, Duration::from_secs(1)).await {
+                    return;
+                }
+                continue;
+            }
+        };
+        if page.is_empty() {
+            tokio::select! {
+                () = handle.wake.notified() => {}
+                () = tokio::time::sleep(IDLE_LOOK) => {}
+                () = token.cancelled() => return,
+            }
+            continue;
+        }
+        for q in page {
+            if !send_one(&shared, &host, &policy, &q, &token).await {
+                return;
+            }
+            loop {
+                match store::remove(&mut conn, &key, &q.id).await {
+                    Ok(()) => break,
+                    Err(e) => {
+                        tracing::warn!(lrs = %host, error = %e, "cannot remove a sent xAPI statement; trying again");
+                        if pause(&token, Duration::from_secs(1)).await {
+                            return;
+                        }
+                    }
+                }
+            }
+            let left = handle.depth.load(Ordering::Relaxed).saturating_sub(1);
+            handle.depth.store(left, Ordering::Relaxed);
+            queued.set(i64::try_from(left).unwrap_or(i64::MAX));
+        }
+    }
+}
+
+/// Sleeps `d`; `true` when cancelled first.
+async fn pause(token: &CancellationToken, d: Duration) -> bool {
+    tokio::select! {
+        () = tokio::time::sleep(d) => false,
+        () = token.cancelled() => true,
+    }
+}
+
+/// Tries one statement until it is taken or refused; `false` when cancelled first.
+async fn send_one(
+    shared: &Shared,
+    host: &str,
+    policy: &RetryPolicy,
+    q: &Queued,
+    token: &CancellationToken,
+) -> bool {
+    let lrs = match shared.resolve(q.lrs_payload.as_deref(), q.source.as_deref()) {
+        Ok(l) => l,
+        Err(e) => {
+            // Checked when it was queued; only a changed secret gets here.
+            tracing::warn!(lrs = %host, reason = %e, "an xAPI statement's LRS payload is unusable now; the statement is dropped");
+            fail(shared, host, e.reason());
+            return true;
+        }
+    };
+    let mut failures = 0usize;
+    loop {
+        let started = Instant::now();
+        let outcome = post(&shared.http, &lrs, &q.statement).await;
+        shared
+            .xapi()
+            .latency
+            .get_or_create(&XapiMetrics::lrs(host))
+            .observe(started.elapsed().as_secs_f64());
+        let (reason, status) = match outcome {
+            Outcome::Taken => {
+                shared
+                    .xapi()
+                    .sent
+                    .get_or_create(&XapiMetrics::lrs(host))
+                    .inc();
+                if failures > 0 {
+                    tracing::info!(lrs = %host, failures, "the LRS takes xAPI statements again");
+                }
+                return true;
+            }
+            Outcome::Refused(status) => {
+                tracing::warn!(lrs = %host, status, "the LRS refused an xAPI statement; it is dropped");
+                fail(shared, host, "rejected_4xx");
+                return true;
+            }
+            Outcome::Again(reason, status) => (reason, status),
+        };
+        failures += 1;
+        fail(shared, host, reason);
+        let auth = matches!(status, Some(401 | 403));
+        let delay = if auth {
+            RetryPolicy::new(&shared.config.retry_intervals_ms, false).next_delay(failures)
+        } else {
+            policy.next_delay(failures)
+        };
+        let Some(delay) = delay else {
+            tracing::warn!(lrs = %host, ?status, failures, "the LRS refuses these credentials; an xAPI statement is dropped");
+            return true;
+        };
+        if failures == 1 {
+            tracing::warn!(lrs = %host, reason, ?status, "an LRS does not take xAPI statements; they wait and are tried again");
+        } else {
+            tracing::debug!(lrs = %host, reason, ?status, failures, "the LRS still does not take xAPI statements");
+        }
+        if pause(token, delay).await {
+            return false;
+        }
+    }
+}
+
+fn fail(shared: &Shared, host: &str, reason: &str) {
+    shared
+        .xapi()
+        .failed
+        .get_or_create(&LrsReasonLabels {
+            lrs: host.into(),
+            reason: reason.into(),
+        })
+        .inc();
+}
+
+async fn post(http: &reqwest::Client, lrs: &Lrs, statement: &str) -> Outcome {
+    let mut req = http
+        .post(&lrs.url)
+        .header("Content-Type", "application/json")
+        .header("X-Experience-API-Version", "1.0.0")
+        .body(statement.to_string());
+    req = match &lrs.auth {
+        Auth::None => req,
+        Auth::Basic { user, password } => req.basic_auth(user, Some(password)),
+        Auth::Bearer(t) => req.bearer_auth(t),
+    };
+    match req.send().await {
+        Ok(resp) => {
+            let status = resp.status().as_u16();
+            // Read the body so the connection is reused.
+            let _ = resp.bytes().await;
+            match status {
+                200..=299 | 409 => Outcome::Taken,
+                408 => Outcome::Again("timeout", Some(status)),
+                429 => Outcome::Again("status_429", Some(status)),
+                401 | 403 => Outcome::Again("auth", Some(status)),
+                500..=599 => Outcome::Again("status_5xx", Some(status)),
+                _ => Outcome::Refused(status),
+            }
+        }
+        Err(e) if e.is_timeout() => Outcome::Again("timeout", None),
+        Err(e) if e.is_connect() => Outcome::Again("connect", None),
+        Err(_) => Outcome::Again("network", None),
+    }
+}
