@@ -296,3 +296,67 @@ async fn post(http: &reqwest::Client, lrs: &Lrs, statement: &str) -> Outcome {
         Err(_) => Outcome::Again("network", None),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An LRS on loopback answering each path's status (`/409/xAPI/statements` answers 409).
+    async fn lrs() -> String {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        let addr = listener.local_addr().expect("addr");
+        let app = axum::Router::new().fallback(|uri: axum::http::Uri| async move {
+            let code: u16 = uri
+                .path()
+                .trim_start_matches('/')
+                .split('/')
+                .next()
+                .and_then(|c| c.parse().ok())
+                .unwrap_or(500);
+            axum::http::StatusCode::from_u16(code)
+                .unwrap_or(axum::http::StatusCode::INTERNAL_SERVER_ERROR)
+        });
+        tokio::spawn(async move { axum::serve(listener, app).await });
+        format!("http://{addr}")
+    }
+
+    #[tokio::test]
+    async fn what_each_answer_means() {
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let base = lrs().await;
+        let http = reqwest::Client::new();
+        let outcome = |code: u16| {
+            let (http, url) = (http.clone(), format!("{base}/{code}/xAPI/statements"));
+            async move {
+                let lrs = Lrs {
+                    url,
+                    auth: Auth::Bearer("t".into()),
+                };
+                match post(&http, &lrs, "{}").await {
+                    Outcome::Taken => "taken".to_string(),
+                    Outcome::Again(reason, _) => format!("again {reason}"),
+                    Outcome::Refused(s) => format!("refused {s}"),
+                }
+            }
+        };
+        assert_eq!(outcome(200).await, "taken");
+        assert_eq!(outcome(204).await, "taken");
+        assert_eq!(outcome(409).await, "taken", "the LRS holds that id already");
+        assert_eq!(outcome(500).await, "again status_5xx");
+        assert_eq!(outcome(503).await, "again status_5xx");
+        assert_eq!(outcome(429).await, "again status_429");
+        assert_eq!(outcome(408).await, "again timeout");
+        assert_eq!(outcome(401).await, "again auth");
+        assert_eq!(outcome(400).await, "refused 400");
+        let refused = Lrs {
+            url: "http://127.0.0.1:9/xAPI/statements".into(),
+            auth: Auth::None,
+        };
+        assert!(matches!(
+            post(&http, &refused, "{}").await,
+            Outcome::Again("connect", None)
+        ));
+    }
+}

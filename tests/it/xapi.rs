@@ -261,6 +261,23 @@ async fn a_kill_9_mid_meeting_while_the_lrs_is_down_loses_nothing() {
         7.0,
     )
     .await;
+    // The meeting's state is in the store, with an expiry.
+    let state = "hookrelay:xapi:state:default:m3-int";
+    let mut conn = redis.conn().await.expect("redis");
+    let ttl: i64 = redis::cmd("TTL")
+        .arg(state)
+        .query_async(&mut conn)
+        .await
+        .expect("TTL");
+    assert!(ttl > 80_000 && ttl <= 86_400, "{ttl}");
+    assert_eq!(
+        redis
+            .hgetall(state)
+            .await
+            .get("u:w_uxw0dzhtvk0l")
+            .map(String::as_str),
+        Some("Mary Sue")
+    );
     relay.kill9().await;
     let relay = RelayProcess::start(&redis, &extra).await;
     ralph.start_again().await;
@@ -269,6 +286,8 @@ async fn a_kill_9_mid_meeting_while_the_lrs_is_down_loses_nothing() {
     let got = ralph.wait_for(VERBS.len()).await;
     assert_whole(&got);
     assert_eq!(got[17]["actor"]["account"]["name"], "John Doe");
+    // Gone with the meeting's end.
+    assert!(redis.hgetall(state).await.is_empty());
     drop(relay);
 }
 
@@ -354,4 +373,46 @@ async fn each_tenant_gets_its_own_lrs_and_a_bad_payload_sends_nothing() {
     for secret in [SECRET, PASSWORD, encrypted.as_str()] {
         assert!(!log.contains(secret), "the log shows a secret");
     }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_fleet_takeover_mid_meeting_loses_nothing_and_sends_nothing_twice() {
+    let Some(ralph) = Ralph::start().await else {
+        return;
+    };
+    let mut gate = Gate::start(&ralph.url()).await;
+    let redis = TestRedis::start().await;
+    let extra = format!("{}{}", crate::fleet::FLEET, config(&gate.url()));
+    let first = RelayProcess::start(&redis, &extra).await;
+    let deadline = tokio::time::Instant::now() + PATIENCE;
+    while !crate::fleet::holds_lease(&first).await {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "never took the lease"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let second = RelayProcess::start(&redis, &extra).await;
+    let lines = meeting("m5", json!({}));
+    publish(&redis, &lines[..10]).await;
+    assert_eq!(ralph.wait_for(7).await.len(), 7);
+    // The LRS goes away; what the holder makes waits in its queue, then the holder dies.
+    gate.close().await;
+    publish(&redis, &lines[10..19]).await;
+    let host = gate.addr.to_string();
+    metric_reaches(
+        &first,
+        &format!("hookrelay_xapi_statements_queued{{lrs=\"{host}\"}}"),
+        7.0,
+    )
+    .await;
+    first.kill9().await;
+    // Published while the other instance takes over: it kept them.
+    publish(&redis, &lines[19..]).await;
+    gate.open().await;
+    let got = ralph.wait_for(VERBS.len()).await;
+    assert_whole(&got);
+    assert!(crate::fleet::holds_lease(&second).await);
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(ralph.statements().await.len(), VERBS.len());
 }

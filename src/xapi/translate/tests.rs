@@ -233,3 +233,29 @@ fn metadata_disables_names_the_actor_and_names_the_lrs() {
     let other = json!({"data": {"id": "rap-archive-started", "attributes": {"meeting": {"internal-meeting-id": "m2"}}}});
     assert_eq!(run(&other).0, Ok(None));
 }
+
+#[test]
+fn a_multi_answer_poll_response_uses_xapis_separator() {
+    let mut state = State::default();
+    state.meeting.enabled = true;
+    state.polls.insert(
+        "p".into(),
+        Poll {
+            question: "Q".into(),
+            choices: vec![],
+        },
+    );
+    let responded = json!({"data": {"id": "poll-responded", "attributes": {
+        "meeting": {"internal-meeting-id": "m"}, "user": {"internal-user-id": "u"},
+        "poll": {"id": "p", "answerIds": [0, 2]}}, "event": {"ts": 5}}});
+    let input = Input {
+        processed: &responded,
+        raw: None,
+        raw_text: None,
+    };
+    let st = translate(&ids(), &input, Some(&state), &mut Vec::new())
+        .expect("made")
+        .expect("statement");
+    assert_eq!(st.json["result"]["response"], "0[,]2");
+    assert_eq!(st.json["actor"]["account"]["name"], "<unknown>");
+}
