@@ -14,6 +14,7 @@
 //! target/release/examples/load meetings --meetings 1000 --users 10
 //! target/release/examples/load fanout --hooks 2000 --events 5
 //! target/release/examples/load slow-plugin --rate 50 --seconds 6 --slow-hooks 10 --plugin-ms 10
+//! target/release/examples/load xapi --meetings 200 [--ralph]
 //! ```
 //! `--relay-bin OLD --relay-bin NEW` alternates two builds run by run (ratios in one run).
 
@@ -28,6 +29,7 @@ mod plugins;
 mod procstat;
 mod scenario;
 mod sink;
+mod xapi;
 
 use std::path::PathBuf;
 
@@ -159,6 +161,15 @@ pub enum Scenario {
         /// of this tool at `SCHED_IDLE`) while the second relay runs: what any busy core costs.
         #[arg(long)]
         idle_spinner: bool,
+    },
+    /// The xAPI output: the fixtures' meeting N times over, statements to a lean receiver (or
+    /// to Ralph, a real LRS): statements/s and the relay's CPU per statement.
+    Xapi {
+        #[arg(long, default_value_t = 200)]
+        meetings: usize,
+        /// Send to Ralph (scripts/ensure-ralph.sh installs it) instead of a lean receiver.
+        #[arg(long)]
+        ralph: bool,
     },
     /// hooks/list and hooks/create throughput with wrk.
     Api {

@@ -87,6 +87,7 @@ pub async fn run(scenario: &Scenario, setup: &Setup) -> Figures {
         Scenario::Restart { hooks, events } => restart(setup, hooks, events).await,
         Scenario::Idle { seconds, hooks } => idle(setup, seconds, hooks).await,
         Scenario::Api { hooks, seconds } => crate::api::run(setup, hooks, seconds).await,
+        Scenario::Xapi { meetings, ralph } => crate::xapi::run(setup, meetings, ralph).await,
         Scenario::Outage { hooks, events } => crate::memory::outage(setup, hooks, events).await,
         Scenario::Meetings { meetings, users } => {
             crate::memory::meetings(setup, meetings, users).await
