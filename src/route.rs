@@ -161,6 +161,10 @@ impl Router {
             };
             for event in events {
                 let event = Arc::new(event);
+                if event.filtered {
+                    out.events.push(event);
+                    continue;
+                }
                 let hooks =
                     matcher::matching(snapshot, &event.id, event.external_meeting_id.as_deref());
                 for hook in hooks {

@@ -41,7 +41,11 @@ fn meeting(i: usize) -> Vec<String> {
 pub async fn run(setup: &Setup, meetings: usize, ralph: bool) -> Figures {
     let redis = TestRedis::start().await;
     let lrs = if ralph {
-        Some(Ralph::start().await.expect("Ralph: run scripts/ensure-ralph.sh"))
+        Some(
+            Ralph::start()
+                .await
+                .expect("Ralph: run scripts/ensure-ralph.sh"),
+        )
     } else {
         None
     };
@@ -67,7 +71,9 @@ pub async fn run(setup: &Setup, meetings: usize, ralph: bool) -> Figures {
     }
     let elapsed = match &lrs {
         Some(_) => start.elapsed(),
-        None => sink.last_arrival().map_or(start.elapsed(), |t| t.duration_since(start)),
+        None => sink
+            .last_arrival()
+            .map_or(start.elapsed(), |t| t.duration_since(start)),
     };
     let cpu = procstat::cpu_seconds(relay.pid()).unwrap_or(0.0) - cpu_before;
     relay.kill9().await;
@@ -76,7 +82,10 @@ pub async fn run(setup: &Setup, meetings: usize, ralph: bool) -> Figures {
         ..Figures::default()
     };
     f.push("statements", got as f64);
-    f.push("statements_per_s", got as f64 / elapsed.as_secs_f64().max(1e-9));
+    f.push(
+        "statements_per_s",
+        got as f64 / elapsed.as_secs_f64().max(1e-9),
+    );
     f.push("relay_cpu_us_per_statement", cpu * 1e6 / got.max(1) as f64);
     f
 }

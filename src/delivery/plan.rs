@@ -104,6 +104,7 @@ mod tests {
             processed: Arc::new(Payload::new(text.to_string())),
             raw: None,
             meeting: None,
+            filtered: false,
         })
     }
 

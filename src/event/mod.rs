@@ -61,6 +61,9 @@ pub struct Event {
     /// What plugins are told of the event's meeting (JSON, from its `meeting-created`, kept in
     /// the store); `None` when the relay did not see the meeting created.
     pub meeting: Option<Arc<str>>,
+    /// Kept from hooks by `[delivery]`'s include / exclude lists, and made only for the other
+    /// outputs (xAPI), which see every event as the reference's do.
+    pub filtered: bool,
 }
 
 impl Event {

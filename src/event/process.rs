@@ -67,6 +67,8 @@ pub struct Processor {
     observer: Option<Arc<dyn Observer>>,
     /// Marks every event made.
     source: SourceId,
+    /// Events the filter keeps from hooks are made anyway, marked `filtered`.
+    keep_filtered: bool,
 }
 
 impl Processor {
@@ -76,7 +78,15 @@ impl Processor {
             filter,
             observer: None,
             source: 0,
+            keep_filtered: false,
         }
+    }
+
+    /// Makes the events the filter keeps from hooks too, marked [`Event::filtered`] (for the
+    /// xAPI output, which sees every event).
+    pub fn keeping_filtered(mut self) -> Self {
+        self.keep_filtered = true;
+        self
     }
 
     /// Marks the events made as coming from `source`.
@@ -185,7 +195,13 @@ impl Processor {
             }
             out.push(event(&hand, catalogue::to_json(&hand, now_ms), None));
         }
-        out.retain(|e| self.filter.allows(&e.id));
+        if self.keep_filtered {
+            for e in &mut out {
+                e.filtered = !self.filter.allows(&e.id);
+            }
+        } else {
+            out.retain(|e| self.filter.allows(&e.id));
+        }
         let facts = mid.as_deref().and_then(|mid| self.mappings.facts(mid));
         for e in &mut out {
             e.source = self.source;
@@ -226,6 +242,7 @@ fn event(mapped: &Mapped, json: String, raw: Option<Arc<str>>) -> Event {
         processed: Arc::new(Payload::new(json)),
         raw: raw.map(|r| Arc::new(Payload::new(r))),
         meeting: None,
+        filtered: false,
     }
 }
 

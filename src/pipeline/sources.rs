@@ -94,11 +94,14 @@ pub async fn restore(
             true,
         );
         mappings.restore(meetings, users, now_ms());
-        processors.push(
-            Processor::new(mappings, filter.clone())
-                .with_observer(s.conference.clone())
-                .with_source(s.id),
-        );
+        let processor = Processor::new(mappings, filter.clone())
+            .with_observer(s.conference.clone())
+            .with_source(s.id);
+        processors.push(if config.xapi.enabled {
+            processor.keeping_filtered()
+        } else {
+            processor
+        });
     }
     Some(processors)
 }

@@ -137,7 +137,7 @@ impl ProcessStage {
             tracing::debug!(%source, channel, error = %skip, "skipping a bus message");
             self.metrics.bus.skip(source, skip.reason());
         }
-        for event in &routed.events {
+        for event in routed.events.iter().filter(|e| !e.filtered) {
             self.metrics
                 .bus
                 .mapped(self.sources.name(event.source), &event.id);

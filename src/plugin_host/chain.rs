@@ -190,6 +190,7 @@ mod tests {
             processed: Arc::new(Payload::new(r#"{"p":1}"#)),
             raw: Some(Arc::new(Payload::new(r#"{"r":1}"#))),
             meeting: None,
+            filtered: false,
         }
     }
 

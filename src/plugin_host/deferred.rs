@@ -60,6 +60,7 @@ impl Deferred {
             processed,
             raw,
             meeting: self.meeting.clone(),
+            filtered: false,
         }
     }
 
@@ -86,6 +87,7 @@ mod tests {
             processed: Arc::new(Payload::new(r#"{"p":1}"#)),
             raw: raw.map(|r| Arc::new(Payload::new(r))),
             meeting: Some(r#"{"metadata":{"k":"v"}}"#.into()),
+            filtered: false,
         }
     }
 

@@ -117,8 +117,12 @@ async fn a_meeting_reads_back_from_a_real_lrs_field_by_field() {
     };
     let redis = TestRedis::start().await;
     // The reference's endpoint form: `/xapi/statements` is cut and `/xAPI/statements` added.
-    let relay =
-        RelayProcess::start(&redis, &config(&format!("{}/xapi/statements", ralph.url()))).await;
+    // The webhooks' event filter is the webhooks' own: the xAPI output sees every event.
+    let extra = format!(
+        "exclude_events = [\"user-joined\", \"chat-group-message-sent\"]\n{}",
+        config(&format!("{}/xapi/statements", ralph.url()))
+    );
+    let relay = RelayProcess::start(&redis, &extra).await;
     publish(
         &redis,
         &meeting("m1", json!({"xapi-create-end-actor-name": "Moodle"})),
@@ -181,6 +185,14 @@ async fn a_meeting_reads_back_from_a_real_lrs_field_by_field() {
     );
     let host = format!("127.0.0.1:{}", ralph.port);
     let metrics = relay.metrics().await;
+    assert!(
+        metrics.contains("hookrelay_events_mapped_total{source=\"default\",event=\"user-left\"} 2"),
+        "{metrics}"
+    );
+    assert!(
+        !metrics.contains("event=\"user-joined\""),
+        "filtered events are not counted as mapped"
+    );
     assert_eq!(
         metric_value(
             &metrics,

@@ -135,5 +135,6 @@ fn processed_event(v: &Value, facts: Option<&Value>) -> Event {
         processed: Arc::new(Payload::new(v.to_string())),
         raw: None,
         meeting: facts.map(|m| Arc::from(m.to_string())),
+        filtered: false,
     }
 }
