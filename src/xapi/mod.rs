@@ -35,8 +35,11 @@ pub struct Output {
     sources: Arc<SourceTable>,
     /// Ids (namespace and domain) by source.
     ids: Vec<Ids>,
-    /// Meetings' state by (source, internal meeting id).
+    /// Meetings' state by (source, internal meeting id), with when it last changed: one that
+    /// no event touched for `state_ttl_s` is forgotten here as it expires in the store.
     states: HashMap<(usize, String), State>,
+    touched_at: HashMap<(usize, String), std::time::Instant>,
+    last_prune: std::time::Instant,
     /// Meetings known to have no state in the store (not created while the relay listened).
     unknown: HashSet<(usize, String)>,
     senders: HashMap<String, Handle>,
@@ -91,6 +94,8 @@ impl Output {
             sources,
             ids,
             states: HashMap::new(),
+            touched_at: HashMap::new(),
+            last_prune: std::time::Instant::now(),
             unknown: HashSet::new(),
             senders: HashMap::new(),
             touched: HashSet::new(),
@@ -140,6 +145,7 @@ impl Output {
         conn: &mut StoreConn,
         pipe: &mut redis::Pipeline,
     ) {
+        self.prune();
         for event in events {
             if !translate::EVENTS.contains(&event.id.as_str()) {
                 continue;
@@ -172,6 +178,7 @@ impl Output {
                 match w {
                     Write::Forget(_) => {
                         self.states.remove(&key);
+                        self.touched_at.remove(&key);
                     }
                     Write::Meeting(..) => {
                         self.unknown.remove(&key);
@@ -179,6 +186,10 @@ impl Output {
                     }
                     _ => self.states.entry(key.clone()).or_default().apply(w),
                 }
+            }
+            if writes.iter().any(|w| !matches!(w, Write::Forget(_))) {
+                self.touched_at
+                    .insert(key.clone(), std::time::Instant::now());
             }
             store::add_writes(pipe, &source_name, &writes, self.shared.config.state_ttl_s);
             match made {
@@ -189,6 +200,18 @@ impl Output {
         }
     }
 
+    /// Forgets, once a minute, the meetings whose state has expired in the store.
+    fn prune(&mut self) {
+        if self.last_prune.elapsed() < std::time::Duration::from_secs(60) {
+            return;
+        }
+        self.last_prune = std::time::Instant::now();
+        let ttl = std::time::Duration::from_secs(self.shared.config.state_ttl_s);
+        self.touched_at.retain(|_, t| t.elapsed() < ttl);
+        let touched = &self.touched_at;
+        self.states.retain(|k, _| touched.contains_key(k));
+    }
+
     /// Reads a meeting's state back from the store once, if not in memory.
     async fn ensure_loaded(&mut self, conn: &mut StoreConn, source: &str, key: &(usize, String)) {
         if self.states.contains_key(key) || self.unknown.contains(key) || key.1.is_empty() {
@@ -197,6 +220,8 @@ impl Output {
         match store::load(conn, source, &key.1).await {
             Ok(Some(state)) => {
                 self.states.insert(key.clone(), state);
+                self.touched_at
+                    .insert(key.clone(), std::time::Instant::now());
             }
             Ok(None) => {
                 if self.unknown.len() >= 10_000 {
