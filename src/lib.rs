@@ -17,6 +17,9 @@
 //!   it, on threads of lower priority ([`plugin_host::threads`]).
 //! - [`delivery`]: per-hook FIFO queues kept in Redis, retries, signing and the HTTP client, in
 //!   layers that import only downwards (listed in its doc comment, kept by a test).
+//! - [`xapi`]: the second output, xAPI statements about meetings to Learning Record Stores:
+//!   translated from each batch's events in the processing stage, queued per LRS in the
+//!   batch's transaction, sent in order by a sender per LRS.
 //! - [`api`]: `hooks/create`, `hooks/destroy`, `hooks/list` (BBB checksum, BBB XML).
 //! - [`conference`]: the meetings, participants and recordings the events show, for the
 //!   `bbb_*` metrics (fed by [`event::process`], read by [`metrics`]).
