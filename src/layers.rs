@@ -6,7 +6,8 @@ const DELIVERY: &[&[&str]] = &[
     &["retry", "sign", "ssrf", "budget", "incident"],
     &["client"],
     &["journal"],
-    &["ack", "migrate", "tidy"],
+    &["retain"],
+    &["ack", "insight", "migrate", "tidy"],
     &["hook_queue"],
     &["payloads", "plan"],
     &["context"],
@@ -154,7 +155,7 @@ const CRATE: &[&[&str]] = &[
     &["conference", "plugin_host"],
     &["route"],
     &["delivery"],
-    &["api", "replay", "authoring", "xapi"],
+    &["admin_api", "api", "replay", "authoring", "xapi"],
     &["pipeline"],
 ];
 

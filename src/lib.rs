@@ -21,6 +21,8 @@
 //!   translated from each batch's events in the processing stage, queued per LRS in the
 //!   batch's transaction, sent in order by a sender per LRS.
 //! - [`api`]: `hooks/create`, `hooks/destroy`, `hooks/list` (BBB checksum, BBB XML).
+//! - [`admin_api`]: each hook's delivery state and last attempts, as JSON on a listener of its
+//!   own (`[admin]`), read from what [`delivery::insight`] keeps in the store.
 //! - [`conference`]: the meetings, participants and recordings the events show, for the
 //!   `bbb_*` metrics (fed by [`event::process`], read by [`metrics`]).
 //! - [`metrics`]: the Prometheus endpoint.
@@ -38,12 +40,13 @@
 //! Layers, bottom first, each importing only from those before it (`src/layers.rs` tests it):
 //! `base`, `redis_conn`, `shutdown`, `systemd`; `config`; `store_conn`; `redis_index`,
 //! `metrics`; `bus`; `fleet`; `event`; `hooks`; `conference`, `plugin_host`; `route`;
-//! `delivery`; `api`, `replay`, `xapi`; `pipeline`. Where a lower layer must reach a higher one it
+//! `delivery`; `admin_api`, `api`, `replay`, `xapi`; `pipeline`. Where a lower layer must reach a higher one it
 //! defines the interface: [`event::process::Observer`] (the conference follows the events),
 //! [`hooks::store::QueueRemover`] (a removed hook's queue goes too).
 //!
 //! The binary's commands are in `src/main.rs`, `src/tools.rs` and `src/admin/`.
 
+pub(crate) mod admin_api;
 pub(crate) mod api;
 pub mod authoring;
 pub mod base;

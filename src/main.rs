@@ -79,6 +79,13 @@ enum Command {
     /// List, create or destroy hooks of a running relay (the checksum is computed from the
     /// configuration's secret).
     Hooks(admin::HooksArgs),
+    /// Show a hook's last delivery attempts, newest first: time, event, attempt, status or
+    /// error, latency (read from the admin API).
+    Deliveries(admin::DeliveriesArgs),
+    /// Queue again, for a hook, the callbacks sent to its URL in a window (kept for
+    /// delivery.retain), in their original order, after what it has queued; each says so in
+    /// X-Hookrelay-Redelivery and keeps its original body, timestamp and event id.
+    Redeliver(admin::RedeliverArgs),
     /// Print the checksum of a callback and the URL it is posted to.
     Sign(admin::SignArgs),
     /// Check the checksum of a callback a receiver got (exit 0 when it is right, 1 when not).
@@ -126,12 +133,21 @@ fn usage_error(e: &clap::Error) -> ExitCode {
     ) {
         e.exit();
     }
+    // The first paragraph on one line (a missing argument's name is on the line after).
     let text = e.to_string();
-    let first = text
+    let first: Vec<&str> = text
         .lines()
-        .find(|l| !l.trim().is_empty())
-        .unwrap_or("invalid arguments");
-    let first = first.strip_prefix("error: ").unwrap_or(first);
+        .map(str::trim)
+        .skip_while(|l| l.is_empty())
+        .take_while(|l| !l.is_empty())
+        .collect();
+    let first = first.join(" ");
+    let first = first.strip_prefix("error: ").unwrap_or(&first);
+    let first = if first.is_empty() {
+        "invalid arguments"
+    } else {
+        first
+    };
     eprintln!("hookrelay: {first} (see --help)");
     ExitCode::from(2)
 }
@@ -188,6 +204,8 @@ fn main() -> ExitCode {
         Command::Record(args) => return plugin_cli::record(&args),
         Command::Replay(args) => return tools::replay(&args),
         Command::Hooks(args) => return admin::hooks(&args),
+        Command::Deliveries(args) => return admin::deliveries(&args),
+        Command::Redeliver(args) => return admin::redeliver(&args),
         Command::Sign(args) => return admin::sign(&args),
         Command::Verify(args) => return admin::verify(&args),
         Command::ImportReference(args) => return admin::import_reference(&args),

@@ -8,7 +8,10 @@ use std::sync::Arc;
 use bytes::Bytes;
 
 use crate::{
-    delivery::{client::CallbackClient, sign::Signer},
+    delivery::{
+        client::{CallbackClient, CallbackHeaders},
+        sign::Signer,
+    },
     event::{
         Payload,
         mapping::Mappings,
@@ -158,9 +161,12 @@ pub async fn send(replay: &Replay, signer: &Signer, client: &CallbackClient) -> 
                     &signed.url,
                     Bytes::from(signed.body),
                     signer.content_type(),
-                    signer.bearer(),
-                    standard.as_ref(),
-                    signer.sources.domain(0),
+                    CallbackHeaders {
+                        bearer: signer.bearer(),
+                        standard: standard.as_ref(),
+                        domain: signer.sources.domain(0),
+                        redelivery: false,
+                    },
                 )
                 .await;
             lines.push(match result {

@@ -44,6 +44,8 @@ pub struct Callback {
     /// Set when a plugin takes it and the chain runs at sending time: what it needs of the
     /// event besides `payload`.
     pub chain: Option<Deferred>,
+    /// A redelivery: the timestamp of the callback it sends again.
+    pub original: Option<u64>,
 }
 
 /// What a batch of messages came to.
@@ -69,6 +71,13 @@ impl Clock {
     /// The timestamp hook `hook`'s next callback gets at wall-clock time `now`.
     fn next(&self, hook: HookId, now: u64) -> u64 {
         self.last.get(&hook).map_or(now, |last| now.max(last + 1))
+    }
+
+    /// Gives hook `hook`'s next callback its timestamp at wall-clock time `now`.
+    pub fn stamp(&mut self, hook: HookId, now: u64) -> u64 {
+        let ts = self.next(hook, now);
+        self.last.insert(hook, ts);
+        ts
     }
 
     /// Makes later timestamps of `hook` exceed `ts` (the last one its queue ever held).
@@ -196,6 +205,7 @@ impl Router {
                         ts,
                         message: i,
                         chain,
+                        original: None,
                     });
                 }
                 out.events.push(event);

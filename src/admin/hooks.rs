@@ -7,7 +7,10 @@ use clap::{Args, Subcommand};
 use hookrelay::base::{digest::Algorithm, form::form_encode};
 use serde::Deserialize;
 
-use super::{REFUSED, UNREACHABLE, fail, load};
+use super::{
+    REFUSED, UNREACHABLE, fail, load,
+    status::{AdminClient, print_hook, print_json},
+};
 
 #[derive(Subcommand)]
 pub enum HooksCommand {
@@ -36,6 +39,12 @@ pub enum HooksCommand {
         /// The hook's id, as hooks create and hooks list show it.
         hook_id: u64,
     },
+    /// Show one hook's delivery: its state, queue, last success and failure, when it is
+    /// removed if its failures go on, who delivers it (read from the admin API).
+    Show {
+        /// The hook's id (also a hook removed after failures, for 7 days).
+        hook_id: u64,
+    },
 }
 
 #[derive(Args)]
@@ -46,6 +55,12 @@ pub struct HooksArgs {
     /// The API's base URL (default: from api.bind and api.path of the configuration).
     #[arg(long, global = true)]
     api_url: Option<String>,
+    /// The admin API's base URL, for the hooks' states (default: from admin.bind).
+    #[arg(long, global = true)]
+    admin_url: Option<String>,
+    /// Print JSON (for scripts) instead of lines.
+    #[arg(long, global = true)]
+    json: bool,
     #[command(subcommand)]
     command: HooksCommand,
 }
@@ -90,6 +105,7 @@ pub fn hooks(args: &HooksArgs) -> ExitCode {
         Ok(c) => c,
         Err(code) => return code,
     };
+    let admin = AdminClient::new(&config, args.admin_url.as_deref());
     let base = args.api_url.clone().unwrap_or_else(|| {
         let mut addr = config.api.bind;
         if addr.ip().is_unspecified() {
@@ -124,6 +140,7 @@ pub fn hooks(args: &HooksArgs) -> ExitCode {
             ("create", q)
         }
         HooksCommand::Destroy { hook_id } => ("destroy", format!("hookID={hook_id}")),
+        HooksCommand::Show { hook_id } => return show(&admin, *hook_id, args.json),
     };
     let alg = config
         .api
@@ -156,29 +173,104 @@ pub fn hooks(args: &HooksArgs) -> ExitCode {
         return fail(REFUSED, &format!("{call} refused: {key}: {message}{hint}"));
     }
     match &args.command {
-        HooksCommand::List { .. } => print_list(answer.hooks.map(|h| h.hook).unwrap_or_default()),
+        HooksCommand::List { .. } => {
+            let hooks = answer.hooks.map(|h| h.hook).unwrap_or_default();
+            // The states come from the admin API; without it, the list says so and goes on.
+            let states = match admin.get("/v1/hooks") {
+                Ok(v) => Some(v),
+                Err((_, why)) => {
+                    eprintln!("hookrelay: no hook states: {why}");
+                    None
+                }
+            };
+            if args.json {
+                print_json(&serde_json::json!({ "hooks": listed_json(&hooks, states.as_ref()) }));
+            } else {
+                print_list(&hooks, states.as_ref());
+            }
+        }
         HooksCommand::Create { .. } => match (answer.message_key.as_deref(), answer.hook_id) {
+            (key, Some(id)) if args.json => print_json(&serde_json::json!({
+                "hook_id": id,
+                "created": key != Some("duplicateWarning"),
+            })),
             (Some("duplicateWarning"), Some(id)) => {
                 println!("a hook for this URL exists already: {id}");
             }
             (_, Some(id)) => println!("created hook {id}"),
             _ => return fail(UNREACHABLE, "the answer has no hookID"),
         },
+        HooksCommand::Destroy { hook_id } if args.json => {
+            print_json(&serde_json::json!({ "hook_id": hook_id, "removed": true }));
+        }
         HooksCommand::Destroy { hook_id } => println!("removed hook {hook_id}"),
+        HooksCommand::Show { .. } => {}
     }
     ExitCode::SUCCESS
 }
 
-fn print_list(hooks: Vec<ListedHook>) {
-    if hooks.is_empty() {
+/// `hooks show ID`.
+fn show(admin: &AdminClient, id: u64, json: bool) -> ExitCode {
+    match admin.get(&format!("/v1/hooks/{id}")) {
+        Ok(h) if json => print_json(&h),
+        Ok(h) => print_hook(&h),
+        Err((code, why)) => return fail(code, &why),
+    }
+    ExitCode::SUCCESS
+}
+
+/// The state of hook `id` in the admin API's list, when it is there.
+fn state_of(states: Option<&serde_json::Value>, id: u64) -> Option<&serde_json::Value> {
+    states?["hooks"]
+        .as_array()?
+        .iter()
+        .find(|h| h["id"].as_u64() == Some(id))
+}
+
+/// The hooks removed after failures that the admin API still knows (not in the BBB list).
+fn removed(states: Option<&serde_json::Value>) -> Vec<&serde_json::Value> {
+    let Some(all) = states.and_then(|s| s["hooks"].as_array()) else {
+        return Vec::new();
+    };
+    all.iter().filter(|h| h["state"] == "removed").collect()
+}
+
+/// The list for scripts: the BBB API's hooks with their states, then the removed ones.
+fn listed_json(hooks: &[ListedHook], states: Option<&serde_json::Value>) -> Vec<serde_json::Value> {
+    let mut out: Vec<serde_json::Value> = hooks
+        .iter()
+        .map(|h| {
+            state_of(states, h.id).cloned().unwrap_or_else(|| {
+                serde_json::json!({
+                    "id": h.id,
+                    "callback_url": h.url,
+                    "meeting_id": h.meeting,
+                    "event_ids": h.events.as_ref().map(|e| e.split(',').collect::<Vec<_>>()),
+                    "get_raw": h.raw,
+                    "permanent": h.permanent,
+                    "state": null,
+                })
+            })
+        })
+        .collect();
+    out.extend(removed(states).into_iter().cloned());
+    out
+}
+
+fn print_list(hooks: &[ListedHook], states: Option<&serde_json::Value>) {
+    let removed = removed(states);
+    if hooks.is_empty() && removed.is_empty() {
         println!("no hooks");
         return;
     }
     println!(
-        "{:>6}  {:<9}  {:<12}  {:<20}  callback URL",
-        "id", "kind", "meeting", "events"
+        "{:>6}  {:<7}  {:<9}  {:<12}  {:<20}  callback URL",
+        "id", "state", "kind", "meeting", "events"
     );
     for h in hooks {
+        let state = state_of(states, h.id)
+            .and_then(|s| s["state"].as_str())
+            .unwrap_or("?");
         let kind = match (h.permanent, h.raw) {
             (true, true) => "perm,raw",
             (true, false) => "permanent",
@@ -186,12 +278,24 @@ fn print_list(hooks: Vec<ListedHook>) {
             (false, false) => "-",
         };
         println!(
-            "{:>6}  {:<9}  {:<12}  {:<20}  {}",
+            "{:>6}  {:<7}  {:<9}  {:<12}  {:<20}  {}",
             h.id,
+            state,
             kind,
             h.meeting.as_deref().unwrap_or("(all)"),
             h.events.as_deref().unwrap_or("(all)"),
             h.url
+        );
+    }
+    for h in removed {
+        println!(
+            "{:>6}  {:<7}  {:<9}  {:<12}  {:<20}  {}",
+            h["id"].as_u64().unwrap_or_default(),
+            "removed",
+            "-",
+            "",
+            "",
+            h["callback_url"].as_str().unwrap_or("")
         );
     }
 }

@@ -1,4 +1,5 @@
-//! The commands for people: administrators' `hooks` ([`hooks`]), `import-reference`
+//! The commands for people: administrators' `hooks` ([`hooks`]), `deliveries` ([`status`],
+//! which reads the admin API), `import-reference`
 //! ([`import`]) and `fleet status` ([`fleet`]), integrators' `sign` and `verify` ([`callback`]). Each prints for people and
 //! answers a wrong argument, an unreachable relay or a refused call with one line on stderr and
 //! a non-zero exit: 2 for arguments and configuration, 1 for a refusal or a mismatch, 3 for
@@ -8,6 +9,7 @@ mod callback;
 mod fleet;
 mod hooks;
 mod import;
+mod status;
 
 use std::process::ExitCode;
 
@@ -16,6 +18,7 @@ pub use fleet::{FleetArgs, fleet};
 use hookrelay::Config;
 pub use hooks::{HooksArgs, hooks};
 pub use import::{ImportArgs, import_reference};
+pub use status::{DeliveriesArgs, RedeliverArgs, deliveries, redeliver};
 
 /// Exit code of a call the relay refused, or a callback that does not verify.
 const REFUSED: u8 = 1;

@@ -34,6 +34,12 @@ pub const PAYLOAD_PREFIX: &str = "bigbluebutton:webhooks:out:payload:";
 /// expect its callback form (the `config::compat` module).
 pub const REFERENCE_HOOKS_IMPORTED: &str = "hookrelay:reference-hooks-imported";
 pub const PAYLOAD_SEQ: &str = "bigbluebutton:webhooks:out:payloadSeq";
+/// Sorted set of the hooks removed after failures: id, scored by the time of removal (ms);
+/// trimmed to the time their state is kept.
+pub const REMOVED_HOOKS: &str = "hookrelay:removed-hooks";
+/// List of redeliveries asked for (`hookrelay redeliver`), each a JSON record, newest first;
+/// the instance that processes the bus queues them.
+pub const REDELIVERIES: &str = "hookrelay:redeliveries";
 /// Hash of one user mapping: `{USER_PREFIX}{meeting}:{user}`.
 pub const USER_PREFIX: &str = "bigbluebutton:webhooks:proc:userMap:";
 /// Hash: internal meeting id -> that meeting's room without its users (JSON; rooms written by
@@ -129,6 +135,18 @@ pub fn lease_key(id: HookId) -> String {
     tagged(id, "lease")
 }
 
+/// Hook `id`'s last delivery attempts, newest first: a list of JSON records trimmed to
+/// `delivery.attempt_log`; kept a while after the hook is removed.
+pub fn attempts_key(id: HookId) -> String {
+    tagged(id, "attempts")
+}
+
+/// Hook `id`'s delivery state: a hash (last success, last failure, failures in a row, when it
+/// is removed if they go on, who delivers it); kept a while after the hook is removed.
+pub fn status_key(id: HookId) -> String {
+    tagged(id, "status")
+}
+
 /// The hook id of a stream named as before [`queue_key`]; `None` for any other key.
 pub fn legacy_queue_hook_id(key: &str) -> Option<HookId> {
     key.strip_prefix(LEGACY_QUEUE_PREFIX)?.parse().ok()
@@ -165,7 +183,13 @@ mod tests {
         use redis::cluster_routing::Slot;
         for id in [1, 7, 42, 123_456].map(HookId) {
             let slot = Slot::for_key(hook_key(id).as_bytes());
-            for key in [queue_key(id), queue_rebuild_key(id), lease_key(id)] {
+            for key in [
+                queue_key(id),
+                queue_rebuild_key(id),
+                lease_key(id),
+                attempts_key(id),
+                status_key(id),
+            ] {
                 assert_eq!(Slot::for_key(key.as_bytes()), slot, "{key}");
             }
         }
@@ -186,6 +210,8 @@ mod tests {
         assert!(!glob(&lease_key(HookId(5))));
         assert!(!glob(&queue_rebuild_key(HookId(5))));
         assert!(!glob(&hook_key(5)));
+        assert!(!glob(&attempts_key(HookId(5))));
+        assert!(!glob(&status_key(HookId(5))));
     }
 
     #[test]

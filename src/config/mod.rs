@@ -4,7 +4,9 @@
 //! cannot. It depends on nothing but [`crate::base`]; the stages read it, never the reverse.
 //! `Debug` and serialized output show neither the shared secret nor a Redis password.
 
+pub mod admin;
 pub mod compat;
+mod duration;
 mod load;
 pub mod reference;
 mod sources;
@@ -37,6 +39,7 @@ pub struct Config {
     pub store: StoreConfig,
     pub fleet: FleetConfig,
     pub xapi: xapi::XapiConfig,
+    pub admin: admin::AdminConfig,
     /// The reference's configuration read under this one (`--reference-config`).
     #[serde(skip)]
     pub reference_config: Option<std::path::PathBuf>,
@@ -165,6 +168,9 @@ pub struct PermanentHook {
     pub get_raw: bool,
 }
 
+/// The most attempts `delivery.attempt_log` may keep per hook.
+pub const MAX_ATTEMPT_LOG: usize = 10_000;
+
 /// How callbacks are sent.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -207,6 +213,17 @@ pub struct DeliveryConfig {
     pub exclude_events: Vec<String>,
     pub ssrf: SsrfConfig,
     pub standard_webhooks: StandardWebhooksConfig,
+    /// How long the callbacks sent to each callback URL are kept, to be sent again with
+    /// `hookrelay redeliver` (`"1h"`, `"30m"`; `"0s"` keeps none). The callbacks still queued
+    /// when a hook is removed after failures are kept too.
+    #[serde(with = "duration")]
+    pub retain: std::time::Duration,
+    /// The most megabytes kept per callback URL: beyond it, the oldest go first.
+    pub retain_max_mib: u64,
+    /// The last attempts kept per hook in the store (time, event, status or error, latency,
+    /// attempt number), for `hookrelay deliveries` and the admin API; 0 keeps none. Each
+    /// attempt takes at most 512 bytes.
+    pub attempt_log: usize,
 }
 
 /// Standard Webhooks signature headers, sent beside the BBB checksum when a secret is set.
@@ -258,6 +275,9 @@ impl Default for DeliveryConfig {
             exclude_events: Vec::new(),
             ssrf: SsrfConfig::default(),
             standard_webhooks: StandardWebhooksConfig::default(),
+            attempt_log: 100,
+            retain: std::time::Duration::from_secs(3600),
+            retain_max_mib: 32,
         }
     }
 }

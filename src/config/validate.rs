@@ -53,6 +53,21 @@ impl Config {
                 "must hold at least one interval",
             );
         }
+        if self.admin.enabled
+            && !self.admin.bind.ip().is_loopback()
+            && self.admin.bearer_token.is_empty()
+        {
+            return fail(
+                "admin.bearer_token",
+                "must be set when admin.bind is not a loopback address",
+            );
+        }
+        if self.delivery.attempt_log > super::MAX_ATTEMPT_LOG {
+            return fail(
+                "delivery.attempt_log",
+                &format!("must be at most {}", super::MAX_ATTEMPT_LOG),
+            );
+        }
         if self.delivery.max_queue == 0 {
             return fail("delivery.max_queue", "must be greater than 0");
         }

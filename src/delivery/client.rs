@@ -73,6 +73,22 @@ fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
 /// Sends callbacks.
 /// The header naming the conference server an event came from.
 pub const DOMAIN_HEADER: &str = "x-hookrelay-domain";
+/// Says that a callback is sent again (`hookrelay redeliver`); its body, timestamp and event id
+/// are the original's.
+pub const REDELIVERY_HEADER: &str = "x-hookrelay-redelivery";
+
+/// The headers of one callback besides its content type.
+#[derive(Debug, Clone, Copy)]
+pub struct CallbackHeaders<'a> {
+    /// `Authorization: Bearer` (the reference's `auth2_0` mode).
+    pub bearer: Option<&'a str>,
+    /// The Standard Webhooks headers.
+    pub standard: Option<&'a Headers>,
+    /// The source server's domain, as `X-Hookrelay-Domain`.
+    pub domain: &'a str,
+    /// `X-Hookrelay-Redelivery: true`.
+    pub redelivery: bool,
+}
 
 #[derive(Clone)]
 pub struct CallbackClient {
@@ -161,9 +177,7 @@ impl CallbackClient {
 
 impl Receiver {
     /// POSTs one form body to `url` (of this receiver), in one of its turns, as
-    /// `content_type` (with `Authorization: Bearer` when `bearer` is given, the Standard
-    /// Webhooks headers when `standard` is, and the source server's domain as
-    /// `X-Hookrelay-Domain`); `Ok` only for a 2xx answer.
+    /// `content_type`, with the headers `headers` says; `Ok` only for a 2xx answer.
     ///
     /// # Errors
     /// Any other status, a timeout, or a connection or protocol error.
@@ -172,10 +186,14 @@ impl Receiver {
         url: &str,
         body: bytes::Bytes,
         content_type: &'static str,
-        bearer: Option<&str>,
-        standard: Option<&Headers>,
-        domain: &str,
+        headers: CallbackHeaders<'_>,
     ) -> Result<u16, DeliveryError> {
+        let CallbackHeaders {
+            bearer,
+            standard,
+            domain,
+            redelivery,
+        } = headers;
         // Never closed: a permit always comes.
         let _turn = self
             .turns
@@ -193,6 +211,9 @@ impl Receiver {
         // A domain that cannot be a header value is left out rather than failing the call.
         if let Ok(v) = reqwest::header::HeaderValue::from_str(domain) {
             request = request.header(DOMAIN_HEADER, v);
+        }
+        if redelivery {
+            request = request.header(REDELIVERY_HEADER, "true");
         }
         if let Some(h) = standard {
             request = request

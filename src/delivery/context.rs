@@ -13,6 +13,7 @@ use super::{
     budget::Budget,
     client::CallbackClient,
     hook_queue::HookQueue,
+    insight::Insight,
     journal::{self, Removal},
     payloads::SharedPayloads,
     sign::Signer,
@@ -33,6 +34,8 @@ pub struct DeliveryContext {
     pub(super) client: CallbackClient,
     /// Marks delivered callbacks in Redis, off the hot path.
     pub(super) acker: Arc<Acker>,
+    /// Keeps each hook's attempts and state for people, off the hot path.
+    pub(super) insight: Arc<Insight>,
     pub(super) store: Arc<HookStore>,
     /// For the queues' Redis streams.
     pub(super) conn: StoreConn,
@@ -72,6 +75,8 @@ pub struct Wiring {
     /// The plugins, hot reloaded: a callback waiting for them goes through the set in force
     /// when it is sent.
     pub plugins: Arc<Plugins>,
+    /// Where the workers record their attempts.
+    pub insight: Arc<Insight>,
 }
 
 impl DeliveryContext {
@@ -95,6 +100,7 @@ impl DeliveryContext {
         Ok(Self {
             client,
             acker,
+            insight: wiring.insight,
             store: wiring.store,
             conn: wiring.conn,
             sources: signer.sources.clone(),

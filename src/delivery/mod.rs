@@ -4,9 +4,11 @@
 //! 1. Parts: the retry schedule ([`retry`]), signing ([`sign`], pure), the address check at
 //!    connection time ([`ssrf`]), the byte budget of all queues ([`budget`]), what the log says
 //!    of a hook's troubles ([`incident`]); then the HTTP client ([`client`]).
-//! 2. Redis: each hook's queue as a stream ([`journal`]); on it, delivered callbacks marked in
-//!    batches ([`ack`]), streams of earlier versions moved at start ([`migrate`]) and idle
-//!    empty streams removed ([`tidy`]).
+//! 2. Redis: each hook's queue as a stream ([`journal`]); beside it, the callbacks sent to each
+//!    URL kept a while in the same form ([`retain`]); on them, delivered callbacks marked in
+//!    batches ([`ack`]), each hook's attempts and state and the callbacks to keep written in
+//!    batches ([`insight`]), streams of earlier versions moved at start ([`migrate`]) and idle empty
+//!    streams removed ([`tidy`]).
 //! 3. One hook's queue in memory ([`hook_queue`]); the payloads read back that the queues
 //!    share ([`payloads`]); a batch's callbacks planned as entries, without I/O ([`plan`]).
 //! 4. What every worker and pager share ([`context`]).
@@ -23,11 +25,13 @@ pub mod dispatch;
 pub mod held;
 pub mod hook_queue;
 pub mod incident;
+pub mod insight;
 pub mod journal;
 pub mod migrate;
 pub mod pager;
 pub mod payloads;
 pub mod plan;
+pub mod retain;
 pub mod retry;
 pub mod sign;
 pub mod ssrf;

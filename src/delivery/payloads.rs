@@ -1,15 +1,19 @@
 //! The payloads of shared records read back by the pagers, held while any queue entry refers
-//! to them, so that a record shared by many hooks is read and held once.
+//! to them, so that a record shared by many hooks is read and held once; and stored entries
+//! made queue entries with them ([`resolve`]).
 
-use crate::base::ids::RecordRef;
+use crate::base::ids::{HookId, RecordRef};
 
 use std::{
     collections::HashMap,
     sync::{Arc, Mutex, Weak},
 };
 
-use super::hook_queue::PAGE;
-use crate::event::Payload;
+use super::{
+    hook_queue::PAGE,
+    journal::{self, Entry, Stored, StoredBody},
+};
+use crate::{base::sources::SourceTable, event::Payload, store_conn::StoreConn};
 
 /// Payloads read back so far, by record reference; entries hold the strong references.
 /// Records are read one pager at a time, so that a thousand hooks starting together read each
@@ -36,4 +40,97 @@ impl SharedPayloads {
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<RecordRef, Weak<Payload>>> {
         self.known.lock().unwrap_or_else(|e| e.into_inner())
     }
+}
+
+/// Turns stored entries into queue entries, reading the shared records not in memory yet.
+/// Entries whose payload is gone are removed from Redis (and logged).
+pub(super) async fn resolve(
+    mut conn: StoreConn,
+    hook: HookId,
+    page: &[Stored],
+    shared: &SharedPayloads,
+    sources: &SourceTable,
+) -> Result<Vec<Entry>, redis::RedisError> {
+    // Payloads of this page, held from here on so that none can go in between.
+    let mut held: HashMap<RecordRef, Arc<Payload>> = HashMap::new();
+    let take_known = |held: &mut HashMap<RecordRef, Arc<Payload>>| {
+        let mut missing = Vec::new();
+        for s in page {
+            if let StoredBody::Shared(r) = s.body
+                && !held.contains_key(&r)
+            {
+                match shared.get(r) {
+                    Some(p) => {
+                        held.insert(r, p);
+                    }
+                    None => missing.push(r),
+                }
+            }
+        }
+        missing.sort_unstable();
+        missing.dedup();
+        missing
+    };
+    if !take_known(&mut held).is_empty() {
+        let _one = shared.reading.lock().await;
+        // Another pager may have read some meanwhile.
+        let missing = take_known(&mut held);
+        let texts = journal::read_records(&mut conn, &missing).await?;
+        for (r, text) in missing.iter().zip(texts) {
+            if let Some(t) = text {
+                let p = Arc::new(Payload::new(t));
+                shared.insert(*r, &p);
+                held.insert(*r, p);
+            }
+        }
+    }
+    let mut entries = Vec::with_capacity(page.len());
+    let mut unusable = Vec::new();
+    let mut unknown_source = None;
+    for s in page {
+        let (payload, shared_ref) = match &s.body {
+            StoredBody::Inline(t) => (Arc::new(Payload::new(t.as_str())), None),
+            StoredBody::Shared(r) => match held.get(r) {
+                Some(p) => (p.clone(), Some(*r)),
+                None => {
+                    unusable.push(s.removal());
+                    continue;
+                }
+            },
+            StoredBody::Unreadable => {
+                unusable.push(s.removal());
+                continue;
+            }
+        };
+        let source = sources.find_stored(s.source.as_deref()).unwrap_or_else(|| {
+            unknown_source = s.source.clone();
+            0
+        });
+        entries.push(Entry {
+            ts: s.ts,
+            payload,
+            event_id: s.event_id.clone(),
+            arrived: None,
+            shared: shared_ref,
+            source,
+            chain: s.chain.clone(),
+            original: s.original,
+        });
+    }
+    if let Some(name) = unknown_source {
+        tracing::warn!(
+            hook_id = hook.0,
+            source = name,
+            "queued callbacks of a source no longer configured are sent with the first source's domain"
+        );
+    }
+    if !unusable.is_empty() {
+        tracing::warn!(
+            hook_id = hook.0,
+            callbacks = unusable.len(),
+            "queued callbacks without a readable payload were removed"
+        );
+        journal::remove(&mut conn, hook, &unusable).await?;
+    }
+    Ok(entries)
 }

@@ -71,6 +71,7 @@ pub fn plan(
                 shared,
                 source: c.event.source,
                 chain: c.chain.map(Box::new),
+                original: c.original,
             };
             (c.hook, entry, cost)
         })
@@ -116,6 +117,7 @@ mod tests {
             ts,
             message,
             chain: None,
+            original: None,
         }
     }
 

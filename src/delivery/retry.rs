@@ -30,6 +30,16 @@ impl RetryPolicy {
             None => None,
         }
     }
+
+    /// After `failures` failed attempts of one callback, how long until the hook is given up
+    /// if every attempt to come fails too (their request time not counted); `None` for a hook
+    /// that is never given up.
+    pub fn left_after(&self, failures: usize) -> Option<Duration> {
+        if self.permanent {
+            return None;
+        }
+        Some(self.intervals.iter().skip(failures.saturating_sub(1)).sum())
+    }
 }
 
 #[cfg(test)]
@@ -49,6 +59,15 @@ mod tests {
                 None
             ]
         );
+    }
+
+    #[test]
+    fn the_time_left_is_the_waits_still_to_come() {
+        let p = RetryPolicy::new(&[100, 200, 300], false);
+        assert_eq!(p.left_after(1), Some(Duration::from_millis(600)));
+        assert_eq!(p.left_after(3), Some(Duration::from_millis(300)));
+        assert_eq!(p.left_after(4), Some(Duration::ZERO));
+        assert_eq!(RetryPolicy::new(&[100], true).left_after(1), None);
     }
 
     #[test]

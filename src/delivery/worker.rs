@@ -11,15 +11,17 @@ use bytes::Bytes;
 use std::time::Instant;
 
 use super::{
-    client::{DeliveryError, Receiver},
+    client::{CallbackHeaders, DeliveryError, Receiver},
     context::DeliveryContext,
-    hook_queue::HookQueue,
+    hook_queue::{HookQueue, PAGE},
     incident::{Failures, Line},
+    insight::AttemptRecord,
     journal::{self, Entry},
+    payloads::resolve,
     retry::RetryPolicy,
     sign::SignedCallback,
 };
-use crate::{hooks::Hook, metrics::ReasonLabel, plugin_host::threads, route};
+use crate::{base::time::now_ms, hooks::Hook, metrics::ReasonLabel, plugin_host::threads, route};
 
 /// What became of one entry.
 enum Outcome {
@@ -100,7 +102,10 @@ async fn run(hook: Arc<Hook>, queue: Arc<HookQueue>, ctx: Arc<DeliveryContext>) 
             ctx: &ctx,
         };
         match attempt.deliver(&entry, &mut failures).await {
-            Outcome::Delivered => acks.delivered(entry.removal()),
+            Outcome::Delivered => {
+                acks.delivered(entry.removal());
+                ctx.insight.keep(&hook.callback_url, [entry]);
+            }
             Outcome::GaveUp | Outcome::Stopped => return,
         }
     }
@@ -139,6 +144,53 @@ async fn through_plugins(
     }
 }
 
+/// Keeps what a hook removed after failures leaves queued, the callback that failed first,
+/// for `redeliver` (up to the bytes kept per URL): the queue goes with the hook.
+async fn keep_abandoned(ctx: &DeliveryContext, hook: &Hook, failed: &Entry) {
+    let Some(max_bytes) = ctx.insight.retained_bytes() else {
+        return;
+    };
+    let mut kept = vec![failed.clone()];
+    let (mut after, mut bytes) = (failed.ts, 0u64);
+    loop {
+        let mut conn = ctx.conn.clone();
+        let page = journal::read_page(&mut conn, hook.id, Some(after), u64::MAX, PAGE).await;
+        let page = match page {
+            Ok(p) => p,
+            Err(e) => {
+                tracing::warn!(hook_id = hook.id.0, error = %e, "cannot read the removed hook's queue: its callbacks are not kept for redelivery");
+                break;
+            }
+        };
+        let Some(last) = page.last().map(|s| s.ts) else {
+            break;
+        };
+        after = last;
+        match resolve(conn, hook.id, &page, &ctx.paged, &ctx.sources).await {
+            Ok(entries) => {
+                bytes += entries
+                    .iter()
+                    .map(|e| e.payload.text().len() as u64)
+                    .sum::<u64>();
+                kept.extend(entries);
+            }
+            Err(e) => {
+                tracing::warn!(hook_id = hook.id.0, error = %e, "cannot read the removed hook's payloads: its callbacks are not kept for redelivery");
+                break;
+            }
+        }
+        if page.len() < PAGE || bytes > max_bytes {
+            break;
+        }
+    }
+    tracing::info!(
+        hook_id = hook.id.0,
+        callbacks = kept.len(),
+        "the removed hook's undelivered callbacks are kept for redelivery"
+    );
+    ctx.insight.keep(&hook.callback_url, kept);
+}
+
 /// What one delivery needs of its worker.
 struct Attempt<'a> {
     hook: &'a Hook,
@@ -166,7 +218,7 @@ impl Attempt<'_> {
         let SignedCallback { url, body } = ctx.signer.sign(
             &hook.callback_url,
             entry.payload.form_encoded(),
-            entry.ts,
+            entry.original_ts(),
             entry.source,
         );
         let domain = ctx.signer.sources.domain(entry.source);
@@ -174,21 +226,40 @@ impl Attempt<'_> {
         let body = Bytes::from(body);
         let mut failures = 0;
         loop {
+            let started = Instant::now();
             // An attempt under way is finished even when the relay is stopping (the request timeout
             // bounds it), so that a delivered callback is not sent again after a restart.
             let result = match blocked {
                 Some(why) => Err(DeliveryError::Blocked(why.to_string())),
                 None => {
-                    let standard = ctx.signer.standard_headers(hook.id, entry.ts, &body);
-                    let standard = standard.as_ref();
+                    let standard = ctx
+                        .signer
+                        .standard_headers(hook.id, entry.original_ts(), &body);
+                    let headers = CallbackHeaders {
+                        bearer,
+                        standard: standard.as_ref(),
+                        domain,
+                        redelivery: entry.original.is_some(),
+                    };
                     let content_type = ctx.signer.content_type();
                     receiver
-                        .post(&url, body.clone(), content_type, bearer, standard, domain)
+                        .post(&url, body.clone(), content_type, headers)
                         .await
                 }
             };
+            let mut record = AttemptRecord {
+                at: now_ms(),
+                event: entry.event_id.to_string(),
+                ts: entry.original_ts(),
+                attempt: u32::try_from(failures + 1).unwrap_or(u32::MAX),
+                status: None,
+                error: None,
+                latency_ms: started.elapsed().as_secs_f64() * 1e3,
+            };
             let err = match result {
-                Ok(_) => {
+                Ok(status) => {
+                    record.status = Some(status);
+                    ctx.insight.attempt(hook.id, &record, None);
                     ctx.metrics.callbacks_delivered.inc();
                     if let Line::Recovered { failed, lasted } =
                         failures_log.succeeded(Instant::now())
@@ -209,6 +280,14 @@ impl Attempt<'_> {
                 Err(e) => e,
             };
             failures += 1;
+            if let DeliveryError::Status(code) = err {
+                record.status = Some(code);
+            }
+            record.error = Some(err.to_string());
+            let due = policy
+                .left_after(failures)
+                .map(|left| record.at + u64::try_from(left.as_millis()).unwrap_or(u64::MAX));
+            ctx.insight.attempt(hook.id, &record, due);
             ctx.metrics
                 .callback_failures
                 .get_or_create(&ReasonLabel {
@@ -220,7 +299,9 @@ impl Attempt<'_> {
                     return Outcome::Stopped;
                 }
                 tracing::warn!(hook_id = hook.id.0, failures, error = %err, "callbacks keep failing; removing the hook");
+                keep_abandoned(ctx, hook, entry).await;
                 ctx.metrics.hooks_removed.inc();
+                ctx.insight.removed(hook.id, &hook.callback_url);
                 if let Err(e) = ctx.store.remove_failed(hook.id).await {
                     tracing::error!(hook_id = hook.id.0, error = %e, "could not remove the failed hook from Redis");
                 }

@@ -21,6 +21,8 @@ pub struct Access {
     accepted: Vec<Vec<u8>>,
     /// What a refused request is told to send (`Bearer` and/or `Basic`).
     challenge: String,
+    /// The body of a refusal.
+    refusal: &'static str,
 }
 
 impl std::fmt::Debug for Access {
@@ -50,6 +52,18 @@ impl Access {
             challenges.push("Basic realm=\"hookrelay\"");
         }
         access.challenge = challenges.join(", ");
+        access.refusal = "metrics need credentials\n";
+        access
+    }
+
+    /// Access for calls with `Authorization: Bearer <token>` (open when `token` is empty),
+    /// telling a refused call `refusal`.
+    pub fn bearer(token: &crate::config::Secret, refusal: &'static str) -> Self {
+        let mut access = Self::new(&MetricsAuth {
+            bearer_token: token.clone(),
+            ..MetricsAuth::default()
+        });
+        access.refusal = refusal;
         access
     }
 
@@ -85,7 +99,7 @@ pub async fn require(State(access): State<Arc<Access>>, req: Request, next: Next
     (
         StatusCode::UNAUTHORIZED,
         [(header::WWW_AUTHENTICATE, access.challenge.clone())],
-        "metrics need credentials\n",
+        access.refusal,
     )
         .into_response()
 }

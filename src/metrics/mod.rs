@@ -121,6 +121,10 @@ pub struct Metrics {
     pub callbacks_delivered: Counter,
     pub callback_failures: Family<ReasonLabel, Counter>,
     pub hooks_removed: Counter,
+    /// Rounds of hooks' attempts and states that could not be written to the store.
+    pub insight_write_failures: Counter,
+    /// Callbacks queued again by `hookrelay redeliver`.
+    pub redelivered: Counter,
     pub queue_dropped: Counter,
     /// Of those, dropped for the byte budget of all queues.
     pub queue_dropped_by_budget: Counter,
@@ -270,6 +274,16 @@ impl Metrics {
             "hookrelay_hooks_removed",
             "Hooks removed after their retry schedule ran out",
             self.hooks_removed.clone(),
+        );
+        r.register(
+            "hookrelay_redelivered",
+            "Callbacks queued again by hookrelay redeliver (the admin API)",
+            self.redelivered.clone(),
+        );
+        r.register(
+            "hookrelay_insight_write_failures",
+            "Rounds of the hooks' delivery attempts and states that could not be written to the store (those records are lost; the callbacks are not)",
+            self.insight_write_failures.clone(),
         );
         r.register(
             "hookrelay_queue_dropped",

@@ -2,11 +2,12 @@
 //! matcher, plugins) -> per-hook queues -> signed delivery, plus the API and metrics servers.
 //! The only module that knows them all; [`start`] holds the phases of the start, [`sources`]
 //! starts each source's subscriber and reads its state back, [`stage`] is the processing task,
-//! [`recover`] reads the queues back at start, [`fleet`] and [`share`] are an instance's part
+//! [`recover`] reads the queues back at start, [`redeliver`] queues the redeliveries asked for, [`fleet`] and [`share`] are an instance's part
 //! in a fleet.
 
 mod fleet;
 mod recover;
+mod redeliver;
 mod share;
 mod sources;
 mod stage;
@@ -33,6 +34,8 @@ const BUS_BUFFER: usize = 65_536;
 pub struct Listeners {
     pub api: TcpListener,
     pub metrics: Option<TcpListener>,
+    /// The admin API's (`[admin]`).
+    pub admin: Option<TcpListener>,
 }
 
 impl Listeners {
@@ -47,7 +50,16 @@ impl Listeners {
         } else {
             None
         };
-        Ok(Self { api, metrics })
+        let admin = if config.admin.enabled {
+            Some(TcpListener::bind(config.admin.bind).await?)
+        } else {
+            None
+        };
+        Ok(Self {
+            api,
+            metrics,
+            admin,
+        })
     }
 }
 
@@ -75,7 +87,7 @@ pub async fn run(config: Config, listeners: Listeners, shutdown: Shutdown) -> an
     let Some(hooks) = start.hooks(&conn, &guard).await else {
         return Ok(());
     };
-    start.serve_http(listeners, &hooks.store, &guard)?;
+    start.serve_http(listeners, &hooks.store, &conn, &guard)?;
     let wired = start
         .delivery(&sources, &conn, &hooks, &guard, &plugins)
         .await?;

@@ -27,6 +27,8 @@ use crate::{
     route::{Routed, Router},
 };
 
+/// How often the redeliveries asked for are looked for.
+const REDELIVERIES_EVERY: Duration = Duration::from_millis(250);
 /// How often the streams of idle hooks with empty queues are looked at.
 const TIDY_EVERY: Duration = Duration::from_secs(60);
 /// How often expired mappings are dropped and closed queues pruned: every 10 s, or every
@@ -88,6 +90,8 @@ impl ProcessStage {
                 .map_or(40_000, |p| p.mappings.timeout_ms()),
         );
         let mut sweep = tokio::time::interval(sweep_every(timeout));
+        let mut redeliveries = tokio::time::interval(REDELIVERIES_EVERY);
+        redeliveries.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         let mut last_tidy = std::time::Instant::now();
         let mut batch = Vec::with_capacity(BATCH);
         loop {
@@ -111,6 +115,11 @@ impl ProcessStage {
                     if last_tidy.elapsed() >= TIDY_EVERY {
                         last_tidy = std::time::Instant::now();
                         self.drop_idle_queues().await;
+                    }
+                }
+                _ = redeliveries.tick() => {
+                    if !self.redeliver().await {
+                        break;
                     }
                 }
                 n = rx.recv_many(&mut batch, batch_limit(self.registry.load().len())) => {

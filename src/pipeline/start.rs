@@ -14,6 +14,7 @@ use super::{
     stage,
 };
 use crate::{
+    admin_api::{self, AdminState},
     api::{self, ApiState},
     base::callback_url::Guard,
     bus::BusMessage,
@@ -25,6 +26,8 @@ use crate::{
         context::{DeliveryContext, Wiring},
         dispatch::Dispatcher,
         held::Held,
+        insight::{Insight, Retention},
+        retain::Bounds,
         sign::Signer,
     },
     fleet::{
@@ -175,6 +178,7 @@ impl Start<'_> {
         &self,
         listeners: Listeners,
         store: &Arc<HookStore>,
+        conn: &StoreConn,
         guard: &Arc<Guard>,
     ) -> anyhow::Result<()> {
         let (config, metrics) = (self.config, self.metrics);
@@ -208,6 +212,25 @@ impl Start<'_> {
             let router =
                 crate::metrics::router(metrics.clone(), merger, &config.metrics.merge.path, access);
             serve(self.tracker, self.token, l, router, "metrics");
+        }
+        if let Some(l) = listeners.admin {
+            let access = Arc::new(Access::bearer(
+                &config.admin.bearer_token,
+                "the admin API needs admin.bearer_token\n",
+            ));
+            let state = Arc::new(AdminState {
+                store: store.clone(),
+                conn: conn.clone(),
+                retain: retain_bounds(&config.delivery),
+                max_queue: config.delivery.max_queue,
+            });
+            serve(
+                self.tracker,
+                self.token,
+                l,
+                admin_api::router(state, access),
+                "admin API",
+            );
         }
         Ok(())
     }
@@ -256,7 +279,22 @@ impl Start<'_> {
         } else {
             fence.clone()
         };
+        let retention = retain_bounds(&config.delivery).map(|bounds| Retention {
+            bounds,
+            sources: signer.sources.clone(),
+        });
+        let insight = Insight::new(
+            config.delivery.attempt_log,
+            hooks.instance.clone(),
+            retention,
+        );
+        self.tracker.spawn(
+            insight
+                .clone()
+                .run(conn.clone(), metrics.clone(), token.clone()),
+        );
         let wiring = Wiring {
+            insight,
             store: hooks.store.clone(),
             conn: conn.clone(),
             guard: guard.clone(),
@@ -431,4 +469,13 @@ impl Start<'_> {
         .await?;
         Some(Dispatcher::spread(held))
     }
+}
+
+/// What is kept of sent callbacks (`delivery.retain`, `delivery.retain_max_mib`); `None` when
+/// nothing is.
+fn retain_bounds(config: &crate::config::DeliveryConfig) -> Option<Bounds> {
+    (!config.retain.is_zero()).then_some(Bounds {
+        window_ms: config.retain.as_millis() as u64,
+        max_bytes: config.retain_max_mib << 20,
+    })
 }

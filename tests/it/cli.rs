@@ -100,9 +100,9 @@ async fn hooks_commands_manage_a_running_relay() {
     assert_eq!(code, 0);
     assert_eq!(
         out,
-        "    id  kind       meeting       events                callback URL\n     \
-         1  -          m 1           user-joined,meeting-ended  http://127.0.0.1:9/a?x=1\n     \
-         2  raw        (all)         (all)                 http://127.0.0.1:9/b\n"
+        "    id  state    kind       meeting       events                callback URL\n     \
+         1  ok       -          m 1           user-joined,meeting-ended  http://127.0.0.1:9/a?x=1\n     \
+         2  ok       raw        (all)         (all)                 http://127.0.0.1:9/b\n"
     );
     let (_, out, _) = run(&["hooks", "-c", cfg, "list", "--meeting-id", "other"], None);
     assert_eq!(out.lines().count(), 2, "the global hook only: {out}");

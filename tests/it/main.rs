@@ -10,6 +10,7 @@ mod catalogue;
 mod cli;
 mod cluster;
 mod dashboards;
+mod deliveries;
 mod delivery;
 mod docs;
 mod durability;

@@ -18,6 +18,7 @@ fn sized(ts: u64, bytes: usize) -> Entry {
         shared: None,
         source: 0,
         chain: None,
+        original: None,
     }
 }
 

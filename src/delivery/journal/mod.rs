@@ -60,9 +60,17 @@ pub struct Entry {
     /// Set while the plugin chain has yet to run over it (at sending time); boxed, so that
     /// the entries of hooks no plugin takes stay small.
     pub chain: Option<Box<Deferred>>,
+    /// A redelivery (`hookrelay redeliver`): the timestamp of the callback it sends again,
+    /// which it is signed and sent with (stored as `r`).
+    pub original: Option<u64>,
 }
 
 impl Entry {
+    /// The `timestamp` the callback is sent with: its own, or for a redelivery the original's.
+    pub fn original_ts(&self) -> u64 {
+        self.original.unwrap_or(self.ts)
+    }
+
     /// What removing it takes.
     pub fn removal(&self) -> Removal {
         Removal {
@@ -138,6 +146,9 @@ pub async fn append(
             if let Some(m) = &d.meeting {
                 cmd.arg("mf").arg(&**m);
             }
+        }
+        if let Some(original) = e.original {
+            cmd.arg("r").arg(original);
         }
     }
     // Last: on a cluster, the slot of the last command is written after the others, and the

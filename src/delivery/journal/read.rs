@@ -73,6 +73,39 @@ pub struct Stored {
     pub source: Option<String>,
     /// What the plugin chain needs, for an entry that waits for it.
     pub chain: Option<Box<Deferred>>,
+    /// A redelivery's original timestamp (`r`).
+    pub original: Option<u64>,
+}
+
+impl Stored {
+    /// The entry `ts` with the stored fields of `sid` (the queues' and the kept callbacks'
+    /// streams store the same fields).
+    pub fn from_fields(ts: u64, sid: &redis::streams::StreamId) -> Self {
+        let event_id: String = sid.get("e").unwrap_or_default();
+        let body = if let Some(text) = sid.get::<String>("p") {
+            StoredBody::Inline(text)
+        } else if let Some(s) = sid.get::<String>("s").and_then(|s| s.parse().ok()) {
+            StoredBody::Shared(s)
+        } else {
+            StoredBody::Unreadable
+        };
+        let chain = sid.contains_key("c").then(|| {
+            Box::new(Deferred {
+                internal_meeting_id: sid.get("im"),
+                external_meeting_id: sid.get("xm"),
+                other: sid.get::<String>("q").map(|t| Arc::new(Payload::new(t))),
+                meeting: sid.get::<String>("mf").map(Arc::from),
+            })
+        });
+        Self {
+            ts,
+            source: sid.get("o"),
+            event_id: event_id.into(),
+            body,
+            chain,
+            original: sid.get::<String>("r").and_then(|r| r.parse().ok()),
+        }
+    }
 }
 
 pub enum StoredBody {
@@ -101,32 +134,7 @@ pub async fn read_page(
     Ok(reply
         .ids
         .into_iter()
-        .filter_map(|sid| {
-            let ts = parse_ts(&sid.id)?;
-            let event_id: String = sid.get("e").unwrap_or_default();
-            let body = if let Some(text) = sid.get::<String>("p") {
-                StoredBody::Inline(text)
-            } else if let Some(s) = sid.get::<String>("s").and_then(|s| s.parse().ok()) {
-                StoredBody::Shared(s)
-            } else {
-                StoredBody::Unreadable
-            };
-            let chain = sid.contains_key("c").then(|| {
-                Box::new(Deferred {
-                    internal_meeting_id: sid.get("im"),
-                    external_meeting_id: sid.get("xm"),
-                    other: sid.get::<String>("q").map(|t| Arc::new(Payload::new(t))),
-                    meeting: sid.get::<String>("mf").map(Arc::from),
-                })
-            });
-            Some(Stored {
-                ts,
-                source: sid.get("o"),
-                event_id: event_id.into(),
-                body,
-                chain,
-            })
-        })
+        .filter_map(|sid| Some(Stored::from_fields(parse_ts(&sid.id)?, &sid)))
         .collect())
 }
 

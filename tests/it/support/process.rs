@@ -10,6 +10,8 @@ use super::{SECRET, TestRedis, free_port, relay::http_client};
 pub struct RelayProcess {
     pub api: SocketAddr,
     pub metrics: SocketAddr,
+    /// The admin API's address.
+    pub admin: SocketAddr,
     child: Child,
     pub log: PathBuf,
     /// Its configuration file.
@@ -126,11 +128,12 @@ impl RelayProcess {
         let host = ns.map_or("127.0.0.1", |ns| ns.ns_ip.as_str());
         let api: SocketAddr = format!("{host}:{}", free_port()).parse().unwrap();
         let metrics: SocketAddr = format!("{host}:{}", free_port()).parse().unwrap();
+        let admin: SocketAddr = format!("{host}:{}", free_port()).parse().unwrap();
         let config = dir.path().join("hookrelay.toml");
         std::fs::write(
             &config,
             format!(
-                "[bbb]\n{secret}\n[api]\nbind = \"{api}\"\n[redis]\nurl = \"{}\"\n[metrics]\nbind = \"{metrics}\"\n[delivery]\nretry_intervals_ms = [50, 100, 150]\nrequest_timeout_ms = 1000\n{extra}\n[delivery.ssrf]\nallow_cidrs = [\"127.0.0.1/32\", \"{}\"]\n",
+                "[bbb]\n{secret}\n[api]\nbind = \"{api}\"\n[redis]\nurl = \"{}\"\n[metrics]\nbind = \"{metrics}\"\n[admin]\nbind = \"{admin}\"\n[delivery]\nretry_intervals_ms = [50, 100, 150]\nrequest_timeout_ms = 1000\n{extra}\n[delivery.ssrf]\nallow_cidrs = [\"127.0.0.1/32\", \"{}\"]\n",
                 redis.url(),
                 super::netns::RANGE,
             ),
@@ -188,6 +191,7 @@ impl RelayProcess {
                 return Some(Self {
                     api,
                     metrics,
+                    admin,
                     child,
                     log,
                     config,

@@ -51,6 +51,7 @@ impl TestRelay {
         let listeners = Listeners {
             api,
             metrics: Some(metrics),
+            admin: None,
         };
         let handle = tokio::spawn(hookrelay::run(config, listeners, shutdown.clone()));
         let relay = Self {

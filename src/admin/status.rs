@@ -1,0 +1,347 @@
+//! `hooks show`, the state column of `hooks list`, and `deliveries`: a running relay's admin
+//! API (`[admin]`) read with the address and token of the configuration, printed for people or
+//! (`--json`) as the API answers.
+
+use std::time::Duration;
+
+use clap::Args;
+use hookrelay::Config;
+use serde_json::Value;
+
+use super::{REFUSED, UNREACHABLE, fail};
+
+/// Where the admin API is and how to call it: from the configuration, or `--admin-url`.
+pub struct AdminClient {
+    base: String,
+    token: Option<String>,
+}
+
+/// Why an admin call failed: the exit code and the line to print.
+pub type Failure = (u8, String);
+
+impl AdminClient {
+    pub fn new(config: &Config, admin_url: Option<&str>) -> Self {
+        let base = admin_url.map_or_else(
+            || {
+                let mut addr = config.admin.bind;
+                if addr.ip().is_unspecified() {
+                    addr.set_ip(std::net::Ipv4Addr::LOCALHOST.into());
+                }
+                format!("http://{addr}")
+            },
+            |u| u.trim_end_matches('/').to_string(),
+        );
+        let token = (!config.admin.bearer_token.is_empty())
+            .then(|| config.admin.bearer_token.expose().to_string());
+        Self { base, token }
+    }
+
+    /// `GET {base}{path}` as JSON.
+    pub fn get(&self, path: &str) -> Result<Value, Failure> {
+        self.call(path, None)
+    }
+
+    /// `POST {base}{path}` with `form` (URL-encoded), answered as JSON.
+    pub fn post(&self, path: &str, form: &[(&str, &str)]) -> Result<Value, Failure> {
+        let body = form
+            .iter()
+            .map(|(k, v)| format!("{k}={}", hookrelay::base::form::form_encode(v)))
+            .collect::<Vec<_>>()
+            .join("&");
+        self.call(path, Some(body))
+    }
+
+    fn call(&self, path: &str, form: Option<String>) -> Result<Value, Failure> {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(|e| (UNREACHABLE, e.to_string()))?;
+        runtime.block_on(async {
+            let _ = rustls::crypto::ring::default_provider().install_default();
+            let client = reqwest::Client::builder()
+                .timeout(Duration::from_secs(10))
+                .build()
+                .map_err(|e| (UNREACHABLE, e.to_string()))?;
+            let url = format!("{}{path}", self.base);
+            let mut request = match form {
+                Some(body) => client
+                    .post(url)
+                    .header(
+                        reqwest::header::CONTENT_TYPE,
+                        "application/x-www-form-urlencoded",
+                    )
+                    .body(body),
+                None => client.get(url),
+            };
+            if let Some(t) = &self.token {
+                request = request.bearer_auth(t);
+            }
+            let unreachable = |why: &str| {
+                (
+                    UNREACHABLE,
+                    format!("{}: {why} (is the relay running, with [admin] enabled?)", self.base),
+                )
+            };
+            let response = request.send().await.map_err(|e| {
+                unreachable(if e.is_timeout() {
+                    "no answer within 10 s"
+                } else {
+                    "cannot reach the admin API"
+                })
+            })?;
+            let status = response.status();
+            if status == reqwest::StatusCode::UNAUTHORIZED {
+                return Err((
+                    REFUSED,
+                    format!(
+                        "{}: the admin API refused the call: wrong or missing token (admin.bearer_token of this configuration)",
+                        self.base
+                    ),
+                ));
+            }
+            let text = response.text().await.unwrap_or_default();
+            let body: Value = serde_json::from_str(&text)
+                .map_err(|_| unreachable(&format!("not an admin API answer (HTTP {status})")))?;
+            if !status.is_success() {
+                let why = body["error"].as_str().unwrap_or("refused").to_string();
+                let code = if status.is_client_error() {
+                    REFUSED
+                } else {
+                    UNREACHABLE
+                };
+                return Err((code, why));
+            }
+            Ok(body)
+        })
+    }
+}
+
+/// Prints `value` for scripts.
+pub fn print_json(value: &Value) {
+    println!(
+        "{}",
+        serde_json::to_string_pretty(value).unwrap_or_default()
+    );
+}
+
+fn text<'a>(v: &'a Value, key: &str) -> Option<&'a str> {
+    v[key].as_str()
+}
+
+/// `hooks show ID`: one hook, a fact a line.
+pub fn print_hook(h: &Value) {
+    let id = h["id"].as_u64().unwrap_or_default();
+    println!("hook {id}: {}", text(h, "callback_url").unwrap_or(""));
+    let state = text(h, "state").unwrap_or("?");
+    let row = |name: &str, value: String| println!("  {name:<14}{value}");
+    let failures = h["failures_in_row"].as_u64().unwrap_or(0);
+    row(
+        "state:",
+        match (state, failures) {
+            ("failing", n) => format!("failing ({n} failed attempts in a row)"),
+            (s, _) => s.to_string(),
+        },
+    );
+    let events = h["event_ids"].as_array().map_or("(all)".to_string(), |a| {
+        a.iter()
+            .filter_map(Value::as_str)
+            .collect::<Vec<_>>()
+            .join(",")
+    });
+    let kind = match (h["permanent"].as_bool(), h["get_raw"].as_bool()) {
+        (Some(true), Some(true)) => "permanent, raw",
+        (Some(true), _) => "permanent, processed",
+        (_, Some(true)) => "raw",
+        _ => "processed",
+    };
+    row(
+        "filter:",
+        format!(
+            "meeting {}, events {events}, {kind}",
+            text(h, "meeting_id").unwrap_or("(all)")
+        ),
+    );
+    let queued = h["queued"].as_u64().unwrap_or(0);
+    row(
+        "queued:",
+        match (text(h, "oldest_queued"), h["oldest_queued_age_s"].as_f64()) {
+            (Some(t), Some(age)) if queued > 0 => {
+                format!("{queued}, the oldest made {age:.1} s ago ({t})")
+            }
+            _ => queued.to_string(),
+        },
+    );
+    row(
+        "last success:",
+        text(h, "last_success").unwrap_or("never").to_string(),
+    );
+    row(
+        "last failure:",
+        match (text(h, "last_failure"), text(h, "last_error")) {
+            (Some(t), Some(e)) => format!("{t}: {e}"),
+            (Some(t), None) => t.to_string(),
+            _ => "never".to_string(),
+        },
+    );
+    if let Some(t) = text(h, "removal_due") {
+        row("removal due:", format!("{t}, if the failures go on"));
+    }
+    if let Some(t) = text(h, "removed") {
+        row("removed:", format!("{t}, after its callbacks kept failing"));
+    }
+    if let Some(i) = text(h, "delivered_by") {
+        row("delivered by:", i.to_string());
+    }
+}
+
+#[derive(Args)]
+pub struct DeliveriesArgs {
+    /// The hook's id, as hooks list shows it (also a hook removed after failures).
+    hook_id: u64,
+    /// Only failed attempts.
+    #[arg(long)]
+    failed: bool,
+    /// Only attempts since TIME: RFC 3339 (2026-11-26T08:00:00Z) or a duration back from now
+    /// (15m).
+    #[arg(long, value_name = "TIME")]
+    since: Option<String>,
+    /// At most N attempts, newest first.
+    #[arg(long, default_value_t = 100, value_name = "N")]
+    limit: usize,
+    /// Print JSON (for scripts) instead of lines.
+    #[arg(long)]
+    json: bool,
+    /// The relay's configuration: where its admin API listens, and its token.
+    #[arg(long, short, env = "HOOKRELAY_CONFIG")]
+    config: Option<std::path::PathBuf>,
+    /// The admin API's base URL (default: from admin.bind of the configuration).
+    #[arg(long)]
+    admin_url: Option<String>,
+}
+
+/// `hookrelay deliveries ID`: the hook's last attempts, newest first.
+pub fn deliveries(args: &DeliveriesArgs) -> std::process::ExitCode {
+    let config = match super::load(args.config.as_deref()) {
+        Ok(c) => c,
+        Err(code) => return code,
+    };
+    if let Some(s) = &args.since
+        && let Err(e) = hookrelay::base::time::parse_since(s, 0)
+    {
+        return fail(2, &format!("--since: {e}"));
+    }
+    let mut query = format!("limit={}", args.limit);
+    if args.failed {
+        query.push_str("&failed=true");
+    }
+    if let Some(s) = &args.since {
+        query.push_str(&format!("&since={}", hookrelay::base::form::form_encode(s)));
+    }
+    let client = AdminClient::new(&config, args.admin_url.as_deref());
+    let answer = match client.get(&format!("/v1/hooks/{}/deliveries?{query}", args.hook_id)) {
+        Ok(a) => a,
+        Err((code, why)) => return fail(code, &why),
+    };
+    if args.json {
+        print_json(&answer);
+        return std::process::ExitCode::SUCCESS;
+    }
+    let attempts = answer["deliveries"].as_array().cloned().unwrap_or_default();
+    if attempts.is_empty() {
+        println!("no attempts");
+        return std::process::ExitCode::SUCCESS;
+    }
+    println!(
+        "{:<24}  {:<28}  {:>5}  {:<10}  {:>10}  error",
+        "time", "event", "try", "result", "latency"
+    );
+    for a in attempts {
+        let result = match (a["ok"].as_bool(), a["status"].as_u64()) {
+            (Some(true), Some(s)) => format!("{s}"),
+            (_, Some(s)) => format!("failed {s}"),
+            _ => "failed".to_string(),
+        };
+        let error = if a["ok"].as_bool() == Some(true) {
+            ""
+        } else {
+            text(&a, "error").unwrap_or("")
+        };
+        println!(
+            "{:<24}  {:<28}  {:>5}  {:<10}  {:>7.1} ms  {error}",
+            text(&a, "at").unwrap_or(""),
+            text(&a, "event_id").unwrap_or(""),
+            a["attempt"].as_u64().unwrap_or(0),
+            result,
+            a["latency_ms"].as_f64().unwrap_or(0.0),
+        );
+    }
+    std::process::ExitCode::SUCCESS
+}
+
+#[derive(Args)]
+pub struct RedeliverArgs {
+    /// The hook's id, as hooks list shows it: a registered hook (for a hook removed after
+    /// failures, register its URL again and give the new id).
+    hook_id: u64,
+    /// From TIME: RFC 3339 (2026-11-26T08:00:00Z) or a duration back from now (15m).
+    #[arg(long, value_name = "TIME")]
+    since: String,
+    /// Up to TIME (default now).
+    #[arg(long, value_name = "TIME")]
+    until: Option<String>,
+    /// Only these event ids, comma-separated (user-joined,meeting-ended).
+    #[arg(long, value_name = "ID,...")]
+    event_id: Option<String>,
+    /// Print JSON (for scripts) instead of a line.
+    #[arg(long)]
+    json: bool,
+    /// The relay's configuration: where its admin API listens, and its token.
+    #[arg(long, short, env = "HOOKRELAY_CONFIG")]
+    config: Option<std::path::PathBuf>,
+    /// The admin API's base URL (default: from admin.bind of the configuration).
+    #[arg(long)]
+    admin_url: Option<String>,
+}
+
+/// `hookrelay redeliver ID --since TIME`: queues the kept callbacks of the window again.
+pub fn redeliver(args: &RedeliverArgs) -> std::process::ExitCode {
+    let config = match super::load(args.config.as_deref()) {
+        Ok(c) => c,
+        Err(code) => return code,
+    };
+    for (flag, value) in [
+        ("--since", Some(&args.since)),
+        ("--until", args.until.as_ref()),
+    ] {
+        if let Some(v) = value
+            && let Err(e) = hookrelay::base::time::parse_since(v, 0)
+        {
+            return fail(2, &format!("{flag}: {e}"));
+        }
+    }
+    let mut form = vec![("since", args.since.as_str())];
+    if let Some(u) = &args.until {
+        form.push(("until", u));
+    }
+    if let Some(e) = &args.event_id {
+        form.push(("event_id", e));
+    }
+    let client = AdminClient::new(&config, args.admin_url.as_deref());
+    let answer = match client.post(&format!("/v1/hooks/{}/redeliver", args.hook_id), &form) {
+        Ok(a) => a,
+        Err((code, why)) => return fail(code, &why),
+    };
+    if args.json {
+        print_json(&answer);
+    } else {
+        let n = answer["queued"].as_u64().unwrap_or(0);
+        println!(
+            "queued {n} callback{} again for hook {} (from {} to {})",
+            if n == 1 { "" } else { "s" },
+            args.hook_id,
+            text(&answer, "since").unwrap_or("?"),
+            text(&answer, "until").unwrap_or("?"),
+        );
+    }
+    std::process::ExitCode::SUCCESS
+}

@@ -1,0 +1,205 @@
+//! `GET /v1/hooks`, `GET /v1/hooks/{id}` and `GET /v1/hooks/{id}/deliveries`: each hook with
+//! its delivery state (the hooks removed after failures too, while their state is kept), and
+//! one hook's last attempts, newest first. Times are RFC 3339 (UTC).
+
+use std::sync::Arc;
+
+use axum::{
+    Json,
+    extract::{Path, Query, State},
+};
+use serde::{Deserialize, Serialize};
+
+use super::{AdminError, AdminState};
+use crate::{
+    base::{
+        ids::HookId,
+        time::{now_ms, parse_since, rfc3339},
+    },
+    delivery::insight::{
+        AttemptRecord,
+        read::{self, HookState, State as Word},
+    },
+    hooks::Hook,
+};
+
+/// One hook as the API shows it.
+#[derive(Debug, Serialize)]
+pub struct HookView {
+    pub id: u64,
+    pub callback_url: String,
+    pub meeting_id: Option<String>,
+    pub event_ids: Option<Vec<String>>,
+    pub get_raw: bool,
+    pub permanent: bool,
+    /// `ok`, `failing` or `removed`.
+    pub state: Word,
+    pub queued: u64,
+    pub oldest_queued: Option<String>,
+    pub oldest_queued_age_s: Option<f64>,
+    pub last_success: Option<String>,
+    pub last_failure: Option<String>,
+    pub last_error: Option<String>,
+    pub failures_in_row: u64,
+    /// When it is removed if its failures go on.
+    pub removal_due: Option<String>,
+    pub removed: Option<String>,
+    /// In a fleet, the instance that delivered its last callback.
+    pub delivered_by: Option<String>,
+}
+
+impl HookView {
+    fn new(id: HookId, hook: Option<&Hook>, s: HookState, now: u64) -> Self {
+        let time = |t: Option<u64>| t.map(rfc3339);
+        Self {
+            id: id.0,
+            callback_url: hook
+                .map(|h| h.callback_url.clone())
+                .or_else(|| s.url.clone())
+                .unwrap_or_default(),
+            meeting_id: hook.and_then(|h| h.meeting_id.clone()),
+            event_ids: hook.and_then(|h| h.event_ids.clone()),
+            get_raw: hook.is_some_and(|h| h.get_raw),
+            permanent: hook.is_some_and(|h| h.permanent),
+            // Gone from the registry: removed (by hooks/destroy, or its failures before the
+            // mark is written).
+            state: if hook.is_none() {
+                Word::Removed
+            } else {
+                s.state()
+            },
+            queued: s.queued,
+            oldest_queued: time(s.oldest_queued),
+            oldest_queued_age_s: s.oldest_queued.map(|t| now.saturating_sub(t) as f64 / 1e3),
+            last_success: time(s.last_ok),
+            last_failure: time(s.last_failure),
+            last_error: s.last_error,
+            failures_in_row: s.failures_in_row,
+            removal_due: time(s.removal_due),
+            removed: time(s.removed),
+            delivered_by: s.instance,
+        }
+    }
+}
+
+#[derive(Serialize)]
+pub struct HookList {
+    hooks: Vec<HookView>,
+}
+
+/// Every registered hook, then the hooks removed after failures whose state is kept.
+pub async fn list(State(admin): State<Arc<AdminState>>) -> Result<Json<HookList>, AdminError> {
+    let snapshot = admin.store.registry().load();
+    let mut ids: Vec<HookId> = snapshot.all().map(|h| h.id).collect();
+    for id in read::removed_hooks(&admin.conn).await? {
+        if snapshot.get(id).is_none() {
+            ids.push(id);
+        }
+    }
+    let states = read::states(&admin.conn, &ids).await?;
+    let now = now_ms();
+    let hooks = ids
+        .into_iter()
+        .zip(states)
+        .filter_map(|(id, s)| {
+            let hook = snapshot.get(id).map(|h| &**h);
+            // A removed hook whose state expired meanwhile is left out.
+            (hook.is_some() || s.removed.is_some()).then(|| HookView::new(id, hook, s, now))
+        })
+        .collect();
+    Ok(Json(HookList { hooks }))
+}
+
+/// One hook, registered or removed after failures.
+async fn view(admin: &AdminState, id: u64) -> Result<HookView, AdminError> {
+    let hook = HookId(id);
+    let snapshot = admin.store.registry().load();
+    let registered = snapshot.get(hook).map(|h| &**h);
+    let state = read::states(&admin.conn, &[hook])
+        .await?
+        .pop()
+        .unwrap_or_default();
+    if registered.is_none()
+        && state.removed.is_none()
+        && state.last_failure.is_none()
+        && state.last_ok.is_none()
+    {
+        return Err(AdminError::UnknownHook(id));
+    }
+    Ok(HookView::new(hook, registered, state, now_ms()))
+}
+
+pub async fn show(
+    State(admin): State<Arc<AdminState>>,
+    Path(id): Path<u64>,
+) -> Result<Json<HookView>, AdminError> {
+    view(&admin, id).await.map(Json)
+}
+
+/// The filters of `deliveries`.
+#[derive(Debug, Default, Deserialize)]
+pub struct Filter {
+    /// Only failed attempts.
+    #[serde(default)]
+    failed: bool,
+    /// Only attempts at or after this time (RFC 3339, or a duration back from now: `15m`).
+    since: Option<String>,
+    /// At most this many (newest first); default 100.
+    limit: Option<usize>,
+}
+
+/// One attempt as the API shows it.
+#[derive(Debug, Serialize)]
+pub struct AttemptView {
+    pub at: String,
+    pub event_id: String,
+    /// The callback's `timestamp`.
+    pub timestamp: u64,
+    pub attempt: u32,
+    pub ok: bool,
+    pub status: Option<u16>,
+    pub error: Option<String>,
+    pub latency_ms: f64,
+}
+
+impl From<AttemptRecord> for AttemptView {
+    fn from(r: AttemptRecord) -> Self {
+        Self {
+            at: rfc3339(r.at),
+            ok: r.ok(),
+            event_id: r.event,
+            timestamp: r.ts,
+            attempt: r.attempt,
+            status: r.status,
+            error: r.error,
+            latency_ms: r.latency_ms,
+        }
+    }
+}
+
+#[derive(Serialize)]
+pub struct Deliveries {
+    hook: HookView,
+    deliveries: Vec<AttemptView>,
+}
+
+pub async fn deliveries(
+    State(admin): State<Arc<AdminState>>,
+    Path(id): Path<u64>,
+    Query(filter): Query<Filter>,
+) -> Result<Json<Deliveries>, AdminError> {
+    let since = match &filter.since {
+        Some(s) => parse_since(s, now_ms()).map_err(AdminError::BadParameter)?,
+        None => 0,
+    };
+    let limit = filter.limit.unwrap_or(100);
+    let hook = view(&admin, id).await?;
+    let deliveries = read::attempts(&admin.conn, HookId(id))
+        .await?
+        .into_iter()
+        .filter(|a| a.at >= since && !(filter.failed && a.ok()))
+        .take(limit)
+        .map(AttemptView::from)
+        .collect();
+    Ok(Json(Deliveries { hook, deliveries }))
+}

@@ -1,0 +1,74 @@
+//! The admin API: JSON about each hook's delivery (its state, its last attempts), on a listener
+//! of its own (`[admin]`, never under the BBB API's path), behind `[admin] bearer_token`. The
+//! `hooks show`, `hooks list` and `deliveries` commands read it; [`hooks`] holds the calls.
+//! Errors are typed here and answered as `{"error": "..."}` with their status.
+
+mod hooks;
+mod redeliver;
+
+use std::sync::Arc;
+
+use axum::{
+    Json, Router,
+    http::StatusCode,
+    response::{IntoResponse, Response},
+    routing::{get, post},
+};
+
+use crate::{delivery::retain::Bounds, hooks::HookStore, metrics::auth, store_conn::StoreConn};
+
+/// What the calls read: the hooks registered, and the store.
+pub struct AdminState {
+    pub store: Arc<HookStore>,
+    pub conn: StoreConn,
+    /// What is kept of sent callbacks (`delivery.retain`); `None`: nothing.
+    pub retain: Option<Bounds>,
+    /// `delivery.max_queue`: a redelivery queues no more.
+    pub max_queue: usize,
+}
+
+/// Why a call fails.
+#[derive(Debug, thiserror::Error)]
+pub enum AdminError {
+    #[error("no hook {0}: not registered, and none of that id removed in the last 7 days")]
+    UnknownHook(u64),
+    #[error(
+        "hook {0} is not registered: redeliver to a registered hook (a hook removed after failures: register its URL again, and redeliver to the new hook)"
+    )]
+    NotRegistered(u64),
+    #[error(
+        "{since} is before what is kept for this hook's URL: callbacks are kept for {kept} (delivery.retain), and {reach}"
+    )]
+    BeforeWindow {
+        since: String,
+        kept: String,
+        reach: String,
+    },
+    #[error("{0}")]
+    BadParameter(String),
+    #[error("the store cannot be read: {0}")]
+    Store(#[from] redis::RedisError),
+}
+
+impl IntoResponse for AdminError {
+    fn into_response(self) -> Response {
+        let status = match self {
+            Self::UnknownHook(_) | Self::NotRegistered(_) => StatusCode::NOT_FOUND,
+            Self::BadParameter(_) | Self::BeforeWindow { .. } => StatusCode::BAD_REQUEST,
+            Self::Store(_) => StatusCode::SERVICE_UNAVAILABLE,
+        };
+        let body = serde_json::json!({ "error": self.to_string() });
+        (status, Json(body)).into_response()
+    }
+}
+
+/// The admin API's routes, behind `access`.
+pub fn router(state: Arc<AdminState>, access: Arc<auth::Access>) -> Router {
+    Router::new()
+        .route("/v1/hooks", get(hooks::list))
+        .route("/v1/hooks/{id}", get(hooks::show))
+        .route("/v1/hooks/{id}/deliveries", get(hooks::deliveries))
+        .route("/v1/hooks/{id}/redeliver", post(redeliver::redeliver))
+        .with_state(state)
+        .layer(axum::middleware::from_fn_with_state(access, auth::require))
+}

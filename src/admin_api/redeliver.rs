@@ -1,0 +1,151 @@
+//! `POST /v1/hooks/{id}/redeliver`: queues again, for a registered hook, the callbacks kept for
+//! its URL whose timestamps are in a window (and whose event ids are listed, if any are), in
+//! their original order, after what the hook has queued. The request is checked here (the
+//! window within what is kept, its size within the bound) and carried out by the instance that
+//! processes the bus.
+
+use std::{collections::HashSet, sync::Arc};
+
+use axum::{
+    Form, Json,
+    extract::{Path, State},
+};
+use serde::{Deserialize, Serialize};
+
+use super::{AdminError, AdminState};
+use crate::{
+    base::{
+        ids::HookId,
+        time::{now_ms, parse_since, rfc3339},
+    },
+    delivery::retain::{self, Request},
+};
+
+/// Most callbacks one redelivery may queue (fewer when `delivery.max_queue` is lower).
+pub const MAX_CALLBACKS: usize = 10_000;
+
+/// What to send again.
+#[derive(Debug, Default, Deserialize)]
+pub struct Window {
+    /// From this time (RFC 3339, or a duration back from now: `15m`). Required.
+    pub since: Option<String>,
+    /// Up to this time; default now.
+    pub until: Option<String>,
+    /// Only these event ids, comma-separated.
+    pub event_id: Option<String>,
+}
+
+/// What was queued again.
+#[derive(Debug, Serialize)]
+pub struct Redelivery {
+    pub hook: u64,
+    pub queued: usize,
+    pub since: String,
+    pub until: String,
+    /// The first and last callbacks' timestamps.
+    pub first_timestamp: Option<u64>,
+    pub last_timestamp: Option<u64>,
+}
+
+/// Checks `window` for hook `id` and asks for its redelivery.
+pub async fn redeliver(
+    State(admin): State<Arc<AdminState>>,
+    Path(id): Path<u64>,
+    Form(window): Form<Window>,
+) -> Result<Json<Redelivery>, AdminError> {
+    ask(&admin, id, &window).await.map(Json)
+}
+
+/// Asks for the redelivery of `window` to hook `id` (the status page's form does too).
+pub async fn ask(admin: &AdminState, id: u64, window: &Window) -> Result<Redelivery, AdminError> {
+    let bad = |s: String| AdminError::BadParameter(s);
+    let hook = admin
+        .store
+        .registry()
+        .load()
+        .get(HookId(id))
+        .cloned()
+        .ok_or(AdminError::NotRegistered(id))?;
+    let Some(bounds) = admin.retain else {
+        return Err(bad(
+            "delivery.retain is 0 on this relay: no sent callbacks are kept to send again".into(),
+        ));
+    };
+    let now = now_ms();
+    let since = match window.since.as_deref().filter(|s| !s.trim().is_empty()) {
+        Some(s) => parse_since(s, now).map_err(|e| bad(format!("since: {e}")))?,
+        None => return Err(bad("since is required (e.g. 15m)".into())),
+    };
+    let until = match window.until.as_deref().filter(|s| !s.trim().is_empty()) {
+        Some(s) => parse_since(s, now).map_err(|e| bad(format!("until: {e}")))?,
+        None => now,
+    };
+    if since > until {
+        return Err(bad(format!(
+            "since ({}) is after until ({})",
+            rfc3339(since),
+            rfc3339(until)
+        )));
+    }
+    let oldest = retain::oldest(&admin.conn, &hook.callback_url).await?;
+    let window_start = now.saturating_sub(bounds.window_ms);
+    if since < window_start && oldest.is_none_or(|o| since < o) {
+        return Err(AdminError::BeforeWindow {
+            since: rfc3339(since),
+            kept: humantime::format_duration(std::time::Duration::from_millis(bounds.window_ms))
+                .to_string(),
+            reach: oldest.map_or_else(
+                || "none is kept".into(),
+                |o| format!("the oldest kept is from {}", rfc3339(o)),
+            ),
+        });
+    }
+    let events: Option<HashSet<String>> = window.event_id.as_deref().map(|l| {
+        l.split(',')
+            .map(|e| e.trim().to_ascii_lowercase())
+            .filter(|e| !e.is_empty())
+            .collect()
+    });
+    let mut seen = HashSet::new();
+    let found: Vec<_> = retain::read(&admin.conn, &hook.callback_url, since, until)
+        .await?
+        .into_iter()
+        .filter(|f| {
+            events
+                .as_ref()
+                .is_none_or(|e| e.contains(&*f.stored.event_id))
+        })
+        // One copy of each callback (a round written twice keeps it twice).
+        .filter(|f| seen.insert((f.stored.ts, f.stored.event_id.clone())))
+        .collect();
+    let bytes: u64 = found.iter().map(|f| f.bytes).sum();
+    let most = admin.max_queue.min(MAX_CALLBACKS);
+    if found.len() > most {
+        return Err(bad(format!(
+            "the window holds {} callbacks ({} KiB), more than the {most} one redelivery may queue: narrow it with until or event_id",
+            found.len(),
+            bytes >> 10
+        )));
+    }
+    let mut sorted: Vec<_> = found.iter().collect();
+    sorted.sort_by_key(|f| f.stored.ts);
+    if !sorted.is_empty() {
+        retain::ask(
+            &admin.conn,
+            &Request {
+                hook: hook.id,
+                url: hook.callback_url.clone(),
+                ids: sorted.iter().map(|f| f.id.clone()).collect(),
+            },
+        )
+        .await?;
+    }
+    Ok(Redelivery {
+        hook: id,
+        queued: sorted.len(),
+        since: rfc3339(since),
+        until: rfc3339(until),
+        first_timestamp: sorted.first().map(|f| f.stored.ts),
+        last_timestamp: sorted.last().map(|f| f.stored.ts),
+    })
+}

@@ -1,0 +1,140 @@
+//! Reading back what [`super::Insight`] wrote, with each hook's queue: its state and its last
+//! attempts, for the admin API. Any instance of a fleet reads the same.
+
+use std::collections::HashMap;
+
+use redis::{RedisError, Value, streams::StreamRangeReply};
+use serde::Serialize;
+
+use super::AttemptRecord;
+use crate::{
+    base::{
+        ids::HookId,
+        redis_keys::{REMOVED_HOOKS, attempts_key, queue_key, status_key},
+    },
+    delivery::journal::parse_ts,
+    store_conn::StoreConn,
+};
+
+/// A hook's delivery as the store has it. Times are ms since the epoch.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct HookState {
+    /// Callbacks in its queue (the last few delivered may still be counted until they are
+    /// marked: at most `delivery.max_unacked`).
+    pub queued: u64,
+    /// The `timestamp` of the oldest queued callback.
+    pub oldest_queued: Option<u64>,
+    pub last_ok: Option<u64>,
+    pub last_failure: Option<u64>,
+    pub last_error: Option<String>,
+    /// Failed attempts since the last success.
+    pub failures_in_row: u64,
+    /// When it is removed if its failures go on (none for a permanent hook, or when it is not
+    /// failing).
+    pub removal_due: Option<u64>,
+    /// When it was removed after failures.
+    pub removed: Option<u64>,
+    /// The callback URL of a removed hook.
+    pub url: Option<String>,
+    /// In a fleet: the instance that delivered its last callback.
+    pub instance: Option<String>,
+}
+
+/// A hook's state in one word.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum State {
+    /// Its last attempt succeeded, or it has had none.
+    Ok,
+    /// Its last attempts failed; it is retrying.
+    Failing,
+    /// Removed after its callbacks kept failing.
+    Removed,
+}
+
+impl HookState {
+    pub fn state(&self) -> State {
+        if self.removed.is_some() {
+            State::Removed
+        } else if self.failures_in_row > 0 {
+            State::Failing
+        } else {
+            State::Ok
+        }
+    }
+
+    fn from_values(len: Value, first: Value, fields: Value) -> Result<Self, RedisError> {
+        let queued: u64 = redis::from_redis_value(len)?;
+        let first: StreamRangeReply = redis::from_redis_value(first)?;
+        let mut f: HashMap<String, String> = redis::from_redis_value(fields)?;
+        let number = |k: &str| f.get(k).and_then(|v| v.parse::<u64>().ok());
+        Ok(Self {
+            queued,
+            oldest_queued: first.ids.first().and_then(|e| parse_ts(&e.id)),
+            last_ok: number("last_ok"),
+            last_failure: number("last_failure"),
+            failures_in_row: number("failures_in_row").unwrap_or(0),
+            removal_due: number("removal_due"),
+            removed: number("removed"),
+            last_error: f.remove("last_error"),
+            url: f.remove("url"),
+            instance: f.remove("instance"),
+        })
+    }
+}
+
+/// The states of `hooks`, in their order, read in one pipeline.
+///
+/// # Errors
+/// When Redis fails or holds something else under their keys.
+pub async fn states(conn: &StoreConn, hooks: &[HookId]) -> Result<Vec<HookState>, RedisError> {
+    if hooks.is_empty() {
+        return Ok(Vec::new());
+    }
+    let mut pipe = redis::pipe();
+    for &h in hooks {
+        let queue = queue_key(h);
+        pipe.xlen(&queue)
+            .xrange_count(&queue, "-", "+", 1)
+            .hgetall(status_key(h));
+    }
+    let values: Vec<Value> = pipe.query_async(&mut conn.clone()).await?;
+    let mut values = values.into_iter();
+    let mut out = Vec::with_capacity(hooks.len());
+    while let (Some(len), Some(first), Some(fields)) = (values.next(), values.next(), values.next())
+    {
+        out.push(HookState::from_values(len, first, fields)?);
+    }
+    Ok(out)
+}
+
+/// Hook `hook`'s last attempts, newest first.
+///
+/// # Errors
+/// When Redis fails. A record that does not parse is left out.
+pub async fn attempts(conn: &StoreConn, hook: HookId) -> Result<Vec<AttemptRecord>, RedisError> {
+    let lines: Vec<String> = redis::cmd("LRANGE")
+        .arg(attempts_key(hook))
+        .arg(0)
+        .arg(-1)
+        .query_async(&mut conn.clone())
+        .await?;
+    Ok(lines
+        .iter()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect())
+}
+
+/// The hooks removed after failures whose state is still kept, oldest removal first.
+///
+/// # Errors
+/// When Redis fails.
+pub async fn removed_hooks(conn: &StoreConn) -> Result<Vec<HookId>, RedisError> {
+    let ids: Vec<u64> = redis::cmd("ZRANGE")
+        .arg(REMOVED_HOOKS)
+        .arg(0)
+        .arg(-1)
+        .query_async(&mut conn.clone())
+        .await?;
+    Ok(ids.into_iter().map(HookId).collect())
+}

@@ -1,0 +1,292 @@
+//! Sent callbacks kept a while (`delivery.retain`), to be sent again (`hookrelay redeliver`):
+//! per callback URL, so that a hook removed after failures and registered again with the same
+//! URL finds them, a Redis stream of the callbacks sent to it (the payload as sent), and of
+//! those still queued when its hook was removed after failures (as they were queued). Each
+//! entry has the journal's fields ([`super::journal`]: `e`, `p`, `o`, and the plugin chain's
+//! `c`, `im`, `xm`, `q`, `mf`) with the callback's own timestamp (`r`) and its size (`z`). One
+//! script per URL a round adds the round's entries and drops the oldest beyond the window or
+//! the URL's share of bytes (`delivery.retain_max_mib`), keeping their sum beside the stream.
+//! A redelivery asked for ([`Request`]) waits in the store until the instance that processes
+//! the bus queues it, so that each queue keeps one writer and one clock.
+
+use std::sync::LazyLock;
+
+use redis::Script;
+use serde::{Deserialize, Serialize};
+
+use crate::{
+    base::{digest::Algorithm, ids::HookId, redis_keys::REDELIVERIES, sources::SourceTable},
+    delivery::journal::{Entry, Stored, parse_ts},
+    store_conn::StoreConn,
+};
+
+/// Adds entries and trims (KEYS: the stream, its byte count; ARGV: the most bytes, the oldest
+/// time kept in ms, the keys' expiry in ms, then per entry its field count and pairs, its size
+/// field last). Returns the bytes kept.
+const RETAIN: &str = r"
+local used = tonumber(redis.call('GET', KEYS[2]) or '0')
+local a = 4
+while a <= #ARGV do
+  local n = tonumber(ARGV[a])
+  local args = {'XADD', KEYS[1], '*'}
+  for i = 1, n * 2 do args[#args + 1] = ARGV[a + i] end
+  redis.call(unpack(args))
+  used = used + tonumber(ARGV[a + n * 2])
+  a = a + 1 + n * 2
+end
+local max, oldest = tonumber(ARGV[1]), tonumber(ARGV[2])
+local done = false
+while not done do
+  local page = redis.call('XRANGE', KEYS[1], '-', '+', 'COUNT', 64)
+  if #page == 0 then break end
+  for _, e in ipairs(page) do
+    local ms = tonumber(string.match(e[1], '^(%d+)'))
+    if used <= max and ms >= oldest then done = true break end
+    local f = e[2]
+    for i = 1, #f, 2 do
+      if f[i] == 'z' then used = used - tonumber(f[i + 1]) end
+    end
+    redis.call('XDEL', KEYS[1], e[1])
+  end
+end
+if used < 0 then used = 0 end
+redis.call('SET', KEYS[2], used, 'PX', ARGV[3])
+redis.call('PEXPIRE', KEYS[1], ARGV[3])
+return used
+";
+
+static RETAIN_SCRIPT: LazyLock<Script> = LazyLock::new(|| Script::new(RETAIN));
+
+/// The stream of the callbacks kept for `url`, and its byte count (one slot: the digest is
+/// their hash tag).
+pub fn keys(url: &str) -> (String, String) {
+    let digest = Algorithm::Sha1.hex_digest(&[url.as_bytes()]);
+    let stream = format!("hookrelay:retained:{{{}}}", &digest[..20]);
+    let bytes = format!("{stream}:bytes");
+    (stream, bytes)
+}
+
+/// One callback to keep.
+pub type Kept = Entry;
+
+/// The bounds of what is kept.
+#[derive(Debug, Clone, Copy)]
+pub struct Bounds {
+    pub window_ms: u64,
+    pub max_bytes: u64,
+}
+
+/// Adds to `pipe` the script that keeps `kept` for `url`, as of `now` (ms).
+pub fn add(
+    pipe: &mut redis::Pipeline,
+    url: &str,
+    kept: &[Kept],
+    bounds: Bounds,
+    sources: &SourceTable,
+    now: u64,
+) {
+    let (stream, bytes) = keys(url);
+    let cmd = pipe
+        .cmd("EVALSHA")
+        .arg(RETAIN_SCRIPT.get_hash())
+        .arg(2)
+        .arg(&stream)
+        .arg(&bytes)
+        .arg(bounds.max_bytes)
+        .arg(now.saturating_sub(bounds.window_ms))
+        // Kept a little longer than the window, so that an idle URL's keys go by themselves.
+        .arg(bounds.window_ms + 60_000);
+    for e in kept {
+        let mut fields: Vec<(&str, String)> = vec![
+            ("e", e.event_id.to_string()),
+            ("p", e.payload.text().to_string()),
+            ("r", e.original_ts().to_string()),
+        ];
+        if let Some(name) = sources.stored_name(e.source) {
+            fields.push(("o", name.to_string()));
+        }
+        if let Some(d) = &e.chain {
+            fields.push(("c", "1".into()));
+            let optional = [
+                ("im", d.internal_meeting_id.clone()),
+                ("xm", d.external_meeting_id.clone()),
+                ("q", d.other.as_ref().map(|p| p.text().to_string())),
+                ("mf", d.meeting.as_ref().map(|m| m.to_string())),
+            ];
+            fields.extend(optional.into_iter().filter_map(|(k, v)| Some((k, v?))));
+        }
+        let size: usize = fields.iter().map(|(k, v)| k.len() + v.len()).sum::<usize>() + 64;
+        fields.push(("z", size.to_string()));
+        cmd.arg(fields.len());
+        for (k, v) in fields {
+            cmd.arg(k).arg(v);
+        }
+    }
+    cmd.ignore();
+}
+
+/// Sends a pipeline made with [`add`], loading the script when Redis does not have it.
+///
+/// # Errors
+/// When Redis fails.
+pub async fn send(conn: &StoreConn, pipe: &redis::Pipeline) -> Result<(), redis::RedisError> {
+    let mut c = conn.clone();
+    match pipe.query_async::<()>(&mut c).await {
+        Err(e) if e.kind() == redis::ErrorKind::Server(redis::ServerErrorKind::NoScript) => {
+            RETAIN_SCRIPT.load_async(&mut c).await?;
+            pipe.query_async(&mut c).await
+        }
+        other => other,
+    }
+}
+
+/// A kept callback read back.
+pub struct Found {
+    /// Its id in the kept stream.
+    pub id: String,
+    /// As stored; its `ts` is the callback's own timestamp.
+    pub stored: Stored,
+    pub bytes: u64,
+}
+
+/// What is kept for `url` whose callback timestamp is within `[since, until]`, oldest first.
+///
+/// # Errors
+/// When Redis fails.
+pub async fn read(
+    conn: &StoreConn,
+    url: &str,
+    since: u64,
+    until: u64,
+) -> Result<Vec<Found>, redis::RedisError> {
+    let (stream, _) = keys(url);
+    // A callback is kept after it is made: its entry id is never before its timestamp.
+    let reply: redis::streams::StreamRangeReply = redis::cmd("XRANGE")
+        .arg(&stream)
+        .arg(since)
+        .arg("+")
+        .query_async(&mut conn.clone())
+        .await?;
+    Ok(reply
+        .ids
+        .into_iter()
+        .filter_map(|sid| {
+            let ts: u64 = sid.get::<String>("r")?.parse().ok()?;
+            let stored = Stored::from_fields(ts, &sid);
+            Some(Found {
+                bytes: sid
+                    .get::<String>("z")
+                    .and_then(|z| z.parse().ok())
+                    .unwrap_or(0),
+                id: sid.id,
+                stored,
+            })
+        })
+        .filter(|f| f.stored.ts >= since && f.stored.ts <= until)
+        .collect())
+}
+
+/// The timestamp of the oldest callback kept for `url` (`None`: none kept).
+///
+/// # Errors
+/// When Redis fails.
+pub async fn oldest(conn: &StoreConn, url: &str) -> Result<Option<u64>, redis::RedisError> {
+    let (stream, _) = keys(url);
+    let reply: redis::streams::StreamRangeReply = redis::cmd("XRANGE")
+        .arg(&stream)
+        .arg("-")
+        .arg("+")
+        .arg("COUNT")
+        .arg(1)
+        .query_async(&mut conn.clone())
+        .await?;
+    Ok(reply.ids.first().and_then(|e| {
+        e.get::<String>("r")
+            .and_then(|r| r.parse().ok())
+            .or_else(|| parse_ts(&e.id))
+    }))
+}
+
+/// The kept callbacks whose ids are `ids`, in that order (those gone meanwhile left out).
+///
+/// # Errors
+/// When Redis fails.
+pub async fn read_ids(
+    conn: &StoreConn,
+    url: &str,
+    ids: &[String],
+) -> Result<Vec<Found>, redis::RedisError> {
+    let (stream, _) = keys(url);
+    let mut pipe = redis::pipe();
+    for id in ids {
+        pipe.cmd("XRANGE").arg(&stream).arg(id).arg(id);
+    }
+    let replies: Vec<redis::streams::StreamRangeReply> =
+        pipe.query_async(&mut conn.clone()).await?;
+    Ok(replies
+        .into_iter()
+        .flat_map(|r| r.ids)
+        .filter_map(|sid| {
+            let ts: u64 = sid.get::<String>("r")?.parse().ok()?;
+            let stored = Stored::from_fields(ts, &sid);
+            Some(Found {
+                bytes: 0,
+                id: sid.id,
+                stored,
+            })
+        })
+        .collect())
+}
+
+/// A redelivery asked for: the kept callbacks `ids` of `url` to queue again for `hook`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Request {
+    pub hook: HookId,
+    pub url: String,
+    pub ids: Vec<String>,
+}
+
+/// Asks for a redelivery; the instance that processes the bus queues it.
+///
+/// # Errors
+/// When Redis fails.
+pub async fn ask(conn: &StoreConn, request: &Request) -> Result<(), redis::RedisError> {
+    let json = serde_json::to_string(request).unwrap_or_default();
+    redis::cmd("LPUSH")
+        .arg(REDELIVERIES)
+        .arg(json)
+        .query_async(&mut conn.clone())
+        .await
+}
+
+/// The oldest redeliveries asked for, up to `n`, oldest first; they stay asked for until
+/// [`taken`] (a crash in between queues them again: at least once).
+///
+/// # Errors
+/// When Redis fails. A record that does not parse is skipped (and dropped by [`taken`]).
+pub async fn asked(conn: &StoreConn, n: usize) -> Result<Vec<Option<Request>>, redis::RedisError> {
+    let lines: Vec<String> = redis::cmd("LRANGE")
+        .arg(REDELIVERIES)
+        .arg(-(n as i64))
+        .arg(-1)
+        .query_async(&mut conn.clone())
+        .await?;
+    Ok(lines
+        .iter()
+        .rev()
+        .map(|l| serde_json::from_str(l).ok())
+        .collect())
+}
+
+/// Removes the `n` oldest redeliveries asked for (those [`asked`] gave).
+///
+/// # Errors
+/// When Redis fails.
+pub async fn taken(conn: &StoreConn, n: usize) -> Result<(), redis::RedisError> {
+    redis::cmd("LTRIM")
+        .arg(REDELIVERIES)
+        .arg(0)
+        .arg(-(n as i64) - 1)
+        .query_async(&mut conn.clone())
+        .await
+}

@@ -1,0 +1,99 @@
+//! The processing stage's part in `hookrelay redeliver`: between batches, it takes the
+//! redeliveries asked for through the admin API (of any instance) and queues their kept
+//! callbacks again for their hooks, in their original order, after what each hook has queued,
+//! stamped by the same per-hook clock as every other callback, so that each queue keeps one
+//! writer. A redelivered callback keeps its original body, event id and timestamp.
+
+use std::sync::Arc;
+
+use super::stage::ProcessStage;
+use crate::{
+    base::time::now_ms,
+    delivery::{journal::StoredBody, retain},
+    event::{Event, Payload},
+    route::Callback,
+};
+
+/// Redeliveries taken at once.
+const AT_ONCE: usize = 16;
+
+impl ProcessStage {
+    /// Queues the redeliveries asked for, if any. `false` when the relay stopped first.
+    pub async fn redeliver(&mut self) -> bool {
+        if !self.fence.holds() {
+            return true;
+        }
+        let conn = self.dispatcher.conn();
+        let asked = match retain::asked(&conn, AT_ONCE).await {
+            Ok(a) if a.is_empty() => return true,
+            Ok(a) => a,
+            Err(e) => {
+                tracing::debug!(error = %e, "cannot read the redeliveries asked for");
+                return true;
+            }
+        };
+        let snapshot = self.registry.load();
+        let mut callbacks = Vec::new();
+        for request in asked.iter().flatten() {
+            let Some(hook) = snapshot.get(request.hook).cloned() else {
+                tracing::warn!(
+                    hook_id = request.hook.0,
+                    "a redelivery for a hook removed meanwhile is dropped"
+                );
+                continue;
+            };
+            let found = match retain::read_ids(&conn, &request.url, &request.ids).await {
+                Ok(f) => f,
+                Err(e) => {
+                    tracing::warn!(error = %e, "cannot read the kept callbacks of a redelivery; asked again later");
+                    return true;
+                }
+            };
+            let mut queued = 0;
+            for f in found {
+                let StoredBody::Inline(text) = f.stored.body else {
+                    continue;
+                };
+                let source = self
+                    .sources
+                    .find_stored(f.stored.source.as_deref())
+                    .unwrap_or(0);
+                let payload = Arc::new(Payload::new(text));
+                let event = Arc::new(Event {
+                    source,
+                    id: f.stored.event_id.to_string(),
+                    internal_meeting_id: None,
+                    external_meeting_id: None,
+                    processed: payload.clone(),
+                    raw: None,
+                    meeting: None,
+                    filtered: false,
+                });
+                callbacks.push(Callback {
+                    ts: self.router.clock.stamp(hook.id, now_ms()),
+                    hook: hook.clone(),
+                    event,
+                    payload,
+                    message: 0,
+                    chain: f.stored.chain.map(|c| *c),
+                    original: Some(f.stored.ts),
+                });
+                queued += 1;
+            }
+            tracing::info!(
+                hook_id = hook.id.0,
+                callbacks = queued,
+                asked = request.ids.len(),
+                "queued callbacks again for redelivery"
+            );
+            self.metrics.redelivered.inc_by(queued);
+        }
+        if !self.dispatcher.accept(redis::pipe(), callbacks, &[]).await {
+            return false;
+        }
+        if let Err(e) = retain::taken(&conn, asked.len()).await {
+            tracing::warn!(error = %e, "cannot mark redeliveries as queued: they may be queued twice");
+        }
+        true
+    }
+}
