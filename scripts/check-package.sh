@@ -23,7 +23,8 @@ fail() { echo "package: $*" >&2; exit 1; }
 contents=$(dpkg-deb -c "$deb")
 for f in ./usr/bin/hookrelay ./etc/hookrelay/hookrelay.toml \
          ./usr/lib/systemd/system/hookrelay.service ./usr/share/doc/hookrelay/README.md \
-         ./usr/share/doc/hookrelay/docs/install.md ./usr/share/doc/hookrelay/docs/reliability.md; do
+         ./usr/share/doc/hookrelay/docs/install.md ./usr/share/doc/hookrelay/docs/reliability.md \
+         ./usr/share/hookrelay/grafana/hookrelay.json ./usr/share/doc/hookrelay/docs/admin.md; do
   grep -q " $f\$" <<<"$contents" || fail "$f missing"
 done
 grep -q -- '-rw-r----- .* ./etc/hookrelay/hookrelay.toml$' <<<"$contents" \

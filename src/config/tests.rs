@@ -242,3 +242,44 @@ fn bad_sources_are_named() {
         assert_eq!(err, format!("configuration: {expected}"), "{sources}");
     }
 }
+
+/// The example file documents the admin API and the delivery insight keys with their defaults.
+#[test]
+fn the_example_file_gives_the_admin_and_insight_defaults() {
+    let text = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("hookrelay.example.toml"),
+    )
+    .expect("example file");
+    let c = Config::from_toml(&text.replace("secret = \"\"", "secret = \"x\"")).expect("parses");
+    let d = Config::default();
+    assert_eq!(c.admin.enabled, d.admin.enabled);
+    assert_eq!(c.admin.bind, d.admin.bind);
+    assert!(c.admin.bearer_token.is_empty());
+    assert_eq!(c.delivery.attempt_log, d.delivery.attempt_log);
+    assert_eq!(c.delivery.retain, std::time::Duration::from_secs(3600));
+    assert_eq!(c.delivery.retain, d.delivery.retain);
+    assert_eq!(c.delivery.retain_max_mib, d.delivery.retain_max_mib);
+}
+
+#[test]
+fn retain_takes_words_or_seconds_and_names_a_bad_one() {
+    let with = |v: &str| Config::from_toml(&format!("[bbb]\nsecret='x'\n[delivery]\nretain = {v}\n"));
+    assert_eq!(with("\"30m\"").expect("ok").delivery.retain.as_secs(), 1800);
+    assert_eq!(with("90").expect("ok").delivery.retain.as_secs(), 90);
+    assert!(with("\"0s\"").expect("ok").delivery.retain.is_zero());
+    let err = with("\"soon\"").expect_err("not a duration").to_string();
+    assert!(err.contains("delivery.retain") && err.contains("soon"), "{err}");
+}
+
+#[test]
+fn an_admin_api_beyond_loopback_needs_a_token() {
+    let open = "[bbb]\nsecret='x'\n[admin]\nbind = '0.0.0.0:3006'\n";
+    let err = Config::from_toml(open)
+        .and_then(|c| c.validate().map(|()| c))
+        .expect_err("refused")
+        .to_string();
+    assert!(err.contains("admin.bearer_token"), "{err}");
+    let closed = format!("{open}bearer_token = 't'\n");
+    let c = Config::from_toml(&closed).expect("parses");
+    assert!(c.validate().is_ok());
+}

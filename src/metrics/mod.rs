@@ -141,6 +141,10 @@ pub struct Metrics {
     pub hooks_refused: Counter,
     pub callback_latency: LatencyHistogram,
     pub queue_depth: Family<HookLabel, Gauge>,
+    /// The age of the oldest callback queued per hook, for the hooks with callbacks queued.
+    pub queue_oldest_age: Family<HookLabel, Gauge<f64, std::sync::atomic::AtomicU64>>,
+    /// The hooks that have a `queue_oldest_age` series now.
+    oldest_hooks: std::sync::Mutex<Vec<HookId>>,
     /// The hooks that have a `queue_depth` series now.
     depth_hooks: std::sync::Mutex<Vec<HookId>>,
     pub conference_seeds: Family<SourceResultLabels, Counter>,
@@ -348,6 +352,11 @@ impl Metrics {
             "Callbacks waiting in one hook's queue, by hook id (sampled every 10 s)",
             self.queue_depth.clone(),
         );
+        r.register(
+            "hookrelay_queue_oldest_age_seconds",
+            "Age of the oldest callback waiting in one hook's queue, by hook id, for hooks with callbacks waiting (sampled every 10 s)",
+            self.queue_oldest_age.clone(),
+        );
     }
 
     /// The relay itself: its build, its seeds and merges, the API's requests and refusals.
@@ -488,6 +497,23 @@ impl Metrics {
         let queued: usize = depths.iter().map(|(_, n)| n).sum();
         self.queued_callbacks.set(queued as i64);
         self.set_queue_depths(depths);
+    }
+
+    /// Sets the age of the oldest queued callback of each hook of `oldest` (timestamps, ms) at
+    /// `now` (ms); hooks not in it lose their series.
+    pub fn report_oldest(&self, now: u64, oldest: &[(HookId, u64)]) {
+        let label = |hook: HookId| HookLabel {
+            hook: hook.to_string(),
+        };
+        let mut had = self.oldest_hooks.lock().unwrap_or_else(|e| e.into_inner());
+        for gone in had.iter().filter(|h| !oldest.iter().any(|(o, _)| o == *h)) {
+            self.queue_oldest_age.remove(&label(*gone));
+        }
+        for (hook, ts) in oldest {
+            let age = now.saturating_sub(*ts) as f64 / 1e3;
+            self.queue_oldest_age.get_or_create(&label(*hook)).set(age);
+        }
+        *had = oldest.iter().map(|(h, _)| *h).collect();
     }
 
     /// Sets the per-hook queue depths; hooks not in `depths` lose their series.

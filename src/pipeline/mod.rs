@@ -19,6 +19,7 @@ use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
 use crate::{
+    base::ids::HookId,
     config::{Config, callback_guard, compat::CallbackFormat},
     fleet::lease::Fence,
     hooks::HookStore,
@@ -182,4 +183,26 @@ fn serve(
             token.cancel();
         }
     });
+}
+
+/// Reports the queues' depths, and the age of the oldest callback of each non-empty one (read
+/// from the store: the one in flight is still there).
+async fn report_queues(metrics: &Metrics, conn: &StoreConn, depths: &[(HookId, usize)]) {
+    metrics.report_queues(depths);
+    let busy: Vec<HookId> = depths
+        .iter()
+        .filter(|(_, n)| *n > 0)
+        .map(|(h, _)| *h)
+        .collect();
+    match crate::delivery::insight::read::oldest_queued(conn, &busy).await {
+        Ok(oldest) => {
+            let oldest: Vec<(HookId, u64)> = busy
+                .iter()
+                .zip(oldest)
+                .filter_map(|(h, t)| Some((*h, t?)))
+                .collect();
+            metrics.report_oldest(crate::base::time::now_ms(), &oldest);
+        }
+        Err(e) => tracing::debug!(error = %e, "cannot read the queues' oldest callbacks"),
+    }
 }

@@ -104,9 +104,12 @@ impl Balancer {
         if catch_up_now && let Err(e) = catch_up(&self.held, &self.conn).await {
             tracing::warn!(error = %e, "cannot read where the delivered queues end");
         }
-        let queues = self.held.lock().await;
-        self.metrics.fleet.hooks_held.set(queues.len() as i64);
-        self.metrics.report_queues(&Held::depths(&queues));
+        let depths = {
+            let queues = self.held.lock().await;
+            self.metrics.fleet.hooks_held.set(queues.len() as i64);
+            Held::depths(&queues)
+        };
+        super::report_queues(&self.metrics, &self.conn, &depths).await;
     }
 
     /// Renews every lease; those found another's or not renewed in time are stopped (their

@@ -107,7 +107,9 @@ impl ProcessStage {
                 }
                 // Before the bus, or a busy bus would starve it (it is ready every 10 s only).
                 _ = sweep.tick() => {
-                    self.sweep();
+                    if let Some(depths) = self.sweep() {
+                        super::report_queues(&self.metrics, &self.dispatcher.conn(), &depths).await;
+                    }
                     // Expired mappings are removed from Redis too.
                     if !self.handle(&[]).await {
                         break;
@@ -219,10 +221,10 @@ impl ProcessStage {
         }
     }
 
-    fn sweep(&mut self) {
-        if let Some(depths) = self.dispatcher.prune() {
-            self.metrics.report_queues(&depths);
-        }
+    /// Prunes the queues of removed hooks, expires mappings, and counts; returns the queues'
+    /// depths (none when delivery is spread over a fleet: the holders of the hooks say them).
+    fn sweep(&mut self) -> Option<Vec<(HookId, usize)>> {
+        let depths = self.dispatcher.prune();
         let used = self.dispatcher.budget().used();
         self.metrics
             .queue_bytes
@@ -246,6 +248,7 @@ impl ProcessStage {
         }
         self.metrics.meeting_mappings.set(meetings as i64);
         self.metrics.user_mappings.set(users as i64);
+        depths
     }
 }
 

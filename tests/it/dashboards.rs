@@ -13,16 +13,17 @@
 
 use std::{
     collections::BTreeSet,
-    path::PathBuf,
-    process::Stdio,
     time::{Duration, Instant},
 };
 
 use serde_json::{Value, json};
 
 use crate::support::{
-    RelayProcess, TestRedis, TestRelay, akka, bbb_api::FakeBbbApi, free_port,
-    meeting_created_with_metadata, metric_value, rap, relay::http_client,
+    RelayProcess, TestRedis, TestRelay, akka,
+    bbb_api::FakeBbbApi,
+    meeting_created_with_metadata, metric_value,
+    prometheus::{TestPrometheus, prometheus},
+    rap,
 };
 
 const FIXTURE: &str = include_str!("../fixtures/bbb-exporter/dashboards.json");
@@ -365,124 +366,6 @@ async fn every_series_and_label_the_exporters_dashboards_read_is_exposed() {
         "{text}"
     );
     relay.stop().await;
-}
-
-/// Debian's Prometheus (`/usr/bin/prometheus`), if installed.
-fn prometheus() -> Option<PathBuf> {
-    let found = std::env::var_os("PATH")
-        .into_iter()
-        .flat_map(|p| std::env::split_paths(&p).collect::<Vec<_>>())
-        .map(|d| d.join("prometheus"))
-        .find(|p| p.is_file());
-    if found.is_none() && std::env::var_os("TEST_REQUIRE_PROMETHEUS").is_some() {
-        panic!("Debian's prometheus package is needed here (scripts/test.sh installs it)");
-    }
-    found
-}
-
-/// `name=value`, form-encoded.
-fn encoded(name: &str, value: &str) -> String {
-    form_urlencoded::Serializer::new(String::new())
-        .append_pair(name, value)
-        .finish()
-}
-
-/// A Prometheus on a free port scraping `target` every second as job `bbb`.
-struct TestPrometheus {
-    url: String,
-    _dir: tempfile::TempDir,
-    _child: tokio::process::Child,
-}
-
-impl TestPrometheus {
-    async fn start(binary: &PathBuf, target: std::net::SocketAddr) -> Self {
-        let dir = tempfile::tempdir().expect("temp dir");
-        let config = dir.path().join("prometheus.yml");
-        std::fs::write(
-            &config,
-            format!(
-                "global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\n  evaluation_interval: 1s\n\
-                 scrape_configs:\n  - job_name: bbb\n    static_configs:\n      - targets: ['{target}']\n"
-            ),
-        )
-        .expect("prometheus.yml");
-        let port = free_port();
-        let child = tokio::process::Command::new(binary)
-            .arg(format!("--config.file={}", config.display()))
-            .arg(format!(
-                "--storage.tsdb.path={}",
-                dir.path().join("data").display()
-            ))
-            .arg(format!("--web.listen-address=127.0.0.1:{port}"))
-            .arg("--log.level=warn")
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .kill_on_drop(true)
-            .spawn()
-            .expect("start prometheus");
-        let url = format!("http://127.0.0.1:{port}");
-        let http = http_client();
-        let deadline = Instant::now() + Duration::from_secs(60);
-        loop {
-            let ready = http.get(format!("{url}/-/ready")).send().await;
-            if ready.is_ok_and(|r| r.status().is_success()) {
-                break;
-            }
-            assert!(Instant::now() < deadline, "Prometheus never got ready");
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
-        Self {
-            url,
-            _dir: dir,
-            _child: child,
-        }
-    }
-
-    /// The result vector of `query` now.
-    async fn query(&self, query: &str) -> Vec<Value> {
-        let answer: Value = http_client()
-            .get(format!(
-                "{}/api/v1/query?{}",
-                self.url,
-                encoded("query", query)
-            ))
-            .send()
-            .await
-            .expect("query")
-            .text()
-            .await
-            .map(|t| serde_json::from_str(&t).expect("JSON"))
-            .expect("body");
-        assert_eq!(answer["status"], "success", "{query}: {answer}");
-        answer["data"]["result"]
-            .as_array()
-            .cloned()
-            .unwrap_or_default()
-    }
-
-    async fn label_values(&self, series: &str, label: &str) -> Vec<String> {
-        let answer: Value = http_client()
-            .get(format!(
-                "{}/api/v1/label/{label}/values?{}",
-                self.url,
-                encoded("match[]", series)
-            ))
-            .send()
-            .await
-            .expect("label values")
-            .text()
-            .await
-            .map(|t| serde_json::from_str(&t).expect("JSON"))
-            .expect("body");
-        answer["data"]
-            .as_array()
-            .map(|a| {
-                a.iter()
-                    .filter_map(|v| v.as_str().map(String::from))
-                    .collect()
-            })
-            .unwrap_or_default()
-    }
 }
 
 #[tokio::test]

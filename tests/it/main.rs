@@ -22,6 +22,7 @@ mod hostile;
 mod integrator;
 mod long_run;
 mod monitoring;
+mod own_dashboard;
 mod plugin_isolation;
 mod plugin_reload;
 mod plugin_tools;

@@ -108,6 +108,29 @@ pub async fn states(conn: &StoreConn, hooks: &[HookId]) -> Result<Vec<HookState>
     Ok(out)
 }
 
+/// The timestamp of the oldest callback queued for each of `hooks` (`None`: none queued), in
+/// one pipeline.
+///
+/// # Errors
+/// When Redis fails.
+pub async fn oldest_queued(
+    conn: &StoreConn,
+    hooks: &[HookId],
+) -> Result<Vec<Option<u64>>, RedisError> {
+    if hooks.is_empty() {
+        return Ok(Vec::new());
+    }
+    let mut pipe = redis::pipe();
+    for &h in hooks {
+        pipe.xrange_count(queue_key(h), "-", "+", 1);
+    }
+    let firsts: Vec<StreamRangeReply> = pipe.query_async(&mut conn.clone()).await?;
+    Ok(firsts
+        .iter()
+        .map(|f| f.ids.first().and_then(|e| parse_ts(&e.id)))
+        .collect())
+}
+
 /// Hook `hook`'s last attempts, newest first.
 ///
 /// # Errors

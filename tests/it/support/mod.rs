@@ -9,6 +9,7 @@ pub mod lrs;
 pub mod netns;
 pub mod plugins;
 pub mod process;
+pub mod prometheus;
 pub mod receiver;
 pub mod redis;
 pub mod relay;
