@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs the whole test suite: unit tests, and integration tests that start their own
-# redis-server processes (and a Prometheus, and Ralph, an LRS) on free ports, real HTTP receivers on loopback, and
+# redis-server processes (and a Prometheus, Ralph, an LRS, and a headless Chromium) on free ports, real HTTP receivers on loopback, and
 # the WebAssembly plugins built from plugins/ (and the rules plugin's own unit tests); then builds the Debian package and checks it
 # (scripts/check-package.sh), and builds and tests the Python and JavaScript example plugins
 # (scripts/test-plugin-examples.sh). Ends with one "tests: N passed, N failed" line summing every
@@ -12,9 +12,10 @@ scripts/ensure-redis.sh
 scripts/ensure-prometheus.sh
 scripts/ensure-plugin-languages.sh
 scripts/ensure-ralph.sh
-# The dashboard tests must then evaluate bbb-exporter's queries in a real Prometheus, and the
-# xAPI tests send to a real LRS.
-export TEST_REQUIRE_PROMETHEUS=1 TEST_REQUIRE_RALPH=1
+scripts/ensure-chromium.sh
+# The dashboard tests must then evaluate bbb-exporter's and hookrelay's queries in a real
+# Prometheus, the xAPI tests send to a real LRS, and the status page is tried in a real browser.
+export TEST_REQUIRE_PROMETHEUS=1 TEST_REQUIRE_RALPH=1 TEST_REQUIRE_CHROMIUM=1
 scripts/build-plugins.sh
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT

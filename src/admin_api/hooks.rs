@@ -87,8 +87,14 @@ pub struct HookList {
     hooks: Vec<HookView>,
 }
 
-/// Every registered hook, then the hooks removed after failures whose state is kept.
 pub async fn list(State(admin): State<Arc<AdminState>>) -> Result<Json<HookList>, AdminError> {
+    Ok(Json(HookList {
+        hooks: all(&admin).await?,
+    }))
+}
+
+/// Every registered hook, then the hooks removed after failures whose state is kept.
+pub async fn all(admin: &AdminState) -> Result<Vec<HookView>, AdminError> {
     let snapshot = admin.store.registry().load();
     let mut ids: Vec<HookId> = snapshot.all().map(|h| h.id).collect();
     for id in read::removed_hooks(&admin.conn).await? {
@@ -107,11 +113,11 @@ pub async fn list(State(admin): State<Arc<AdminState>>) -> Result<Json<HookList>
             (hook.is_some() || s.removed.is_some()).then(|| HookView::new(id, hook, s, now))
         })
         .collect();
-    Ok(Json(HookList { hooks }))
+    Ok(hooks)
 }
 
 /// One hook, registered or removed after failures.
-async fn view(admin: &AdminState, id: u64) -> Result<HookView, AdminError> {
+pub async fn view(admin: &AdminState, id: u64) -> Result<HookView, AdminError> {
     let hook = HookId(id);
     let snapshot = admin.store.registry().load();
     let registered = snapshot.get(hook).map(|h| &**h);
@@ -141,11 +147,11 @@ pub async fn show(
 pub struct Filter {
     /// Only failed attempts.
     #[serde(default)]
-    failed: bool,
+    pub failed: bool,
     /// Only attempts at or after this time (RFC 3339, or a duration back from now: `15m`).
-    since: Option<String>,
+    pub since: Option<String>,
     /// At most this many (newest first); default 100.
-    limit: Option<usize>,
+    pub limit: Option<usize>,
 }
 
 /// One attempt as the API shows it.
@@ -188,18 +194,26 @@ pub async fn deliveries(
     Path(id): Path<u64>,
     Query(filter): Query<Filter>,
 ) -> Result<Json<Deliveries>, AdminError> {
+    let hook = view(&admin, id).await?;
+    let deliveries = attempts(&admin, id, &filter).await?;
+    Ok(Json(Deliveries { hook, deliveries }))
+}
+
+/// Hook `id`'s last attempts that `filter` lets through, newest first.
+pub async fn attempts(
+    admin: &AdminState,
+    id: u64,
+    filter: &Filter,
+) -> Result<Vec<AttemptView>, AdminError> {
     let since = match &filter.since {
         Some(s) => parse_since(s, now_ms()).map_err(AdminError::BadParameter)?,
         None => 0,
     };
-    let limit = filter.limit.unwrap_or(100);
-    let hook = view(&admin, id).await?;
-    let deliveries = read::attempts(&admin.conn, HookId(id))
+    Ok(read::attempts(&admin.conn, HookId(id))
         .await?
         .into_iter()
         .filter(|a| a.at >= since && !(filter.failed && a.ok()))
-        .take(limit)
+        .take(filter.limit.unwrap_or(100))
         .map(AttemptView::from)
-        .collect();
-    Ok(Json(Deliveries { hook, deliveries }))
+        .collect())
 }

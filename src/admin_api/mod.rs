@@ -1,9 +1,11 @@
-//! The admin API: JSON about each hook's delivery (its state, its last attempts), on a listener
-//! of its own (`[admin]`, never under the BBB API's path), behind `[admin] bearer_token`. The
-//! `hooks show`, `hooks list` and `deliveries` commands read it; [`hooks`] holds the calls.
+//! The admin API: JSON about each hook's delivery (its state, its last attempts) and
+//! redelivery, on a listener of its own (`[admin]`, never under the BBB API's path), behind
+//! `[admin] bearer_token`. The `hooks show`, `hooks list`, `deliveries` and `redeliver` commands
+//! use it; [`hooks`] and [`redeliver`] hold the calls, [`page`] the status page for people.
 //! Errors are typed here and answered as `{"error": "..."}` with their status.
 
 mod hooks;
+mod page;
 mod redeliver;
 
 use std::sync::Arc;
@@ -50,15 +52,21 @@ pub enum AdminError {
     Store(#[from] redis::RedisError),
 }
 
-impl IntoResponse for AdminError {
-    fn into_response(self) -> Response {
-        let status = match self {
+impl AdminError {
+    /// The HTTP status it is answered with.
+    pub fn status(&self) -> StatusCode {
+        match self {
             Self::UnknownHook(_) | Self::NotRegistered(_) => StatusCode::NOT_FOUND,
             Self::BadParameter(_) | Self::BeforeWindow { .. } => StatusCode::BAD_REQUEST,
             Self::Store(_) => StatusCode::SERVICE_UNAVAILABLE,
-        };
+        }
+    }
+}
+
+impl IntoResponse for AdminError {
+    fn into_response(self) -> Response {
         let body = serde_json::json!({ "error": self.to_string() });
-        (status, Json(body)).into_response()
+        (self.status(), Json(body)).into_response()
     }
 }
 
@@ -69,6 +77,9 @@ pub fn router(state: Arc<AdminState>, access: Arc<auth::Access>) -> Router {
         .route("/v1/hooks/{id}", get(hooks::show))
         .route("/v1/hooks/{id}/deliveries", get(hooks::deliveries))
         .route("/v1/hooks/{id}/redeliver", post(redeliver::redeliver))
+        .route("/", get(page::list))
+        .route("/hooks/{id}", get(page::hook))
+        .route("/hooks/{id}/redeliver", post(page::redeliver))
         .with_state(state)
         .layer(axum::middleware::from_fn_with_state(access, auth::require))
 }

@@ -100,12 +100,17 @@ pub async fn ask(admin: &AdminState, id: u64, window: &Window) -> Result<Redeliv
             ),
         });
     }
-    let events: Option<HashSet<String>> = window.event_id.as_deref().map(|l| {
-        l.split(',')
-            .map(|e| e.trim().to_ascii_lowercase())
-            .filter(|e| !e.is_empty())
-            .collect()
-    });
+    // No event id listed (a form's empty field): every event.
+    let events: Option<HashSet<String>> = window
+        .event_id
+        .as_deref()
+        .map(|l| {
+            l.split(',')
+                .map(|e| e.trim().to_ascii_lowercase())
+                .filter(|e| !e.is_empty())
+                .collect::<HashSet<_>>()
+        })
+        .filter(|set| !set.is_empty());
     let mut seen = HashSet::new();
     let found: Vec<_> = retain::read(&admin.conn, &hook.callback_url, since, until)
         .await?

@@ -263,12 +263,16 @@ fn the_example_file_gives_the_admin_and_insight_defaults() {
 
 #[test]
 fn retain_takes_words_or_seconds_and_names_a_bad_one() {
-    let with = |v: &str| Config::from_toml(&format!("[bbb]\nsecret='x'\n[delivery]\nretain = {v}\n"));
+    let with =
+        |v: &str| Config::from_toml(&format!("[bbb]\nsecret='x'\n[delivery]\nretain = {v}\n"));
     assert_eq!(with("\"30m\"").expect("ok").delivery.retain.as_secs(), 1800);
     assert_eq!(with("90").expect("ok").delivery.retain.as_secs(), 90);
     assert!(with("\"0s\"").expect("ok").delivery.retain.is_zero());
     let err = with("\"soon\"").expect_err("not a duration").to_string();
-    assert!(err.contains("delivery.retain") && err.contains("soon"), "{err}");
+    assert!(
+        err.contains("delivery.retain") && err.contains("soon"),
+        "{err}"
+    );
 }
 
 #[test]

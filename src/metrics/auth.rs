@@ -56,12 +56,15 @@ impl Access {
         access
     }
 
-    /// Access for calls with `Authorization: Bearer <token>` (open when `token` is empty),
-    /// telling a refused call `refusal`.
+    /// Access for calls with `Authorization: Bearer <token>`, or for a browser basic auth as
+    /// user `admin` with the token as password (open when `token` is empty), telling a refused
+    /// call `refusal`.
     pub fn bearer(token: &crate::config::Secret, refusal: &'static str) -> Self {
+        let user = if token.is_empty() { "" } else { "admin" };
         let mut access = Self::new(&MetricsAuth {
             bearer_token: token.clone(),
-            ..MetricsAuth::default()
+            basic_user: user.into(),
+            basic_password: token.clone(),
         });
         access.refusal = refusal;
         access

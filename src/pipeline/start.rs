@@ -216,7 +216,7 @@ impl Start<'_> {
         if let Some(l) = listeners.admin {
             let access = Arc::new(Access::bearer(
                 &config.admin.bearer_token,
-                "the admin API needs admin.bearer_token\n",
+                "the admin API needs its token (admin.bearer_token): send it as a bearer token, or in a browser as the password of user admin\n",
             ));
             let state = Arc::new(AdminState {
                 store: store.clone(),

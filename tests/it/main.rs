@@ -33,5 +33,6 @@ mod rules;
 mod secrets;
 mod sentinel;
 mod sources;
+mod status_page;
 mod upgrade;
 mod xapi;

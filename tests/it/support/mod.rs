@@ -3,6 +3,7 @@
 
 pub mod bad_receiver;
 pub mod bbb_api;
+pub mod browser;
 pub mod cluster;
 mod common;
 pub mod lrs;

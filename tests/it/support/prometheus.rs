@@ -128,4 +128,3 @@ impl TestPrometheus {
             .unwrap_or_default()
     }
 }
-

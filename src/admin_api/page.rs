@@ -1,0 +1,215 @@
+//! The status page, for people who would rather look than type: plain server-rendered HTML
+//! (templates in `templates/`, every value escaped), readable on a phone. `/` lists the hooks
+//! with their state; `/hooks/{id}` shows one hook, its recent attempts and a form that queues
+//! its callbacks of a window again. Behind the admin API's credentials (a browser gives them
+//! as user `admin` and the token as password).
+
+use std::sync::Arc;
+
+use askama::Template;
+use axum::{
+    Form,
+    extract::{Path, Query, State},
+    http::{StatusCode, header},
+    response::{Html, IntoResponse, Redirect, Response},
+};
+use serde::Deserialize;
+
+use super::{
+    AdminError, AdminState,
+    hooks::{self, AttemptView, Filter, HookView},
+    redeliver::{self, Window},
+};
+
+/// A hook as a row or a page shows it.
+struct Shown {
+    id: u64,
+    state: &'static str,
+    url: String,
+    queued: String,
+    last_success: String,
+    last_failure: String,
+    removal: String,
+    delivered_by: String,
+}
+
+impl From<HookView> for Shown {
+    fn from(h: HookView) -> Self {
+        let queued = match h.oldest_queued_age_s {
+            Some(age) if h.queued > 0 => format!("{}, the oldest {age:.0} s old", h.queued),
+            _ => h.queued.to_string(),
+        };
+        let last_failure = match (h.last_failure, h.last_error) {
+            (Some(t), Some(e)) => format!("{t}: {e}"),
+            (Some(t), None) => t,
+            _ => "never".into(),
+        };
+        let removal = match (h.removed, h.removal_due) {
+            (Some(t), _) => format!("{t}, after its callbacks kept failing"),
+            (None, Some(t)) => format!("due {t} if the failures go on"),
+            (None, None) => String::new(),
+        };
+        Self {
+            id: h.id,
+            state: match h.state {
+                crate::delivery::insight::read::State::Ok => "ok",
+                crate::delivery::insight::read::State::Failing => "failing",
+                crate::delivery::insight::read::State::Removed => "removed",
+            },
+            url: h.callback_url,
+            queued,
+            last_success: h.last_success.unwrap_or_else(|| "never".into()),
+            last_failure,
+            removal,
+            delivered_by: h.delivered_by.unwrap_or_default(),
+        }
+    }
+}
+
+/// An attempt as a row shows it.
+struct Tried {
+    ok: bool,
+    at: String,
+    event: String,
+    attempt: u32,
+    result: String,
+    latency: String,
+}
+
+impl From<AttemptView> for Tried {
+    fn from(a: AttemptView) -> Self {
+        let result = match (a.ok, a.status, a.error) {
+            (true, Some(s), _) => format!("HTTP {s}"),
+            (_, _, Some(e)) => e,
+            _ => "failed".into(),
+        };
+        Self {
+            ok: a.ok,
+            at: a.at,
+            event: a.event_id,
+            attempt: a.attempt,
+            result,
+            latency: format!("{:.1} ms", a.latency_ms),
+        }
+    }
+}
+
+#[derive(Template)]
+#[template(path = "hooks.html")]
+struct HooksPage {
+    hooks: Vec<Shown>,
+}
+
+#[derive(Template)]
+#[template(path = "hook.html")]
+struct HookPage {
+    h: Shown,
+    attempts: Vec<Tried>,
+    message: Option<String>,
+    problem: Option<String>,
+}
+
+/// Renders `page` with `status`.
+fn render(status: StatusCode, page: &impl Template) -> Response {
+    match page.render() {
+        Ok(html) => (status, Html(html)).into_response(),
+        Err(e) => {
+            tracing::error!(error = %e, "cannot render the status page");
+            (
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "cannot render the page\n",
+            )
+                .into_response()
+        }
+    }
+}
+
+/// An error as a page: its status and sentence.
+fn problem(e: &AdminError) -> Response {
+    let status = e.status();
+    let text = format!(
+        "<!doctype html><meta name=viewport content=\"width=device-width, initial-scale=1\"><p><a href=\"/\">All hooks</a></p><p>{}</p>",
+        askama::filters::escape(e.to_string(), askama::filters::Html)
+            .map(|s| s.to_string())
+            .unwrap_or_default()
+    );
+    (
+        status,
+        [(header::CONTENT_TYPE, "text/html; charset=utf-8")],
+        text,
+    )
+        .into_response()
+}
+
+/// `GET /`.
+pub async fn list(State(admin): State<Arc<AdminState>>) -> Response {
+    match hooks::all(&admin).await {
+        Ok(all) => render(
+            StatusCode::OK,
+            &HooksPage {
+                hooks: all.into_iter().map(Shown::from).collect(),
+            },
+        ),
+        Err(e) => problem(&e),
+    }
+}
+
+#[derive(Debug, Default, Deserialize)]
+pub struct Done {
+    /// Callbacks a redelivery just queued.
+    queued: Option<usize>,
+}
+
+/// One hook's page, with `message` or `problem` said on top.
+async fn hook_page(
+    admin: &AdminState,
+    id: u64,
+    message: Option<String>,
+    failed: Option<AdminError>,
+) -> Response {
+    let h = match hooks::view(admin, id).await {
+        Ok(h) => h,
+        Err(e) => return problem(&e),
+    };
+    let attempts = match hooks::attempts(admin, id, &Filter::default()).await {
+        Ok(a) => a,
+        Err(e) => return problem(&e),
+    };
+    let status = failed.as_ref().map_or(StatusCode::OK, AdminError::status);
+    render(
+        status,
+        &HookPage {
+            h: h.into(),
+            attempts: attempts.into_iter().map(Tried::from).collect(),
+            message,
+            problem: failed.map(|e| e.to_string()),
+        },
+    )
+}
+
+/// `GET /hooks/{id}`.
+pub async fn hook(
+    State(admin): State<Arc<AdminState>>,
+    Path(id): Path<u64>,
+    Query(done): Query<Done>,
+) -> Response {
+    let message = done.queued.map(|n| {
+        format!(
+            "Queued {n} callback{} again; they are sent after what was queued.",
+            if n == 1 { "" } else { "s" }
+        )
+    });
+    hook_page(&admin, id, message, None).await
+}
+
+/// `POST /hooks/{id}/redeliver` (the form): back to the hook's page, saying what was queued.
+pub async fn redeliver(
+    State(admin): State<Arc<AdminState>>,
+    Path(id): Path<u64>,
+    Form(window): Form<Window>,
+) -> Response {
+    match redeliver::ask(&admin, id, &window).await {
+        Ok(r) => Redirect::to(&format!("/hooks/{id}?queued={}", r.queued)).into_response(),
+        Err(e) => hook_page(&admin, id, None, Some(e)).await,
+    }
+}
