@@ -30,6 +30,15 @@ async fn bad_configuration_is_one_line_naming_the_key() {
             "redis.url",
         ),
         ("[bbb]\nsecret = \"x\"\ncolour = \"blue\"\n", "colour"),
+        // An admin API beyond loopback without a token.
+        (
+            "[bbb]\nsecret = \"x\"\n[admin]\nbind = \"0.0.0.0:1\"\n",
+            "admin.bearer_token",
+        ),
+        (
+            "[bbb]\nsecret = \"x\"\n[delivery]\nretain = \"an hour\"\n",
+            "delivery.retain",
+        ),
     ] {
         let config = dir.path().join("bad.toml");
         std::fs::write(&config, text).unwrap();
