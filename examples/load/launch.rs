@@ -23,6 +23,10 @@ pub struct Setup {
     pub spread: bool,
     /// The store on a Redis Cluster (`burst` only).
     pub cluster_store: bool,
+    /// `delivery.attempt_log`.
+    pub attempt_log: usize,
+    /// `delivery.retain` (`"0s"`: nothing kept).
+    pub retain: String,
 }
 
 pub struct Relay {
@@ -65,10 +69,15 @@ impl Relay {
             String::new()
         };
         let config = dir.path().join("hookrelay.toml");
+        let admin = free_port();
+        let insight = format!(
+            "attempt_log = {}\nretain = \"{}\"\n",
+            setup.attempt_log, setup.retain
+        );
         std::fs::write(
             &config,
             format!(
-                "[bbb]\nsecret = \"{SECRET}\"\n[api]\nbind = \"{api}\"\n[redis]\nurl = \"{}\"\n[metrics]\nenabled = false\n[delivery]\nmax_unacked = {}\n{delivery}\n[delivery.ssrf]\nallow_cidrs = [\"127.0.0.1/32\"]\n{plugin_dir}{fleet}",
+                "[bbb]\nsecret = \"{SECRET}\"\n[api]\nbind = \"{api}\"\n[redis]\nurl = \"{}\"\n[metrics]\nenabled = false\n[admin]\nbind = \"127.0.0.1:{admin}\"\n[delivery]\nmax_unacked = {}\n{insight}{delivery}\n[delivery.ssrf]\nallow_cidrs = [\"127.0.0.1/32\"]\n{plugin_dir}{fleet}",
                 redis.url(),
                 setup.max_unacked,
             ),

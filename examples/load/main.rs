@@ -65,6 +65,12 @@ struct Args {
     /// bus stays on its own Redis); its nodes' CPU counts in redis_cpu_s.
     #[arg(long, global = true)]
     cluster_store: bool,
+    /// `delivery.attempt_log`: attempts kept per hook (0: none).
+    #[arg(long, default_value_t = 100, global = true)]
+    attempt_log: usize,
+    /// `delivery.retain`: how long sent callbacks are kept for redelivery ("0s": none).
+    #[arg(long, default_value = "1h", global = true)]
+    retain: String,
 }
 
 #[derive(Subcommand, Clone)]
@@ -204,6 +210,8 @@ async fn main() {
                 instances: args.instances,
                 spread: !args.no_spread,
                 cluster_store: args.cluster_store,
+                attempt_log: args.attempt_log,
+                retain: args.retain.clone(),
             };
             let figures = scenario::run(&scenario, &setup).await;
             println!("run {} {}: {}", run + 1, bin.display(), figures.line());

@@ -194,6 +194,28 @@ pub fn print_hook(h: &Value) {
     }
 }
 
+/// Which relay an admin command asks, and how it prints.
+#[derive(Args)]
+pub struct AdminTarget {
+    /// Print JSON (for scripts) instead of lines.
+    #[arg(long)]
+    json: bool,
+    /// The relay's configuration: where its admin API listens, and its token.
+    #[arg(long, short, env = "HOOKRELAY_CONFIG")]
+    config: Option<std::path::PathBuf>,
+    /// The admin API's base URL (default: from admin.bind of the configuration).
+    #[arg(long)]
+    admin_url: Option<String>,
+}
+
+impl AdminTarget {
+    /// The client of the relay's admin API; the exit code when the configuration is bad.
+    fn client(&self) -> Result<AdminClient, std::process::ExitCode> {
+        let config = super::load(self.config.as_deref())?;
+        Ok(AdminClient::new(&config, self.admin_url.as_deref()))
+    }
+}
+
 #[derive(Args)]
 pub struct DeliveriesArgs {
     /// The hook's id, as hooks list shows it (also a hook removed after failures).
@@ -208,20 +230,13 @@ pub struct DeliveriesArgs {
     /// At most N attempts, newest first.
     #[arg(long, default_value_t = 100, value_name = "N")]
     limit: usize,
-    /// Print JSON (for scripts) instead of lines.
-    #[arg(long)]
-    json: bool,
-    /// The relay's configuration: where its admin API listens, and its token.
-    #[arg(long, short, env = "HOOKRELAY_CONFIG")]
-    config: Option<std::path::PathBuf>,
-    /// The admin API's base URL (default: from admin.bind of the configuration).
-    #[arg(long)]
-    admin_url: Option<String>,
+    #[command(flatten)]
+    target: AdminTarget,
 }
 
 /// `hookrelay deliveries ID`: the hook's last attempts, newest first.
 pub fn deliveries(args: &DeliveriesArgs) -> std::process::ExitCode {
-    let config = match super::load(args.config.as_deref()) {
+    let client = match args.target.client() {
         Ok(c) => c,
         Err(code) => return code,
     };
@@ -237,12 +252,11 @@ pub fn deliveries(args: &DeliveriesArgs) -> std::process::ExitCode {
     if let Some(s) = &args.since {
         query.push_str(&format!("&since={}", hookrelay::base::form::form_encode(s)));
     }
-    let client = AdminClient::new(&config, args.admin_url.as_deref());
     let answer = match client.get(&format!("/v1/hooks/{}/deliveries?{query}", args.hook_id)) {
         Ok(a) => a,
         Err((code, why)) => return fail(code, &why),
     };
-    if args.json {
+    if args.target.json {
         print_json(&answer);
         return std::process::ExitCode::SUCCESS;
     }
@@ -292,20 +306,13 @@ pub struct RedeliverArgs {
     /// Only these event ids, comma-separated (user-joined,meeting-ended).
     #[arg(long, value_name = "ID,...")]
     event_id: Option<String>,
-    /// Print JSON (for scripts) instead of a line.
-    #[arg(long)]
-    json: bool,
-    /// The relay's configuration: where its admin API listens, and its token.
-    #[arg(long, short, env = "HOOKRELAY_CONFIG")]
-    config: Option<std::path::PathBuf>,
-    /// The admin API's base URL (default: from admin.bind of the configuration).
-    #[arg(long)]
-    admin_url: Option<String>,
+    #[command(flatten)]
+    target: AdminTarget,
 }
 
 /// `hookrelay redeliver ID --since TIME`: queues the kept callbacks of the window again.
 pub fn redeliver(args: &RedeliverArgs) -> std::process::ExitCode {
-    let config = match super::load(args.config.as_deref()) {
+    let client = match args.target.client() {
         Ok(c) => c,
         Err(code) => return code,
     };
@@ -326,12 +333,11 @@ pub fn redeliver(args: &RedeliverArgs) -> std::process::ExitCode {
     if let Some(e) = &args.event_id {
         form.push(("event_id", e));
     }
-    let client = AdminClient::new(&config, args.admin_url.as_deref());
     let answer = match client.post(&format!("/v1/hooks/{}/redeliver", args.hook_id), &form) {
         Ok(a) => a,
         Err((code, why)) => return fail(code, &why),
     };
-    if args.json {
+    if args.target.json {
         print_json(&answer);
     } else {
         let n = answer["queued"].as_u64().unwrap_or(0);

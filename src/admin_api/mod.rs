@@ -12,7 +12,9 @@ use std::sync::Arc;
 
 use axum::{
     Json, Router,
-    http::StatusCode,
+    extract::Request,
+    http::{Method, StatusCode, header},
+    middleware::Next,
     response::{IntoResponse, Response},
     routing::{get, post},
 };
@@ -70,6 +72,26 @@ impl IntoResponse for AdminError {
     }
 }
 
+/// Refuses a request that changes something when a browser says it comes from another site
+/// (its `Origin` is not this host): a page elsewhere cannot make an operator's browser queue
+/// redeliveries. Tools that send no `Origin` (the commands, curl) pass.
+async fn same_origin(req: Request, next: Next) -> Response {
+    let headers = req.headers();
+    let foreign = req.method() != Method::GET
+        && req.method() != Method::HEAD
+        && headers.get(header::ORIGIN).is_some_and(|origin| {
+            let host = headers.get(header::HOST).and_then(|h| h.to_str().ok());
+            let origin = origin.to_str().unwrap_or_default();
+            let origin_host = origin.split_once("://").map(|(_, rest)| rest);
+            host.is_none() || origin_host != host
+        });
+    if foreign {
+        let body = serde_json::json!({ "error": "a request from another site is refused" });
+        return (StatusCode::FORBIDDEN, Json(body)).into_response();
+    }
+    next.run(req).await
+}
+
 /// The admin API's routes, behind `access`.
 pub fn router(state: Arc<AdminState>, access: Arc<auth::Access>) -> Router {
     Router::new()
@@ -81,5 +103,6 @@ pub fn router(state: Arc<AdminState>, access: Arc<auth::Access>) -> Router {
         .route("/hooks/{id}", get(page::hook))
         .route("/hooks/{id}/redeliver", post(page::redeliver))
         .with_state(state)
+        .layer(axum::middleware::from_fn(same_origin))
         .layer(axum::middleware::from_fn_with_state(access, auth::require))
 }

@@ -29,7 +29,7 @@ pub const MAX_CALLBACKS: usize = 10_000;
 pub struct Window {
     /// From this time (RFC 3339, or a duration back from now: `15m`). Required.
     pub since: Option<String>,
-    /// Up to this time; default now.
+    /// Up to this time; default: the last callback kept.
     pub until: Option<String>,
     /// Only these event ids, comma-separated.
     pub event_id: Option<String>,
@@ -76,9 +76,11 @@ pub async fn ask(admin: &AdminState, id: u64, window: &Window) -> Result<Redeliv
         Some(s) => parse_since(s, now).map_err(|e| bad(format!("since: {e}")))?,
         None => return Err(bad("since is required (e.g. 15m)".into())),
     };
+    // No end: everything kept from `since` on (a burst stamps a hook's callbacks a little
+    // ahead of the clock, as their timestamps strictly increase).
     let until = match window.until.as_deref().filter(|s| !s.trim().is_empty()) {
         Some(s) => parse_since(s, now).map_err(|e| bad(format!("until: {e}")))?,
-        None => now,
+        None => u64::MAX,
     };
     if since > until {
         return Err(bad(format!(
@@ -149,7 +151,11 @@ pub async fn ask(admin: &AdminState, id: u64, window: &Window) -> Result<Redeliv
         hook: id,
         queued: sorted.len(),
         since: rfc3339(since),
-        until: rfc3339(until),
+        until: if until == u64::MAX {
+            "the last kept".into()
+        } else {
+            rfc3339(until)
+        },
         first_timestamp: sorted.first().map(|f| f.stored.ts),
         last_timestamp: sorted.last().map(|f| f.stored.ts),
     })

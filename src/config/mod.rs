@@ -218,7 +218,8 @@ pub struct DeliveryConfig {
     /// when a hook is removed after failures are kept too.
     #[serde(with = "duration")]
     pub retain: std::time::Duration,
-    /// The most megabytes kept per callback URL: beyond it, the oldest go first.
+    /// The most megabytes all kept callbacks take together; each callback URL keeps an equal
+    /// share, and beyond it its oldest go first.
     pub retain_max_mib: u64,
     /// The last attempts kept per hook in the store (time, event, status or error, latency,
     /// attempt number), for `hookrelay deliveries` and the admin API; 0 keeps none. Each
@@ -277,7 +278,7 @@ impl Default for DeliveryConfig {
             standard_webhooks: StandardWebhooksConfig::default(),
             attempt_log: 100,
             retain: std::time::Duration::from_secs(3600),
-            retain_max_mib: 32,
+            retain_max_mib: 256,
         }
     }
 }

@@ -97,26 +97,26 @@ pub fn add(
         // Kept a little longer than the window, so that an idle URL's keys go by themselves.
         .arg(bounds.window_ms + 60_000);
     for e in kept {
-        let mut fields: Vec<(&str, String)> = vec![
-            ("e", e.event_id.to_string()),
-            ("p", e.payload.text().to_string()),
-            ("r", e.original_ts().to_string()),
-        ];
+        // Borrowed, not copied: each value is written once, into the pipeline.
+        let ts = e.original_ts().to_string();
+        let mut fields: Vec<(&str, &str)> =
+            vec![("e", &e.event_id), ("p", e.payload.text()), ("r", &ts)];
         if let Some(name) = sources.stored_name(e.source) {
-            fields.push(("o", name.to_string()));
+            fields.push(("o", name));
         }
         if let Some(d) = &e.chain {
-            fields.push(("c", "1".into()));
+            fields.push(("c", "1"));
             let optional = [
-                ("im", d.internal_meeting_id.clone()),
-                ("xm", d.external_meeting_id.clone()),
-                ("q", d.other.as_ref().map(|p| p.text().to_string())),
-                ("mf", d.meeting.as_ref().map(|m| m.to_string())),
+                ("im", d.internal_meeting_id.as_deref()),
+                ("xm", d.external_meeting_id.as_deref()),
+                ("q", d.other.as_ref().map(|p| p.text())),
+                ("mf", d.meeting.as_deref()),
             ];
             fields.extend(optional.into_iter().filter_map(|(k, v)| Some((k, v?))));
         }
         let size: usize = fields.iter().map(|(k, v)| k.len() + v.len()).sum::<usize>() + 64;
-        fields.push(("z", size.to_string()));
+        let size = size.to_string();
+        fields.push(("z", &size));
         cmd.arg(fields.len());
         for (k, v) in fields {
             cmd.arg(k).arg(v);

@@ -61,6 +61,7 @@ async fn run(hook: Arc<Hook>, queue: Arc<HookQueue>, ctx: Arc<DeliveryContext>) 
         .map(|r| r.to_string());
     let receiver = ctx.client.receiver(&hook.callback_url);
     let mut acks = ctx.acker.worker(hook.id);
+    let _recording = ctx.insight.worker();
     let mut failures = Failures::default();
     loop {
         // At most max_unacked delivered callbacks may wait to be marked in Redis.

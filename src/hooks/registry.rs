@@ -120,6 +120,11 @@ impl Snapshot {
         self.by_id.len()
     }
 
+    /// How many distinct callback URLs the hooks have.
+    pub fn url_count(&self) -> usize {
+        self.by_url.len()
+    }
+
     pub fn is_empty(&self) -> bool {
         self.by_id.is_empty()
     }

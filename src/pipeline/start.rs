@@ -282,6 +282,7 @@ impl Start<'_> {
         let retention = retain_bounds(&config.delivery).map(|bounds| Retention {
             bounds,
             sources: signer.sources.clone(),
+            registry: hooks.registry.clone(),
         });
         let insight = Insight::new(
             config.delivery.attempt_log,

@@ -487,3 +487,48 @@ async fn in_a_fleet_either_instance_shows_and_redelivers() {
         assert_eq!(re.headers["x-hookrelay-redelivery"], "true");
     }
 }
+
+/// What is kept stays within `delivery.retain_max_mib`: the oldest callbacks go first, and a
+/// redelivery sends the newest that are left, in order.
+#[tokio::test]
+async fn kept_callbacks_stay_within_their_bytes_and_the_oldest_go_first() {
+    let redis = TestRedis::start().await;
+    let rx = TestReceiver::start().await;
+    let relay = RelayProcess::start(&redis, "retain_max_mib = 1\n").await;
+    let cfg = relay.config.to_str().expect("path");
+    let id = create_hook(&http_client(), relay.api, &rx.url("/k"), "").await;
+    // About 1.5 MiB of callbacks: more than the one MiB kept.
+    const N: usize = 2500;
+    let joins: Vec<String> = (0..N)
+        .map(|i| user_joined("m", &format!("u{i}"), &format!("{i:0>300}")))
+        .collect();
+    redis.publish_all(&joins).await;
+    let first = rx.wait_delivered(N).await;
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let h = json(&["hooks", "show", &id.to_string(), "-c", cfg]);
+        if h["queued"] == 0 && h["last_success"].is_string() {
+            break;
+        }
+        assert!(Instant::now() < deadline, "{h}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    let asked = json(&["redeliver", &id.to_string(), "--since", "10m", "-c", cfg]);
+    let kept = asked["queued"].as_u64().expect("queued") as usize;
+    let bytes: usize = first[N - kept..].iter().map(|r| r.event().len()).sum();
+    assert!(kept > 0 && kept < N, "kept {kept} of {N}");
+    assert!(
+        bytes <= 1 << 20 && bytes > 1 << 19,
+        "{bytes} bytes kept: the bound, used"
+    );
+    let again = rx.wait_delivered(N + kept).await;
+    let names = |rs: &[crate::support::receiver::Received]| {
+        rs.iter().map(|r| user_name(&r.event())).collect::<Vec<_>>()
+    };
+    assert_eq!(
+        names(&again[N..]),
+        names(&first[N - kept..]),
+        "the newest, in order"
+    );
+}

@@ -149,6 +149,18 @@ async fn a_person_sees_a_failing_hook_and_sends_callbacks_again_from_the_page() 
         assert_eq!(re.headers["x-hookrelay-redelivery"], "true");
     }
 
+    // A form on another site cannot make the browser queue redeliveries.
+    let forged = http_client()
+        .post(format!("http://{}/hooks/{a}/redeliver", relay.admin))
+        .header("authorization", format!("Basic {basic}"))
+        .header("origin", "https://evil.example")
+        .header("content-type", "application/x-www-form-urlencoded")
+        .body("since=10m")
+        .send()
+        .await
+        .expect("answer");
+    assert_eq!(forged.status(), 403);
+
     // A window before what is kept: the page says how far back it reaches.
     browser.fill("input[name=since]", "3h").await;
     browser.click("button[type=submit]").await;

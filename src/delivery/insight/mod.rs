@@ -29,6 +29,7 @@ use crate::{
         sources::SourceTable,
         time::now_ms,
     },
+    hooks::Registry,
     metrics::Metrics,
     store_conn::StoreConn,
 };
@@ -108,28 +109,52 @@ struct Pending {
     hooks: HashMap<HookId, News>,
     /// Callbacks to keep, by callback URL, oldest first.
     kept: HashMap<String, Vec<Entry>>,
+    /// How many `kept` holds.
+    kept_count: usize,
 }
 
 /// How sent callbacks are kept (`delivery.retain`).
 pub struct Retention {
+    /// The window, and the bytes of all URLs together.
     pub bounds: Bounds,
     /// The sources' names, stored with each callback.
     pub sources: Arc<SourceTable>,
+    /// The hooks: each of their URLs keeps an equal share of the bytes.
+    pub registry: Arc<Registry>,
 }
 
 /// Most callbacks waiting to be kept per URL while the store cannot be written.
 const MAX_PENDING_KEPT: usize = 10_000;
+/// With this many callbacks waiting to be kept, a round is written at once (a busy relay
+/// holds fewer payloads, and builds smaller pipelines).
+const FULL_ROUND: usize = 2_048;
 
 /// Shared by the workers (record) and the flusher (write).
 pub struct Insight {
     pending: Mutex<Pending>,
     wake: Notify,
+    /// A round is full: write it now.
+    full: Notify,
     /// Attempts kept per hook; 0: none (the state is kept all the same).
     keep: usize,
     /// This instance's name, in a fleet: who delivers the hook.
     instance: Option<String>,
     /// `None`: sent callbacks are not kept.
     retention: Option<Retention>,
+    /// Workers alive: at a stop, what they record until they end is written too.
+    workers: std::sync::atomic::AtomicUsize,
+}
+
+/// A worker's registration with [`Insight`], while it lives.
+pub struct Recording(Arc<Insight>);
+
+impl Drop for Recording {
+    fn drop(&mut self) {
+        self.0
+            .workers
+            .fetch_sub(1, std::sync::atomic::Ordering::AcqRel);
+        self.0.wake.notify_one();
+    }
 }
 
 impl Insight {
@@ -137,10 +162,19 @@ impl Insight {
         Arc::new(Self {
             pending: Mutex::new(Pending::default()),
             wake: Notify::new(),
+            full: Notify::new(),
             keep,
             instance,
             retention,
+            workers: std::sync::atomic::AtomicUsize::new(0),
         })
+    }
+
+    /// Counts a worker alive until the returned value is dropped.
+    pub fn worker(self: &Arc<Self>) -> Recording {
+        self.workers
+            .fetch_add(1, std::sync::atomic::Ordering::AcqRel);
+        Recording(self.clone())
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Pending> {
@@ -162,9 +196,12 @@ impl Insight {
             return;
         }
         let mut p = self.lock();
-        let list = match p.kept.get_mut(url) {
+        let Pending {
+            kept, kept_count, ..
+        } = &mut *p;
+        let list = match kept.get_mut(url) {
             Some(l) => l,
-            None => p.kept.entry(url.to_string()).or_default(),
+            None => kept.entry(url.to_string()).or_default(),
         };
         for entry in entries {
             if entry.original.is_some() {
@@ -172,16 +209,24 @@ impl Insight {
             }
             if list.len() >= MAX_PENDING_KEPT {
                 list.remove(0);
+            } else {
+                *kept_count += 1;
             }
             list.push(entry);
         }
+        let full = *kept_count >= FULL_ROUND;
         drop(p);
         self.wake.notify_one();
+        if full {
+            self.full.notify_one();
+        }
     }
 
-    /// The most bytes kept per URL; `None` when sent callbacks are not kept.
+    /// The most bytes kept per URL now; `None` when sent callbacks are not kept.
     pub fn retained_bytes(&self) -> Option<u64> {
-        self.retention.as_ref().map(|r| r.bounds.max_bytes)
+        self.retention
+            .as_ref()
+            .map(|r| r.bounds.max_bytes / r.registry.load().url_count().max(1) as u64)
     }
 
     /// Records an attempt of `hook`; `removal_due`, after a failure, is when the hook is
@@ -287,27 +332,39 @@ impl Insight {
         token: CancellationToken,
     ) {
         loop {
-            tokio::select! {
-                () = self.wake.notified() => {}
-                () = token.cancelled() => {}
-            }
-            let stopping = token.is_cancelled();
-            if !stopping {
+            if token.is_cancelled() {
+                // Stopping: the workers finish their attempts in flight; look again soon.
+                tokio::select! {
+                    () = self.wake.notified() => {}
+                    () = tokio::time::sleep(Duration::from_millis(20)) => {}
+                }
+            } else {
+                tokio::select! {
+                    () = self.wake.notified() => {}
+                    () = token.cancelled() => {}
+                }
                 // Let a round's attempts gather.
                 tokio::select! {
                     () = tokio::time::sleep(ROUND) => {}
+                    () = self.full.notified() => {}
                     () = token.cancelled() => {}
                 }
             }
-            let Pending { hooks, kept } = self.take();
+            let stopping = token.is_cancelled()
+                && self.workers.load(std::sync::atomic::Ordering::Acquire) == 0;
+            let Pending { hooks, kept, .. } = self.take();
             let now = now_ms();
             // The callbacks kept first: once an attempt shows, its callback can be sent again.
             if let Some(r) = &self.retention
                 && !kept.is_empty()
             {
+                let share = Bounds {
+                    max_bytes: r.bounds.max_bytes / r.registry.load().url_count().max(1) as u64,
+                    ..r.bounds
+                };
                 let mut pipe = redis::pipe();
                 for (url, kept) in &kept {
-                    retain::add(&mut pipe, url, kept, r.bounds, &r.sources, now);
+                    retain::add(&mut pipe, url, kept, share, &r.sources, now);
                 }
                 if let Err(e) = retain::send(&conn, &pipe).await {
                     metrics.insight_write_failures.inc();

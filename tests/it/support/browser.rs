@@ -9,7 +9,7 @@ use std::{
 
 use serde_json::{Value, json};
 
-use super::{free_port, relay::http_client};
+use super::{free_port, on_path, relay::http_client};
 
 /// The key WebDriver names an element by.
 const ELEMENT: &str = "element-6066-11e4-a52e-4f735466cecf";
@@ -21,20 +21,11 @@ pub struct Browser {
     _profile: tempfile::TempDir,
 }
 
-/// A program on the PATH.
-fn find(name: &str) -> Option<std::path::PathBuf> {
-    std::env::var_os("PATH")
-        .into_iter()
-        .flat_map(|p| std::env::split_paths(&p).collect::<Vec<_>>())
-        .map(|d| d.join(name))
-        .find(|p| p.is_file())
-}
-
 impl Browser {
     /// Starts chromedriver and a headless Chromium session; `None` when they are not
     /// installed (a failure under `TEST_REQUIRE_CHROMIUM`).
     pub async fn start() -> Option<Self> {
-        let (Some(driver), Some(chromium)) = (find("chromedriver"), find("chromium")) else {
+        let (Some(driver), Some(chromium)) = (on_path("chromedriver"), on_path("chromium")) else {
             assert!(
                 std::env::var_os("TEST_REQUIRE_CHROMIUM").is_none(),
                 "Debian's chromium and chromium-driver are needed here (scripts/test.sh installs them)"

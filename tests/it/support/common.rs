@@ -8,6 +8,15 @@ pub const SECRET: &str = "test-secret-Zq9";
 /// Longest any test waits for something that should happen.
 pub const PATIENCE: Duration = Duration::from_secs(20);
 
+/// The program `name` on the PATH, if any.
+pub fn on_path(name: &str) -> Option<std::path::PathBuf> {
+    std::env::var_os("PATH")
+        .into_iter()
+        .flat_map(|p| std::env::split_paths(&p).collect::<Vec<_>>())
+        .map(|d| d.join(name))
+        .find(|p| p.is_file())
+}
+
 /// A loopback port that was free a moment ago (another process may still take it).
 pub fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")

@@ -9,15 +9,11 @@ use std::{
 
 use serde_json::Value;
 
-use super::{free_port, relay::http_client};
+use super::{free_port, on_path, relay::http_client};
 
 /// Debian's Prometheus (`/usr/bin/prometheus`), if installed.
 pub fn prometheus() -> Option<PathBuf> {
-    let found = std::env::var_os("PATH")
-        .into_iter()
-        .flat_map(|p| std::env::split_paths(&p).collect::<Vec<_>>())
-        .map(|d| d.join("prometheus"))
-        .find(|p| p.is_file());
+    let found = on_path("prometheus");
     if found.is_none() && std::env::var_os("TEST_REQUIRE_PROMETHEUS").is_some() {
         panic!("Debian's prometheus package is needed here (scripts/test.sh installs it)");
     }
