@@ -66,9 +66,6 @@ pub fn keys(url: &str) -> (String, String) {
     (stream, bytes)
 }
 
-/// One callback to keep.
-pub type Kept = Entry;
-
 /// The bounds of what is kept.
 #[derive(Debug, Clone, Copy)]
 pub struct Bounds {
@@ -80,7 +77,7 @@ pub struct Bounds {
 pub fn add(
     pipe: &mut redis::Pipeline,
     url: &str,
-    kept: &[Kept],
+    kept: &[Entry],
     bounds: Bounds,
     sources: &SourceTable,
     now: u64,

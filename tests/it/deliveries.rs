@@ -315,6 +315,13 @@ async fn a_failing_hook_shows_its_state_and_attempts_and_its_callbacks_come_back
         "--since",
     );
     let nowhere = format!("http://127.0.0.1:{}", crate::support::free_port());
+    // Without the admin API the list is still there, its states unknown.
+    let (code, list, err) = run(&["hooks", "list", "-c", cfg, "--admin-url", &nowhere], &[]);
+    assert_eq!(code, 0, "{err}");
+    let row = format!("{a:>6}  ?  ");
+    assert!(list.lines().nth(1).is_some_and(|l| l.starts_with(&row)), "{list}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.starts_with("hookrelay: no hook states: "), "{err}");
     refused(
         run(
             &[
