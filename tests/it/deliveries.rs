@@ -319,7 +319,10 @@ async fn a_failing_hook_shows_its_state_and_attempts_and_its_callbacks_come_back
     let (code, list, err) = run(&["hooks", "list", "-c", cfg, "--admin-url", &nowhere], &[]);
     assert_eq!(code, 0, "{err}");
     let row = format!("{a:>6}  ?  ");
-    assert!(list.lines().nth(1).is_some_and(|l| l.starts_with(&row)), "{list}");
+    assert!(
+        list.lines().nth(1).is_some_and(|l| l.starts_with(&row)),
+        "{list}"
+    );
     assert_eq!(err.lines().count(), 1, "{err}");
     assert!(err.starts_with("hookrelay: no hook states: "), "{err}");
     refused(
