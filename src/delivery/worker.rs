@@ -260,7 +260,7 @@ impl Attempt<'_> {
             let err = match result {
                 Ok(status) => {
                     record.status = Some(status);
-                    ctx.insight.attempt(hook.id, &record, None);
+                    ctx.insight.attempt(hook.id, record, None);
                     ctx.metrics.callbacks_delivered.inc();
                     if let Line::Recovered { failed, lasted } =
                         failures_log.succeeded(Instant::now())
@@ -288,7 +288,7 @@ impl Attempt<'_> {
             let due = policy
                 .left_after(failures)
                 .map(|left| record.at + u64::try_from(left.as_millis()).unwrap_or(u64::MAX));
-            ctx.insight.attempt(hook.id, &record, due);
+            ctx.insight.attempt(hook.id, record, due);
             ctx.metrics
                 .callback_failures
                 .get_or_create(&ReasonLabel {

@@ -231,8 +231,7 @@ impl Insight {
 
     /// Records an attempt of `hook`; `removal_due`, after a failure, is when the hook is
     /// removed if the failures go on (`None`: never, a permanent hook).
-    pub fn attempt(&self, hook: HookId, record: &AttemptRecord, removal_due: Option<u64>) {
-        let mut record = record.clone();
+    pub fn attempt(&self, hook: HookId, mut record: AttemptRecord, removal_due: Option<u64>) {
         cut(&mut record.event, MAX_EVENT);
         if let Some(e) = &mut record.error {
             cut(e, MAX_ERROR);
@@ -405,10 +404,10 @@ mod tests {
     fn a_round_keeps_the_newest_attempts_and_the_failures_after_the_last_success() {
         let i = Insight::new(2, None, None);
         let h = HookId(3);
-        i.attempt(h, &attempt(1, Some("HTTP 500")), Some(100));
-        i.attempt(h, &attempt(2, None), Some(100));
-        i.attempt(h, &attempt(3, Some("timeout")), Some(90));
-        i.attempt(h, &attempt(4, Some("timeout")), Some(95));
+        i.attempt(h, attempt(1, Some("HTTP 500")), Some(100));
+        i.attempt(h, attempt(2, None), Some(100));
+        i.attempt(h, attempt(3, Some("timeout")), Some(90));
+        i.attempt(h, attempt(4, Some("timeout")), Some(95));
         let news = i.take().hooks;
         let n = &news[&h];
         assert_eq!(n.attempts.len(), 2, "at most `keep` a round");
@@ -424,7 +423,7 @@ mod tests {
     fn a_long_error_is_cut_and_a_record_stays_small() {
         let i = Insight::new(5, None, None);
         let long = "é\u{1}".repeat(1000);
-        i.attempt(HookId(1), &attempt(1, Some(&long)), None);
+        i.attempt(HookId(1), attempt(1, Some(&long)), None);
         let news = i.take().hooks;
         let json = &news[&HookId(1)].attempts[0];
         assert!(json.len() < 512, "{}", json.len());
@@ -435,7 +434,7 @@ mod tests {
     #[test]
     fn with_no_log_only_the_state_is_kept() {
         let i = Insight::new(0, Some("a".into()), None);
-        i.attempt(HookId(1), &attempt(1, None), None);
+        i.attempt(HookId(1), attempt(1, None), None);
         let news = i.take().hooks;
         assert!(news[&HookId(1)].attempts.is_empty());
         assert_eq!(news[&HookId(1)].last_ok, Some(1));

@@ -129,11 +129,17 @@ impl RelayProcess {
         let api: SocketAddr = format!("{host}:{}", free_port()).parse().unwrap();
         let metrics: SocketAddr = format!("{host}:{}", free_port()).parse().unwrap();
         let admin: SocketAddr = format!("{host}:{}", free_port()).parse().unwrap();
+        // Beyond loopback (a network namespace's address), the admin API needs a token.
+        let admin_token = if ns.is_some() {
+            "bearer_token = \"netns-admin-token\"\n"
+        } else {
+            ""
+        };
         let config = dir.path().join("hookrelay.toml");
         std::fs::write(
             &config,
             format!(
-                "[bbb]\n{secret}\n[api]\nbind = \"{api}\"\n[redis]\nurl = \"{}\"\n[metrics]\nbind = \"{metrics}\"\n[admin]\nbind = \"{admin}\"\n[delivery]\nretry_intervals_ms = [50, 100, 150]\nrequest_timeout_ms = 1000\n{extra}\n[delivery.ssrf]\nallow_cidrs = [\"127.0.0.1/32\", \"{}\"]\n",
+                "[bbb]\n{secret}\n[api]\nbind = \"{api}\"\n[redis]\nurl = \"{}\"\n[metrics]\nbind = \"{metrics}\"\n[admin]\nbind = \"{admin}\"\n{admin_token}[delivery]\nretry_intervals_ms = [50, 100, 150]\nrequest_timeout_ms = 1000\n{extra}\n[delivery.ssrf]\nallow_cidrs = [\"127.0.0.1/32\", \"{}\"]\n",
                 redis.url(),
                 super::netns::RANGE,
             ),
