@@ -51,11 +51,7 @@ impl From<HookView> for Shown {
         };
         Self {
             id: h.id,
-            state: match h.state {
-                crate::delivery::insight::read::State::Ok => "ok",
-                crate::delivery::insight::read::State::Failing => "failing",
-                crate::delivery::insight::read::State::Removed => "removed",
-            },
+            state: h.state.as_str(),
             url: h.callback_url,
             queued,
             last_success: h.last_success.unwrap_or_else(|| "never".into()),

@@ -52,6 +52,17 @@ pub enum State {
     Removed,
 }
 
+impl State {
+    /// The word the API and the page say.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Ok => "ok",
+            Self::Failing => "failing",
+            Self::Removed => "removed",
+        }
+    }
+}
+
 impl HookState {
     pub fn state(&self) -> State {
         if self.removed.is_some() {
