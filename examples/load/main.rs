@@ -5,6 +5,7 @@
 //! ```text
 //! cargo build --release --bin hookrelay --example load
 //! target/release/examples/load burst --events 20000 --hooks 1 --runs 3
+//! target/release/examples/load baseline --requests 20000
 //! target/release/examples/load burst --events 10000 --hooks 9 --slow-hooks 1
 //! target/release/examples/load open --rate 2000 --seconds 10
 //! target/release/examples/load restart --hooks 1000 --events 100
@@ -17,12 +18,15 @@
 //! target/release/examples/load xapi --meetings 200 [--ralph]
 //! ```
 //! `--relay-bin OLD --relay-bin NEW` alternates two builds run by run (ratios in one run).
+//! `burst --hooks 1` also runs `baseline` against the same receiver in every run and ends with
+//! `ratio to baseline: R`: the relay's callbacks/s over the bare loop's POSTs/s.
 
 #[path = "../../tests/it/support/mod.rs"]
 #[allow(dead_code, unused_imports)]
 mod support;
 
 mod api;
+mod baseline;
 mod launch;
 mod memory;
 mod plugins;
@@ -177,6 +181,24 @@ pub enum Scenario {
         #[arg(long)]
         ralph: bool,
     },
+    /// The loopback limit: a bare client loop (one connection, one request in flight) posting
+    /// callback-sized bodies to the lean receiver; no relay.
+    Baseline {
+        #[arg(long, default_value_t = 20_000)]
+        requests: usize,
+        #[arg(long, default_value_t = baseline::CALLBACK_BYTES)]
+        body_bytes: usize,
+    },
+    /// The bare loop of `baseline`, run by the tool as a process of its own.
+    #[command(hide = true)]
+    PostLoop {
+        #[arg(long)]
+        url: String,
+        #[arg(long)]
+        requests: usize,
+        #[arg(long)]
+        body_bytes: usize,
+    },
     /// hooks/list and hooks/create throughput with wrk.
     Api {
         #[arg(long, default_value_t = 1_000)]
@@ -186,9 +208,23 @@ pub enum Scenario {
     },
 }
 
-#[tokio::main]
-async fn main() {
+fn main() {
     let args = Args::parse();
+    if let Some(Scenario::PostLoop {
+        url,
+        requests,
+        body_bytes,
+    }) = &args.scenario
+    {
+        baseline::post_loop(url, *requests, *body_bytes);
+        return;
+    }
+    tokio::runtime::Runtime::new()
+        .expect("a runtime")
+        .block_on(scenarios(args));
+}
+
+async fn scenarios(args: Args) {
     let scenario = args.scenario.clone().unwrap_or(Scenario::Burst {
         events: 20_000,
         hooks: 1,
@@ -226,5 +262,16 @@ async fn main() {
         if let [old, new] = medians.as_slice() {
             println!("ratio new/old: {}", new.ratio_line(old));
         }
+    }
+    // Last: each build's callbacks/s over the bare loop's POSTs/s (medians of the runs' ratios).
+    let to_baseline: Vec<f64> = results
+        .iter()
+        .filter_map(|r| scenario::median(r).get("ratio_to_baseline"))
+        .collect();
+    if let [.., last] = to_baseline.as_slice() {
+        if let [old, _] = to_baseline.as_slice() {
+            println!("ratio to baseline of {}: {old:.3}", bins[0].display());
+        }
+        println!("ratio to baseline: {last:.3}");
     }
 }

@@ -23,6 +23,11 @@ impl Figures {
         self.values.push((name, value));
     }
 
+    /// The value named `name`.
+    pub fn get(&self, name: &str) -> Option<f64> {
+        self.values.iter().find(|(k, _)| *k == name).map(|(_, v)| *v)
+    }
+
     pub fn line(&self) -> String {
         let mut s: Vec<String> = self
             .values
@@ -86,6 +91,11 @@ pub async fn run(scenario: &Scenario, setup: &Setup) -> Figures {
         } => open_loop(setup, rate, seconds, hooks).await,
         Scenario::Restart { hooks, events } => restart(setup, hooks, events).await,
         Scenario::Idle { seconds, hooks } => idle(setup, seconds, hooks).await,
+        Scenario::Baseline {
+            requests,
+            body_bytes,
+        } => crate::baseline::run(requests, body_bytes).await,
+        Scenario::PostLoop { .. } => unreachable!("run by main"),
         Scenario::Api { hooks, seconds } => crate::api::run(setup, hooks, seconds).await,
         Scenario::Xapi { meetings, ralph } => crate::xapi::run(setup, meetings, ralph).await,
         Scenario::Outage { hooks, events } => crate::memory::outage(setup, hooks, events).await,
@@ -234,6 +244,15 @@ async fn burst(
     relay.kill9().await;
     for r in others {
         r.kill9().await;
+    }
+    if let ([sink], 0) = (fast.as_slice(), slow_hooks) {
+        // The bare loop against the same receiver (the relay gone), bodies of the relay's size.
+        let bytes = sink.first_body_len().unwrap_or(crate::baseline::CALLBACK_BYTES);
+        let posts = crate::baseline::measure(sink, events, bytes).await;
+        f.ok &= posts.is_some();
+        let posts = posts.unwrap_or(f64::NAN);
+        f.push("baseline_posts_per_s", posts);
+        f.push("ratio_to_baseline", events as f64 / elapsed / posts);
     }
     f
 }

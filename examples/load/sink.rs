@@ -76,6 +76,16 @@ impl Sink {
             .map(|g| g.0)
     }
 
+    /// The size of the first callback's body.
+    pub fn first_body_len(&self) -> Option<usize> {
+        self.inner
+            .got
+            .lock()
+            .expect("sink lock")
+            .first()
+            .map(|g| g.1.len())
+    }
+
     /// Every callback so far: arrival time and the `user-joined` number it carries.
     pub fn arrivals(&self) -> Vec<(Instant, Option<usize>)> {
         let got = self.inner.got.lock().expect("sink lock");
