@@ -5,7 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cargo build --quiet --bin hookrelay
-bin=$PWD/target/debug/hookrelay
+bin=${CARGO_TARGET_DIR:-$PWD/target}/debug/hookrelay
 status=0
 for dir in plugins/python/*/ plugins/js/*/; do
   echo "plugin examples: $dir"
