@@ -355,6 +355,8 @@ async fn the_admin_api_wants_its_token_and_bounds_a_redelivery() {
     redis
         .publish_all(&[user_joined("m", "u1", "A"), user_joined("m", "u2", "B")])
         .await;
+    // Sent before the third comes: three queued at once would be one more than max_queue.
+    rx.wait_delivered(2).await;
     redis.publish(&user_joined("m", "u3", "C")).await;
     rx.wait_delivered(3).await;
     // Attempts are written after the callbacks they kept: once all three show, all are kept.
