@@ -142,17 +142,23 @@ async fn hooks_callbacks_queues_and_the_bus_are_measured() {
     relay.stop().await;
 }
 
-/// The conference series a scrape shows, parsed by a real OpenMetrics parser (which also
-/// proves the exposition valid).
-fn conference_series(text: &str) -> Vec<(String, f64)> {
+/// The names of the conference families a scrape shows, sorted.
+fn conference_families(text: &str) -> Vec<String> {
     let parsed = openmetrics_parser::openmetrics::parse_openmetrics(text)
         .unwrap_or_else(|e| panic!("invalid exposition: {e:?}\n{text}"));
-    let mut names: Vec<&String> = parsed
+    let mut names: Vec<String> = parsed
         .families
-        .keys()
+        .into_keys()
         .filter(|n| n.starts_with("bbb_"))
         .collect();
     names.sort();
+    names
+}
+
+/// The conference series a scrape shows, parsed by a real OpenMetrics parser (which also
+/// proves the exposition valid).
+fn conference_series(text: &str) -> Vec<(String, f64)> {
+    let names = conference_families(text);
     assert_eq!(names.len(), 22, "{names:?}");
     text.lines()
         .filter(|l| l.starts_with("bbb_") && !l.starts_with("bbb_unique"))
@@ -231,7 +237,20 @@ async fn conference_metrics_follow_a_scripted_meeting_and_survive_a_restart() {
         redis.publish(m).await;
     }
     marker.wait_delivered(1).await;
-    let text = relay.metrics().await;
+    // The conference's state follows the bus beside delivery: the marker's callback can come
+    // first. Wait until every family shows and the last message counted (or ten seconds
+    // passed).
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(10);
+    let text = loop {
+        let text = relay.metrics().await;
+        let done = text.lines().any(|l| l == "bbb_recordings_deleted 1");
+        if (done && conference_families(&text).len() == 22)
+            || tokio::time::Instant::now() > deadline
+        {
+            break text;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    };
     let got = conference_series(&text);
     let value = |series: &str| {
         got.iter()
