@@ -142,6 +142,19 @@ async fn hooks_callbacks_queues_and_the_bus_are_measured() {
     relay.stop().await;
 }
 
+/// The relay's metrics once `ready` holds of them (or after ten seconds): the conference's
+/// state follows the bus beside delivery, so a marker's callback can come first.
+async fn metrics_once(relay: &TestRelay, ready: impl Fn(&str) -> bool) -> String {
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        let text = relay.metrics().await;
+        if ready(&text) || tokio::time::Instant::now() > deadline {
+            return text;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+}
+
 /// The names of the conference families a scrape shows, sorted.
 fn conference_families(text: &str) -> Vec<String> {
     let parsed = openmetrics_parser::openmetrics::parse_openmetrics(text)
@@ -237,20 +250,10 @@ async fn conference_metrics_follow_a_scripted_meeting_and_survive_a_restart() {
         redis.publish(m).await;
     }
     marker.wait_delivered(1).await;
-    // The conference's state follows the bus beside delivery: the marker's callback can come
-    // first. Wait until every family shows and the last message counted (or ten seconds
-    // passed).
-    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(10);
-    let text = loop {
-        let text = relay.metrics().await;
-        let done = text.lines().any(|l| l == "bbb_recordings_deleted 1");
-        if (done && conference_families(&text).len() == 22)
-            || tokio::time::Instant::now() > deadline
-        {
-            break text;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-    };
+    let text = metrics_once(&relay, |t| {
+        t.lines().any(|l| l == "bbb_recordings_deleted 1") && conference_families(t).len() == 22
+    })
+    .await;
     let got = conference_series(&text);
     let value = |series: &str| {
         got.iter()
@@ -307,7 +310,7 @@ async fn conference_metrics_follow_a_scripted_meeting_and_survive_a_restart() {
     redis.publish(&meeting_ended("int-1")).await;
     redis.publish(&rap("deleted", "r5")).await;
     marker.wait_delivered(2).await;
-    let after = relay.metrics().await;
+    let after = metrics_once(&relay, |t| metric_value(t, "bbb_recordings_deleted") == 2.0).await;
     assert_eq!(metric_value(&after, "bbb_meetings"), 1.0);
     assert_eq!(metric_value(&after, "bbb_meetings_participants"), 1.0);
     assert_eq!(metric_value(&after, "bbb_recordings_deleted"), 2.0);
