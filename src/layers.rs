@@ -5,7 +5,6 @@
 const DELIVERY: &[&[&str]] = &[
     &["retry", "sign", "ssrf", "budget", "incident"],
     &["client"],
-    &["lanes"],
     &["journal"],
     &["retain"],
     &["ack", "insight", "migrate", "tidy"],

@@ -15,7 +15,6 @@ use super::{
     hook_queue::HookQueue,
     insight::Insight,
     journal::{self, Removal},
-    lanes::Lanes,
     payloads::SharedPayloads,
     sign::Signer,
 };
@@ -32,8 +31,7 @@ use crate::{
 /// What every worker shares. Built once by [`DeliveryContext::new`]; its parts are delivery's
 /// own.
 pub struct DeliveryContext {
-    /// The threads workers run on, with their HTTP clients.
-    pub(super) lanes: Lanes,
+    pub(super) client: CallbackClient,
     /// Marks delivered callbacks in Redis, off the hot path.
     pub(super) acker: Arc<Acker>,
     /// Keeps each hook's attempts and state for people, off the hot path.
@@ -100,7 +98,7 @@ impl DeliveryContext {
             config.max_connections_per_receiver,
         )?;
         Ok(Self {
-            lanes: Lanes::start(Lanes::per_core(), client, &wiring.token),
+            client,
             acker,
             insight: wiring.insight,
             store: wiring.store,
