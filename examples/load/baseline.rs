@@ -81,7 +81,11 @@ pub fn post_loop(url: &str, requests: usize, body_bytes: usize) {
                 .send()
                 .await
                 .expect("the receiver answers");
-            assert!(resp.status().is_success(), "the receiver said {}", resp.status());
+            assert!(
+                resp.status().is_success(),
+                "the receiver said {}",
+                resp.status()
+            );
             resp.bytes().await.expect("the answer");
         };
         post().await;
@@ -89,6 +93,9 @@ pub fn post_loop(url: &str, requests: usize, body_bytes: usize) {
         for _ in 0..requests {
             post().await;
         }
-        println!("{FIGURE}{}", requests as f64 / start.elapsed().as_secs_f64());
+        println!(
+            "{FIGURE}{}",
+            requests as f64 / start.elapsed().as_secs_f64()
+        );
     });
 }

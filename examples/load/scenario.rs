@@ -25,7 +25,10 @@ impl Figures {
 
     /// The value named `name`.
     pub fn get(&self, name: &str) -> Option<f64> {
-        self.values.iter().find(|(k, _)| *k == name).map(|(_, v)| *v)
+        self.values
+            .iter()
+            .find(|(k, _)| *k == name)
+            .map(|(_, v)| *v)
     }
 
     pub fn line(&self) -> String {
@@ -247,7 +250,9 @@ async fn burst(
     }
     if let ([sink], 0) = (fast.as_slice(), slow_hooks) {
         // The bare loop against the same receiver (the relay gone), bodies of the relay's size.
-        let bytes = sink.first_body_len().unwrap_or(crate::baseline::CALLBACK_BYTES);
+        let bytes = sink
+            .first_body_len()
+            .unwrap_or(crate::baseline::CALLBACK_BYTES);
         let posts = crate::baseline::measure(sink, events, bytes).await;
         f.ok &= posts.is_some();
         let posts = posts.unwrap_or(f64::NAN);
