@@ -118,9 +118,15 @@ pub fn queue_key(id: HookId) -> String {
 
 /// The hook id of a queue key; `None` for any other key.
 pub fn queue_hook_id(key: &str) -> Option<HookId> {
+    tagged_hook_id(key, "queue")
+}
+
+/// The hook id of a key [`tagged`] `what`.
+fn tagged_hook_id(key: &str, what: &str) -> Option<HookId> {
     key.strip_prefix('{')?
         .strip_prefix(HOOK_PREFIX)?
-        .strip_suffix("}:queue")?
+        .strip_suffix(what)?
+        .strip_suffix("}:")?
         .parse()
         .ok()
 }
@@ -128,6 +134,19 @@ pub fn queue_hook_id(key: &str) -> Option<HookId> {
 /// Where a queue being rebuilt is written before it replaces [`queue_key`] (same slot).
 pub fn queue_rebuild_key(id: HookId) -> String {
     tagged(id, "queue:rebuild")
+}
+
+/// Hook `id`'s batch mark, on a Redis Cluster in a fleet (the fleet's `mark` module).
+pub fn batch_mark_key(id: HookId) -> String {
+    tagged(id, "batch")
+}
+
+/// `SCAN` pattern of every hook's batch mark ([`batch_mark_key`]).
+pub const BATCH_MARK_PATTERN: &str = "{bigbluebutton:webhooks:out:hook:*}:batch";
+
+/// The hook id of a batch mark's key; `None` for any other key.
+pub fn batch_mark_hook_id(key: &str) -> Option<HookId> {
+    tagged_hook_id(key, "batch")
 }
 
 /// Hook `id`'s delivery lease, in a fleet that spreads delivery.
@@ -170,6 +189,11 @@ mod tests {
         assert_eq!(queue_hook_id(&hook_key(42)), None);
         assert_eq!(queue_hook_id(&lease_key(HookId(42))), None);
         assert_eq!(queue_hook_id(&queue_rebuild_key(HookId(42))), None);
+        assert_eq!(queue_hook_id(&batch_mark_key(HookId(42))), None);
+        assert_eq!(
+            batch_mark_hook_id(&batch_mark_key(HookId(42))),
+            Some(HookId(42))
+        );
         assert_eq!(queue_hook_id("bigbluebutton:webhooks:out:queue:42"), None);
         assert_eq!(
             legacy_queue_hook_id("bigbluebutton:webhooks:out:queue:42"),

@@ -17,7 +17,7 @@ use super::{
     context::DeliveryContext,
     held::Held,
     hook_queue::HookQueue,
-    journal::{self, Entry, Record, Removal},
+    journal::{self, Commit, Entry, Record, Removal},
     pager,
     plan::{Plan, plan},
     worker,
@@ -92,17 +92,18 @@ impl Dispatcher {
     }
 
     /// Persists `state` (commands that must be exactly as durable as these callbacks: the
-    /// batch's id mapping changes) and a batch of callbacks in one pipeline, then queues the
-    /// callbacks. Waits (retrying) while Redis is down; `false` when the relay stopped first
+    /// batch's id mapping changes), a batch of callbacks and `commit` (the fleet's cursors,
+    /// never before the callbacks: [`journal::append`]), then queues the callbacks. Waits (retrying) while Redis is down; `false` when the relay stopped first
     /// (the batch is then not queued).
     /// `arrivals[i]` is when the batch's message `i` came off the bus.
     pub async fn accept(
         &mut self,
         state: redis::Pipeline,
+        commit: Option<Commit>,
         callbacks: Vec<Callback>,
         arrivals: &[Instant],
     ) -> bool {
-        if callbacks.is_empty() && state.is_empty() {
+        if callbacks.is_empty() && state.is_empty() && commit.is_none() {
             return true;
         }
         let share = !self.ctx.conn.is_cluster();
@@ -120,9 +121,9 @@ impl Dispatcher {
         let what = format!("persist {} callbacks", ids.len());
         let persisted = retry_until_ok(&self.ctx.token, what, || {
             let mut c = conn.clone();
-            let (state, ids, records) = (&state, &ids, &records);
+            let (state, commit, ids, records) = (&state, commit.as_ref(), &ids, &records);
             let sources = &self.ctx.sources;
-            async move { journal::append(&mut c, state, records, ids, sources).await }
+            async move { journal::append(&mut c, state, commit, records, ids, sources).await }
         })
         .await;
         let Some(conflicts) = persisted else {

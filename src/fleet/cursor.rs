@@ -1,6 +1,8 @@
 //! Where the lease holder stands in each source's bus: the digests of the last two messages of
 //! that source it queued, written in the same transaction as their callbacks, so that a cursor
-//! never runs ahead of the queues nor behind them.
+//! never runs ahead of the queues nor behind them. On a Redis Cluster, where one transaction
+//! holds one slot, the cursors are written once the callbacks are, and each hook's callbacks
+//! carry a [`Mark`] of the move ([`super::mark`]).
 
 use sha1::{Digest, Sha1};
 
@@ -41,7 +43,7 @@ impl Cursor {
         })
     }
 
-    fn text(&self) -> String {
+    pub fn text(&self) -> String {
         format!("{}:{}", self.before.as_deref().unwrap_or(""), self.last)
     }
 }
@@ -51,18 +53,34 @@ impl Cursor {
 pub struct Cursors {
     /// By source: the digest of the last message queued.
     last: Vec<Option<String>>,
+    /// By source: the cursor as last written (or as read when the lease was taken).
+    written: Vec<Option<String>>,
 }
 
 impl Cursors {
-    /// Moves the cursors past `batch` and adds their writes to `pipe` (replies ignored).
+    /// Goes on from the cursors the last holder left (read when the lease was taken).
+    pub fn resuming(read: &[Option<Cursor>]) -> Self {
+        Self {
+            last: read
+                .iter()
+                .map(|c| c.as_ref().map(|c| c.last.clone()))
+                .collect(),
+            written: read.iter().map(|c| c.as_ref().map(Cursor::text)).collect(),
+        }
+    }
+
+    /// Moves the cursors past `batch` and adds their writes to `pipe` (replies ignored);
+    /// returns how they moved (empty when `batch` is).
     pub fn advance(
         &mut self,
         batch: &[BusMessage],
         sources: &SourceTable,
         pipe: &mut redis::Pipeline,
-    ) {
+    ) -> Mark {
         self.last.resize(sources.len(), None);
-        for (i, slot) in self.last.iter_mut().enumerate() {
+        self.written.resize(sources.len(), None);
+        let mut mark = Mark::default();
+        for (i, (slot, written)) in self.last.iter_mut().zip(&mut self.written).enumerate() {
             let mut of_source = batch.iter().rev().filter(|m| usize::from(m.source) == i);
             let Some(last) = of_source.next() else {
                 continue;
@@ -76,9 +94,44 @@ impl Cursors {
                 last: digest(&last.payload),
             };
             let name = sources.name(u16::try_from(i).unwrap_or(0));
-            pipe.set(key(name), cursor.text()).ignore();
+            let text = cursor.text();
+            pipe.set(key(name), &text).ignore();
+            mark.moves.push(Move {
+                source: name.to_string(),
+                from: written.replace(text.clone()),
+                to: text,
+            });
             *slot = Some(cursor.last);
         }
+        mark
+    }
+}
+
+/// How a batch moves the cursors: of each source it has messages of, from where to where.
+#[derive(Debug, Default, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Mark {
+    pub moves: Vec<Move>,
+}
+
+/// One source's cursor moved by a batch (cursors as stored).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Move {
+    pub source: String,
+    pub from: Option<String>,
+    pub to: String,
+}
+
+impl Mark {
+    pub fn is_empty(&self) -> bool {
+        self.moves.is_empty()
+    }
+
+    pub fn text(&self) -> String {
+        serde_json::to_string(self).unwrap_or_default()
+    }
+
+    pub fn parse(text: &str) -> Option<Self> {
+        serde_json::from_str(text).ok()
     }
 }
 
@@ -145,6 +198,43 @@ mod tests {
         assert!(
             !text.contains("{src:default}"),
             "no write for a source with nothing new"
+        );
+    }
+
+    #[test]
+    fn a_mark_says_where_each_cursor_moved_from_and_to() {
+        let sources = SourceTable::new([
+            ("default".to_string(), "a".to_string()),
+            ("b".to_string(), "b".to_string()),
+        ]);
+        let read = [Cursor::parse(&format!(":{}", digest("x0"))), None];
+        let mut cursors = Cursors::resuming(&read);
+        let mark = cursors.advance(&[msg(0, "x1"), msg(1, "y1")], &sources, &mut redis::pipe());
+        let x1 = format!("{}:{}", digest("x0"), digest("x1"));
+        let y1 = format!(":{}", digest("y1"));
+        assert_eq!(
+            mark.moves,
+            vec![
+                Move {
+                    source: "default".into(),
+                    from: Some(format!(":{}", digest("x0"))),
+                    to: x1.clone(),
+                },
+                Move {
+                    source: "b".into(),
+                    from: None,
+                    to: y1,
+                },
+            ]
+        );
+        assert_eq!(Mark::parse(&mark.text()), Some(mark));
+        let next = cursors.advance(&[msg(0, "x2")], &sources, &mut redis::pipe());
+        assert_eq!(next.moves.len(), 1);
+        assert_eq!(next.moves[0].from, Some(x1));
+        assert!(
+            cursors
+                .advance(&[], &sources, &mut redis::pipe())
+                .is_empty()
         );
     }
 }

@@ -12,6 +12,7 @@
 pub mod backlog;
 pub mod cursor;
 pub mod lease;
+pub mod mark;
 pub mod reach;
 pub mod share;
 pub mod status;

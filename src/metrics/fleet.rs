@@ -16,6 +16,9 @@ pub struct FleetMetrics {
     pub holder: Gauge,
     pub takeovers: Counter,
     pub resumed: Counter,
+    /// Callbacks of resumed messages not queued again: the last holder's batch marks say they
+    /// are queued (a Redis Cluster store).
+    pub requeues_avoided: Counter,
     pub cursor_missing: Family<SourceLabel, Counter>,
     /// Hooks whose delivery lease this instance holds.
     pub hooks_held: Gauge,
@@ -49,6 +52,12 @@ impl FleetMetrics {
             "hookrelay_fleet_resumed_messages",
             "Bus messages kept while not holding the lease and queued on taking it",
             self.resumed.clone(),
+        );
+        r.register(
+            "hookrelay_fleet_requeues_avoided",
+            "Callbacks of messages queued on taking the lease that were not queued again: the \
+             last holder had queued them but died before its cursors moved (Redis Cluster)",
+            self.requeues_avoided.clone(),
         );
         r.register(
             "hookrelay_fleet_cursor_not_found",

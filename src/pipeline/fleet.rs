@@ -20,14 +20,15 @@ use tokio_util::sync::CancellationToken;
 
 use super::share::Balancer;
 use crate::{
-    base::sources::SourceTable,
+    base::{ids::HookId, sources::SourceTable},
     bus::BusMessage,
     config::FleetConfig,
     delivery::{ack::Acker, context::DeliveryContext, held::Held},
     fleet::{
         backlog::{Backlog, Resume},
-        cursor::{self, Cursor},
+        cursor::{self, Cursor, Mark},
         lease::Lease,
+        mark::{self, AlreadyQueued},
         reach::{self, Decision, Reach},
     },
     hooks::Registry,
@@ -64,13 +65,24 @@ pub fn spread(
     held
 }
 
+/// What a new holder of the lease queues first.
+#[derive(Debug, Default)]
+pub struct Resumed {
+    /// In order, the messages after the last holder's cursors.
+    pub messages: Vec<BusMessage>,
+    /// The cursors, by source.
+    pub cursors: Vec<Option<Cursor>>,
+    /// Callbacks of `messages` already queued (a Redis Cluster store: [`mark`]).
+    pub queued: AlreadyQueued,
+}
+
 /// Keeps the bus messages until this instance takes the lease; then returns, in order, those
 /// the last holder had not queued. `None` when the relay stops first.
 pub async fn follow(
     bus: &mut mpsc::Receiver<BusMessage>,
     follower: Follower<'_>,
     token: &CancellationToken,
-) -> Option<Vec<BusMessage>> {
+) -> Option<Resumed> {
     let Follower {
         lease,
         conn,
@@ -109,9 +121,9 @@ pub async fn follow(
     while let Ok(m) = bus.try_recv() {
         state.backlog.push(m);
     }
-    let cursors = loop {
-        match read_cursors(conn, sources).await {
-            Ok((_, cursors)) => break cursors,
+    let (cursors, marks) = loop {
+        match read_where_the_holder_stood(conn, sources).await {
+            Ok(read) => break read,
             Err(e) => {
                 tracing::warn!(error = %e, "cannot read the sources' cursors; retrying");
                 tokio::select! {
@@ -137,6 +149,7 @@ pub async fn follow(
             _ => {}
         }
     }
+    let queued = AlreadyQueued::find(&resume, &cursors, sources, &marks);
     metrics.fleet.takeovers.inc();
     metrics.fleet.resumed.inc_by(resume.len() as u64);
     metrics.fleet.cursor_reachable.set(1);
@@ -144,9 +157,28 @@ pub async fn follow(
         instance = lease.owner(),
         kept,
         queued_first = resume.len(),
+        marked_hooks = queued.len(),
         "took the fleet lease"
     );
-    Some(resume)
+    Some(Resumed {
+        messages: resume,
+        cursors,
+        queued,
+    })
+}
+
+/// The sources' cursors, and on a Redis Cluster the hooks' batch marks.
+async fn read_where_the_holder_stood(
+    conn: &StoreConn,
+    sources: &SourceTable,
+) -> redis::RedisResult<(Vec<Option<Cursor>>, Vec<(HookId, Mark)>)> {
+    let (_, cursors) = read_cursors(conn, sources).await?;
+    let marks = if conn.is_cluster() {
+        mark::read(conn).await?
+    } else {
+        Vec::new()
+    };
+    Ok((cursors, marks))
 }
 
 /// What an instance without the lease needs to follow the holder.

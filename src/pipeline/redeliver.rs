@@ -88,7 +88,11 @@ impl ProcessStage {
             );
             self.metrics.redelivered.inc_by(queued);
         }
-        if !self.dispatcher.accept(redis::pipe(), callbacks, &[]).await {
+        if !self
+            .dispatcher
+            .accept(redis::pipe(), None, callbacks, &[])
+            .await
+        {
             return false;
         }
         if let Err(e) = retain::taken(&conn, asked.len()).await {

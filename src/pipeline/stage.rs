@@ -18,11 +18,12 @@ use crate::{
     },
     bus::BusMessage,
     conference,
-    delivery::{dispatch::Dispatcher, tidy},
+    delivery::{dispatch::Dispatcher, journal::Commit, tidy},
     event::persist,
-    fleet::{cursor::Cursors, lease::Fence},
+    fleet::{cursor::Cursors, lease::Fence, mark::AlreadyQueued},
     hooks::{Registry, Snapshot},
     metrics::Metrics,
+    pipeline::fleet::Resumed,
     plugin_host::Plugins,
     route::{Routed, Router},
 };
@@ -71,15 +72,16 @@ pub struct ProcessStage {
 }
 
 impl ProcessStage {
-    /// Processes `first` (what a new holder of the fleet lease queues first), then the bus.
+    /// Processes `first` (what a new holder of the fleet lease queues first, less what the
+    /// last holder's marks say is queued already), then the bus.
     pub async fn run(
         mut self,
-        first: Vec<BusMessage>,
+        first: Resumed,
         mut rx: mpsc::Receiver<BusMessage>,
         token: CancellationToken,
     ) {
-        for chunk in first.chunks(BATCH) {
-            if !self.handle(chunk).await {
+        for (i, chunk) in first.messages.chunks(BATCH).enumerate() {
+            if !self.handle_resumed(chunk, &first.queued, i * BATCH).await {
                 return;
             }
         }
@@ -142,6 +144,36 @@ impl ProcessStage {
     /// callbacks. `false` when the relay stopped first.
     async fn handle(&mut self, batch: &[BusMessage]) -> bool {
         let routed = self.route(batch);
+        self.persist(batch, routed).await
+    }
+
+    /// [`Self::handle`] for resumed messages from `offset` on, without the callbacks hooks
+    /// already have.
+    async fn handle_resumed(
+        &mut self,
+        batch: &[BusMessage],
+        queued: &AlreadyQueued,
+        offset: usize,
+    ) -> bool {
+        let mut routed = self.route(batch);
+        let before = routed.callbacks.len();
+        routed.callbacks.retain(|c| {
+            let source = batch.get(c.message).map_or(0, |m| m.source);
+            !queued.has(c.hook.id, source, offset + c.message)
+        });
+        let skipped = before - routed.callbacks.len();
+        if skipped > 0 {
+            tracing::info!(
+                callbacks = skipped,
+                "not queued again: the last holder queued them but died before its cursors moved"
+            );
+            self.metrics.fleet.requeues_avoided.inc_by(skipped as u64);
+        }
+        self.persist(batch, routed).await
+    }
+
+    /// Persists what routing `batch` came to and queues its callbacks.
+    async fn persist(&mut self, batch: &[BusMessage], routed: Routed) -> bool {
         for (i, skip) in &routed.skipped {
             let (source, channel) = batch.get(*i).map_or((0, ""), |m| (m.source, &*m.channel));
             let source = self.sources.name(source);
@@ -174,16 +206,21 @@ impl ProcessStage {
             let mut conn = self.dispatcher.conn();
             xapi.add(&routed.events, &mut conn, &mut state).await;
         }
-        if let Some(cursors) = &mut self.cursors {
-            cursors.advance(batch, &self.sources, &mut state);
-        }
+        let commit = self.cursors.as_mut().and_then(|cursors| {
+            let mut writes = redis::pipe();
+            let mark = cursors.advance(batch, &self.sources, &mut writes);
+            (!mark.is_empty()).then(|| Commit {
+                writes,
+                mark: mark.text(),
+            })
+        });
         if !self.fence.holds() {
             return false;
         }
         let arrivals: Vec<std::time::Instant> = batch.iter().map(|m| m.arrived).collect();
         let accepted = self
             .dispatcher
-            .accept(state, routed.callbacks, &arrivals)
+            .accept(state, commit, routed.callbacks, &arrivals)
             .await;
         if accepted && let Some(xapi) = &mut self.xapi {
             xapi.wake();

@@ -334,7 +334,7 @@ impl Start<'_> {
         plugins: Arc<Plugins>,
     ) -> Option<(
         stage::ProcessStage,
-        Vec<BusMessage>,
+        fleet::Resumed,
         mpsc::Receiver<BusMessage>,
     )> {
         let (config, token) = (self.config, self.token);
@@ -358,7 +358,7 @@ impl Start<'_> {
         };
         let first = match &hooks.fleet {
             Some(lease) => self.take_lease(lease, conn, &mut wired).await?,
-            None => Vec::new(),
+            None => fleet::Resumed::default(),
         };
         let fence = wired.fence.clone();
         if fence.is_fleet() && !restore_hooks(&hooks.store, config, self.metrics, token).await {
@@ -418,7 +418,7 @@ impl Start<'_> {
             sources: source_table,
             keys: sources.iter().map(|s| s.keys.clone()).collect(),
             conferences: sources.iter().map(|s| s.conference.clone()).collect(),
-            cursors: fence.is_fleet().then(Cursors::default),
+            cursors: fence.is_fleet().then(|| Cursors::resuming(&first.cursors)),
             fence,
             xapi,
         };
@@ -432,7 +432,7 @@ impl Start<'_> {
         lease: &Lease,
         conn: &StoreConn,
         wired: &mut Wired,
-    ) -> Option<Vec<BusMessage>> {
+    ) -> Option<fleet::Resumed> {
         let follower = fleet::Follower {
             lease,
             conn,

@@ -11,6 +11,7 @@ use crate::{
     support::{
         RelayProcess, TestReceiver, TestRedis,
         cluster::TestCluster,
+        metric_value,
         receiver::Reply,
         relay::{create_hook, http_client},
     },
@@ -22,7 +23,7 @@ const EVENTS: usize = 300;
 async fn queued_up_to(cluster: &TestCluster, id: u64, name: &str) -> bool {
     let mut conn = cluster.conn().await;
     let last: redis::streams::StreamRangeReply = redis::cmd("XREVRANGE")
-        .arg(format!("{{bigbluebutton:webhooks:out:hook:{id}}}:queue"))
+        .arg(queue_key(id))
         .arg("+")
         .arg("-")
         .arg("COUNT")
@@ -238,4 +239,97 @@ async fn import_reference_reads_and_writes_the_cluster() {
 async fn on_a_cluster_a_fleet_moves_the_queues_of_an_earlier_version() {
     let cluster = TestCluster::start().await;
     crate::upgrade::queues_of_an_earlier_version(Some(&cluster), 2).await;
+}
+
+/// The holder dies after some of the cluster's slots took a batch's callbacks and before the
+/// cursor moved past it: the cursor's node holds writes back (`CLIENT PAUSE`), the holder is
+/// killed (what it sent there is never executed), the node goes on. The instance taking over reads the batch marks written beside the callbacks
+/// and does not queue them again: every hook gets every event exactly once, in bus order.
+#[tokio::test]
+async fn on_a_cluster_a_holder_killed_between_its_queues_and_its_cursor_repeats_nothing() {
+    let cluster = TestCluster::start().await;
+    let bus = TestRedis::start().await;
+    let rx = TestReceiver::start().await;
+    let config = format!("{}{}", fleet::FLEET, cluster.store_config());
+    let holder = RelayProcess::start(&bus, &config).await;
+    fleet::wait_until_holder(&holder).await;
+    let other = RelayProcess::start(&bus, &config).await;
+    let http = http_client();
+    let mut ids = Vec::new();
+    for i in 0..6 {
+        ids.push(create_hook(&http, other.api, &rx.url(&format!("/h{i}")), "").await);
+    }
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !holder.call("list", "").await.contains("/h5") {
+        assert!(Instant::now() < deadline, "the holder never saw the hooks");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    const FIRST: usize = 40;
+    bus.publish_users(0..FIRST).await;
+    let mut homes = Vec::new();
+    for id in &ids {
+        let home = cluster
+            .node_of(&format!("bigbluebutton:webhooks:out:hook:{id}"))
+            .await
+            .expect("each hook lives on a node");
+        homes.push(home);
+    }
+    // Everything so far delivered and marked so: no callback is in flight.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let mut waiting = rx.delivered_count() < FIRST * ids.len();
+        for (id, home) in ids.iter().zip(&homes) {
+            waiting |= cluster.xlen_on(*home, &queue_key(*id)).await > 0;
+        }
+        if !waiting {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the first part never went out");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let paused = cluster
+        .node_of("hookrelay:{src:default}:cursor")
+        .await
+        .expect("the cursor is written");
+    let elsewhere: Vec<(u64, usize)> = ids
+        .iter()
+        .zip(&homes)
+        .filter(|(_, home)| **home != paused)
+        .map(|(id, home)| (*id, *home))
+        .collect();
+    assert!(
+        !elsewhere.is_empty(),
+        "some hooks live off the cursor's node"
+    );
+    // Writes only: the nodes go on talking, and what the holder sent it waits, unexecuted.
+    cluster.pause_writes(paused, true).await;
+    bus.publish_users(FIRST..FIRST + 20).await;
+    // Some of the holder's parts for the other nodes are written, its cursor not.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    'written: loop {
+        for (id, home) in &elsewhere {
+            if cluster.xlen_on(*home, &queue_key(*id)).await > 0 {
+                break 'written;
+            }
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the holder never queued the batch"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    holder.kill9().await;
+    cluster.pause_writes(paused, false).await;
+    fleet::wait_until_holder(&other).await;
+    for i in 0..ids.len() {
+        let path = format!("/h{i}");
+        let repeats = fleet::all_of_at(&rx, Some(&path), "n", FIRST + 20).await;
+        assert_eq!(repeats, 0, "callbacks to {path} sent again");
+    }
+    let m = other.metrics().await;
+    assert!(metric_value(&m, "hookrelay_fleet_requeues_avoided_total") > 0.0);
+}
+
+fn queue_key(id: u64) -> String {
+    format!("{{bigbluebutton:webhooks:out:hook:{id}}}:queue")
 }

@@ -343,12 +343,12 @@ async fn a_batch_sent_again_after_a_lost_reply_is_harmless_and_shared_payloads_g
     // sent again.
     let none = redis::pipe();
     let one_source = hookrelay::base::sources::SourceTable::single("localhost");
-    let not_added = journal::append(&mut conn, &none, &records, &batch[..2], &one_source)
+    let not_added = journal::append(&mut conn, &none, None, &records, &batch[..2], &one_source)
         .await
         .unwrap();
     assert!(not_added.is_empty(), "{not_added:?}");
     // Those already written are reported (the relay counts and logs them), the rest added.
-    let not_added = journal::append(&mut conn, &none, &records, &batch, &one_source)
+    let not_added = journal::append(&mut conn, &none, None, &records, &batch, &one_source)
         .await
         .unwrap();
     assert_eq!(
@@ -378,9 +378,16 @@ async fn a_batch_sent_again_after_a_lost_reply_is_harmless_and_shared_payloads_g
         .query_async(&mut conn)
         .await
         .unwrap();
-    let not_added = journal::append(&mut conn, &none, &[], &[(HookId(8), own(12))], &one_source)
-        .await
-        .unwrap();
+    let not_added = journal::append(
+        &mut conn,
+        &none,
+        None,
+        &[],
+        &[(HookId(8), own(12))],
+        &one_source,
+    )
+    .await
+    .unwrap();
     assert!(not_added.is_empty());
     // A clock that went back: refused, and its reference released at once.
     let late = [Record {
@@ -395,6 +402,7 @@ async fn a_batch_sent_again_after_a_lost_reply_is_harmless_and_shared_payloads_g
     let not_added = journal::append(
         &mut conn,
         &none,
+        None,
         &late,
         &[(HookId(7), back(5)), (HookId(9), back(20))],
         &one_source,
@@ -467,7 +475,7 @@ async fn a_batch_sent_again_after_a_lost_reply_is_harmless_and_shared_payloads_g
         (HookId(8), shared(20)),
         (HookId(9), shared(20)),
     ];
-    journal::append(&mut conn, &none, &records, &batch, &one_source)
+    journal::append(&mut conn, &none, None, &records, &batch, &one_source)
         .await
         .unwrap();
     let done: &[Removal] = &[gone(20, Some(500))];

@@ -27,7 +27,7 @@ pub async fn holds_lease(relay: &RelayProcess) -> bool {
     metric_value(&relay.metrics().await, "hookrelay_fleet_lease_held") == 1.0
 }
 
-async fn wait_until_holder(relay: &RelayProcess) {
+pub async fn wait_until_holder(relay: &RelayProcess) {
     let deadline = Instant::now() + Duration::from_secs(30);
     while !holds_lease(relay).await {
         assert!(Instant::now() < deadline, "never took the lease");

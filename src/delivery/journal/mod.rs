@@ -34,7 +34,9 @@ use crate::{
 
 use crate::{
     base::{
-        redis_keys::{PAYLOAD_PREFIX, PAYLOAD_SEQ, QUEUE_PATTERN, queue_hook_id, queue_key},
+        redis_keys::{
+            PAYLOAD_PREFIX, PAYLOAD_SEQ, QUEUE_PATTERN, batch_mark_key, queue_hook_id, queue_key,
+        },
         sources::{SourceId, SourceTable},
     },
     event::Payload,
@@ -87,9 +89,18 @@ pub struct Record<'a> {
     pub refs: usize,
 }
 
-/// Sends the shared payload `records`, the `entries` (`(hook id, entry)` in order) and `state`
-/// (commands whose replies are ignored: id mapping changes, cursors last) in one transaction
-/// (on a cluster, one per slot, the state's last command's slot last).
+/// What commits a batch: writes that must never land before its entries (the fleet's
+/// cursors), and on a Redis Cluster a mark written beside each hook's entries
+/// ([`crate::fleet::mark`]).
+pub struct Commit {
+    pub writes: redis::Pipeline,
+    pub mark: String,
+}
+
+/// Sends the shared payload `records`, the `entries` (`(hook id, entry)` in order), `state`
+/// (commands whose replies are ignored: id mapping changes) and `commit` in one transaction.
+/// On a cluster, where a transaction holds one slot: one per slot, each hook's entries with
+/// `commit`'s mark, then `commit`'s writes once they all succeeded.
 /// Returns the entries not added: already there (a batch sent again after a lost reply) or
 /// refused because their hook's stream holds a later id (a clock that went back; their
 /// references are released).
@@ -99,11 +110,12 @@ pub struct Record<'a> {
 pub async fn append(
     conn: &mut StoreConn,
     state: &redis::Pipeline,
+    commit: Option<&Commit>,
     records: &[Record<'_>],
     entries: &[(HookId, Entry)],
     sources: &SourceTable,
 ) -> Result<Vec<(HookId, StreamId)>, redis::RedisError> {
-    if entries.is_empty() && state.is_empty() {
+    if entries.is_empty() && state.is_empty() && commit.is_none_or(|c| c.writes.is_empty()) {
         return Ok(Vec::new());
     }
     let mut pipe = redis::pipe();
@@ -151,12 +163,23 @@ pub async fn append(
             cmd.arg("r").arg(original);
         }
     }
-    // Last: on a cluster, the slot of the last command is written after the others, and the
-    // state ends with the sources' cursors, which must never run ahead of the entries.
     for cmd in state.cmd_iter() {
         pipe.add_command(cmd.clone()).ignore();
     }
+    let cluster = conn.is_cluster();
+    if let Some(commit) = commit {
+        if cluster {
+            add_marks(&mut pipe, entries, &commit.mark);
+        } else {
+            for cmd in commit.writes.cmd_iter() {
+                pipe.add_command(cmd.clone()).ignore();
+            }
+        }
+    }
     let added: Vec<i64> = query_loading(conn, &pipe, &[&XADD_SCRIPT]).await?;
+    if let Some(commit) = commit.filter(|_| cluster) {
+        commit.writes.query_async::<()>(conn).await?;
+    }
     let not_added: Vec<(&(HookId, Entry), i64)> = entries
         .iter()
         .zip(added)
@@ -175,6 +198,24 @@ pub async fn append(
         .iter()
         .map(|((hook, e), _)| (*hook, StreamId(e.ts)))
         .collect())
+}
+
+/// How long a batch mark is kept: a takeover reads it within seconds of the holder's end.
+const MARK_TTL_S: u64 = 3600;
+
+/// Adds `mark` beside each hook's entries (its key shares their slot), kept [`MARK_TTL_S`].
+fn add_marks(pipe: &mut redis::Pipeline, entries: &[(HookId, Entry)], mark: &str) {
+    let mut hooks: Vec<HookId> = entries.iter().map(|(h, _)| *h).collect();
+    hooks.sort_unstable();
+    hooks.dedup();
+    for hook in hooks {
+        pipe.cmd("SET")
+            .arg(batch_mark_key(hook))
+            .arg(mark)
+            .arg("EX")
+            .arg(MARK_TTL_S)
+            .ignore();
+    }
 }
 
 /// Releases one reference to each shared record of `refs` (a record named twice loses two).

@@ -91,4 +91,40 @@ impl TestCluster {
         }
         counts
     }
+
+    /// The node holding `key` (asked of each node directly: the others answer `MOVED`).
+    pub async fn node_of(&self, key: &str) -> Option<usize> {
+        for (i, node) in self.nodes.iter().enumerate() {
+            let mut c = node.conn().await?;
+            let exists: redis::RedisResult<bool> =
+                redis::cmd("EXISTS").arg(key).query_async(&mut c).await;
+            if exists == Ok(true) {
+                return Some(i);
+            }
+        }
+        None
+    }
+
+    /// The length of stream `key` on node `node`.
+    pub async fn xlen_on(&self, node: usize, key: &str) -> usize {
+        let mut c = self.nodes[node].conn().await.expect("node up");
+        redis::cmd("XLEN")
+            .arg(key)
+            .query_async(&mut c)
+            .await
+            .expect("XLEN")
+    }
+
+    /// Makes node `node` hold every client's writes back (`CLIENT PAUSE ... WRITE`), or go on;
+    /// a client that goes away meanwhile has its held writes dropped.
+    pub async fn pause_writes(&self, node: usize, pause: bool) {
+        let mut c = self.nodes[node].conn().await.expect("node up");
+        let mut cmd = redis::cmd("CLIENT");
+        if pause {
+            cmd.arg("PAUSE").arg(60_000).arg("WRITE");
+        } else {
+            cmd.arg("UNPAUSE");
+        }
+        let () = cmd.query_async(&mut c).await.expect("CLIENT PAUSE");
+    }
 }
