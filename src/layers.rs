@@ -5,6 +5,7 @@
 const DELIVERY: &[&[&str]] = &[
     &["retry", "sign", "ssrf", "budget", "incident"],
     &["client"],
+    &["lanes"],
     &["journal"],
     &["retain"],
     &["ack", "insight", "migrate", "tidy"],

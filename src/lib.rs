@@ -16,7 +16,8 @@
 //!   unchanged ([`plugin_host::Deferred`]) and its hook's worker runs the chain when it sends
 //!   it, on threads of lower priority ([`plugin_host::threads`]).
 //! - [`delivery`]: per-hook FIFO queues kept in Redis, retries, signing and the HTTP client, in
-//!   layers that import only downwards (listed in its doc comment, kept by a test).
+//!   layers that import only downwards (listed in its doc comment, kept by a test). Each hook's
+//!   worker runs on a delivery lane (one thread per core) with that lane's connections.
 //! - [`xapi`]: the second output, xAPI statements about meetings to Learning Record Stores:
 //!   translated from each batch's events in the processing stage, queued per LRS in the
 //!   batch's transaction, sent in order by a sender per LRS.

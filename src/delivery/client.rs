@@ -94,6 +94,15 @@ pub struct CallbackHeaders<'a> {
 pub struct CallbackClient {
     http: reqwest::Client,
     receivers: Arc<Receivers>,
+    settings: Settings,
+}
+
+/// What a client is built with.
+#[derive(Clone)]
+struct Settings {
+    timeout: Duration,
+    guard: Arc<Guard>,
+    per_receiver: usize,
 }
 
 /// Callbacks to one receiver (host and port): each is sent in one of its turns. Looked up once
@@ -144,25 +153,31 @@ impl CallbackClient {
         guard: Arc<Guard>,
         per_receiver: usize,
     ) -> Result<Self, reqwest::Error> {
-        // reqwest is built without a bundled crypto provider; ring is installed once for the
-        // process (a second call finds it installed, which is fine).
-        let _ = rustls::crypto::ring::default_provider().install_default();
-        let builder = reqwest::Client::builder()
-            .redirect(reqwest::redirect::Policy::none())
-            // A proxy would resolve and connect on its own, past the SSRF guard.
-            .no_proxy()
-            .timeout(timeout)
-            .connect_timeout(timeout)
-            .pool_idle_timeout(Duration::from_secs(60))
-            .pool_max_idle_per_host(per_receiver)
-            .dns_resolver(Arc::new(GuardedResolver { guard }))
-            .user_agent(concat!("hookrelay/", env!("CARGO_PKG_VERSION")));
+        let settings = Settings {
+            timeout,
+            guard,
+            per_receiver,
+        };
         Ok(Self {
-            http: builder.build()?,
+            http: http_client(&settings)?,
             receivers: Arc::new(Receivers {
                 max: per_receiver.max(1),
                 open: std::sync::Mutex::default(),
             }),
+            settings,
+        })
+    }
+
+    /// A client with the same settings and the same turns per receiver, whose connections are
+    /// its own (a delivery lane's: their tasks run where its requests are made).
+    ///
+    /// # Errors
+    /// When the TLS back end cannot be set up.
+    pub fn with_own_connections(&self) -> Result<Self, reqwest::Error> {
+        Ok(Self {
+            http: http_client(&self.settings)?,
+            receivers: self.receivers.clone(),
+            settings: self.settings.clone(),
         })
     }
 
@@ -175,6 +190,25 @@ impl CallbackClient {
     }
 }
 
+fn http_client(s: &Settings) -> Result<reqwest::Client, reqwest::Error> {
+    // reqwest is built without a bundled crypto provider; ring is installed once for the
+    // process (a second call finds it installed, which is fine).
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        // A proxy would resolve and connect on its own, past the SSRF guard.
+        .no_proxy()
+        .timeout(s.timeout)
+        .connect_timeout(s.timeout)
+        .pool_idle_timeout(Duration::from_secs(60))
+        .pool_max_idle_per_host(s.per_receiver)
+        .dns_resolver(Arc::new(GuardedResolver {
+            guard: s.guard.clone(),
+        }))
+        .user_agent(concat!("hookrelay/", env!("CARGO_PKG_VERSION")))
+        .build()
+}
+
 impl Receiver {
     /// POSTs one form body to `url` (of this receiver), in one of its turns, as
     /// `content_type`, with the headers `headers` says; `Ok` only for a 2xx answer.
@@ -183,7 +217,7 @@ impl Receiver {
     /// Any other status, a timeout, or a connection or protocol error.
     pub async fn post(
         &self,
-        url: &str,
+        url: impl reqwest::IntoUrl,
         body: bytes::Bytes,
         content_type: &'static str,
         headers: CallbackHeaders<'_>,

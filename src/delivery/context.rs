@@ -15,6 +15,7 @@ use super::{
     hook_queue::HookQueue,
     insight::Insight,
     journal::{self, Removal},
+    lanes::Lanes,
     payloads::SharedPayloads,
     sign::Signer,
 };
@@ -31,7 +32,8 @@ use crate::{
 /// What every worker shares. Built once by [`DeliveryContext::new`]; its parts are delivery's
 /// own.
 pub struct DeliveryContext {
-    pub(super) client: CallbackClient,
+    /// The threads workers run on, with their HTTP clients.
+    pub(super) lanes: Lanes,
     /// Marks delivered callbacks in Redis, off the hot path.
     pub(super) acker: Arc<Acker>,
     /// Keeps each hook's attempts and state for people, off the hot path.
@@ -98,7 +100,7 @@ impl DeliveryContext {
             config.max_connections_per_receiver,
         )?;
         Ok(Self {
-            client,
+            lanes: Lanes::start(Lanes::per_core(), client, &wiring.token),
             acker,
             insight: wiring.insight,
             store: wiring.store,

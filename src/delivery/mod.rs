@@ -3,7 +3,8 @@
 //!
 //! 1. Parts: the retry schedule ([`retry`]), signing ([`sign`], pure), the address check at
 //!    connection time ([`ssrf`]), the byte budget of all queues ([`budget`]), what the log says
-//!    of a hook's troubles ([`incident`]); then the HTTP client ([`client`]).
+//!    of a hook's troubles ([`incident`]); then the HTTP client ([`client`]) and the threads
+//!    workers run on, each with its own connections ([`lanes`]).
 //! 2. Redis: each hook's queue as a stream ([`journal`]); beside it, the callbacks sent to each
 //!    URL kept a while in the same form ([`retain`]); on them, delivered callbacks marked in
 //!    batches ([`ack`]), each hook's attempts and state and the callbacks to keep written in
@@ -27,6 +28,7 @@ pub mod hook_queue;
 pub mod incident;
 pub mod insight;
 pub mod journal;
+pub mod lanes;
 pub mod migrate;
 pub mod pager;
 pub mod payloads;

@@ -47,6 +47,29 @@ pub fn signed_url(callback_url: &str, checksum: &str) -> String {
     }
 }
 
+/// [`signed_url`] of `registered`, made from `parsed` (`registered` parsed once, for all its
+/// callbacks) rather than by parsing the signed URL again; `signed` is what `signed_url` gave.
+/// `None` when `signed` is not `registered` with a parameter added.
+pub fn signed_parsed(
+    registered: &str,
+    parsed: &reqwest::Url,
+    signed: &str,
+) -> Option<reqwest::Url> {
+    let base = registered.split_once('#').map_or(registered, |(b, _)| b);
+    if signed == registered {
+        return Some(parsed.clone());
+    }
+    let rest = signed.strip_prefix(base)?;
+    let rest = rest.split_once('#').map_or(rest, |(a, _)| a);
+    let added = rest.strip_prefix(['?', '&'])?;
+    let mut url = parsed.clone();
+    match parsed.query() {
+        Some(q) => url.set_query(Some(&format!("{q}&{added}"))),
+        None => url.set_query(Some(added)),
+    }
+    Some(url)
+}
+
 /// The inverse of [`signed_url`]: the URL as registered and the checksum, from the URL a
 /// callback came to; `None` when it does not end with a `checksum` parameter.
 pub fn unsign_url(url: &str) -> Option<(String, &str)> {
@@ -205,15 +228,43 @@ mod tests {
         assert_eq!(parsed[1].1, "7");
     }
 
+    /// Callback URLs of every shape signing must keep: with and without a query (empty too),
+    /// a fragment.
+    const URLS: [&str; 5] = [
+        "http://h/cb",
+        "http://h/cb?x=1",
+        "http://h/cb?",
+        "http://h/cb#f",
+        "http://h/c?a=b#f",
+    ];
+
+    #[test]
+    fn a_signed_url_made_from_the_parsed_one_is_the_signed_one_parsed() {
+        let odd = [
+            "http://h:8080/c%20d/e?a=b c&é=1",
+            "https://[::1]/x?y",
+            "HTTP://Example.COM/./a/../b?q=%41",
+        ];
+        for url in URLS.into_iter().chain(odd) {
+            let parsed = reqwest::Url::parse(url).unwrap();
+            let signed = signed_url(url, "ab12");
+            assert_eq!(
+                signed_parsed(url, &parsed, &signed),
+                Some(reqwest::Url::parse(&signed).unwrap()),
+                "{url}"
+            );
+            assert_eq!(signed_parsed(url, &parsed, url), Some(parsed.clone()));
+        }
+        let parsed = reqwest::Url::parse("http://h/cb").unwrap();
+        assert_eq!(
+            signed_parsed("http://h/cb", &parsed, "http://other/cb?checksum=1"),
+            None
+        );
+    }
+
     #[test]
     fn unsign_url_gives_back_what_signed_url_signed() {
-        for url in [
-            "http://h/cb",
-            "http://h/cb?x=1",
-            "http://h/cb?",
-            "http://h/cb#f",
-            "http://h/c?a=b#f",
-        ] {
+        for url in URLS {
             assert_eq!(
                 unsign_url(&signed_url(url, "ab")),
                 Some((url.to_string(), "ab"))

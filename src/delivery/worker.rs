@@ -1,8 +1,9 @@
-//! One hook's worker: sends its queue's callbacks one at a time, in order (a callback that
-//! waits for its plugins goes through the plugin set in force first), retrying a failed
-//! one (same body, same timestamp) on the schedule while the later ones wait; records each one
-//! delivered for [`super::ack`]; removes the hook when the schedule runs out. It stops when the
-//! relay stops, the hook is gone, or (in a fleet) its lease is no longer held.
+//! One hook's worker, on the hook's delivery lane: sends its queue's callbacks one at a time,
+//! in order (a callback that waits for its plugins goes through the plugin set in force
+//! first), retrying a failed one (same body, same timestamp) on the schedule while the later
+//! ones wait; records each one delivered for [`super::ack`]; removes the hook when the
+//! schedule runs out. It stops when the relay stops, the hook is gone, or (in a fleet) its
+//! lease is no longer held.
 
 use std::sync::Arc;
 
@@ -19,7 +20,7 @@ use super::{
     journal::{self, Entry},
     payloads::resolve,
     retry::RetryPolicy,
-    sign::SignedCallback,
+    sign::{SignedCallback, signed_parsed},
 };
 use crate::{base::time::now_ms, hooks::Hook, metrics::ReasonLabel, plugin_host::threads, route};
 
@@ -38,7 +39,10 @@ pub(super) fn spawn(
     hook: &Arc<Hook>,
     q: &Arc<HookQueue>,
 ) -> tokio::task::JoinHandle<()> {
-    ctx.tracker.spawn(run(hook.clone(), q.clone(), ctx.clone()))
+    let work = ctx
+        .tracker
+        .track_future(run(hook.clone(), q.clone(), ctx.clone()));
+    ctx.lanes.spawn(hook.id, work)
 }
 
 /// Sends the hook's callbacks one at a time until the hook is removed or the relay stops.
@@ -59,7 +63,9 @@ async fn run(hook: Arc<Hook>, queue: Arc<HookQueue>, ctx: Arc<DeliveryContext>) 
         .check_url(&hook.callback_url)
         .err()
         .map(|r| r.to_string());
-    let receiver = ctx.client.receiver(&hook.callback_url);
+    let receiver = ctx.lanes.client(hook.id).receiver(&hook.callback_url);
+    // Parsed once: each callback's URL is this one with its checksum added.
+    let parsed = reqwest::Url::parse(&hook.callback_url).ok();
     let mut acks = ctx.acker.worker(hook.id);
     let _recording = ctx.insight.worker();
     let mut failures = Failures::default();
@@ -100,6 +106,7 @@ async fn run(hook: Arc<Hook>, queue: Arc<HookQueue>, ctx: Arc<DeliveryContext>) 
             policy: &policy,
             blocked: blocked.as_deref(),
             receiver: &receiver,
+            parsed: parsed.as_ref(),
             ctx: &ctx,
         };
         match attempt.deliver(&entry, &mut failures).await {
@@ -201,6 +208,8 @@ struct Attempt<'a> {
     blocked: Option<&'a str>,
     /// The receiver whose turns its callbacks take.
     receiver: &'a Receiver,
+    /// The callback URL, parsed.
+    parsed: Option<&'a reqwest::Url>,
     ctx: &'a DeliveryContext,
 }
 
@@ -214,6 +223,7 @@ impl Attempt<'_> {
             policy,
             blocked,
             receiver,
+            parsed,
             ctx,
         } = *self;
         let SignedCallback { url, body } = ctx.signer.sign(
@@ -225,6 +235,7 @@ impl Attempt<'_> {
         let domain = ctx.signer.sources.domain(entry.source);
         let bearer = ctx.signer.bearer();
         let body = Bytes::from(body);
+        let target = parsed.and_then(|p| signed_parsed(&hook.callback_url, p, &url));
         let mut failures = 0;
         loop {
             let started = Instant::now();
@@ -243,9 +254,11 @@ impl Attempt<'_> {
                         redelivery: entry.original.is_some(),
                     };
                     let content_type = ctx.signer.content_type();
-                    receiver
-                        .post(&url, body.clone(), content_type, headers)
-                        .await
+                    let body = body.clone();
+                    match &target {
+                        Some(u) => receiver.post(u.clone(), body, content_type, headers).await,
+                        None => receiver.post(&url, body, content_type, headers).await,
+                    }
                 }
             };
             let mut record = AttemptRecord {
