@@ -4,6 +4,8 @@
 //! callback only while fewer than `delivery.max_unacked` of its delivered callbacks wait for
 //! that removal, so a crash repeats at most `max_unacked` callbacks per hook (the one in flight
 //! included); with 1, each removal is confirmed before the next callback, as it used to be. A
+//! round waits until some hook has half its `max_unacked` recorded, or [`GATHER`] passed, so
+//! that a busy hook's removals go in one write per several callbacks rather than one each. A
 //! graceful stop flushes everything the workers recorded before the flusher ends.
 
 use crate::base::ids::HookId;
@@ -25,6 +27,10 @@ use tokio_util::sync::CancellationToken;
 use super::journal;
 use crate::shutdown::retry_until_ok;
 
+/// How long recorded acknowledgements may wait for more before they are written (while no
+/// hook has half its `max_unacked` recorded).
+const GATHER: Duration = Duration::from_millis(1);
+
 /// Per hook, its delivered entries: `(timestamp, shared payload record)`.
 type Delivered = HashMap<HookId, Vec<journal::Removal>>;
 
@@ -34,12 +40,18 @@ struct Pending {
     entries: Delivered,
     /// The flush that takes what is recorded now (flushes are numbered from 1).
     next_flush: u64,
+    /// The most entries one hook has recorded since the last take.
+    most: usize,
 }
 
 /// Shared by the workers (record, wait) and the flusher (write).
 pub struct Acker {
     pending: Mutex<Pending>,
     wake: Notify,
+    /// Some hook has [`Acker::gather`] entries recorded: write them now.
+    gathered: Notify,
+    /// Half of `max_unacked` (at least 1).
+    gather: usize,
     /// The number of the last flush written to Redis.
     done: watch::Sender<u64>,
     /// Workers alive: the flusher ends only once they are all gone and nothing is pending.
@@ -53,8 +65,11 @@ impl Acker {
             pending: Mutex::new(Pending {
                 entries: HashMap::new(),
                 next_flush: 1,
+                most: 0,
             }),
             wake: Notify::new(),
+            gathered: Notify::new(),
+            gather: (max_unacked / 2).max(1),
             done: watch::channel(0).0,
             workers: AtomicUsize::new(0),
             max_unacked: max_unacked.max(1),
@@ -65,10 +80,16 @@ impl Acker {
     /// returns the flush that will remove it.
     fn record(&self, hook: HookId, removal: journal::Removal) -> u64 {
         let mut p = self.pending.lock().unwrap_or_else(|e| e.into_inner());
-        p.entries.entry(hook).or_default().push(removal);
+        let list = p.entries.entry(hook).or_default();
+        list.push(removal);
+        let len = list.len();
+        p.most = p.most.max(len);
         let flush = p.next_flush;
         drop(p);
         self.wake.notify_one();
+        if len == self.gather {
+            self.gathered.notify_one();
+        }
         flush
     }
 
@@ -77,7 +98,13 @@ impl Acker {
         let mut p = self.pending.lock().unwrap_or_else(|e| e.into_inner());
         let flush = p.next_flush;
         p.next_flush += 1;
+        p.most = 0;
         (flush, std::mem::take(&mut p.entries))
+    }
+
+    /// Whether some hook has half its `max_unacked` recorded.
+    fn is_gathered(&self) -> bool {
+        self.pending.lock().unwrap_or_else(|e| e.into_inner()).most >= self.gather
     }
 
     fn is_idle(&self) -> bool {
@@ -123,6 +150,14 @@ impl Acker {
     pub async fn run(self: Arc<Self>, conn: StoreConn, token: CancellationToken) {
         loop {
             if !self.is_idle() {
+                if !self.is_gathered() && !token.is_cancelled() {
+                    // Let more gather (a worker waits only once it has max_unacked recorded).
+                    tokio::select! {
+                        () = self.gathered.notified() => {}
+                        () = tokio::time::sleep(GATHER) => {}
+                        () = token.cancelled() => {}
+                    }
+                }
                 let (flush, entries) = self.take();
                 let mut pipe = redis::pipe();
                 let hooks: Vec<journal::HookRemovals<'_>> =
@@ -232,6 +267,24 @@ mod tests {
         w.delivered(removal(12, None));
         assert_eq!(w.unconfirmed, [1, 1, 2]);
         assert!(!a.is_idle());
+    }
+
+    #[test]
+    fn a_round_is_gathered_once_a_hook_has_half_its_max_unacked() {
+        let a = Acker::new(16);
+        let (mut w1, mut w2) = (a.worker(HookId(1)), a.worker(HookId(2)));
+        for ts in 0..7 {
+            w1.delivered(removal(ts, None));
+            w2.delivered(removal(ts, None));
+        }
+        assert!(!a.is_gathered(), "7 each of 16: more may gather");
+        w2.delivered(removal(7, None));
+        assert!(a.is_gathered(), "8 for one hook: write now");
+        let _ = a.take();
+        assert!(!a.is_gathered(), "counted again after each take");
+        let strict = Acker::new(1);
+        strict.worker(HookId(1)).delivered(removal(1, None));
+        assert!(strict.is_gathered(), "max_unacked = 1: each one at once");
     }
 
     #[tokio::test]
