@@ -136,7 +136,7 @@ impl Mark {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     #[test]
@@ -152,7 +152,8 @@ mod tests {
         assert_eq!(Cursor::parse("ab:"), None);
     }
 
-    fn msg(source: u16, text: &str) -> BusMessage {
+    /// A message of `source` whose text is `text`.
+    pub(crate) fn msg(source: u16, text: &str) -> BusMessage {
         BusMessage {
             source,
             channel: "c".into(),

@@ -100,17 +100,7 @@ impl AlreadyQueued {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::fleet::cursor::Move;
-
-    fn msg(source: SourceId, text: &str) -> BusMessage {
-        BusMessage {
-            source,
-            channel: "c".into(),
-            payload: text.into(),
-            arrived: std::time::Instant::now(),
-            epoch: 1,
-        }
-    }
+    use crate::fleet::cursor::{Move, tests::msg};
 
     fn at(before: &str, last: &str) -> String {
         format!("{}:{}", digest(before), digest(last))

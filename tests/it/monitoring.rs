@@ -307,7 +307,11 @@ async fn conference_metrics_follow_a_scripted_meeting_and_survive_a_restart() {
     // The same after a restart: the state was kept in Redis (the unique counters count since
     // the start, as counters do).
     let relay = TestRelay::start(&redis).await;
-    let again = relay.metrics().await;
+    // The API and the scrape answer before the state is read back: wait for it.
+    let again = metrics_once(&relay, |t| {
+        conference_families(t).len() == 22 && conference_series(t) == got
+    })
+    .await;
     assert_eq!(conference_series(&again), got);
     assert_eq!(metric_value(&again, "bbb_unique_meetings_total"), 0.0);
     // And it goes on from there: the meeting ends, everything of it goes.
