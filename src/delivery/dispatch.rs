@@ -231,6 +231,11 @@ impl Dispatcher {
         &self.ctx.budget
     }
 
+    /// Whether the store is a Redis Cluster.
+    pub fn on_cluster(&self) -> bool {
+        self.ctx.conn.is_cluster()
+    }
+
     /// A handle on the store (for housekeeping beside the queues).
     pub fn conn(&self) -> StoreConn {
         self.ctx.conn.clone()

@@ -206,12 +206,14 @@ impl ProcessStage {
             let mut conn = self.dispatcher.conn();
             xapi.add(&routed.events, &mut conn, &mut state).await;
         }
+        let on_cluster = self.dispatcher.on_cluster();
         let commit = self.cursors.as_mut().and_then(|cursors| {
             let mut writes = redis::pipe();
             let mark = cursors.advance(batch, &self.sources, &mut writes);
             (!mark.is_empty()).then(|| Commit {
                 writes,
-                mark: mark.text(),
+                // Only a cluster writes marks (elsewhere one transaction holds the batch).
+                mark: on_cluster.then(|| mark.text()),
             })
         });
         if !self.fence.holds() {

@@ -94,7 +94,8 @@ pub struct Record<'a> {
 /// ([`crate::fleet::mark`]).
 pub struct Commit {
     pub writes: redis::Pipeline,
-    pub mark: String,
+    /// `None` off a cluster, where none is written.
+    pub mark: Option<String>,
 }
 
 /// Sends the shared payload `records`, the `entries` (`(hook id, entry)` in order), `state`
@@ -169,7 +170,9 @@ pub async fn append(
     let cluster = conn.is_cluster();
     if let Some(commit) = commit {
         if cluster {
-            add_marks(&mut pipe, entries, &commit.mark);
+            if let Some(mark) = &commit.mark {
+                add_marks(&mut pipe, entries, mark);
+            }
         } else {
             for cmd in commit.writes.cmd_iter() {
                 pipe.add_command(cmd.clone()).ignore();
