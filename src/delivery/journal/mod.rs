@@ -8,9 +8,11 @@
 //! event's other form (the bus message for a processed hook, the processed event for a raw
 //! one), inline. A batch's entries and records are written in one transaction before they
 //! are handed to the workers; removing an entry (delivered, dropped, its hook gone) releases
-//! its record, which goes when nothing refers to it any more. Every script is idempotent, so
-//! after an error the same call is made again.
+//! its record, which goes when nothing refers to it any more. Every write may be repeated (an
+//! entry already there is told from a refused one; the scripts are idempotent), so after an
+//! error the same call is made again.
 
+mod append;
 mod read;
 mod scripts;
 
@@ -18,14 +20,12 @@ use std::sync::Arc;
 
 use redis::AsyncCommands;
 
+pub use append::{Commit, Record, append};
 pub use read::{
     Position, Stored, StoredBody, last_shared, parse_ts, position, position_of, read_page,
     read_records,
 };
-use scripts::{
-    DRAIN_SCRIPT, RELEASE_SCRIPT, REMOVE_MANY_SCRIPT, REMOVE_SCRIPT, XADD_SCRIPT, evalsha,
-    query_loading, record_key,
-};
+use scripts::{DRAIN_SCRIPT, REMOVE_MANY_SCRIPT, REMOVE_SCRIPT, evalsha, query_loading};
 
 use crate::{
     base::ids::{HookId, RecordRef, StreamId},
@@ -34,10 +34,8 @@ use crate::{
 
 use crate::{
     base::{
-        redis_keys::{
-            PAYLOAD_PREFIX, PAYLOAD_SEQ, QUEUE_PATTERN, batch_mark_key, queue_hook_id, queue_key,
-        },
-        sources::{SourceId, SourceTable},
+        redis_keys::{PAYLOAD_PREFIX, QUEUE_PATTERN, queue_hook_id, queue_key},
+        sources::SourceId,
     },
     event::Payload,
     plugin_host::Deferred,
@@ -80,166 +78,6 @@ impl Entry {
             shared: self.shared,
         }
     }
-}
-
-/// A payload record to write with a batch: its reference, text and number of entries.
-pub struct Record<'a> {
-    pub shared: RecordRef,
-    pub payload: &'a Payload,
-    pub refs: usize,
-}
-
-/// What commits a batch: writes that must never land before its entries (the fleet's
-/// cursors), and on a Redis Cluster a mark written beside each hook's entries
-/// ([`crate::fleet::mark`]).
-pub struct Commit {
-    pub writes: redis::Pipeline,
-    /// `None` off a cluster, where none is written.
-    pub mark: Option<String>,
-}
-
-/// Sends the shared payload `records`, the `entries` (`(hook id, entry)` in order), `state`
-/// (commands whose replies are ignored: id mapping changes) and `commit` in one transaction.
-/// On a cluster, where a transaction holds one slot: one per slot, each hook's entries with
-/// `commit`'s mark, then `commit`'s writes once they all succeeded.
-/// Returns the entries not added: already there (a batch sent again after a lost reply) or
-/// refused because their hook's stream holds a later id (a clock that went back; their
-/// references are released).
-///
-/// # Errors
-/// When Redis fails; the call may then be made again as it is.
-pub async fn append(
-    conn: &mut StoreConn,
-    state: &redis::Pipeline,
-    commit: Option<&Commit>,
-    records: &[Record<'_>],
-    entries: &[(HookId, Entry)],
-    sources: &SourceTable,
-) -> Result<Vec<(HookId, StreamId)>, redis::RedisError> {
-    if entries.is_empty() && state.is_empty() && commit.is_none_or(|c| c.writes.is_empty()) {
-        return Ok(Vec::new());
-    }
-    let mut pipe = redis::pipe();
-    pipe.atomic();
-    for r in records {
-        pipe.hset_multiple(
-            record_key(r.shared),
-            &[("t", r.payload.text()), ("n", &r.refs.to_string())],
-        )
-        .ignore();
-    }
-    if let Some(last) = records.iter().map(|r| r.shared).max() {
-        pipe.set(PAYLOAD_SEQ, last).ignore();
-    }
-    for (hook, e) in entries {
-        let (field, value) = match e.shared {
-            Some(s) => ("s", s.to_string()),
-            None => ("p", e.payload.text().to_string()),
-        };
-        let cmd = evalsha(&mut pipe, &XADD_SCRIPT, &queue_key(*hook))
-            .arg(format!("{}-0", e.ts))
-            .arg("e")
-            .arg(&*e.event_id)
-            .arg(field)
-            .arg(value);
-        if let Some(name) = sources.stored_name(e.source) {
-            cmd.arg("o").arg(name);
-        }
-        if let Some(d) = &e.chain {
-            cmd.arg("c").arg(1);
-            if let Some(m) = &d.internal_meeting_id {
-                cmd.arg("im").arg(m);
-            }
-            if let Some(m) = &d.external_meeting_id {
-                cmd.arg("xm").arg(m);
-            }
-            if let Some(other) = &d.other {
-                cmd.arg("q").arg(other.text());
-            }
-            if let Some(m) = &d.meeting {
-                cmd.arg("mf").arg(&**m);
-            }
-        }
-        if let Some(original) = e.original {
-            cmd.arg("r").arg(original);
-        }
-    }
-    for cmd in state.cmd_iter() {
-        pipe.add_command(cmd.clone()).ignore();
-    }
-    let cluster = conn.is_cluster();
-    if let Some(commit) = commit {
-        if cluster {
-            if let Some(mark) = &commit.mark {
-                add_marks(&mut pipe, entries, mark);
-            }
-        } else {
-            for cmd in commit.writes.cmd_iter() {
-                pipe.add_command(cmd.clone()).ignore();
-            }
-        }
-    }
-    let added: Vec<i64> = query_loading(conn, &pipe, &[&XADD_SCRIPT]).await?;
-    if let Some(commit) = commit.filter(|_| cluster) {
-        commit.writes.query_async::<()>(conn).await?;
-    }
-    let not_added: Vec<(&(HookId, Entry), i64)> = entries
-        .iter()
-        .zip(added)
-        .filter(|(_, added)| *added != 1)
-        .collect();
-    // Refused entries were never written: their references go. Those already there (a batch
-    // sent again) keep theirs.
-    let refused = not_added
-        .iter()
-        .filter(|(_, added)| *added == 0)
-        .filter_map(|((_, e), _)| e.shared);
-    release_records(conn, refused).await?;
-    // On the replicas before anyone sends them: a failover must not take back what was sent.
-    conn.replicated().await?;
-    Ok(not_added
-        .iter()
-        .map(|((hook, e), _)| (*hook, StreamId(e.ts)))
-        .collect())
-}
-
-/// How long a batch mark is kept: a takeover reads it within seconds of the holder's end.
-const MARK_TTL_S: u64 = 3600;
-
-/// Adds `mark` beside each hook's entries (its key shares their slot), kept [`MARK_TTL_S`].
-fn add_marks(pipe: &mut redis::Pipeline, entries: &[(HookId, Entry)], mark: &str) {
-    let mut hooks: Vec<HookId> = entries.iter().map(|(h, _)| *h).collect();
-    hooks.sort_unstable();
-    hooks.dedup();
-    for hook in hooks {
-        pipe.cmd("SET")
-            .arg(batch_mark_key(hook))
-            .arg(mark)
-            .arg("EX")
-            .arg(MARK_TTL_S)
-            .ignore();
-    }
-}
-
-/// Releases one reference to each shared record of `refs` (a record named twice loses two).
-async fn release_records(
-    conn: &mut StoreConn,
-    refs: impl IntoIterator<Item = RecordRef>,
-) -> Result<(), redis::RedisError> {
-    let mut release = std::collections::BTreeMap::<RecordRef, usize>::new();
-    for s in refs {
-        *release.entry(s).or_default() += 1;
-    }
-    if release.is_empty() {
-        return Ok(());
-    }
-    let mut pipe = redis::pipe();
-    for (s, n) in release {
-        evalsha(&mut pipe, &RELEASE_SCRIPT, &record_key(s))
-            .arg(n)
-            .ignore();
-    }
-    query_loading::<()>(conn, &pipe, &[&RELEASE_SCRIPT]).await
 }
 
 /// An entry to remove: its id, and the shared record it refers to (released with it).

@@ -10,21 +10,6 @@ use crate::{
     store_conn::StoreConn,
 };
 
-/// Adds one entry (ARGV: id, then its field and value pairs) unless the stream has it already:
-/// 1 added, 2 already there (a batch sent again after a lost reply), 0 refused (the stream
-/// holds a later id: a clock that went back).
-const XADD_ONCE: &str = r"
-local r = redis.pcall('XADD', KEYS[1], unpack(ARGV))
-if type(r) == 'table' and r.err then
-  if string.find(r.err, 'equal or smaller', 1, true) then
-    if #redis.call('XRANGE', KEYS[1], ARGV[1], ARGV[1]) > 0 then return 2 end
-    return 0
-  end
-  return r
-end
-return 1
-";
-
 /// Removes entries (ARGV: record prefix, then id and reference pairs, '' for none), releasing
 /// the record of each entry actually removed, so that a repeated call releases nothing twice.
 const REMOVE: &str = r"
@@ -90,7 +75,6 @@ return 0
 ";
 
 /// The scripts, loaded once per Redis server and then called by their SHA1 (`EVALSHA`).
-pub(super) static XADD_SCRIPT: LazyLock<Script> = LazyLock::new(|| Script::new(XADD_ONCE));
 pub(super) static REMOVE_SCRIPT: LazyLock<Script> = LazyLock::new(|| Script::new(REMOVE));
 pub(super) static REMOVE_MANY_SCRIPT: LazyLock<Script> = LazyLock::new(|| Script::new(REMOVE_MANY));
 pub(super) static DRAIN_SCRIPT: LazyLock<Script> = LazyLock::new(|| Script::new(DRAIN));
