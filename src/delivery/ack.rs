@@ -4,9 +4,11 @@
 //! callback only while fewer than `delivery.max_unacked` of its delivered callbacks wait for
 //! that removal, so a crash repeats at most `max_unacked` callbacks per hook (the one in flight
 //! included); with 1, each removal is confirmed before the next callback, as it used to be. A
-//! round waits until some hook has half its `max_unacked` recorded, or [`GATHER`] passed, so
-//! that a busy hook's removals go in one write per several callbacks rather than one each. A
-//! graceful stop flushes everything the workers recorded before the flusher ends.
+//! round waits until some hook has a quarter of its `max_unacked` recorded, or [`GATHER`]
+//! passed, so that a busy hook's removals go in one write per several callbacks rather than
+//! one each; a quarter, not a half, so that a busy worker rarely reaches `max_unacked` while
+//! a round is being written. A graceful stop flushes everything the workers recorded before
+//! the flusher ends.
 
 use crate::base::ids::HookId;
 
@@ -28,7 +30,7 @@ use super::journal;
 use crate::shutdown::retry_until_ok;
 
 /// How long recorded acknowledgements may wait for more before they are written (while no
-/// hook has half its `max_unacked` recorded).
+/// hook has a quarter of its `max_unacked` recorded).
 const GATHER: Duration = Duration::from_millis(1);
 
 /// Per hook, its delivered entries: `(timestamp, shared payload record)`.
@@ -50,7 +52,7 @@ pub struct Acker {
     wake: Notify,
     /// Some hook has [`Acker::gather`] entries recorded: write them now.
     gathered: Notify,
-    /// Half of `max_unacked` (at least 1).
+    /// A quarter of `max_unacked` (at least 1).
     gather: usize,
     /// The number of the last flush written to Redis.
     done: watch::Sender<u64>,
@@ -69,7 +71,7 @@ impl Acker {
             }),
             wake: Notify::new(),
             gathered: Notify::new(),
-            gather: (max_unacked / 2).max(1),
+            gather: (max_unacked / 4).max(1),
             done: watch::channel(0).0,
             workers: AtomicUsize::new(0),
             max_unacked: max_unacked.max(1),
@@ -102,7 +104,7 @@ impl Acker {
         (flush, std::mem::take(&mut p.entries))
     }
 
-    /// Whether some hook has half its `max_unacked` recorded.
+    /// Whether some hook has a quarter of its `max_unacked` recorded.
     fn is_gathered(&self) -> bool {
         self.pending.lock().unwrap_or_else(|e| e.into_inner()).most >= self.gather
     }
@@ -270,16 +272,16 @@ mod tests {
     }
 
     #[test]
-    fn a_round_is_gathered_once_a_hook_has_half_its_max_unacked() {
+    fn a_round_is_gathered_once_a_hook_has_a_quarter_of_its_max_unacked() {
         let a = Acker::new(16);
         let (mut w1, mut w2) = (a.worker(HookId(1)), a.worker(HookId(2)));
-        for ts in 0..7 {
+        for ts in 0..3 {
             w1.delivered(removal(ts, None));
             w2.delivered(removal(ts, None));
         }
-        assert!(!a.is_gathered(), "7 each of 16: more may gather");
-        w2.delivered(removal(7, None));
-        assert!(a.is_gathered(), "8 for one hook: write now");
+        assert!(!a.is_gathered(), "3 each of 16: more may gather");
+        w2.delivered(removal(3, None));
+        assert!(a.is_gathered(), "4 for one hook: write now");
         let _ = a.take();
         assert!(!a.is_gathered(), "counted again after each take");
         let strict = Acker::new(1);
