@@ -70,9 +70,11 @@ impl ConferenceExport {
         }
     }
 
-    /// Whether this instance shows the conference (outside a fleet, or holding its lease).
+    /// Whether this instance shows the conference: outside a fleet or holding its lease, and
+    /// once every source's state is known (read back after a restart, not empty until then).
     fn counting(&self) -> bool {
         self.holder.as_ref().is_none_or(|g| g.get() == 1)
+            && (self.states.iter()).all(|(_, s)| s.lock().unwrap_or_else(|p| p.into_inner()).known)
     }
 
     fn summary(&self) -> Summary {
@@ -438,6 +440,16 @@ mod tests {
             }
             .exports()
         });
+        // Before the state is read back, none of it shows: not an empty server.
+        assert!(!m.render().contains("bbb_"), "{}", m.render());
+        let nothing = std::collections::HashMap::new();
+        state.lock().unwrap().restore(
+            std::collections::HashMap::new(),
+            std::collections::HashMap::new(),
+            &nothing,
+            1,
+        );
+        assert!(m.render().contains("\nbbb_meetings 0\n"), "{}", m.render());
         let parse = |text: &str| {
             openmetrics_parser::openmetrics::parse_openmetrics(text)
                 .unwrap_or_else(|e| panic!("{e:?}\n{text}"))

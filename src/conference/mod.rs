@@ -235,6 +235,10 @@ pub struct Conference {
     /// Whether the last call of the source's BBB API (`getMeetings`) was answered; `None`
     /// without `api_url`, or before the first call.
     pub api_up: Option<bool>,
+    /// Whether the state is known: read back from the store at start-up or seeded from
+    /// `getMeetings`. Until then nothing of it is exported: an empty server for a scrape
+    /// would show on every dashboard as a drop to zero.
+    pub known: bool,
     /// Rooms to write whole (created, ended, seeded, expired).
     changed_rooms: HashSet<String>,
     /// (meeting, user) pairs whose part changed in a room not written whole.
@@ -414,11 +418,13 @@ impl Conference {
             room.last_activity_ms = activity.get(mid).copied().unwrap_or(now_ms);
         }
         self.recordings = recordings;
+        self.known = true;
     }
 
     /// Replaces the meetings with `rooms` (from `getMeetings`); every meeting before or after
     /// counts as changed. Recordings and the unique counters stay.
     pub fn seed(&mut self, mut rooms: HashMap<String, Room>, now_ms: u64) {
+        self.known = true;
         for (mid, room) in &mut rooms {
             room.last_activity_ms = now_ms;
             let before = self.rooms.get(mid);
