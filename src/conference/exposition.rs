@@ -442,11 +442,10 @@ mod tests {
         });
         // Before the state is read back, none of it shows: not an empty server.
         assert!(!m.render().contains("bbb_"), "{}", m.render());
-        let nothing = std::collections::HashMap::new();
-        state.lock().unwrap().restore(
-            std::collections::HashMap::new(),
-            std::collections::HashMap::new(),
-            &nothing,
+        (state.lock().unwrap()).restore(
+            Default::default(),
+            Default::default(),
+            &Default::default(),
             1,
         );
         assert!(m.render().contains("\nbbb_meetings 0\n"), "{}", m.render());

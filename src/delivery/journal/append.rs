@@ -6,7 +6,7 @@
 use redis::Value;
 
 use super::{
-    Entry,
+    Entry, entry_id,
     scripts::{RELEASE_SCRIPT, evalsha, query_loading, record_key},
 };
 use crate::{
@@ -103,8 +103,9 @@ pub async fn append(
             "a batch's transaction answered a reply count other than its commands'",
         )));
     }
-    // Each entry's fate, in the entries' order; any other error fails the call.
-    let mut refused_ids = Vec::new();
+    // The entries whose id is not above their stream's last (sent before, or refused), in
+    // the entries' order; any other error fails the call.
+    let mut not_above = Vec::new();
     for (i, reply) in replies.into_iter().enumerate() {
         let Value::ServerError(e) = reply else {
             continue;
@@ -112,7 +113,7 @@ pub async fn append(
         let entry = i.checked_sub(first_entry).filter(|k| *k < entries.len());
         match entry {
             Some(k) if e.details().is_some_and(|d| d.contains("equal or smaller")) => {
-                refused_ids.push(k);
+                not_above.push(k);
             }
             _ => return Err(e.into()),
         }
@@ -120,16 +121,16 @@ pub async fn append(
     if let Some(commit) = commit.filter(|_| cluster) {
         commit.writes.query_async::<()>(conn).await?;
     }
-    let fates = already_there(conn, entries, &refused_ids).await?;
+    let fates = already_there(conn, entries, &not_above).await?;
     // Refused entries were never written: their references go. Those already there (a batch
     // sent again) keep theirs.
-    let refused = (refused_ids.iter().zip(&fates))
+    let refused = (not_above.iter().zip(&fates))
         .filter(|(_, fate)| **fate == Added::Refused)
         .filter_map(|(k, _)| entries[*k].1.shared);
     release_records(conn, refused).await?;
     // On the replicas before anyone sends them: a failover must not take back what was sent.
     conn.replicated().await?;
-    Ok(refused_ids
+    Ok(not_above
         .iter()
         .map(|k| (entries[*k].0, StreamId(entries[*k].1.ts)))
         .collect())
@@ -139,7 +140,7 @@ pub async fn append(
 fn add_entry(pipe: &mut redis::Pipeline, key: &str, e: &Entry, sources: &SourceTable) {
     pipe.cmd("XADD")
         .arg(key)
-        .arg(format!("{}-0", e.ts))
+        .arg(entry_id(e.ts))
         .arg("e")
         .arg(&*e.event_id);
     match e.shared {
@@ -169,20 +170,20 @@ fn add_entry(pipe: &mut redis::Pipeline, key: &str, e: &Entry, sources: &SourceT
     }
 }
 
-/// Of the entries at `refused` (their ids not above their stream's last), which are there
+/// Of the entries at `not_above` (their ids not above their stream's last), which are there
 /// already (sent before) and which were refused.
 async fn already_there(
     conn: &mut StoreConn,
     entries: &[(HookId, Entry)],
-    refused: &[usize],
+    not_above: &[usize],
 ) -> Result<Vec<Added>, redis::RedisError> {
-    if refused.is_empty() {
+    if not_above.is_empty() {
         return Ok(Vec::new());
     }
     let mut pipe = redis::pipe();
-    for &k in refused {
+    for &k in not_above {
         let (hook, e) = &entries[k];
-        let id = format!("{}-0", e.ts);
+        let id = entry_id(e.ts);
         pipe.cmd("XRANGE").arg(queue_key(*hook)).arg(&id).arg(&id);
     }
     let found: Vec<Vec<Value>> = pipe.query_async(conn).await?;

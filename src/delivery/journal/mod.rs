@@ -87,10 +87,15 @@ pub struct Removal {
     pub shared: Option<RecordRef>,
 }
 
+/// The id Redis knows the entry of timestamp `ts` by.
+fn entry_id(ts: u64) -> String {
+    format!("{ts}-0")
+}
+
 impl Removal {
     /// The stream entry id Redis knows it by.
     fn entry_id(&self) -> String {
-        format!("{}-0", self.id)
+        entry_id(self.id.0)
     }
 
     /// The record argument of the removal scripts: '' for none.
