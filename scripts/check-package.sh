@@ -21,7 +21,7 @@ deb=$(ls "$out"/hookrelay_*.deb)
 
 fail() { echo "package: $*" >&2; exit 1; }
 contents=$(dpkg-deb -c "$deb")
-for f in ./usr/bin/hookrelay ./etc/hookrelay/hookrelay.toml \
+for f in ./usr/bin/hookrelay ./etc/hookrelay/hookrelay.toml ./etc/bigbluebutton/nginx/hookrelay.nginx \
          ./usr/lib/systemd/system/hookrelay.service ./usr/share/doc/hookrelay/README.md \
          ./usr/share/doc/hookrelay/docs/install.md ./usr/share/doc/hookrelay/docs/reliability.md \
          ./usr/share/hookrelay/grafana/hookrelay.json ./usr/share/doc/hookrelay/docs/admin.md; do
@@ -31,6 +31,7 @@ grep -q -- '-rw-r----- .* ./etc/hookrelay/hookrelay.toml$' <<<"$contents" \
   || fail "the configuration is not 640"
 dpkg-deb -e "$deb" "$out/control"
 grep -qx /etc/hookrelay/hookrelay.toml "$out/control/conffiles" || fail "configuration is not a conffile"
+grep -qx /etc/bigbluebutton/nginx/hookrelay.nginx "$out/control/conffiles" || fail "the nginx location is not a conffile"
 grep -q '^Depends: .*adduser' "$out/control/control" || fail "adduser not a dependency"
 grep -q 'adduser --system' "$out/control/postinst" || fail "postinst makes no user"
 grep -q 'deb-systemd-helper' "$out/control/postinst" || fail "postinst does not enable the unit"
@@ -72,8 +73,23 @@ if [ "$(id -u)" != 0 ] || ! command -v dpkg >/dev/null || dpkg -s hookrelay >/de
   echo "package: ok"
   exit 0
 fi
+# A BigBlueButton server's bbb-web properties (made here when the machine has none): the
+# package takes the secret from them, and the relay BBB's API address.
+made_props=""
+if [ ! -e /etc/bigbluebutton/bbb-web.properties ]; then
+  [ -d /etc/bigbluebutton ] || made_props="dir"
+  [ -n "$made_props" ] || made_props="file"
+  mkdir -p /etc/bigbluebutton
+  printf 'securitySalt=pkgCheckSalt%s\nbigbluebutton.web.serverURL=https://bbb.package-check.example\n' \
+    "$(head -c 6 /dev/urandom | od -An -tx1 | tr -d ' \n')" >/etc/bigbluebutton/bbb-web.properties
+  chmod 644 /etc/bigbluebutton/bbb-web.properties
+fi
 dpkg -i "$deb" >"$out/install.log" 2>&1 || { cat "$out/install.log"; fail "dpkg -i failed"; }
 cleanup() {
+  case "$made_props" in
+    dir) rm -rf /etc/bigbluebutton ;;
+    file) rm -f /etc/bigbluebutton/bbb-web.properties ;;
+  esac
   [ -n "${relay:-}" ] && kill "$relay" 2>/dev/null || true
   [ -n "${redis:-}" ] && kill "$redis" 2>/dev/null || true
   dpkg --purge hookrelay >/dev/null 2>&1 || true
@@ -91,7 +107,66 @@ cmp -s hookrelay.example.toml /etc/hookrelay/hookrelay.toml || fail "the conffil
 # The secret comes from secret.env beside the configuration, for the service and for the
 # commands run by hand alike.
 runuser -u hookrelay -- /usr/bin/hookrelay check-config --config /etc/hookrelay/hookrelay.toml \
-  >/dev/null || fail "the installed configuration does not load as the service user"
+  >"$out/check.txt" || fail "the installed configuration does not load as the service user"
+# BBB's API comes from bbb-web's serverURL, bbb-web on the host first.
+server_url=$(sed -n 's/^bigbluebutton.web.serverURL=//p' /etc/bigbluebutton/bbb-web.properties | tail -n 1)
+grep -qF "BBB API: http://127.0.0.1:8090/bigbluebutton/api (bbb-web on this host)" "$out/check.txt" \
+  && grep -qF "else $server_url/bigbluebutton/api (bigbluebutton.web.serverURL of /etc/bigbluebutton/bbb-web.properties)" "$out/check.txt" \
+  || { cat "$out/check.txt"; fail "check-config does not take BBB's API from bbb-web.properties"; }
+if [ -n "$made_props" ]; then
+  salt=$(sed -n 's/^securitySalt=//p' /etc/bigbluebutton/bbb-web.properties)
+  grep -qx "HOOKRELAY_BBB__SECRET=$salt" /etc/hookrelay/secret.env || fail "the secret is not bbb-web's securitySalt"
+fi
+echo "package: check-config takes BBB's API from bbb-web.properties ($server_url)"
+# BigBlueButton's nginx site (its /bigbluebutton location, and the *.nginx snippets it includes)
+# with bbb-webhooks' own webhooks.nginx (BigBlueButton's build/packages-template/bbb-webhooks/,
+# at a port where nothing answers) and the package's hookrelay.nginx (at the relay's test port):
+# nginx accepts both, and the hooks API reaches the relay. Debian's nginx binary, unpacked here
+# when the machine has none.
+check_nginx() {
+  local ngx="$out/nginx" bin nport dead ngxpid ok=""
+  mkdir -p "$ngx/conf" "$ngx/logs" "$ngx/pkg"
+  if command -v nginx >/dev/null; then
+    bin=$(command -v nginx)
+  else
+    (cd "$ngx/pkg" && apt-get download nginx >/dev/null 2>&1 && dpkg -x nginx_*.deb x) \
+      || fail "cannot get Debian's nginx to check the location"
+    bin="$ngx/pkg/x/usr/sbin/nginx"
+  fi
+  nport=$(port); dead=$(port)
+  sed "s/127.0.0.1:3005/127.0.0.1:$aport/" /etc/bigbluebutton/nginx/hookrelay.nginx >"$ngx/conf/hookrelay.nginx"
+  printf 'location /bigbluebutton/api/hooks {\n    proxy_pass http://127.0.0.1:%s;\n}\n' "$dead" >"$ngx/conf/webhooks.nginx"
+  cat >"$ngx/nginx.conf" <<EOF
+daemon off;
+master_process off;
+error_log $ngx/logs/error.log;
+pid $ngx/logs/nginx.pid;
+events {}
+http {
+  access_log off;
+  client_body_temp_path $ngx/logs/body;
+  proxy_temp_path $ngx/logs/proxy;
+  fastcgi_temp_path $ngx/logs/fastcgi;
+  uwsgi_temp_path $ngx/logs/uwsgi;
+  scgi_temp_path $ngx/logs/scgi;
+  server {
+    listen 127.0.0.1:$nport;
+    location /bigbluebutton { return 404; }
+    include $ngx/conf/*.nginx;
+  }
+}
+EOF
+  "$bin" -t -c "$ngx/nginx.conf" -p "$ngx" >"$ngx/t.log" 2>&1 || { cat "$ngx/t.log"; fail "nginx refuses hookrelay.nginx beside webhooks.nginx"; }
+  "$bin" -c "$ngx/nginx.conf" -p "$ngx" >"$ngx/run.log" 2>&1 &
+  ngxpid=$!
+  for _ in $(seq 1 50); do
+    if curl -fsS "http://127.0.0.1:$nport/bigbluebutton/api/hooks/ping" 2>/dev/null | grep -q 'API up'; then ok=1; break; fi
+    sleep 0.1
+  done
+  kill "$ngxpid" 2>/dev/null || true
+  [ -n "$ok" ] || { cat "$ngx/run.log" "$ngx/logs/error.log" 2>/dev/null; fail "the hooks API does not reach the relay through nginx"; }
+}
+
 # The unit's command, as its user, with a private Redis and free ports (never the machine's).
 port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 rport=$(port); aport=$(port); mport=$(port)
@@ -109,6 +184,17 @@ for _ in $(seq 1 100); do
       --api-url "http://127.0.0.1:$aport/bigbluebutton/api" list >"$out/list.txt" 2>&1 \
       || { cat "$out/list.txt"; fail "hookrelay hooks list was refused by the installed service"; }
     echo "package: hookrelay hooks list answers with the installed secret"
+    # Without --config, the commands read the package's configuration and its secret.env.
+    /usr/bin/hookrelay hooks --api-url "http://127.0.0.1:$aport/bigbluebutton/api" list \
+      >"$out/list2.txt" 2>&1 || { cat "$out/list2.txt"; fail "hookrelay hooks list without -c was refused"; }
+    # A user outside group hookrelay is told why, not "not found".
+    if runuser -u nobody -- /usr/bin/hookrelay hooks list >"$out/nobody.txt" 2>&1; then
+      fail "user nobody read the configuration"
+    fi
+    grep -q "permission denied" "$out/nobody.txt" || { cat "$out/nobody.txt"; fail "nobody was not told permission denied"; }
+    echo "package: the commands read /etc/hookrelay without -c, and say permission denied to others"
+    check_nginx
+    echo "package: BigBlueButton's nginx sends the hooks API to the relay, beside bbb-webhooks' location"
     if command -v systemd-analyze >/dev/null; then
       systemd-analyze verify /usr/lib/systemd/system/hookrelay.service >"$out/verify.txt" 2>&1 || true
       # Units it names that this machine lacks (BigBlueButton's target) are not the unit's fault.

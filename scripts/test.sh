@@ -13,9 +13,11 @@ scripts/ensure-prometheus.sh
 scripts/ensure-plugin-languages.sh
 scripts/ensure-ralph.sh
 scripts/ensure-chromium.sh
+scripts/ensure-standard-webhooks.sh
 # The dashboard tests must then evaluate bbb-exporter's and hookrelay's queries in a real
-# Prometheus, the xAPI tests send to a real LRS, and the status page is tried in a real browser.
-export TEST_REQUIRE_PROMETHEUS=1 TEST_REQUIRE_RALPH=1 TEST_REQUIRE_CHROMIUM=1
+# Prometheus, the xAPI tests send to a real LRS, the status page is tried in a real browser, and
+# JSON callbacks are verified by the official Standard Webhooks libraries.
+export TEST_REQUIRE_PROMETHEUS=1 TEST_REQUIRE_RALPH=1 TEST_REQUIRE_CHROMIUM=1 TEST_REQUIRE_STANDARD_WEBHOOKS=1
 scripts/build-plugins.sh
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT

@@ -21,7 +21,7 @@ const DELIVERY: &[&[&str]] = &[
 const HOOKS: &[&[&str]] = &[
     &["model"],
     &["record", "registry"],
-    &["matcher", "fleet", "import"],
+    &["matcher", "fleet", "import", "takeover"],
     &["store"],
     &["sync"],
 ];

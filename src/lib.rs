@@ -101,8 +101,8 @@ pub use event::{
     process::{EventFilter, Processor},
 };
 pub use fleet::status as fleet_status;
-pub use hooks::import;
 pub use hooks::{Hook, Registry, matcher};
+pub use hooks::{import, takeover};
 pub use metrics::{Metrics, merge};
 /// Plugins (`plugin check`, `replay`, the benches).
 pub use plugin_host::{

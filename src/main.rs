@@ -51,10 +51,12 @@ enum Command {
         /// variables override it, e.g. HOOKRELAY_BBB__SECRET).
         #[arg(long, short, env = "HOOKRELAY_CONFIG")]
         config: Option<PathBuf>,
-        /// The reference service's YAML configuration (bbb-webhooks' default.yml): the keys
-        /// hookrelay understands are read under the TOML file; the others are named.
-        #[arg(long)]
-        reference_config: Option<PathBuf>,
+        /// The reference service's YAML configuration (bbb-webhooks' default.yml, then its
+        /// overrides: several files, or the flag repeated, are layered in that order): the keys
+        /// hookrelay understands are read under the TOML file; the others are named. Without
+        /// it, bbb-webhooks' configuration installed on this server is read.
+        #[arg(long, num_args = 1..)]
+        reference_config: Vec<PathBuf>,
     },
     /// Load and validate a configuration, then exit.
     CheckConfig {
@@ -62,8 +64,8 @@ enum Command {
         #[arg(long, short, env = "HOOKRELAY_CONFIG")]
         config: Option<PathBuf>,
         /// As for serve.
-        #[arg(long)]
-        reference_config: Option<PathBuf>,
+        #[arg(long, num_args = 1..)]
+        reference_config: Vec<PathBuf>,
     },
     /// Tools for WebAssembly plugin authors.
     Plugin {
@@ -93,6 +95,9 @@ enum Command {
     /// Import the hooks bbb-webhooks left in Redis (as the relay does at start); --dry-run
     /// prints what would be imported, skipped or refused.
     ImportReference(admin::ImportArgs),
+    /// Print the token the admin API's TCP listener (`admin.bind`) wants: admin.bearer_token,
+    /// or the one derived from the shared secret (a browser's password for user admin).
+    AdminToken(admin::AdminTokenArgs),
     /// Several instances on one store: show who holds the fleet lease, how far back each
     /// instance's kept messages reach and who delivers each hook (read from the store).
     Fleet(admin::FleetArgs),
@@ -210,8 +215,9 @@ fn main() -> ExitCode {
         Command::Verify(args) => return admin::verify(&args),
         Command::ImportReference(args) => return admin::import_reference(&args),
         Command::Fleet(args) => return admin::fleet(&args),
+        Command::AdminToken(args) => return admin::admin_token(&args),
     };
-    let config = match Config::load_with_reference(path.as_deref(), reference.as_deref()) {
+    let config = match Config::load_with_reference(path.as_deref(), &reference) {
         Ok((c, ignored)) => {
             if !ignored.is_empty() {
                 tracing::info!(
@@ -240,7 +246,8 @@ fn main() -> ExitCode {
         let listeners = match Listeners::bind(&config).await {
             Ok(l) => l,
             Err(e) => {
-                eprintln!("hookrelay: cannot listen: {e}");
+                // One line: the key, the address and why (exit status 1).
+                eprintln!("hookrelay: {e}");
                 return ExitCode::FAILURE;
             }
         };

@@ -154,18 +154,19 @@ pub async fn send(replay: &Replay, signer: &Signer, client: &CallbackClient) -> 
         let receiver = client.receiver(&out.hook.callback_url);
         for cb in &out.callbacks {
             // A replayed file is one server's bus: the first source's.
-            let signed = signer.sign(&out.hook.callback_url, cb.payload.form_encoded(), cb.ts, 0);
+            let signed = signer.sign(&out.hook.callback_url, &cb.payload, cb.ts, 0);
             let standard = signer.standard_headers(out.hook.id, cb.ts, signed.body.as_bytes());
             let result = receiver
                 .post(
                     &signed.url,
                     Bytes::from(signed.body),
-                    signer.content_type(),
+                    signed.content_type,
                     CallbackHeaders {
                         bearer: signer.bearer(),
                         standard: standard.as_ref(),
                         domain: signer.sources.domain(0),
                         redelivery: false,
+                        timestamp: signed.timestamp_header,
                     },
                 )
                 .await;

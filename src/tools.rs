@@ -11,6 +11,14 @@ use hookrelay::{
 /// it loads too.
 pub fn check_config(config: &Config) -> ExitCode {
     println!("{}", callback_format(config));
+    println!("{}", config.describe_api());
+    let origins = origins(config);
+    if !origins.is_empty() {
+        println!("values set, and where each comes from:");
+        for line in origins {
+            println!("{line}");
+        }
+    }
     let Some(dir) = &config.plugins.dir else {
         println!("configuration ok");
         return ExitCode::SUCCESS;
@@ -27,14 +35,15 @@ pub fn check_config(config: &Config) -> ExitCode {
 }
 
 /// Which callback form the relay would send, and why; whether bbb-webhooks' hooks were imported
-/// is read from the store when the configuration leaves it open.
+/// and what the takeover recorded are read from the store when the configuration leaves it
+/// open.
 fn callback_format(config: &Config) -> String {
     use hookrelay::config::compat::{CallbackFormat, Why};
-    let unread = CallbackFormat::resolve(config, false);
-    if unread.why != Why::Default {
+    let unread = CallbackFormat::resolve(config, false, None);
+    if unread.why == Why::Explicit {
         return unread.describe();
     }
-    let imported = tokio::runtime::Builder::new_current_thread()
+    let stored = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .ok()
@@ -45,18 +54,37 @@ fn callback_format(config: &Config) -> String {
                     .await
                     .ok()?
                     .ok()?;
-                hookrelay::import::reference_hooks_imported(&mut conn)
+                let imported = hookrelay::import::reference_hooks_imported(&mut conn)
                     .await
-                    .ok()
+                    .ok()?;
+                let recorded = hookrelay::takeover::read(&mut conn).await.ok()?;
+                Some((imported, recorded))
             })
         });
-    match imported {
-        Some(imported) => CallbackFormat::resolve(config, imported).describe(),
+    match stored {
+        Some((imported, recorded)) => {
+            CallbackFormat::resolve(config, imported, recorded.as_ref()).describe()
+        }
         None => format!(
-            "{} (the store could not be read: if hooks of bbb-webhooks were imported there, bbb-webhooks' form is sent)",
+            "{} (the store could not be read: if hooks of bbb-webhooks were imported there, or a takeover recorded, bbb-webhooks' form is sent)",
             unread.describe()
         ),
     }
+}
+
+/// Every value that is not a default, and where it came from: lines for `check-config`.
+fn origins(config: &Config) -> Vec<String> {
+    let width = config
+        .origins
+        .iter()
+        .map(|(k, _)| k.len())
+        .max()
+        .unwrap_or(0);
+    config
+        .origins
+        .iter()
+        .map(|(key, from)| format!("  {key:width$}  {from}"))
+        .collect()
 }
 
 /// Loads a plugin folder as the relay would (without the cache); prints every failure.

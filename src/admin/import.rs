@@ -10,13 +10,18 @@ pub struct ImportArgs {
     /// The relay's configuration: its Redis, and the rules for callback URLs.
     #[arg(long, short, env = "HOOKRELAY_CONFIG")]
     config: Option<PathBuf>,
-    /// The reference service's YAML configuration, as for serve: its permanent URLs decide
-    /// which of its permanent hooks are kept.
-    #[arg(long)]
-    reference_config: Option<PathBuf>,
+    /// The reference service's YAML configuration, as for serve (default: bbb-webhooks'
+    /// configuration installed on this server): its permanent URLs decide which of its
+    /// permanent hooks are kept.
+    #[arg(long, num_args = 1..)]
+    reference_config: Vec<PathBuf>,
     /// Print what would be imported, skipped or refused, and change nothing.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "finish")]
     dry_run: bool,
+    /// The switch is final: remove the records bbb-webhooks left that were imported (or
+    /// skipped). Until then they stay, so that bbb-webhooks finds its hooks if you go back.
+    #[arg(long)]
+    finish: bool,
 }
 
 /// `hookrelay import-reference`: imports the hooks bbb-webhooks left in Redis (both layouts),
@@ -28,7 +33,7 @@ pub fn import_reference(args: &ImportArgs) -> ExitCode {
     };
     let config = match hookrelay::Config::load_with_reference(
         args.config.as_deref(),
-        args.reference_config.as_deref(),
+        &args.reference_config,
     ) {
         Ok((c, _)) => c,
         Err(e) => return fail(2, &e.to_string()),
@@ -58,6 +63,10 @@ pub fn import_reference(args: &ImportArgs) -> ExitCode {
             Ok(Ok(_))
         )
     });
+    if args.finish {
+        // Only the reference's own records go: a running relay is not in the way.
+        return finish(&runtime, &config);
+    }
     if running && !args.dry_run {
         // A running relay would not see the imported hooks, and could register their URLs
         // again meanwhile; it imports the same records at start. The reference service itself
@@ -70,12 +79,7 @@ pub fn import_reference(args: &ImportArgs) -> ExitCode {
         );
     }
     let result = runtime.block_on(async {
-        // The store as the relay reaches it: one Redis, Sentinel's master or a Cluster.
-        let connect = hookrelay::StoreConn::connect_once(&config);
-        let mut conn = tokio::time::timeout(Duration::from_secs(5), connect)
-            .await
-            .map_err(|_| "Redis (the store) did not answer within 5 s".to_string())?
-            .map_err(|e| format!("cannot reach Redis (the store): {e}"))?;
+        let mut conn = store(&config).await?;
         let own = import::stored_own(&mut conn)
             .await
             .map_err(|e| e.to_string())?;
@@ -127,6 +131,7 @@ pub fn import_reference(args: &ImportArgs) -> ExitCode {
                 skipped += 1;
                 "skip (unreadable)".to_string()
             }
+            Action::Seen(what) => format!("looked at before ({what})"),
         };
         let pending = match f.pending {
             0 => String::new(),
@@ -145,4 +150,32 @@ pub fn import_reference(args: &ImportArgs) -> ExitCode {
         println!("restart the relay to deliver to them (systemctl restart hookrelay)");
     }
     ExitCode::SUCCESS
+}
+
+/// The store as the relay reaches it: one Redis, Sentinel's master or a Cluster.
+async fn store(config: &hookrelay::Config) -> Result<hookrelay::StoreConn, String> {
+    let connect = hookrelay::StoreConn::connect_once(config);
+    tokio::time::timeout(Duration::from_secs(5), connect)
+        .await
+        .map_err(|_| "Redis (the store) did not answer within 5 s".to_string())?
+        .map_err(|e| format!("cannot reach Redis (the store): {e}"))
+}
+
+/// `import-reference --finish`.
+fn finish(runtime: &tokio::runtime::Runtime, config: &hookrelay::Config) -> ExitCode {
+    let removed = runtime.block_on(async {
+        let mut conn = store(config).await?;
+        hookrelay::import::finish(&mut conn)
+            .await
+            .map_err(|e| e.to_string())
+    });
+    match removed {
+        Ok(n) => {
+            println!(
+                "the switch from bbb-webhooks is final: {n} of its records removed (hooks it left that were not imported stay)"
+            );
+            ExitCode::SUCCESS
+        }
+        Err(why) => fail(UNREACHABLE, &why),
+    }
 }

@@ -25,6 +25,25 @@ const REFUSED: u8 = 1;
 /// Exit code of a relay or a Redis that cannot be reached or answers something unexpected.
 const UNREACHABLE: u8 = 3;
 
+/// `hookrelay admin-token`.
+#[derive(clap::Args)]
+pub struct AdminTokenArgs {
+    /// The relay's configuration.
+    #[arg(long, short, env = "HOOKRELAY_CONFIG")]
+    config: Option<std::path::PathBuf>,
+}
+
+/// Prints the admin API's TCP token of the configuration.
+pub fn admin_token(args: &AdminTokenArgs) -> ExitCode {
+    match load(args.config.as_deref()) {
+        Ok(config) => {
+            println!("{}", config.admin.token(&config.bbb.secret).expose());
+            ExitCode::SUCCESS
+        }
+        Err(code) => code,
+    }
+}
+
 fn fail(code: u8, line: &str) -> ExitCode {
     eprintln!("hookrelay: {line}");
     ExitCode::from(code)

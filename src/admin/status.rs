@@ -10,9 +10,12 @@ use serde_json::Value;
 
 use super::{REFUSED, UNREACHABLE, fail};
 
-/// Where the admin API is and how to call it: from the configuration, or `--admin-url`.
+/// Where the admin API is and how to call it: its Unix socket (from the configuration), or
+/// `--admin-url` over TCP with the configuration's token.
 pub struct AdminClient {
+    /// `http://localhost` for the socket.
     base: String,
+    socket: Option<std::path::PathBuf>,
     token: Option<String>,
 }
 
@@ -21,19 +24,67 @@ pub type Failure = (u8, String);
 
 impl AdminClient {
     pub fn new(config: &Config, admin_url: Option<&str>) -> Self {
-        let base = admin_url.map_or_else(
-            || {
-                let mut addr = config.admin.bind;
-                if addr.ip().is_unspecified() {
-                    addr.set_ip(std::net::Ipv4Addr::LOCALHOST.into());
-                }
-                format!("http://{addr}")
+        let token = Some(config.admin.token(&config.bbb.secret).expose().to_string());
+        if let Some(url) = admin_url {
+            let base = url.trim_end_matches('/').to_string();
+            return Self {
+                base,
+                socket: None,
+                token,
+            };
+        }
+        let socket = config.admin.socket_to_reach(config.api.bind.port());
+        match (socket, config.admin.bind) {
+            // The TCP listener when the socket is not there (a relay of another host's files).
+            (Some(path), Some(bind)) if !path.exists() => Self {
+                base: tcp_base(bind),
+                socket: None,
+                token,
             },
-            |u| u.trim_end_matches('/').to_string(),
-        );
-        let token = (!config.admin.bearer_token.is_empty())
-            .then(|| config.admin.bearer_token.expose().to_string());
-        Self { base, token }
+            (Some(path), _) => Self {
+                base: "http://localhost".into(),
+                socket: Some(path),
+                token: None,
+            },
+            (None, bind) => Self {
+                base: tcp_base(bind.unwrap_or(config.api.bind)),
+                socket: None,
+                token,
+            },
+        }
+    }
+
+    /// Where the calls go, for messages.
+    fn target(&self) -> String {
+        match &self.socket {
+            Some(path) => path.display().to_string(),
+            None => self.base.clone(),
+        }
+    }
+
+    /// Whether the socket can be opened, told as a person needs it: missing, or not theirs.
+    fn check_socket(&self) -> Result<(), Failure> {
+        let Some(path) = &self.socket else {
+            return Ok(());
+        };
+        match std::os::unix::net::UnixStream::connect(path) {
+            Ok(_) => Ok(()),
+            Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => Err((
+                REFUSED,
+                format!(
+                    "{}: permission denied: the admin API's socket is for the relay's user and group; run as root or as a member of group {}",
+                    path.display(),
+                    hookrelay::base::unix::group_of(path).unwrap_or_else(|| "hookrelay".into())
+                ),
+            )),
+            Err(e) => Err((
+                UNREACHABLE,
+                format!(
+                    "{}: {e} (is the relay of this configuration running, with [admin] enabled?)",
+                    path.display()
+                ),
+            )),
+        }
     }
 
     /// `GET {base}{path}` as JSON.
@@ -52,16 +103,18 @@ impl AdminClient {
     }
 
     fn call(&self, path: &str, form: Option<String>) -> Result<Value, Failure> {
+        self.check_socket()?;
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
             .map_err(|e| (UNREACHABLE, e.to_string()))?;
         runtime.block_on(async {
             let _ = rustls::crypto::ring::default_provider().install_default();
-            let client = reqwest::Client::builder()
-                .timeout(Duration::from_secs(10))
-                .build()
-                .map_err(|e| (UNREACHABLE, e.to_string()))?;
+            let mut builder = reqwest::Client::builder().timeout(Duration::from_secs(10));
+            if let Some(path) = &self.socket {
+                builder = builder.unix_socket(path.as_path());
+            }
+            let client = builder.build().map_err(|e| (UNREACHABLE, e.to_string()))?;
             let url = format!("{}{path}", self.base);
             let mut request = match form {
                 Some(body) => client
@@ -79,7 +132,10 @@ impl AdminClient {
             let unreachable = |why: &str| {
                 (
                     UNREACHABLE,
-                    format!("{}: {why} (is the relay running, with [admin] enabled?)", self.base),
+                    format!(
+                        "{}: {why} (is the relay running, with [admin] enabled?)",
+                        self.target()
+                    ),
                 )
             };
             let response = request.send().await.map_err(|e| {
@@ -94,8 +150,8 @@ impl AdminClient {
                 return Err((
                     REFUSED,
                     format!(
-                        "{}: the admin API refused the call: wrong or missing token (admin.bearer_token of this configuration)",
-                        self.base
+                        "{}: the admin API refused the call: wrong or missing token (admin.bearer_token of this configuration, or the derived one)",
+                        self.target()
                     ),
                 ));
             }
@@ -114,6 +170,14 @@ impl AdminClient {
             Ok(body)
         })
     }
+}
+
+/// `http://` and the address, loopback for an unspecified one.
+fn tcp_base(mut addr: std::net::SocketAddr) -> String {
+    if addr.ip().is_unspecified() {
+        addr.set_ip(std::net::Ipv4Addr::LOCALHOST.into());
+    }
+    format!("http://{addr}")
 }
 
 /// Prints `value` for scripts.

@@ -12,6 +12,20 @@ pub mod secret;
 pub mod sources;
 pub mod standard_webhooks;
 pub mod time;
+pub mod unix;
+
+/// An error and its sources in one line, `outer: inner: ...`. Callers strip what must not be
+/// shown first (a URL with a checksum: `reqwest::Error::without_url`).
+pub fn error_text(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut s = e.to_string();
+    let mut src = e.source();
+    while let Some(inner) = src {
+        s.push_str(": ");
+        s.push_str(&inner.to_string());
+        src = inner.source();
+    }
+    s
+}
 
 #[cfg(test)]
 mod tests {

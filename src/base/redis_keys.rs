@@ -33,6 +33,16 @@ pub const PAYLOAD_PREFIX: &str = "bigbluebutton:webhooks:out:payload:";
 /// Set once hooks of the reference service (bbb-webhooks) were imported: their receivers
 /// expect its callback form (the `config::compat` module).
 pub const REFERENCE_HOOKS_IMPORTED: &str = "hookrelay:reference-hooks-imported";
+/// Hash: the callback form and `domain` recorded when the relay first took over from
+/// bbb-webhooks (fields `compat`, `domain`), so that purging bbb-webhooks later changes nothing.
+pub const TAKEOVER: &str = "hookrelay:takeover";
+/// Hash: each record of bbb-webhooks that was looked at once (its id in the reference's
+/// records -> the relay's hook id, or `dropped`), so that it is never imported twice while its
+/// record stays for a way back.
+pub const REFERENCE_SEEN: &str = "hookrelay:reference-seen";
+/// Set once the operator said the switch from bbb-webhooks is final
+/// (`hookrelay import-reference --finish`).
+pub const REFERENCE_FINISHED: &str = "hookrelay:reference-finished";
 pub const PAYLOAD_SEQ: &str = "bigbluebutton:webhooks:out:payloadSeq";
 /// Sorted set of the hooks removed after failures: id, scored by the time of removal (ms);
 /// trimmed to the time their state is kept.

@@ -118,16 +118,17 @@ pub struct Summary {
     pub origins: BTreeMap<Origin, usize>,
     /// Per room: participants, listeners, voice, video.
     pub rooms: Vec<[usize; 4]>,
-    /// Unprocessed, processing, published, unpublished, deleted.
-    pub recordings: [usize; 5],
+    /// Unprocessed, processing, processed, published, unpublished, deleted.
+    pub recordings: [usize; 6],
     pub unique_meetings: u64,
     pub unique_breakout_rooms: u64,
 }
 
 /// The recording states in [`Summary::recordings`]' order.
-const RECORDINGS: [Recording; 5] = [
+const RECORDINGS: [Recording; 6] = [
     Recording::Unprocessed,
     Recording::Processing,
+    Recording::Processed,
     Recording::Published,
     Recording::Unpublished,
     Recording::Deleted,

@@ -175,6 +175,8 @@ pub enum Recording {
     /// `bbb_recordings_unprocessed` (its `recording/status/sanity` entries).
     Unprocessed,
     Processing,
+    /// Processed, not (yet) published: `getRecordings?state=processed`.
+    Processed,
     Published,
     Unpublished,
     Deleted,
@@ -185,6 +187,7 @@ impl Recording {
         match self {
             Self::Unprocessed => "unprocessed",
             Self::Processing => "processing",
+            Self::Processed => "processed",
             Self::Published => "published",
             Self::Unpublished => "unpublished",
             Self::Deleted => "deleted",
@@ -195,6 +198,7 @@ impl Recording {
         [
             Self::Unprocessed,
             Self::Processing,
+            Self::Processed,
             Self::Published,
             Self::Unpublished,
             Self::Deleted,
@@ -210,6 +214,9 @@ impl Recording {
             | "rap-publish-ended"
             | "rap-post-publish-started"
             | "rap-post-publish-ended" => Some(Self::Published),
+            "rap-process-ended" | "rap-post-process-started" | "rap-post-process-ended" => {
+                Some(Self::Processed)
+            }
             "rap-unpublished" => Some(Self::Unpublished),
             "rap-deleted" => Some(Self::Deleted),
             id if id.starts_with("rap-archive-")

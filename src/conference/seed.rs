@@ -25,14 +25,30 @@ use crate::{
 /// Why a seeding failed (the state is then left as it was).
 #[derive(Debug, thiserror::Error)]
 pub enum SeedError {
+    /// Nothing answers at the address (its text has no URL: the URL carries the checksum).
+    #[error("cannot connect: {0}")]
+    Unreachable(String),
+    /// Its text has no URL: the URL carries the checksum, a credential of the whole API.
     #[error("request failed: {0}")]
-    Request(#[from] reqwest::Error),
+    Request(String),
     #[error("answered HTTP {0}")]
     Status(u16),
     #[error("not a getMeetings answer: {0}")]
     Xml(#[from] quick_xml::DeError),
     #[error("BBB answered {0}")]
     Failed(String),
+}
+
+impl From<reqwest::Error> for SeedError {
+    fn from(e: reqwest::Error) -> Self {
+        let connect = e.is_connect();
+        let text = crate::base::error_text(&e.without_url());
+        if connect {
+            Self::Unreachable(text)
+        } else {
+            Self::Request(text)
+        }
+    }
 }
 
 #[derive(Debug, Deserialize)]
@@ -197,8 +213,9 @@ pub fn parse_recordings(xml: &str) -> Result<Vec<String>, SeedError> {
 }
 
 /// The states `getRecordings` is asked for, as bbb-exporter asks.
-const LISTED: [Recording; 4] = [
+const LISTED: [Recording; 5] = [
     Recording::Processing,
+    Recording::Processed,
     Recording::Published,
     Recording::Unpublished,
     Recording::Deleted,
@@ -207,7 +224,9 @@ const LISTED: [Recording; 4] = [
 /// One source's link to its BBB API.
 pub struct Reconciler {
     pub source: Arc<str>,
-    pub api_url: String,
+    /// The API's addresses, tried in order until one is reached (bbb-web on this host, then
+    /// the server's public address).
+    pub api_urls: Vec<String>,
     pub secret: Secret,
     pub conference: SharedConference,
     pub metrics: Arc<Metrics>,
@@ -226,7 +245,13 @@ impl Reconciler {
         query: &str,
     ) -> Result<String, SeedError> {
         let started = Instant::now();
-        let answer = call(client, &self.api_url, &self.secret, name, query).await;
+        let mut answer = Err(SeedError::Unreachable("no API address".into()));
+        for url in &self.api_urls {
+            answer = call(client, url, &self.secret, name, query).await;
+            if !matches!(answer, Err(SeedError::Unreachable(_))) {
+                break;
+            }
+        }
         self.metrics
             .observe_api_call(name, query, started.elapsed().as_secs_f64());
         answer

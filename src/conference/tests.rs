@@ -121,6 +121,8 @@ fn a_scripted_meeting() {
         rap("deleted", "r4"),
         rap("sanity_ended", "r5"),
         rap("process_started", "r5"),
+        rap("process_started", "r6"),
+        rap("process_ended", "r6"),
     ]);
     assert_eq!(s.meetings, 2);
     assert_eq!(s.breakout_rooms, 1);
@@ -139,8 +141,9 @@ fn a_scripted_meeting() {
     let mut rooms = s.rooms.clone();
     rooms.sort();
     assert_eq!(rooms, [[1, 0, 0, 0], [2, 0, 1, 1]]);
-    // r1 archived, not processed yet; r5 processing; r2 published; r3 unpublished; r4 deleted.
-    assert_eq!(s.recordings, [1, 1, 1, 1, 1]);
+    // r1 archived, not processed yet; r5 processing; r6 processed; r2 published; r3
+    // unpublished; r4 deleted.
+    assert_eq!(s.recordings, [1, 1, 1, 1, 1, 1]);
     assert_eq!((s.unique_meetings, s.unique_breakout_rooms), (1, 1));
 }
 

@@ -8,7 +8,11 @@
 //! names no key: it is ignored with a warning naming it, never its value. An unknown key in the
 //! file still stops start-up.
 
-use std::{collections::HashMap, path::Path, sync::Arc};
+use std::{
+    collections::HashMap,
+    path::{Path, PathBuf},
+    sync::Arc,
+};
 
 use figment::{
     Figment,
@@ -22,7 +26,28 @@ use super::Config;
 const PREFIX: &str = "HOOKRELAY_";
 /// Variables of the prefix that belong to the command line (clap reads them), not to the
 /// configuration.
-const CLI_VARIABLES: &[&str] = &["CONFIG", "LOG_FORMAT"];
+const CLI_VARIABLES: &[&str] = &["CONFIG", "LOG_FORMAT", "SIGN_SECRET", "TOOLCHAINS"];
+
+/// The package's configuration, read by every command when `--config` is not given.
+pub const PACKAGE_CONFIG: &str = "/etc/hookrelay/hookrelay.toml";
+
+/// Whether the configuration file can be read, said as the person needs it: missing, or not
+/// theirs to read.
+fn readable(path: &Path) -> Result<(), ConfigError> {
+    match std::fs::File::open(path) {
+        Ok(_) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => Err(ConfigError(format!(
+            "config file {}: permission denied (it is for root and the relay's group: run as root or as a member of group {})",
+            path.display(),
+            crate::base::unix::group_of(path).unwrap_or_else(|| "hookrelay".into())
+        ))),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Err(ConfigError(format!(
+            "config file {} not found",
+            path.display()
+        ))),
+        Err(e) => Err(ConfigError(format!("config file {}: {e}", path.display()))),
+    }
+}
 
 /// The file beside the configuration file that holds `HOOKRELAY_*` variables (the secret), in
 /// systemd's `EnvironmentFile` form.
@@ -58,34 +83,38 @@ impl Config {
     /// When the file cannot be read or parsed, a key of the file is unknown, a value has the
     /// wrong type, or a value fails validation.
     pub fn load(path: Option<&Path>) -> Result<Config, ConfigError> {
-        Self::load_with_reference(path, None).map(|(c, _)| c)
+        Self::load_with_reference(path, &[]).map(|(c, _)| c)
     }
 
     /// As [`Config::load`], with the keys hookrelay understands of the reference service's
-    /// YAML configuration `reference` under the file and the environment. Also returns the
-    /// reference's keys that were ignored.
+    /// YAML configuration under the file and the environment: the files `reference` (layered
+    /// in that order), else, unless `reference.read_installed` is off, bbb-webhooks' files
+    /// installed on this server ([`super::reference_files`]). Without `path`, the package's
+    /// configuration is read when it is there. Also returns the reference's keys that were
+    /// ignored.
     ///
     /// # Errors
-    /// As [`Config::load`], and when `reference` cannot be read or is not YAML.
+    /// As [`Config::load`], and when a reference file cannot be read or is not YAML.
     pub fn load_with_reference(
         path: Option<&Path>,
-        reference: Option<&Path>,
+        reference: &[PathBuf],
     ) -> Result<(Config, Vec<String>), ConfigError> {
-        let mut figment = Figment::new();
-        let mut ignored = Vec::new();
-        if let Some(reference) = reference {
-            let r = super::reference::read(reference)?;
-            figment = figment.merge(Serialized::defaults(r.keys));
-            ignored = r.ignored;
-        }
+        let package = Path::new(PACKAGE_CONFIG);
+        let path = match path {
+            Some(p) => Some(p),
+            // Present but not this user's to see is said as such by `readable`.
+            None => match std::fs::metadata(package) {
+                Ok(_) => Some(package),
+                Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => Some(package),
+                Err(_) => None,
+            },
+        };
+        let mut own = Figment::new();
+        let mut origins = super::origins::Origins::default();
         if let Some(path) = path {
-            if !path.is_file() {
-                return Err(ConfigError(format!(
-                    "config file {} not found",
-                    path.display()
-                )));
-            }
-            figment = figment.merge(Toml::file(path));
+            readable(path)?;
+            own = own.merge(Toml::file(path));
+            origins.toml(path);
             // The package keeps the secret apart from the configuration, in `secret.env`
             // beside it, which the unit reads as its environment: the commands run by hand
             // read it too, under the process's own variables.
@@ -101,10 +130,11 @@ impl Config {
                         continue;
                     }
                     if let Some(key) = env.keys.get(&rest.to_ascii_lowercase()) {
+                        origins.set(key, format!("{} ({name})", beside.display()));
                         let value: figment::value::Value = value
                             .parse()
                             .unwrap_or_else(|_| figment::value::Value::from(value));
-                        figment = figment.merge((key.as_str(), value));
+                        own = own.merge((key.as_str(), value));
                     }
                 }
             }
@@ -117,9 +147,39 @@ impl Config {
                 "ignoring an environment variable that names no configuration key"
             );
         }
-        let mut config = Self::extract(figment.merge(env.provider()))?;
-        config.reference_config = reference.map(Path::to_path_buf);
-        Ok((config, ignored))
+        for (rest, key) in &env.keys {
+            origins.set(
+                key,
+                format!("the environment ({PREFIX}{})", rest.to_ascii_uppercase()),
+            );
+        }
+        let own = own.merge(env.provider());
+        let (files, given) = if reference.is_empty() {
+            let read: bool = own
+                .extract_inner("reference.read_installed")
+                .unwrap_or(true);
+            let root: PathBuf = own
+                .extract_inner("reference.root")
+                .unwrap_or_else(|_| PathBuf::from("/"));
+            let found = match read {
+                true => super::reference_files::installed(&root),
+                false => Vec::new(),
+            };
+            (found, false)
+        } else {
+            (reference.to_vec(), true)
+        };
+        let layered = super::reference_files::read_layered(&files)?;
+        origins.reference(&layered.origins);
+        let figment = Figment::new()
+            .merge(Serialized::defaults(layered.reference.keys))
+            .merge(own);
+        let mut config = Self::extract(figment)?;
+        config.reference_files = files;
+        config.reference_given = given;
+        config.origins = origins.into_list();
+        config.find_api_url();
+        Ok((config, layered.reference.ignored))
     }
 
     /// Parses a TOML text over the defaults, without the environment (for tests and tools).

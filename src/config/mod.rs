@@ -5,10 +5,13 @@
 //! `Debug` and serialized output show neither the shared secret nor a Redis password.
 
 pub mod admin;
+pub mod bbb_web;
 pub mod compat;
 mod duration;
 mod load;
+mod origins;
 pub mod reference;
+pub mod reference_files;
 mod sources;
 mod validate;
 pub mod xapi;
@@ -40,9 +43,47 @@ pub struct Config {
     pub fleet: FleetConfig,
     pub xapi: xapi::XapiConfig,
     pub admin: admin::AdminConfig,
-    /// The reference's configuration read under this one (`--reference-config`).
+    pub reference: ReferenceConfig,
+    /// The reference's configuration files read under this one, in the order they apply: the
+    /// ones given with `--reference-config`, else those installed on this server.
     #[serde(skip)]
-    pub reference_config: Option<std::path::PathBuf>,
+    pub reference_files: Vec<PathBuf>,
+    /// Whether `reference_files` were given (`--reference-config`) rather than found.
+    #[serde(skip)]
+    pub reference_given: bool,
+    /// Where each value that is not a default came from: dotted key -> its source.
+    #[serde(skip)]
+    pub origins: Vec<(String, String)>,
+}
+
+/// `[reference]`: bbb-webhooks, the service hookrelay replaces, as installed on this server.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ReferenceConfig {
+    /// Read bbb-webhooks' installed configuration (its `default.yml` and overrides) under this
+    /// file when `--reference-config` is not given.
+    pub read_installed: bool,
+    /// Where its files are looked for: `/` on a server (tests point it at a tree of their own).
+    pub root: PathBuf,
+}
+
+impl Default for ReferenceConfig {
+    fn default() -> Self {
+        Self {
+            read_installed: true,
+            root: PathBuf::from("/"),
+        }
+    }
+}
+
+impl Config {
+    /// Where the value of `key` (dotted) came from, when not from the defaults.
+    pub fn origin(&self, key: &str) -> Option<&str> {
+        self.origins
+            .iter()
+            .find(|(k, _)| k == key)
+            .map(|(_, o)| o.as_str())
+    }
 }
 
 /// The relay's own API secret, and (without `[[sources]]`) the conference server it serves.
@@ -55,7 +96,7 @@ pub struct BbbConfig {
     pub server_domain: String,
     /// BBB's API base (`https://host/bigbluebutton/api`): when set, `getMeetings` seeds the
     /// conference metrics each time the bus is subscribed, and reconciles them every
-    /// `reconcile_interval_s`. Empty: off.
+    /// `reconcile_interval_s`. Empty: found in `web_properties`, else off.
     pub api_url: String,
     /// With `api_url` (of `[bbb]` or a source): every this many seconds the conference state
     /// is taken again from `getMeetings` (meetings BBB no longer has go, missed joins and
@@ -65,6 +106,15 @@ pub struct BbbConfig {
     /// `getRecordings` (as bbb-exporter does), instead of only from the recording pipeline's
     /// events. Its answer lists every recording of the server.
     pub reconcile_recordings: bool,
+    /// bbb-web's properties, read when `api_url` is empty (later files win): their
+    /// `bigbluebutton.web.serverURL` gives the API's address.
+    pub web_properties: Vec<PathBuf>,
+    /// Where bbb-web answers on this host; tried before the serverURL's address when that
+    /// came from `web_properties`. Empty: the serverURL's only.
+    pub local_api_url: String,
+    /// Where `api_url` came from when it was found in `web_properties`.
+    #[serde(skip)]
+    pub api_found: Option<bbb_web::FoundApi>,
 }
 
 impl Default for BbbConfig {
@@ -75,6 +125,9 @@ impl Default for BbbConfig {
             api_url: String::new(),
             reconcile_interval_s: 60,
             reconcile_recordings: true,
+            web_properties: bbb_web::WEB_PROPERTIES.iter().map(PathBuf::from).collect(),
+            local_api_url: bbb_web::LOCAL_API_URL.into(),
+            api_found: None,
         }
     }
 }
@@ -234,6 +287,24 @@ pub struct StandardWebhooksConfig {
     /// `whsec_<base64 key>` secrets; every callback carries one signature per secret (give the
     /// new and the old one while receivers move to a new secret). Empty: no such headers.
     pub secrets: Vec<Secret>,
+    /// The callbacks' body: `"form"` (BBB's `event=…&timestamp=…`, for every receiver written
+    /// for BBB) or `"json"`: the event itself as `application/json`, which the Standard
+    /// Webhooks libraries parse, with the callback's timestamp in `X-Hookrelay-Timestamp`.
+    pub body: CallbackBody,
+    /// Callback URLs that start with one of these get the JSON body whatever `body` says (one
+    /// integrator's receivers moved to a Standard Webhooks library, the others not).
+    pub json_url_prefixes: Vec<String>,
+}
+
+/// The form of a callback's body.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CallbackBody {
+    /// `event=<JSON>&timestamp=<ms>`, form-encoded (or bbb-webhooks' form, per `compat`).
+    #[default]
+    Form,
+    /// The event's JSON itself.
+    Json,
 }
 
 /// Which addresses callbacks may go to.
@@ -384,7 +455,7 @@ pub struct PluginsConfig {
     pub reload_debounce_ms: u64,
     /// What happens to an event a plugin fails on, unless its `NAME.toml` says otherwise.
     pub on_error: OnError,
-    /// CPU deadline of one plugin call.
+    /// Deadline (wall-clock time) of one plugin call.
     pub timeout_ms: u64,
     /// Memory limit of one plugin instance, in MiB.
     pub memory_mib: u64,
@@ -469,7 +540,7 @@ pub enum OnError {
 #[serde(default, deny_unknown_fields)]
 pub struct PluginDefaults {
     pub on_error: OnError,
-    /// CPU deadline of one call, in milliseconds.
+    /// Deadline (wall-clock time) of one call, in milliseconds.
     pub timeout_ms: u64,
     /// Memory limit of one instance, in MiB.
     pub memory_mib: u64,

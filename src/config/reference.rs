@@ -21,19 +21,12 @@ const OUT: &str = "modules.../out/webhooks/index.js.config";
 const DB: &str = "modules.../db/redis/index.js.config";
 const XAPI: &str = "modules.../out/xapi/index.js";
 
-/// Reads a reference configuration file.
+/// Reads one reference configuration file.
 ///
 /// # Errors
 /// When the file cannot be read or is not YAML.
 pub fn read(path: &Path) -> Result<Reference, ConfigError> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| ConfigError(format!("reference config {}: {e}", path.display())))?;
-    let yaml: Value = serde_saphyr::from_str(&text).map_err(|e| {
-        let first = e.to_string();
-        let first = first.lines().next().unwrap_or_default().to_string();
-        ConfigError(format!("reference config {}: {first}", path.display()))
-    })?;
-    Ok(translate(&yaml))
+    Ok(translate(&super::reference_files::read_yaml(path)?))
 }
 
 /// Every leaf of `v` with its dotted path (arrays are leaves).
@@ -108,11 +101,18 @@ pub fn translate(yaml: &Value) -> Reference {
             .as_bool()
             .or_else(|| v.as_str().and_then(|t| t.parse().ok()))
         {
-            Some(bearer) => set(
-                &mut r.keys,
-                "delivery.auth",
-                json!(if bearer { "bearer" } else { "checksum" }),
-            ),
+            Some(bearer) => {
+                set(
+                    &mut r.keys,
+                    "delivery.auth",
+                    json!(if bearer { "bearer" } else { "checksum" }),
+                );
+                // bbb-webhooks sent its bearer token to http:// receivers too (its package
+                // turns bearer mode on): they keep getting their callbacks.
+                if bearer {
+                    set(&mut r.keys, "delivery.allow_insecure_bearer", json!(true));
+                }
+            }
             None => rejected.push("bbb.auth2_0".into()),
         },
     }
@@ -223,6 +223,12 @@ pub fn translate(yaml: &Value) -> Reference {
         permanent = "hooks.permanentURLs".into();
         urls = take(&permanent);
     }
+    // 2.x's `hooks.getRaw`: the raw form of its plain permanent URLs, and a switch without
+    // which no hook got raw messages (its package set it to false).
+    let raw_switch = take("hooks.getRaw").and_then(|v| {
+        v.as_bool()
+            .or_else(|| v.as_str().and_then(|t| t.parse().ok()))
+    });
     match urls {
         None => {}
         Some(Value::Array(urls)) => {
@@ -230,10 +236,13 @@ pub fn translate(yaml: &Value) -> Reference {
             let hooks: Option<Vec<Value>> = urls
                 .iter()
                 .map(|u| match u {
-                    Value::String(url) => Some(json!({"url": url, "get_raw": false})),
+                    Value::String(url) => {
+                        Some(json!({"url": url, "get_raw": raw_switch.unwrap_or(false)}))
+                    }
                     _ => Some(json!({
                         "url": u.get("url").and_then(Value::as_str)?,
-                        "get_raw": u.get("getRaw").and_then(Value::as_bool).unwrap_or(false),
+                        "get_raw": u.get("getRaw").and_then(Value::as_bool).unwrap_or(false)
+                            && raw_switch.unwrap_or(true),
                     })),
                 })
                 .collect();
@@ -323,7 +332,8 @@ modules:
         let toml = dir.path().join("hookrelay.toml");
         // The TOML file wins over the reference's file.
         std::fs::write(&toml, "[bbb]\nserver_domain = \"override.example\"\n").unwrap();
-        let (c, ignored) = Config::load_with_reference(Some(&toml), Some(&yml)).unwrap();
+        let (c, ignored) =
+            Config::load_with_reference(Some(&toml), std::slice::from_ref(&yml)).unwrap();
         assert_eq!(c.bbb.secret.expose(), "s3cr3t");
         assert_eq!(c.bbb.server_domain, "override.example");
         assert_eq!(c.delivery.auth, CallbackAuth::Checksum);
@@ -424,6 +434,7 @@ modules:
     fn bearer_mode_and_bad_files_are_reported() {
         let r = translate(&serde_saphyr::from_str("bbb:\n  auth2_0: true\n").unwrap());
         assert_eq!(r.keys["delivery"]["auth"], "bearer");
+        assert_eq!(r.keys["delivery"]["allow_insecure_bearer"], true);
         let r = translate(&serde_saphyr::from_str("bbb:\n  auth2_0: \"true\"\n").unwrap());
         assert_eq!(r.keys["delivery"]["auth"], "bearer");
         let r = translate(&serde_saphyr::from_str("bbb:\n  auth2_0: maybe\n").unwrap());
@@ -457,5 +468,30 @@ modules:
         assert_eq!(err.lines().count(), 1);
         let missing = read(&dir.path().join("none.yml")).unwrap_err().to_string();
         assert!(missing.contains("none.yml"), "{missing}");
+    }
+
+    #[test]
+    fn a_2x_raw_switch_gives_plain_permanent_urls_their_form_and_turns_raw_off() {
+        let plain = translate(
+            &serde_saphyr::from_str(
+                "hooks:\n  getRaw: true\n  permanentURLs:\n    - https://a.example/x\n",
+            )
+            .unwrap(),
+        );
+        assert_eq!(
+            plain.keys["delivery"]["permanent_hooks"],
+            json!([{"url": "https://a.example/x", "get_raw": true}])
+        );
+        assert!(plain.ignored.is_empty(), "{:?}", plain.ignored);
+        let off = translate(
+            &serde_saphyr::from_str(
+                "hooks:\n  getRaw: false\n  permanentURLs:\n    - url: https://a.example/x\n      getRaw: true\n",
+            )
+            .unwrap(),
+        );
+        assert_eq!(
+            off.keys["delivery"]["permanent_hooks"],
+            json!([{"url": "https://a.example/x", "get_raw": false}])
+        );
     }
 }

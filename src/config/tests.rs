@@ -287,3 +287,19 @@ fn an_admin_api_beyond_loopback_needs_a_token() {
     let c = Config::from_toml(&closed).expect("parses");
     assert!(c.validate().is_ok());
 }
+
+/// The reference's API is 3005 (hookrelay takes its place) and its metrics 3004; its test
+/// suite's receivers listen on 3006-3013 and BBB's WebRTC units export on 3014-3026. By default
+/// the relay listens on 3005 and 3004 only, on loopback, and its admin API on a Unix socket.
+#[test]
+fn the_default_listeners_collide_with_nothing_a_bbb_server_or_the_reference_runs() {
+    let c = Config::default();
+    assert_eq!(c.api.bind, "127.0.0.1:3005".parse().unwrap());
+    assert_eq!(c.metrics.bind, "127.0.0.1:3004".parse().unwrap());
+    assert_eq!(c.admin.bind, None);
+    assert!(c.admin.enabled);
+    assert!(c.admin.socket.as_os_str().is_empty());
+    for addr in [c.api.bind, c.metrics.bind] {
+        assert!(!(3006..=3026).contains(&addr.port()), "{addr}");
+    }
+}

@@ -54,7 +54,7 @@ impl Config {
             );
         }
         if self.admin.enabled
-            && !self.admin.bind.ip().is_loopback()
+            && self.admin.bind.is_some_and(|b| !b.ip().is_loopback())
             && self.admin.bearer_token.is_empty()
         {
             return fail(

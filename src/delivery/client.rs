@@ -46,28 +46,17 @@ impl DeliveryError {
     }
 
     fn from_reqwest(e: &reqwest::Error) -> Self {
-        let chain = error_chain(e);
+        let chain = crate::base::error_text(e);
         if e.is_timeout() {
             Self::Timeout
         } else if let Some(i) = chain.find("blocked: ") {
             Self::Blocked(chain[i..].to_string())
         } else if e.is_connect() {
-            Self::Connect(error_chain(e))
+            Self::Connect(crate::base::error_text(e))
         } else {
-            Self::Request(error_chain(e))
+            Self::Request(crate::base::error_text(e))
         }
     }
-}
-
-fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
-    let mut s = e.to_string();
-    let mut src = e.source();
-    while let Some(inner) = src {
-        s.push_str(": ");
-        s.push_str(&inner.to_string());
-        src = inner.source();
-    }
-    s
 }
 
 /// Sends callbacks.
@@ -76,6 +65,8 @@ pub const DOMAIN_HEADER: &str = "x-hookrelay-domain";
 /// Says that a callback is sent again (`hookrelay redeliver`); its body, timestamp and event id
 /// are the original's.
 pub const REDELIVERY_HEADER: &str = "x-hookrelay-redelivery";
+/// The callback's timestamp (ms, taken at its first attempt) of a JSON body.
+pub const TIMESTAMP_HEADER: &str = "x-hookrelay-timestamp";
 
 /// The headers of one callback besides its content type.
 #[derive(Debug, Clone, Copy)]
@@ -88,6 +79,9 @@ pub struct CallbackHeaders<'a> {
     pub domain: &'a str,
     /// `X-Hookrelay-Redelivery: true`.
     pub redelivery: bool,
+    /// `X-Hookrelay-Timestamp`: the callback's timestamp (ms), for JSON bodies, which do not
+    /// carry it.
+    pub timestamp: Option<u64>,
 }
 
 #[derive(Clone)]
@@ -210,7 +204,7 @@ fn http_client(s: &Settings) -> Result<reqwest::Client, reqwest::Error> {
 }
 
 impl Receiver {
-    /// POSTs one form body to `url` (of this receiver), in one of its turns, as
+    /// POSTs one body to `url` (of this receiver), in one of its turns, as
     /// `content_type`, with the headers `headers` says; `Ok` only for a 2xx answer.
     ///
     /// # Errors
@@ -227,6 +221,7 @@ impl Receiver {
             standard,
             domain,
             redelivery,
+            timestamp,
         } = headers;
         // Never closed: a permit always comes.
         let _turn = self
@@ -248,6 +243,9 @@ impl Receiver {
         }
         if redelivery {
             request = request.header(REDELIVERY_HEADER, "true");
+        }
+        if let Some(ts) = timestamp {
+            request = request.header(TIMESTAMP_HEADER, ts);
         }
         if let Some(h) = standard {
             request = request

@@ -11,7 +11,11 @@ use crate::{
         form::form_encode,
         sources::{SourceId, SourceTable},
     },
-    config::{CallbackAuth, Compat, Config, Secret},
+    config::{
+        CallbackAuth, CallbackBody, Compat, Config, Secret,
+        compat::{CallbackFormat, Why},
+    },
+    event::Payload,
 };
 
 /// `event=<encoded json>&timestamp=<ms>`: the specification's body. `encoded_event` is already
@@ -102,13 +106,40 @@ pub struct Signer {
     pub sources: Arc<SourceTable>,
     /// Standard Webhooks headers, when configured.
     pub standard: Option<StandardSigner>,
+    /// Which callbacks have the JSON body.
+    pub json: JsonBodies,
+}
+
+/// Which callbacks carry the event's JSON as their body (`[delivery.standard_webhooks] body`
+/// and `json_url_prefixes`).
+#[derive(Debug, Clone, Default)]
+pub struct JsonBodies {
+    pub all: bool,
+    pub url_prefixes: Vec<String>,
+}
+
+impl JsonBodies {
+    /// Whether callbacks to `callback_url` carry JSON.
+    pub fn applies_to(&self, callback_url: &str) -> bool {
+        self.all
+            || self
+                .url_prefixes
+                .iter()
+                .any(|p| callback_url.starts_with(p.as_str()))
+    }
 }
 
 /// One callback ready to POST.
 pub struct SignedCallback {
     pub url: String,
     pub body: String,
+    pub content_type: &'static str,
+    /// The callback's timestamp, for `X-Hookrelay-Timestamp`: JSON bodies carry none.
+    pub timestamp_header: Option<u64>,
 }
+
+/// The JSON body's Content-Type.
+pub const JSON_CONTENT_TYPE: &str = "application/json";
 
 /// The reference's callback Content-Type, charset included (its receivers may check it).
 pub const REFERENCE_CONTENT_TYPE: &str = "application/x-www-form-urlencoded;charset=UTF-8";
@@ -116,28 +147,35 @@ pub const REFERENCE_CONTENT_TYPE: &str = "application/x-www-form-urlencoded;char
 pub const CONTENT_TYPE: &str = "application/x-www-form-urlencoded";
 
 impl Signer {
-    /// The signer of `config`, sending callbacks in the `compat` form
-    /// ([`crate::config::compat::CallbackFormat`] decides it).
-    pub fn new(config: &Config, compat: Compat) -> Self {
+    /// The signer of `config`, sending callbacks in the form `format` decided.
+    pub fn new(config: &Config, format: &CallbackFormat) -> Self {
         Self {
             secret: config.bbb.secret.clone(),
             algorithm: config.delivery.checksum_algorithm,
-            compat,
+            compat: format.compat,
             auth: config.delivery.auth,
             sources: Arc::new(source_table(config)),
             // Validated with the configuration.
             standard: StandardSigner::new(&config.delivery.standard_webhooks.secrets)
                 .ok()
                 .flatten(),
+            json: JsonBodies {
+                all: config.delivery.standard_webhooks.body == CallbackBody::Json,
+                url_prefixes: config.delivery.standard_webhooks.json_url_prefixes.clone(),
+            },
         }
     }
 
     /// The signer of `config` as it says, without looking for bbb-webhooks (`replay --send`).
     pub fn from_config(config: &Config) -> Self {
-        Self::new(config, config.delivery.compat.unwrap_or_default())
+        let format = CallbackFormat {
+            compat: config.delivery.compat.unwrap_or_default(),
+            why: Why::Explicit,
+        };
+        Self::new(config, &format)
     }
 
-    /// The callbacks' `Content-Type`: the reference's form sends its header as it does.
+    /// The form callbacks' `Content-Type`: the reference's form sends its header as it does.
     pub fn content_type(&self) -> &'static str {
         match self.compat {
             Compat::Spec => CONTENT_TYPE,
@@ -151,19 +189,24 @@ impl Signer {
         Some(standard.headers(hook, ts, crate::base::time::now_ms() / 1000, body))
     }
 
-    /// The body for a payload (already form-encoded) of `source`, timestamped `ts`, and the
-    /// URL to POST it to: signed with `checksum=` in checksum mode, as registered in bearer
-    /// mode.
+    /// The body for `payload` of `source`, timestamped `ts`, and the URL to POST it to: signed
+    /// with `checksum=` (of the URL, the body as sent and the secret) in checksum mode, as
+    /// registered in bearer mode. The body is the form, or the payload itself where
+    /// [`JsonBodies`] says.
     pub fn sign(
         &self,
         callback_url: &str,
-        encoded_payload: &str,
+        payload: &Payload,
         ts: u64,
         source: SourceId,
     ) -> SignedCallback {
-        let body = match self.compat {
-            Compat::Spec => spec_body(encoded_payload, ts),
-            Compat::Reference => reference_body(self.sources.domain(source), encoded_payload, ts),
+        let json = self.json.applies_to(callback_url);
+        let body = match (json, self.compat) {
+            (true, _) => payload.text().to_string(),
+            (false, Compat::Spec) => spec_body(payload.form_encoded(), ts),
+            (false, Compat::Reference) => {
+                reference_body(self.sources.domain(source), payload.form_encoded(), ts)
+            }
         };
         let url = match self.auth {
             CallbackAuth::Checksum => {
@@ -173,7 +216,16 @@ impl Signer {
             }
             CallbackAuth::Bearer => callback_url.to_string(),
         };
-        SignedCallback { url, body }
+        SignedCallback {
+            url,
+            body,
+            content_type: if json {
+                JSON_CONTENT_TYPE
+            } else {
+                self.content_type()
+            },
+            timestamp_header: json.then_some(ts),
+        }
     }
 
     /// The `Authorization: Bearer` token: the secret in bearer mode, none otherwise.
@@ -216,6 +268,45 @@ mod tests {
         assert_eq!(
             callback_checksum(Algorithm::Sha256, url, &body, "s3cr3t"),
             "ac807574cc78c1c3000d9299e7fcc857882b02599a3873723e960dde264ce181"
+        );
+    }
+
+    fn signer(toml: &str) -> Signer {
+        let config = Config::from_toml(&format!("[bbb]\nsecret = 'sec'\n{toml}")).unwrap();
+        Signer::from_config(&config)
+    }
+
+    #[test]
+    fn a_json_body_is_the_event_itself_signed_like_any_body() {
+        let event = r#"{"data":{"id":"x"}}"#;
+        let payload = Payload::new(event);
+        let form = signer("").sign("http://h/cb", &payload, 7, 0);
+        assert_eq!(form.content_type, CONTENT_TYPE);
+        assert_eq!(form.timestamp_header, None);
+        assert!(form.body.starts_with("event="));
+        let json = signer("[delivery.standard_webhooks]\nbody = 'json'\n").sign(
+            "http://h/cb",
+            &payload,
+            7,
+            0,
+        );
+        assert_eq!(json.body, event);
+        assert_eq!(json.content_type, "application/json");
+        assert_eq!(json.timestamp_header, Some(7));
+        let checksum = callback_checksum(Algorithm::Sha1, "http://h/cb", event, "sec");
+        assert_eq!(json.url, format!("http://h/cb?checksum={checksum}"));
+    }
+
+    #[test]
+    fn json_url_prefixes_choose_the_json_body_per_receiver() {
+        let s =
+            signer("[delivery.standard_webhooks]\njson_url_prefixes = ['https://sw.example/']\n");
+        let payload = Payload::new("{}");
+        assert_eq!(s.sign("https://sw.example/in", &payload, 1, 0).body, "{}");
+        assert!(
+            s.sign("https://other.example/in", &payload, 1, 0)
+                .body
+                .starts_with("event=")
         );
     }
 

@@ -226,9 +226,14 @@ impl Attempt<'_> {
             parsed,
             ctx,
         } = *self;
-        let SignedCallback { url, body } = ctx.signer.sign(
+        let SignedCallback {
+            url,
+            body,
+            content_type,
+            timestamp_header,
+        } = ctx.signer.sign(
             &hook.callback_url,
-            entry.payload.form_encoded(),
+            &entry.payload,
             entry.original_ts(),
             entry.source,
         );
@@ -252,8 +257,8 @@ impl Attempt<'_> {
                         standard: standard.as_ref(),
                         domain,
                         redelivery: entry.original.is_some(),
+                        timestamp: timestamp_header,
                     };
-                    let content_type = ctx.signer.content_type();
                     let body = body.clone();
                     match &target {
                         Some(u) => receiver.post(u.clone(), body, content_type, headers).await,

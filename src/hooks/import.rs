@@ -1,12 +1,13 @@
 //! Hooks the reference service (bbb-webhooks) left in Redis, in either of its layouts (3.x:
 //! UUID members of the set the relay uses too; 2.x: a set and hashes of its own), planned one
 //! by one and imported under new numeric ids. Runs at every start and as
-//! `hookrelay import-reference`; a hook imported once is gone from the reference's records, so
-//! running it again imports nothing twice.
+//! `hookrelay import-reference`. The reference's records stay as they were, so that going back
+//! to bbb-webhooks finds every hook, until the operator says the switch is final ([`finish`]);
+//! each record looked at is remembered in the relay's own keys, so that it is imported once.
 
 use crate::base::ids::HookId;
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 use crate::store_conn::StoreConn;
 use redis::AsyncCommands;
@@ -19,8 +20,8 @@ use crate::{
     base::{
         callback_url::Guard,
         redis_keys::{
-            HOOK_PREFIX, HOOKS_SET, ID_COUNTER, REFERENCE_HOOKS_IMPORTED, V2_EVENTS_PREFIX,
-            V2_HOOK_PREFIX, V2_HOOKS_SET,
+            HOOK_PREFIX, HOOKS_SET, ID_COUNTER, REFERENCE_FINISHED, REFERENCE_HOOKS_IMPORTED,
+            REFERENCE_SEEN, V2_EVENTS_PREFIX, V2_HOOK_PREFIX, V2_HOOKS_SET,
         },
     },
     redis_index::load_all,
@@ -34,6 +35,15 @@ pub enum Layout {
 }
 
 impl Layout {
+    /// How a record of this layout is named among those looked at: a 2.x hook's id can be a
+    /// number the relay uses too.
+    fn seen_key(self, member: &str) -> String {
+        match self {
+            Self::V2 => format!("2.x:{member}"),
+            Self::V3 => format!("3.x:{member}"),
+        }
+    }
+
     fn keys(self) -> (&'static str, &'static str) {
         match self {
             Self::V2 => (V2_HOOKS_SET, V2_HOOK_PREFIX),
@@ -45,10 +55,12 @@ impl Layout {
 /// What happens to one record.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Action {
-    /// Registered under a new id; the record is removed.
+    /// Registered under a new id; the record stays, remembered as imported.
     Import,
-    /// Not registered, and the record is removed (why).
+    /// Not registered (why); the record stays, remembered as looked at.
     Drop(String),
+    /// Looked at before: imported as the hook it names, or dropped.
+    Seen(String),
     /// Not registered: `hooks/create` would refuse its URL (why). The record stays, so that a
     /// wider allow-list imports it later.
     Refuse(String),
@@ -81,6 +93,7 @@ pub async fn plan(
     permanent_urls: &[String],
 ) -> Result<Vec<Found>, StoreError> {
     let mut urls: HashSet<String> = own.iter().map(|h| h.callback_url.clone()).collect();
+    let seen: HashMap<String, String> = conn.hgetall(REFERENCE_SEEN).await?;
     let mut found = Vec::new();
     for layout in [Layout::V3, Layout::V2] {
         let (set, prefix) = layout.keys();
@@ -91,6 +104,9 @@ pub async fn plan(
             }
             let hook = parse_hook(&fields);
             let action = match &hook {
+                _ if seen.contains_key(&layout.seen_key(&member)) => {
+                    Action::Seen(seen[&layout.seen_key(&member)].clone())
+                }
                 None => Action::Unreadable,
                 Some(h) => match guard.check_url(&h.callback_url) {
                     Err(why) => Action::Refuse(why.to_string()),
@@ -138,11 +154,12 @@ pub async fn stored_own(conn: &mut StoreConn) -> Result<Vec<Hook>, StoreError> {
 }
 
 /// Carries out `plan`: each hook to import gets the next id (the counter first raised past
-/// `max_id`, the highest id in use) and its record goes, as do dropped records (with a 2.x
-/// hook's list of pending events). Returns the imported hooks.
+/// `max_id`, the highest id in use); imported and dropped records are remembered as looked at,
+/// and stay as they were. Returns the imported hooks.
 ///
 /// # Errors
-/// When Redis fails; what was done stays done, and the rest is planned again next time.
+/// When Redis fails; what was done stays done, and the rest is planned again next time (a hook
+/// written but not yet remembered is then dropped, its URL being registered).
 pub async fn apply(
     conn: &mut StoreConn,
     plan: &[Found],
@@ -154,33 +171,60 @@ pub async fn apply(
     }
     let mut imported = Vec::new();
     for f in plan {
-        let (set, prefix) = f.layout.keys();
-        match (&f.action, &f.hook) {
+        let seen = match (&f.action, &f.hook) {
             (Action::Import, Some(h)) => {
                 let id: HookId = conn.incr(ID_COUNTER, 1).await?;
                 let h = Hook { id, ..h.clone() };
                 write_hook(conn, &h).await?;
                 imported.push(h);
+                format!("imported as hook {id}")
             }
-            (Action::Drop(_), _) => {}
+            (Action::Drop(why), _) => format!("dropped: {why}"),
             _ => continue,
-        }
-        let mut pipe = redis::pipe();
-        pipe.atomic()
-            .del(format!("{prefix}{}", f.member))
-            .ignore()
-            .srem(set, &f.member)
-            .ignore();
-        if f.layout == Layout::V2 {
-            pipe.del(format!("{V2_EVENTS_PREFIX}{}", f.member)).ignore();
-        }
-        pipe.query_async::<()>(conn).await?;
+        };
+        let _: () = conn
+            .hset(REFERENCE_SEEN, f.layout.seen_key(&f.member), seen)
+            .await?;
     }
     if !imported.is_empty() {
         // Their receivers expect the reference's callback form from now on.
         let _: () = conn.incr(REFERENCE_HOOKS_IMPORTED, imported.len()).await?;
     }
     Ok(imported)
+}
+
+/// The switch from the reference service is final: the records it left that were looked at
+/// (imported or dropped) are removed, with a 2.x hook's queued events. Returns how many.
+///
+/// # Errors
+/// When Redis fails; running it again removes the rest.
+pub async fn finish(conn: &mut StoreConn) -> Result<usize, StoreError> {
+    let seen: HashMap<String, String> = conn.hgetall(REFERENCE_SEEN).await?;
+    let mut removed = 0;
+    for layout in [Layout::V3, Layout::V2] {
+        let (set, prefix) = layout.keys();
+        let members: Vec<String> = conn.smembers(set).await?;
+        for member in members
+            .into_iter()
+            .filter(|m| seen.contains_key(&layout.seen_key(m)))
+        {
+            let mut pipe = redis::pipe();
+            pipe.atomic()
+                .del(format!("{prefix}{member}"))
+                .ignore()
+                .srem(set, &member)
+                .ignore();
+            if layout == Layout::V2 {
+                pipe.del(format!("{V2_EVENTS_PREFIX}{member}")).ignore();
+            }
+            pipe.query_async::<()>(conn).await?;
+            removed += 1;
+        }
+    }
+    let _: () = conn
+        .set(REFERENCE_FINISHED, crate::base::time::now_ms())
+        .await?;
+    Ok(removed)
 }
 
 /// Whether hooks of the reference service were ever imported into the store.

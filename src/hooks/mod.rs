@@ -1,7 +1,8 @@
 //! Hooks, in files that import only downwards: what a hook is ([`model`]); its record in
 //! Redis ([`record`]); the in-memory snapshot that delivery reads ([`registry`]) and which
 //! hooks an event goes to ([`matcher`]); in a fleet, change announcements and callback URL
-//! claims ([`fleet`]); the import of the reference service's hooks ([`import`]); the store
+//! claims ([`fleet`]); the import of the reference service's hooks ([`import`]) and the
+//! takeover from it recorded in the store ([`takeover`]); the store
 //! that keeps Redis and the registry together ([`store`]); and, in a fleet, following the
 //! changes other instances make ([`sync`]).
 
@@ -13,6 +14,7 @@ pub mod record;
 pub mod registry;
 pub mod store;
 pub mod sync;
+pub mod takeover;
 
 pub use model::Hook;
 pub use registry::{Registry, Snapshot};

@@ -187,7 +187,7 @@ impl HookStore {
                 import::Action::Drop(why) => {
                     tracing::info!(hook = f.member, %why, "not importing a hook of the reference service");
                 }
-                import::Action::Import => {}
+                import::Action::Import | import::Action::Seen(_) => {}
             }
         }
         let max_id = hooks.iter().map(|h| h.id).max().unwrap_or_default();

@@ -6,6 +6,7 @@
 //! in a fleet.
 
 mod fleet;
+mod listen;
 mod recover;
 mod redeliver;
 mod share;
@@ -15,7 +16,6 @@ mod start;
 
 use std::sync::Arc;
 
-use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
 use crate::{
@@ -28,41 +28,10 @@ use crate::{
     store_conn::StoreConn,
 };
 
+pub use listen::Listeners;
+
 /// Bus messages buffered between the subscriber and the processing task.
 const BUS_BUFFER: usize = 65_536;
-
-/// The sockets the relay serves on, bound by the caller (tests bind port 0).
-pub struct Listeners {
-    pub api: TcpListener,
-    pub metrics: Option<TcpListener>,
-    /// The admin API's (`[admin]`).
-    pub admin: Option<TcpListener>,
-}
-
-impl Listeners {
-    /// Binds the addresses of the configuration.
-    ///
-    /// # Errors
-    /// When an address cannot be bound.
-    pub async fn bind(config: &Config) -> std::io::Result<Self> {
-        let api = TcpListener::bind(config.api.bind).await?;
-        let metrics = if config.metrics.enabled {
-            Some(TcpListener::bind(config.metrics.bind).await?)
-        } else {
-            None
-        };
-        let admin = if config.admin.enabled {
-            Some(TcpListener::bind(config.admin.bind).await?)
-        } else {
-            None
-        };
-        Ok(Self {
-            api,
-            metrics,
-            admin,
-        })
-    }
-}
 
 /// Runs the relay until `shutdown` is triggered and every task has finished: one phase of the
 /// start after the other ([`start`]), then the processing stage until the relay stops.
@@ -83,6 +52,13 @@ pub async fn run(config: Config, listeners: Listeners, shutdown: Shutdown) -> an
     let (plugins, _watcher) = start.plugins().await?;
     let Some(conn) = start.store().await? else {
         return Ok(());
+    };
+    // What a takeover from bbb-webhooks recorded (its domain, its permanent hooks), where the
+    // configuration says nothing itself.
+    let config = with_takeover(&config, &conn).await;
+    let start = start::Start {
+        config: &config,
+        ..start
     };
     let guard = Arc::new(callback_guard(&config.delivery));
     let Some(hooks) = start.hooks(&conn, &guard).await else {
@@ -140,16 +116,48 @@ async fn restore_hooks(
     true
 }
 
+/// `config` with what the takeover from bbb-webhooks recorded applied
+/// ([`crate::config::compat::Recorded::apply`]).
+async fn with_takeover(config: &Config, conn: &StoreConn) -> Config {
+    match crate::hooks::takeover::read(&mut conn.clone()).await {
+        Ok(Some(recorded)) => recorded.apply(config),
+        Ok(None) => config.clone(),
+        Err(e) => {
+            tracing::warn!(error = %e, "cannot read the recorded takeover from bbb-webhooks");
+            config.clone()
+        }
+    }
+}
+
 /// The callbacks' form, said in the log: bbb-webhooks' on every path that takes over from it
-/// (its hooks imported into the store included), unless `delivery.compat` says.
+/// (its hooks imported into the store included), unless `delivery.compat` says; a takeover is
+/// recorded in the store (with the domain and bbb-webhooks' permanent hooks), so that they
+/// stay when bbb-webhooks is purged.
 async fn callback_format(config: &Config, conn: &StoreConn) -> CallbackFormat {
-    let imported = crate::hooks::import::reference_hooks_imported(&mut conn.clone())
+    let mut conn = conn.clone();
+    let imported = crate::hooks::import::reference_hooks_imported(&mut conn)
         .await
         .unwrap_or_else(|e| {
             tracing::warn!(error = %e, "cannot read whether bbb-webhooks' hooks were imported");
             false
         });
-    let format = CallbackFormat::resolve(config, imported);
+    let recorded = crate::hooks::takeover::read(&mut conn)
+        .await
+        .unwrap_or_else(|e| {
+            tracing::warn!(error = %e, "cannot read the recorded takeover from bbb-webhooks");
+            None
+        });
+    let format = CallbackFormat::resolve(config, imported, recorded.as_ref());
+    if let Some(record) = format.to_record(config, recorded.as_ref()) {
+        match crate::hooks::takeover::write(&mut conn, &record).await {
+            Ok(()) => tracing::info!(
+                domain = %record.domain,
+                permanent_hooks = record.permanent.len(),
+                "recorded the takeover from bbb-webhooks: its callback form, domain and permanent hooks stay if it is purged"
+            ),
+            Err(e) => tracing::warn!(error = %e, "cannot record the takeover from bbb-webhooks"),
+        }
+    }
     tracing::info!("{}", format.describe());
     format
 }
@@ -163,17 +171,20 @@ fn stopped(fence: &Fence) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn serve(
+fn serve<L>(
     tracker: &tokio_util::task::TaskTracker,
     token: &CancellationToken,
-    listener: TcpListener,
+    listener: L,
     router: axum::Router,
     name: &'static str,
-) {
+) where
+    L: axum::serve::Listener,
+    L::Addr: std::fmt::Debug,
+{
     let token = token.clone();
     tracker.spawn(async move {
         if let Ok(addr) = listener.local_addr() {
-            tracing::info!(%addr, "{name} listening");
+            tracing::info!(addr = ?addr, "{name} listening");
         }
         let r = axum::serve(listener, router)
             .with_graceful_shutdown(token.clone().cancelled_owned())

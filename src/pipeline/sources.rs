@@ -172,7 +172,7 @@ pub fn seed_all(
         }
         let reconciler = conference::seed::Reconciler {
             source: s.config.name.as_str().into(),
-            api_url: s.config.api_url.clone(),
+            api_urls: bbb.api_candidates(&s.config.api_url),
             secret: s.config.secret.clone(),
             conference: s.conference.clone(),
             metrics: metrics.clone(),

@@ -213,24 +213,38 @@ impl Start<'_> {
                 crate::metrics::router(metrics.clone(), merger, &config.metrics.merge.path, access);
             serve(self.tracker, self.token, l, router, "metrics");
         }
+        if listeners.admin.is_none() && listeners.admin_socket.is_none() {
+            return Ok(());
+        }
+        let state = Arc::new(AdminState {
+            store: store.clone(),
+            conn: conn.clone(),
+            retain: retain_bounds(&config.delivery),
+            max_queue: config.delivery.max_queue,
+        });
         if let Some(l) = listeners.admin {
             let access = Arc::new(Access::bearer(
-                &config.admin.bearer_token,
-                "the admin API needs its token (admin.bearer_token): send it as a bearer token, or in a browser as the password of user admin\n",
+                &config.admin.token(&config.bbb.secret),
+                "the admin API needs its token (admin.bearer_token, or the one `hookrelay admin-token` prints): send it as a bearer token, or in a browser as the password of user admin\n",
             ));
-            let state = Arc::new(AdminState {
-                store: store.clone(),
-                conn: conn.clone(),
-                retain: retain_bounds(&config.delivery),
-                max_queue: config.delivery.max_queue,
-            });
+            let router = admin_api::router(state.clone(), access);
+            serve(self.tracker, self.token, l, router, "admin API");
+        }
+        if let Some(socket) = listeners.admin_socket {
+            // The socket's file mode is its access control: no token.
+            let router = admin_api::router(state, Arc::new(Access::default()));
             serve(
                 self.tracker,
                 self.token,
-                l,
-                admin_api::router(state, access),
+                socket.listener,
+                router,
                 "admin API",
             );
+            let token = self.token.clone();
+            self.tracker.spawn(async move {
+                token.cancelled().await;
+                super::listen::remove_socket(&socket.path);
+            });
         }
         Ok(())
     }
@@ -246,7 +260,7 @@ impl Start<'_> {
         plugins: &Arc<Plugins>,
     ) -> anyhow::Result<Wired> {
         let (config, metrics, token) = (self.config, self.metrics, self.token);
-        let signer = Signer::new(config, callback_format(config, conn).await.compat);
+        let signer = Signer::new(config, &callback_format(config, conn).await);
         let (bus_tx, bus) = mpsc::channel(BUS_BUFFER);
         let subscribed =
             sources::subscribe_all(sources, config, &bus_tx, metrics, self.tracker, token)?;

@@ -10,7 +10,7 @@ use crate::metrics::{Metrics, PluginActionLabels, PluginErrorLabels, PluginLabel
 /// Why one call did not produce an action.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Failure {
-    /// The CPU deadline passed.
+    /// The deadline (wall-clock time) passed.
     Timeout,
     /// The instance asked for more memory than its limit.
     Memory,

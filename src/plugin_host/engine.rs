@@ -1,5 +1,5 @@
 //! The one wasmtime [`Engine`] the relay compiles plugins with, its epoch ticker (the clock of
-//! every call's CPU deadline), and compilation through the on-disk cache.
+//! every call's deadline, in wall-clock time), and compilation through the on-disk cache.
 
 use std::{
     hash::{Hash, Hasher},

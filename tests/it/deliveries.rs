@@ -372,7 +372,21 @@ async fn the_admin_api_wants_its_token_and_bounds_a_redelivery() {
         assert!(Instant::now() < deadline, "{out}");
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    let show = ["hooks", "show", &id.to_string(), "-c", cfg];
+    // Through its socket (the default), the socket's mode is the credential: no token.
+    let (code, out, err) = run(&["hooks", "show", &id.to_string(), "-c", cfg], &[]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("state:        ok"), "{out}");
+    // Over TCP, the token: this configuration's, not the one derived from the secret.
+    let admin_url = format!("http://{}", relay.admin);
+    let show = [
+        "hooks",
+        "show",
+        &id.to_string(),
+        "-c",
+        cfg,
+        "--admin-url",
+        &admin_url,
+    ];
     refused(run(&show, &[]), 1, "wrong or missing token");
     refused(
         run(&show, &[("HOOKRELAY_ADMIN__BEARER_TOKEN", "s3cret-admix")]),

@@ -176,7 +176,7 @@ fn conference_families(text: &str) -> Vec<String> {
 /// proves the exposition valid).
 fn conference_series(text: &str) -> Vec<(String, f64)> {
     let names = conference_families(text);
-    assert_eq!(names.len(), 22, "{names:?}");
+    assert_eq!(names.len(), 23, "{names:?}");
     text.lines()
         .filter(|l| l.starts_with("bbb_") && !l.starts_with("bbb_unique"))
         .map(|l| {

@@ -15,6 +15,7 @@ pub mod receiver;
 pub mod redis;
 pub mod relay;
 pub mod sentinel;
+pub mod wait;
 
 pub use common::*;
 pub use plugins::{PluginDir, plugin_wasm};

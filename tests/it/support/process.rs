@@ -136,11 +136,13 @@ impl RelayProcess {
             ""
         };
         let config = dir.path().join("hookrelay.toml");
+        let socket = dir.path().join("admin.sock");
         std::fs::write(
             &config,
             format!(
-                "[bbb]\n{secret}\n[api]\nbind = \"{api}\"\n[redis]\nurl = \"{}\"\n[metrics]\nbind = \"{metrics}\"\n[admin]\nbind = \"{admin}\"\n{admin_token}[delivery]\nretry_intervals_ms = [50, 100, 150]\nrequest_timeout_ms = 1000\n{extra}\n[delivery.ssrf]\nallow_cidrs = [\"127.0.0.1/32\", \"{}\"]\n",
+                "[bbb]\n{secret}\n[api]\nbind = \"{api}\"\n[redis]\nurl = \"{}\"\n[metrics]\nbind = \"{metrics}\"\n[admin]\nbind = \"{admin}\"\nsocket = \"{}\"\n{admin_token}[delivery]\nretry_intervals_ms = [50, 100, 150]\nrequest_timeout_ms = 1000\n{extra}\n[delivery.ssrf]\nallow_cidrs = [\"127.0.0.1/32\", \"{}\"]\n",
                 redis.url(),
+                socket.display(),
                 super::netns::RANGE,
             ),
         )

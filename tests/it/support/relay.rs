@@ -52,6 +52,7 @@ impl TestRelay {
             api,
             metrics: Some(metrics),
             admin: None,
+            admin_socket: None,
         };
         let handle = tokio::spawn(hookrelay::run(config, listeners, shutdown.clone()));
         let relay = Self {

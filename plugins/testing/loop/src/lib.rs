@@ -1,5 +1,5 @@
 //! Test plugin: spins forever on the events whose id equals config `on` (every event when
-//! `on` is unset), so that the relay's CPU deadline has to stop it. Other events: `keep`.
+//! `on` is unset), so that the relay's epoch deadline has to stop it. Other events: `keep`.
 
 wit_bindgen::generate!({ world: "plugin", path: "../../../wit" });
 

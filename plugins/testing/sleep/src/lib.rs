@@ -1,5 +1,5 @@
 //! Test plugin: on the events whose id equals config `on` (every event when `on` is unset) it
-//! sleeps for an hour. A sleep waits inside the host, where no CPU deadline reaches, so the
+//! sleeps for an hour. A sleep waits inside the host, where no epoch deadline reaches, so the
 //! relay must refuse it (the call traps). Other events: `keep`.
 
 wit_bindgen::generate!({ world: "plugin", path: "../../../wit" });

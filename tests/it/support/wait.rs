@@ -1,0 +1,33 @@
+//! Waiting for conditions, not for time: [`until`] polls a probe until it holds or a deadline
+//! passes, and a failure says what the probe last saw.
+
+use std::{fmt::Debug, time::Duration};
+
+use super::PATIENCE;
+
+/// How often a probe is tried.
+const POLL: Duration = Duration::from_millis(20);
+
+/// Polls `probe` until it gives `Ok`, for at most [`PATIENCE`]; panics naming `what` and the last
+/// `Err` the probe gave (what it saw instead).
+pub async fn until<T, S: Debug>(what: &str, probe: impl AsyncFnMut() -> Result<T, S>) -> T {
+    until_within(what, PATIENCE, probe).await
+}
+
+/// [`until`] with a deadline of its own.
+pub async fn until_within<T, S: Debug>(
+    what: &str,
+    within: Duration,
+    mut probe: impl AsyncFnMut() -> Result<T, S>,
+) -> T {
+    let deadline = tokio::time::Instant::now() + within;
+    loop {
+        match probe().await {
+            Ok(v) => return v,
+            Err(seen) if tokio::time::Instant::now() >= deadline => {
+                panic!("{what}: not within {within:?}; last seen: {seen:#?}")
+            }
+            Err(_) => tokio::time::sleep(POLL).await,
+        }
+    }
+}
