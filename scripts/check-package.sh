@@ -12,7 +12,8 @@ if ! cargo deb --version 2>/dev/null | grep -q "$CARGO_DEB_VERSION"; then
   cargo install --quiet --locked cargo-deb --version "$CARGO_DEB_VERSION"
 fi
 # The test build (cargo test) made target/debug/hookrelay; scripts/package.sh makes a release.
-cargo build --quiet --bin hookrelay
+# The test build's features (its examples pull in the dev-dependencies): nothing rebuilt after scripts/test.sh.
+cargo build --quiet --bins --examples
 scripts/build-plugins.sh
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
@@ -41,10 +42,19 @@ for line in 'Type=notify' 'Restart=always' 'User=hookrelay' 'ProtectSystem=stric
             'NoNewPrivileges=yes' 'PartOf=bigbluebutton.target' 'StartLimitIntervalSec=0' \
             'After=network.target redis-server.service' \
             'WantedBy=multi-user.target bigbluebutton.target' \
-            'EnvironmentFile=/etc/hookrelay/secret.env' \
+            'EnvironmentFile=/etc/hookrelay/secret.env' 'LimitCORE=0' 'PrivateIPC=yes' \
+            'RemoveIPC=yes' 'SocketBindDeny=any' 'SocketBindAllow=tcp:3005' 'RuntimeDirectory=hookrelay' \
             'ExecStart=/usr/bin/hookrelay serve --config /etc/hookrelay/hookrelay.toml'; do
   grep -qx "$line" "$unit" || fail "the unit lacks $line"
 done
+grep -q '^InaccessiblePaths=.*-/var/bigbluebutton' "$unit" || fail "the unit can read the recordings"
+# systemd's own measure of the unit's exposure (docs/security.md gives it): 1.4 when written.
+if systemd-analyze security --offline=yes "$unit" >"$out/security.txt" 2>&1; then
+  score=$(sed -n 's/.*Overall exposure level for hookrelay.service: \([0-9.]*\).*/\1/p' "$out/security.txt")
+  awk -v s="$score" 'BEGIN { exit !(s != "" && s <= 1.5) }' \
+    || { cat "$out/security.txt"; fail "systemd-analyze security: exposure ${score:-unknown}, above 1.5"; }
+  echo "package: systemd-analyze security: exposure $score"
+fi
 for p in event-filter meeting-metadata redact rules slack-format; do
   for f in "$p.wasm" "$p.toml" "$p.md"; do
     grep -q " ./usr/share/hookrelay/plugins/$f\$" <<<"$contents" || fail "plugin file $f missing"

@@ -4,7 +4,8 @@
 # `hookrelay plugin test`, as their authors would. Uses the test build's binary.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-cargo build --quiet --bin hookrelay
+# The test build's features (its examples pull in the dev-dependencies): nothing rebuilt after scripts/test.sh.
+cargo build --quiet --bins --examples
 bin=${CARGO_TARGET_DIR:-$PWD/target}/debug/hookrelay
 status=0
 for dir in plugins/python/*/ plugins/js/*/; do

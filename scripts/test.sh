@@ -3,30 +3,75 @@
 # redis-server processes (and a Prometheus, Ralph, an LRS, and a headless Chromium) on free ports, real HTTP receivers on loopback, and
 # the WebAssembly plugins built from plugins/ (and the rules plugin's own unit tests); then builds the Debian package and checks it
 # (scripts/check-package.sh), and builds and tests the Python and JavaScript example plugins
-# (scripts/test-plugin-examples.sh). Ends with one "tests: N passed, N failed" line summing every
-# test binary.
+# (scripts/test-plugin-examples.sh). The Rust tests run under cargo-nextest: each test in a
+# process of its own, a hang a named failure after 5 minutes, no retries (.config/nextest.toml).
+# Ends with one "tests: N passed, N failed" line summing every test.
+#
+# scripts/test.sh --quick: the unit tests and the core integration tests (API, delivery,
+# durability, plugins), nothing installed, no package: the contributors' loop.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+quick=""
+if [ "${1:-}" = "--quick" ]; then
+  quick=1
+  shift
+fi
+
 scripts/ensure-redis.sh
-scripts/ensure-prometheus.sh
-scripts/ensure-plugin-languages.sh
-scripts/ensure-ralph.sh
-scripts/ensure-chromium.sh
-scripts/ensure-standard-webhooks.sh
-# The dashboard tests must then evaluate bbb-exporter's and hookrelay's queries in a real
-# Prometheus, the xAPI tests send to a real LRS, the status page is tried in a real browser, and
-# JSON callbacks are verified by the official Standard Webhooks libraries.
-export TEST_REQUIRE_PROMETHEUS=1 TEST_REQUIRE_RALPH=1 TEST_REQUIRE_CHROMIUM=1 TEST_REQUIRE_STANDARD_WEBHOOKS=1
+if ! cargo nextest --version >/dev/null 2>&1; then
+  echo "hookrelay: installing cargo-nextest (crates.io)"
+  cargo install --quiet --locked cargo-nextest
+fi
+if [ -z "$quick" ]; then
+  scripts/ensure-prometheus.sh
+  scripts/ensure-plugin-languages.sh
+  scripts/ensure-ralph.sh
+  scripts/ensure-chromium.sh
+  scripts/ensure-standard-webhooks.sh
+  # The dashboard tests must then evaluate bbb-exporter's and hookrelay's queries in a real
+  # Prometheus, the xAPI tests send to a real LRS, the status page is tried in a real browser,
+  # and JSON callbacks are verified by the official Standard Webhooks libraries.
+  export TEST_REQUIRE_PROMETHEUS=1 TEST_REQUIRE_RALPH=1 TEST_REQUIRE_CHROMIUM=1 TEST_REQUIRE_STANDARD_WEBHOOKS=1
+fi
 scripts/build-plugins.sh
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 status=0
-cargo test --all-targets "$@" 2>&1 | tee "$log" || status=$?
-# The plugins' own unit tests (the rules plugin's pattern language), on this machine's target.
-(cd plugins && cargo test --quiet -p rules --target-dir target) 2>&1 | tee -a "$log" || status=$?
-scripts/test-plugin-examples.sh 2>&1 | tee -a "$log" || status=$?
-scripts/check-package.sh || status=$?
-awk '/^test result:/ { for (i = 1; i <= NF; i++) { if ($(i) ~ /^passed/) p += $(i-1); if ($(i) ~ /^failed/) f += $(i-1) } }
+# Each step's time goes where .ci/run asks (HOOKRELAY_PHASE_TIMES), else nowhere.
+times=${HOOKRELAY_PHASE_TIMES:-/dev/null}
+step() {
+  local name=$1 start=$SECONDS
+  shift
+  "$@" || status=$?
+  echo "    $name: $((SECONDS - start))" >>"$times"
+}
+# One build of everything the tests run (the package check reuses it): the test binaries, the
+# relay, the examples the tests start. The tests then build nothing themselves.
+step build bash -c 'cargo test --all-targets --no-run "$@" && cargo build --examples --bins "$@"' _ "$@"
+export HOOKRELAY_PLUGINS_BUILT=1 HOOKRELAY_EXAMPLES_BUILT=1
+target=${CARGO_TARGET_DIR:-$PWD/target}
+if [ -n "$quick" ]; then
+  filter='kind(lib) | test(/^(api|delivery|durability|plugins)::/)'
+  step rust-tests bash -c 'cargo nextest run --lib --test it -E "$1" 2>&1 | tee "$0"; exit "${PIPESTATUS[0]}"' "$log" "$filter"
+else
+  step rust-tests bash -c 'cargo nextest run --lib --tests "$@" 2>&1 | tee "$0"; exit "${PIPESTATUS[0]}"' "$log" "$@"
+  # The benchmarks, once each in test mode (criterion's harness).
+  step bench-smoke bash -c 'cargo test --benches "$@" 2>&1 | tee -a "$0"; exit "${PIPESTATUS[0]}"' "$log" "$@"
+  # The plugins' own unit tests (the rules plugin's pattern language), on this machine's target.
+  step plugin-tests bash -c '(cd plugins && cargo test --quiet -p rules --target-dir target) 2>&1 | tee -a "$0"; exit "${PIPESTATUS[0]}"' "$log"
+  step plugin-examples bash -c 'scripts/test-plugin-examples.sh 2>&1 | tee -a "$0"; exit "${PIPESTATUS[0]}"' "$log"
+  step package scripts/check-package.sh
+fi
+# Each test binary's time, from nextest's JUnit report.
+junit="$target/nextest/default/junit.xml"
+if [ -f "$junit" ]; then
+  grep -o '<testsuite name="[^"]*" tests="[0-9]*"[^>]* time="[0-9.]*"' "$junit" \
+    | sed -E 's/<testsuite name="([^"]*)" tests="([0-9]*)".* time="([0-9.]*)"/      \1: \3 (\2 tests)/' >>"$times" || true
+fi
+# nextest's summary ("N tests run: P passed, F failed, T timed out, S skipped") and cargo's
+# "test result:" lines, summed.
+awk '/tests run:/ { for (i = 1; i <= NF; i++) { w = $(i); gsub(/[,]/, "", w); if (w == "passed") p += $(i-1); if (w == "failed") f += $(i-1); if (w == "timed") f += $(i-1) } }
+     /^test result:/ { for (i = 1; i <= NF; i++) { if ($(i) ~ /^passed/) p += $(i-1); if ($(i) ~ /^failed/) f += $(i-1) } }
      END { printf "tests: %d passed, %d failed\n", p, f }' "$log"
 exit "$status"

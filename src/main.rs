@@ -157,13 +157,29 @@ fn usage_error(e: &clap::Error) -> ExitCode {
     ExitCode::from(2)
 }
 
+/// The HTTP libraries, which at debug and trace print connections, requests and their bytes:
+/// URLs with checksums and tokens, bodies.
+const HTTP_LIBRARIES: [&str; 4] = ["reqwest", "hyper", "hyper_util", "h2"];
+
+/// `RUST_LOG` (default `info`), with the HTTP libraries held at `info` whatever it says: no
+/// log line at any level carries a URL or a body the relay sends.
+fn log_filter() -> tracing_subscriber::EnvFilter {
+    let mut filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    for library in HTTP_LIBRARIES {
+        if let Ok(d) = format!("{library}=info").parse() {
+            filter = filter.add_directive(d);
+        }
+    }
+    filter
+}
+
 fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => return usage_error(&e),
     };
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let filter = log_filter();
     // The tools print their results on stdout: their log lines go to stderr.
     let tool = !matches!(
         cli.command,

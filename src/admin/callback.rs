@@ -31,12 +31,18 @@ impl From<Digest> for Algorithm {
     }
 }
 
-/// Where a callback's secret comes from.
+/// Where a callback's secret comes from: `HOOKRELAY_SIGN_SECRET`, a file or standard input,
+/// else the configuration. On the command line it is visible to every user of the machine
+/// (`ps`, `/proc/*/cmdline`): taken, with a warning.
 #[derive(Args)]
 pub struct SecretArgs {
-    /// The shared secret (default: bbb.secret of the configuration).
-    #[arg(long, env = "HOOKRELAY_SIGN_SECRET", hide_env_values = true)]
+    /// The shared secret, visible to other users there: prefer HOOKRELAY_SIGN_SECRET or
+    /// --secret-file (default: bbb.secret of the configuration).
+    #[arg(long)]
     secret: Option<String>,
+    /// A file holding the shared secret (`-`: standard input), its first line.
+    #[arg(long, conflicts_with = "secret")]
+    secret_file: Option<PathBuf>,
     /// The relay's configuration, for its secret.
     #[arg(long, short, env = "HOOKRELAY_CONFIG")]
     config: Option<PathBuf>,
@@ -75,20 +81,74 @@ pub struct VerifyArgs {
     /// The `webhook-timestamp` header.
     #[arg(long)]
     webhook_timestamp: Option<u64>,
-    /// A `whsec_` secret to check the signature with (repeatable; default: the configuration's
-    /// delivery.standard_webhooks.secrets).
+    /// A `whsec_` secret to check the signature with (repeatable), visible to other users
+    /// there: prefer HOOKRELAY_STANDARD_SECRETS (space-separated) or --standard-secret-file
+    /// (default: the configuration's delivery.standard_webhooks.secrets).
     #[arg(long)]
     standard_secret: Vec<String>,
+    /// A file of `whsec_` secrets, one a line (`-`: standard input).
+    #[arg(long, conflicts_with = "standard_secret")]
+    standard_secret_file: Option<PathBuf>,
+}
+
+/// The variable that holds the shared secret for `sign` and `verify`.
+const SIGN_SECRET: &str = "HOOKRELAY_SIGN_SECRET";
+/// The variable that holds Standard Webhooks secrets for `verify`, space-separated.
+const STANDARD_SECRETS: &str = "HOOKRELAY_STANDARD_SECRETS";
+
+/// Says once that a secret was given where other users see it.
+fn warn_visible(flag: &str, instead: &str) {
+    eprintln!(
+        "hookrelay: warning: {flag} on the command line is visible to every user of this machine (ps, /proc); use {instead}"
+    );
+}
+
+/// The lines of `path` (`-`: standard input), blank ones left out.
+fn secret_lines(path: &std::path::Path) -> Result<Vec<String>, ExitCode> {
+    let text = if path.as_os_str() == "-" {
+        std::io::read_to_string(std::io::stdin())
+    } else {
+        std::fs::read_to_string(path)
+    }
+    .map_err(|e| fail(2, &format!("{}: {e}", path.display())))?;
+    Ok(text
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .map(String::from)
+        .collect())
 }
 
 fn secret(args: &SecretArgs) -> Result<String, ExitCode> {
-    match &args.secret {
-        Some(s) => Ok(s.clone()),
-        None => Ok(load(args.config.as_deref())?
-            .bbb
-            .secret
-            .expose()
-            .to_string()),
+    if let Some(s) = &args.secret {
+        warn_visible("--secret", &format!("{SIGN_SECRET} or --secret-file"));
+        return Ok(s.clone());
+    }
+    if let Some(path) = &args.secret_file {
+        return secret_lines(path)?
+            .into_iter()
+            .next()
+            .ok_or_else(|| fail(2, &format!("{}: no secret in it", path.display())));
+    }
+    if let Some(s) = std::env::var(SIGN_SECRET).ok().filter(|s| !s.is_empty()) {
+        return Ok(s);
+    }
+    Ok(load(args.config.as_deref())?
+        .bbb
+        .secret
+        .expose()
+        .to_string())
+}
+
+/// Refuses to read the body and a secret both from standard input.
+fn one_stdin(body: &str, secrets: &[Option<&PathBuf>]) -> Result<(), ExitCode> {
+    let stdin = |p: &Option<&PathBuf>| p.is_some_and(|p| p.as_os_str() == "-");
+    match body == "-" && secrets.iter().any(stdin) {
+        true => Err(fail(
+            2,
+            "the body and a secret cannot both come from standard input",
+        )),
+        false => Ok(()),
     }
 }
 
@@ -101,6 +161,9 @@ fn body(arg: &str) -> Result<String, ExitCode> {
 
 /// `hookrelay sign`: the checksum of a callback and the URL it is posted to.
 pub fn sign(args: &SignArgs) -> ExitCode {
+    if let Err(code) = one_stdin(&args.body, &[args.secret.secret_file.as_ref()]) {
+        return code;
+    }
     let (secret, body) = match (secret(&args.secret), body(&args.body)) {
         (Ok(s), Ok(b)) => (s, b),
         (Err(code), _) | (_, Err(code)) => return code,
@@ -114,6 +177,13 @@ pub fn sign(args: &SignArgs) -> ExitCode {
 /// `hookrelay verify`: whether a received callback carries the right checksum (when its URL
 /// has one) and, with `--webhook-signature`, the right Standard Webhooks signature.
 pub fn verify(args: &VerifyArgs) -> ExitCode {
+    let files = [
+        args.secret.secret_file.as_ref(),
+        args.standard_secret_file.as_ref(),
+    ];
+    if let Err(code) = one_stdin(&args.body, &files) {
+        return code;
+    }
     let body = match body(&args.body) {
         Ok(b) => b,
         Err(code) => return code,
@@ -140,12 +210,16 @@ pub fn verify(args: &VerifyArgs) -> ExitCode {
             );
         };
         let expected = callback_checksum(alg, &registered, &body, &secret);
-        if !expected.eq_ignore_ascii_case(checksum) {
+        let given = checksum.to_ascii_lowercase();
+        // Nothing of the expected digest is shown or told by the time taken: a receiver that
+        // passes this command's output on would otherwise sign forged bodies for anyone.
+        if !bool::from(subtle::ConstantTimeEq::ct_eq(
+            expected.as_bytes(),
+            given.as_bytes(),
+        )) {
             return fail(
                 REFUSED,
-                &format!(
-                    "checksum mismatch: expected {expected} for {registered} (is the body exactly as received, and the secret the server's?)"
-                ),
+                "checksum mismatch (is the body exactly as received, the URL as registered, and the secret the server's?)",
             );
         }
         println!("ok: {alg:?} checksum of {registered} and the body");
@@ -161,11 +235,29 @@ pub fn verify(args: &VerifyArgs) -> ExitCode {
 }
 
 fn verify_standard(args: &VerifyArgs, header: &str, id: &str, ts: u64, body: &str) -> ExitCode {
-    let secrets = if args.standard_secret.is_empty() {
+    let from_env: Vec<String> = std::env::var(STANDARD_SECRETS)
+        .unwrap_or_default()
+        .split_whitespace()
+        .map(String::from)
+        .collect();
+    let secrets = if !args.standard_secret.is_empty() {
+        warn_visible(
+            "--standard-secret",
+            &format!("{STANDARD_SECRETS} or --standard-secret-file"),
+        );
+        args.standard_secret.clone()
+    } else if let Some(path) = &args.standard_secret_file {
+        match secret_lines(path) {
+            Ok(lines) => lines,
+            Err(code) => return code,
+        }
+    } else if !from_env.is_empty() {
+        from_env
+    } else {
         if args.secret.config.is_none() {
             return fail(
                 2,
-                "no Standard Webhooks secret: give --standard-secret or --config",
+                "no Standard Webhooks secret: give HOOKRELAY_STANDARD_SECRETS, --standard-secret-file or --config",
             );
         }
         match load(args.secret.config.as_deref()) {
@@ -178,11 +270,12 @@ fn verify_standard(args: &VerifyArgs, header: &str, id: &str, ts: u64, body: &st
                 .collect(),
             Err(code) => return code,
         }
-    } else {
-        args.standard_secret.clone()
     };
     if secrets.is_empty() {
-        return fail(2, "no Standard Webhooks secret: give --standard-secret");
+        return fail(
+            2,
+            "no Standard Webhooks secret: give HOOKRELAY_STANDARD_SECRETS or --standard-secret-file",
+        );
     }
     for (i, secret) in secrets.iter().enumerate() {
         let key = match standard_webhooks::key_of(secret, i + 1) {

@@ -65,7 +65,21 @@ pub async fn record(
         })?
         .map_err(fail)?;
     pubsub.subscribe(&chosen.channels).await.map_err(fail)?;
-    let file = std::fs::File::create(out).map_err(|e| AuthoringError::io(out, e))?;
+    // Bus messages hold meeting passwords, join tokens and chat: for the user who records only
+    // (an existing file is made so too).
+    let file = {
+        use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+        let file = std::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .mode(0o600)
+            .open(out)
+            .map_err(|e| AuthoringError::io(out, e))?;
+        file.set_permissions(std::fs::Permissions::from_mode(0o600))
+            .map_err(|e| AuthoringError::io(out, e))?;
+        file
+    };
     let mut file = std::io::LineWriter::new(file);
     ready(&chosen.name, chosen.channels.len());
     let mut recorded = Recorded {

@@ -37,6 +37,9 @@ pub struct AdminConfig {
     /// Calls over TCP must send `Authorization: Bearer <token>` (compared in constant time), or
     /// in a browser the password of user `admin`; empty: the derived token.
     pub bearer_token: Secret,
+    /// The socket answers only for `localhost` and these host names (a request with another
+    /// `Host`, e.g. a page re-resolved to a tunnel's port, gets 421).
+    pub allowed_hosts: Vec<String>,
 }
 
 impl Default for AdminConfig {
@@ -46,6 +49,7 @@ impl Default for AdminConfig {
             socket: PathBuf::new(),
             bind: None,
             bearer_token: Secret::default(),
+            allowed_hosts: Vec::new(),
         }
     }
 }

@@ -119,7 +119,7 @@ mod tests {
     fn config(files: &[&Path], extra: &str) -> Config {
         let list: Vec<String> = files.iter().map(|f| format!("'{}'", f.display())).collect();
         let mut c = Config::from_toml(&format!(
-            "[bbb]\nsecret='x'\nweb_properties = [{}]\n{extra}",
+            "[bbb]\nsecret='long-test-secret'\nweb_properties = [{}]\n{extra}",
             list.join(", ")
         ))
         .unwrap();

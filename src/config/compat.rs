@@ -146,7 +146,7 @@ mod tests {
     use super::*;
 
     fn config(text: &str) -> Config {
-        Config::from_toml(&format!("[bbb]\nsecret='x'\n{text}")).unwrap()
+        Config::from_toml(&format!("[bbb]\nsecret='long-test-secret'\n{text}")).unwrap()
     }
 
     #[test]

@@ -26,7 +26,13 @@ use super::Config;
 const PREFIX: &str = "HOOKRELAY_";
 /// Variables of the prefix that belong to the command line (clap reads them), not to the
 /// configuration.
-const CLI_VARIABLES: &[&str] = &["CONFIG", "LOG_FORMAT", "SIGN_SECRET", "TOOLCHAINS"];
+const CLI_VARIABLES: &[&str] = &[
+    "CONFIG",
+    "LOG_FORMAT",
+    "SIGN_SECRET",
+    "STANDARD_SECRETS",
+    "TOOLCHAINS",
+];
 
 /// The package's configuration, read by every command when `--config` is not given.
 pub const PACKAGE_CONFIG: &str = "/etc/hookrelay/hookrelay.toml";
@@ -377,15 +383,15 @@ mod tests {
     #[allow(clippy::result_large_err)] // figment::Jail fixes the closure type
     fn environment_overrides_the_file_and_strays_do_not_stop_it() {
         figment::Jail::expect_with(|jail| {
-            jail.create_file("c.toml", "[bbb]\nsecret = 'from-file'\n")?;
-            jail.set_env("HOOKRELAY_BBB__SECRET", "from-env");
+            jail.create_file("c.toml", "[bbb]\nsecret = 'from-the-file-1'\n")?;
+            jail.set_env("HOOKRELAY_BBB__SECRET", "from-the-environment");
             jail.set_env("HOOKRELAY_DELIVERY_RETRY_INTERVALS_MS", "[5, 6]");
             jail.set_env("HOOKRELAY_DELIVERY__SSRF__ALLOW_CIDRS", "[\"10.0.0.0/8\"]");
             jail.set_env("HOOKRELAY_PORT", "tcp://10.0.0.1:3005");
             jail.set_env("HOOKRELAY_SERVICE_HOST", "10.0.0.1");
             jail.set_env("HOOKRELAY_CONFIG", "elsewhere.toml");
             let c = Config::load(Some(Path::new("c.toml"))).map_err(|e| e.to_string())?;
-            assert_eq!(c.bbb.secret.expose(), "from-env");
+            assert_eq!(c.bbb.secret.expose(), "from-the-environment");
             assert_eq!(c.delivery.retry_intervals_ms, vec![5, 6]);
             assert_eq!(
                 c.delivery.ssrf.allow_cidrs,
@@ -408,9 +414,9 @@ mod tests {
             let c = Config::load(Some(Path::new("c.toml"))).map_err(|e| e.to_string())?;
             assert_eq!(c.bbb.secret.expose(), "from-secret-env");
             assert_eq!(c.delivery.max_unacked, 3);
-            jail.set_env("HOOKRELAY_BBB__SECRET", "from-env");
+            jail.set_env("HOOKRELAY_BBB__SECRET", "from-the-environment");
             let c = Config::load(Some(Path::new("c.toml"))).map_err(|e| e.to_string())?;
-            assert_eq!(c.bbb.secret.expose(), "from-env");
+            assert_eq!(c.bbb.secret.expose(), "from-the-environment");
             jail.create_file(SECRET_ENV, "HOOKRELAY_BBB__SECRET='unclosed\n")?;
             let err = Config::load(Some(Path::new("c.toml")))
                 .unwrap_err()

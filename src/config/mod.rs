@@ -382,6 +382,9 @@ pub struct MetricsConfig {
     pub auth: MetricsAuth,
     /// The server's other exporters, served merged with the relay's own metrics.
     pub merge: MergeConfig,
+    /// Without `auth`, scrapes are answered only for these host names besides the bind address
+    /// and `localhost` (a request with another `Host` gets 421: DNS rebinding).
+    pub allowed_hosts: Vec<String>,
 }
 
 impl Default for MetricsConfig {
@@ -391,6 +394,7 @@ impl Default for MetricsConfig {
             bind: SocketAddr::from(([127, 0, 0, 1], 3004)),
             auth: MetricsAuth::default(),
             merge: MergeConfig::default(),
+            allowed_hosts: Vec::new(),
         }
     }
 }

@@ -289,7 +289,7 @@ prometheus:
   port: 3004
 bbb:
   serverDomain: bbb.example.com
-  sharedSecret: "s3cr3t"
+  sharedSecret: "s3cr3t-s3cr3t"
   auth2_0: false
   apiPath: /bigbluebutton/api
 redis:
@@ -334,7 +334,7 @@ modules:
         std::fs::write(&toml, "[bbb]\nserver_domain = \"override.example\"\n").unwrap();
         let (c, ignored) =
             Config::load_with_reference(Some(&toml), std::slice::from_ref(&yml)).unwrap();
-        assert_eq!(c.bbb.secret.expose(), "s3cr3t");
+        assert_eq!(c.bbb.secret.expose(), "s3cr3t-s3cr3t");
         assert_eq!(c.bbb.server_domain, "override.example");
         assert_eq!(c.delivery.auth, CallbackAuth::Checksum);
         assert_eq!(c.redis.url.expose(), "redis://:p%40ss@10.0.0.5:6380");

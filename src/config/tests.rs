@@ -30,7 +30,7 @@ fn missing_secret_names_the_key() {
 
 #[test]
 fn unknown_key_is_named() {
-    let err = Config::from_toml("[bbb]\nsecret='x'\n[api]\nbnd='1.2.3.4:5'\n")
+    let err = Config::from_toml("[bbb]\nsecret='long-test-secret'\n[api]\nbnd='1.2.3.4:5'\n")
         .unwrap_err()
         .to_string();
     assert!(err.contains("bnd"), "{err}");
@@ -38,7 +38,7 @@ fn unknown_key_is_named() {
 
 #[test]
 fn bad_redis_url_is_named() {
-    let err = Config::from_toml("[bbb]\nsecret='x'\n[redis]\nurl='http://x'\n")
+    let err = Config::from_toml("[bbb]\nsecret='long-test-secret'\n[redis]\nurl='http://x'\n")
         .unwrap_err()
         .to_string();
     assert!(err.starts_with("configuration: redis.url"), "{err}");
@@ -47,7 +47,7 @@ fn bad_redis_url_is_named() {
 #[test]
 fn defaults_and_overrides() {
     let c = Config::from_toml(
-        "[bbb]\nsecret='x'\n[delivery]\ncompat='reference'\nretry_intervals_ms=[1,2]\n",
+        "[bbb]\nsecret='long-test-secret'\n[delivery]\ncompat='reference'\nretry_intervals_ms=[1,2]\n",
     )
     .unwrap();
     assert_eq!(c.delivery.compat, Some(Compat::Reference));
@@ -70,7 +70,7 @@ proptest::proptest! {
 
 #[test]
 fn permanent_hooks_must_pass_the_ssrf_guard() {
-    let text = "[bbb]\nsecret='x'\n[delivery]\npermanent_hooks=[{url='http://127.0.0.1:9/x'}]\n";
+    let text = "[bbb]\nsecret='long-test-secret'\n[delivery]\npermanent_hooks=[{url='http://127.0.0.1:9/x'}]\n";
     let err = Config::from_toml(text).unwrap_err().to_string();
     assert!(
         err.starts_with(
@@ -84,15 +84,15 @@ fn permanent_hooks_must_pass_the_ssrf_guard() {
 
 #[test]
 fn secret_is_not_debug_printed() {
-    let c = Config::from_toml("[bbb]\nsecret='hunter2'\n").unwrap();
-    assert!(!format!("{c:?}").contains("hunter2"));
-    assert_eq!(c.bbb.secret.expose(), "hunter2");
+    let c = Config::from_toml("[bbb]\nsecret='hunter2-hunter2'\n").unwrap();
+    assert!(!format!("{c:?}").contains("hunter2-hunter2"));
+    assert_eq!(c.bbb.secret.expose(), "hunter2-hunter2");
 }
 
 #[test]
 fn neither_debug_nor_serialized_output_shows_a_secret() {
     let c = Config::from_toml(
-        "[bbb]\nsecret='hunter2'\n[redis]\nurl='redis://:opensesame@127.0.0.1:6379/0'\n",
+        "[bbb]\nsecret='hunter2-hunter2'\n[redis]\nurl='redis://:opensesame@127.0.0.1:6379/0'\n",
     )
     .unwrap();
     assert_eq!(c.redis.url.expose(), "redis://:opensesame@127.0.0.1:6379/0");
@@ -103,7 +103,7 @@ fn neither_debug_nor_serialized_output_shows_a_secret() {
         toml::to_string(&c).unwrap(),
     ];
     for text in shown {
-        assert!(!text.contains("hunter2"), "{text}");
+        assert!(!text.contains("hunter2-hunter2"), "{text}");
         assert!(!text.contains("opensesame"), "{text}");
         assert!(
             text.contains("127.0.0.1:6379"),
@@ -114,7 +114,7 @@ fn neither_debug_nor_serialized_output_shows_a_secret() {
 
 #[test]
 fn bearer_mode_refuses_plain_http_permanent_hooks() {
-    let text = "[bbb]\nsecret='x'\n[delivery]\nauth='bearer'\npermanent_hooks=[{url='http://example.com/x'}]\n";
+    let text = "[bbb]\nsecret='long-test-secret'\n[delivery]\nauth='bearer'\npermanent_hooks=[{url='http://example.com/x'}]\n";
     let err = Config::from_toml(text).unwrap_err().to_string();
     assert!(err.contains("allow_insecure_bearer"), "{err}");
     let allowed = text.replace("auth='bearer'", "auth='bearer'\nallow_insecure_bearer=true");
@@ -125,7 +125,7 @@ fn bearer_mode_refuses_plain_http_permanent_hooks() {
 
 #[test]
 fn standard_webhooks_secrets_must_be_keys() {
-    let text = "[bbb]\nsecret='x'\n[delivery.standard_webhooks]\nsecrets=['whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw', 'whsec_%%']\n";
+    let text = "[bbb]\nsecret='long-test-secret'\n[delivery.standard_webhooks]\nsecrets=['whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw', 'whsec_%%']\n";
     let err = Config::from_toml(text).unwrap_err().to_string();
     assert_eq!(
         err,
@@ -139,7 +139,7 @@ fn standard_webhooks_secrets_must_be_keys() {
 #[test]
 fn without_sources_redis_and_bbb_are_the_default_source_and_the_store() {
     let c = Config::from_toml(
-        "[bbb]\nsecret='x'\nserver_domain='bbb.example'\napi_url='https://bbb.example/bigbluebutton/api'\n[redis]\nurl='redis://10.0.0.1:6379'\nchannels=['c1']\n",
+        "[bbb]\nsecret='long-test-secret'\nserver_domain='bbb.example'\napi_url='https://bbb.example/bigbluebutton/api'\n[redis]\nurl='redis://10.0.0.1:6379'\nchannels=['c1']\n",
     )
     .unwrap();
     let s = c.effective_sources();
@@ -156,9 +156,9 @@ fn without_sources_redis_and_bbb_are_the_default_source_and_the_store() {
 #[test]
 fn sources_take_their_defaults_and_the_store_its_own_url() {
     let c = Config::from_toml(
-        "[bbb]\nsecret='relay'\n[store]\nurl='redis://store:6379'\n\
+        "[bbb]\nsecret='relay-secret-1'\n[store]\nurl='redis://store:6379'\n\
          [[sources]]\nname='bbb1'\nurl='redis://bbb1:6379'\nserver_domain='bbb1.example'\n\
-         [[sources]]\nname='bbb2'\nurl='redis://:pw@bbb2:6379'\nchannels=['only']\nsecret='s2'\n",
+         [[sources]]\nname='bbb2'\nurl='redis://:pw@bbb2:6379'\nchannels=['only']\nsecret='bbb2-secret-2'\n",
     )
     .unwrap();
     let s = c.effective_sources();
@@ -169,11 +169,11 @@ fn sources_take_their_defaults_and_the_store_its_own_url() {
     assert_eq!(s[0].channels, RedisConfig::default().channels);
     assert_eq!(
         s[0].secret.expose(),
-        "relay",
+        "relay-secret-1",
         "the relay's secret by default"
     );
     assert_eq!(s[1].channels, ["only"]);
-    assert_eq!(s[1].secret.expose(), "s2");
+    assert_eq!(s[1].secret.expose(), "bbb2-secret-2");
     assert_eq!(s[1].server_domain, "localhost");
     assert_eq!(c.store_url().expose(), "redis://store:6379");
     let shown = format!("{c:?}{}", toml::to_string(&c).unwrap());
@@ -185,7 +185,7 @@ fn sources_take_their_defaults_and_the_store_its_own_url() {
 
 #[test]
 fn bad_sources_are_named() {
-    let base = "[bbb]\nsecret='x'\n";
+    let base = "[bbb]\nsecret='long-test-secret'\n";
     for (sources, expected) in [
         (
             "[[sources]]\nname='a b'\nurl='redis://h'\n",
@@ -250,7 +250,7 @@ fn the_example_file_gives_the_admin_and_insight_defaults() {
         std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("hookrelay.example.toml"),
     )
     .expect("example file");
-    let c = Config::from_toml(&text.replace("secret = \"\"", "secret = \"x\"")).expect("parses");
+    let c = Config::from_toml(&text.replace("change-me", "long-test-secret")).expect("parses");
     let d = Config::default();
     assert_eq!(c.admin.enabled, d.admin.enabled);
     assert_eq!(c.admin.bind, d.admin.bind);
@@ -263,8 +263,11 @@ fn the_example_file_gives_the_admin_and_insight_defaults() {
 
 #[test]
 fn retain_takes_words_or_seconds_and_names_a_bad_one() {
-    let with =
-        |v: &str| Config::from_toml(&format!("[bbb]\nsecret='x'\n[delivery]\nretain = {v}\n"));
+    let with = |v: &str| {
+        Config::from_toml(&format!(
+            "[bbb]\nsecret='long-test-secret'\n[delivery]\nretain = {v}\n"
+        ))
+    };
     assert_eq!(with("\"30m\"").expect("ok").delivery.retain.as_secs(), 1800);
     assert_eq!(with("90").expect("ok").delivery.retain.as_secs(), 90);
     assert!(with("\"0s\"").expect("ok").delivery.retain.is_zero());
@@ -277,7 +280,7 @@ fn retain_takes_words_or_seconds_and_names_a_bad_one() {
 
 #[test]
 fn an_admin_api_beyond_loopback_needs_a_token() {
-    let open = "[bbb]\nsecret='x'\n[admin]\nbind = '0.0.0.0:3006'\n";
+    let open = "[bbb]\nsecret='long-test-secret'\n[admin]\nbind = '0.0.0.0:3006'\n";
     let err = Config::from_toml(open)
         .and_then(|c| c.validate().map(|()| c))
         .expect_err("refused")
@@ -302,4 +305,27 @@ fn the_default_listeners_collide_with_nothing_a_bbb_server_or_the_reference_runs
     for addr in [c.api.bind, c.metrics.bind] {
         assert!(!(3006..=3026).contains(&addr.port()), "{addr}");
     }
+}
+
+#[test]
+fn the_placeholder_and_short_secrets_are_refused_naming_the_key() {
+    let refused = |toml: &str| Config::from_toml(toml).expect_err("refused").to_string();
+    let err = refused("[bbb]\nsecret = 'change-me'\n");
+    assert!(err.starts_with("configuration: bbb.secret: "), "{err}");
+    assert!(
+        err.contains("placeholder") && err.contains("bbb-conf --secret"),
+        "{err}"
+    );
+    assert!(!err.contains("\n"));
+    let err = refused("[bbb]\nsecret = 'elevenchars'\n");
+    assert!(
+        err.contains("bbb.secret: must be at least 12 characters"),
+        "{err}"
+    );
+    assert!(!err.contains("elevenchars"), "{err}");
+    let err = refused(
+        "[bbb]\nsecret = 'a-long-relay-secret'\n[[sources]]\nname = 'a'\nurl = 'redis://h'\nsecret = 'short'\n",
+    );
+    assert!(err.contains("sources.secret: must be at least 12"), "{err}");
+    assert!(Config::from_toml("[bbb]\nsecret = 'twelve-chars'\n").is_ok());
 }

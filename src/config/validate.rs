@@ -13,6 +13,23 @@ pub fn callback_guard(delivery: &DeliveryConfig) -> Guard {
         .https_only(delivery.auth == CallbackAuth::Bearer && !delivery.allow_insecure_bearer)
 }
 
+/// The placeholder of the example configuration.
+const PLACEHOLDER: &str = "change-me";
+/// The shortest shared secret taken: a short one is guessed from one signed URL offline.
+pub const MIN_SECRET_CHARS: usize = 12;
+
+/// Why `secret` cannot be a shared secret, if it cannot.
+fn weak_secret(secret: &str) -> Option<&'static str> {
+    if secret == PLACEHOLDER {
+        return Some(
+            "is still the example's placeholder change-me: set the server's shared secret (bbb-conf --secret)",
+        );
+    }
+    (secret.chars().count() < MIN_SECRET_CHARS).then_some(
+        "must be at least 12 characters (BigBlueButton's own are 32 or more): a short secret is guessed from one signed URL",
+    )
+}
+
 impl Config {
     /// Checks what types alone cannot.
     ///
@@ -22,6 +39,17 @@ impl Config {
         let fail = |key: &str, why: &str| Err(ConfigError(format!("{key}: {why}")));
         if self.bbb.secret.is_empty() {
             return fail("bbb.secret", "must be set to the server's shared secret");
+        }
+        if let Some(why) = weak_secret(self.bbb.secret.expose()) {
+            return fail("bbb.secret", why);
+        }
+        if let Some(why) = self
+            .sources
+            .iter()
+            .filter(|s| !s.secret.is_empty())
+            .find_map(|s| weak_secret(s.secret.expose()))
+        {
+            return fail("sources.secret", why);
         }
         if !self.api.path.starts_with('/') {
             return fail("api.path", "must start with '/'");
@@ -60,6 +88,17 @@ impl Config {
             return fail(
                 "admin.bearer_token",
                 "must be set when admin.bind is not a loopback address",
+            );
+        }
+        let auth = &self.metrics.auth;
+        if self.metrics.enabled
+            && !self.metrics.bind.ip().is_loopback()
+            && auth.bearer_token.is_empty()
+            && auth.basic_user.is_empty()
+        {
+            return fail(
+                "metrics.auth",
+                "a bearer_token or basic_user and basic_password must be set when metrics.bind is not a loopback address",
             );
         }
         if self.delivery.attempt_log > super::MAX_ATTEMPT_LOG {

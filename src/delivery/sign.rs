@@ -272,7 +272,8 @@ mod tests {
     }
 
     fn signer(toml: &str) -> Signer {
-        let config = Config::from_toml(&format!("[bbb]\nsecret = 'sec'\n{toml}")).unwrap();
+        let config =
+            Config::from_toml(&format!("[bbb]\nsecret = 'sec-sec-sec-sec'\n{toml}")).unwrap();
         Signer::from_config(&config)
     }
 
@@ -293,7 +294,7 @@ mod tests {
         assert_eq!(json.body, event);
         assert_eq!(json.content_type, "application/json");
         assert_eq!(json.timestamp_header, Some(7));
-        let checksum = callback_checksum(Algorithm::Sha1, "http://h/cb", event, "sec");
+        let checksum = callback_checksum(Algorithm::Sha1, "http://h/cb", event, "sec-sec-sec-sec");
         assert_eq!(json.url, format!("http://h/cb?checksum={checksum}"));
     }
 

@@ -24,11 +24,18 @@ pub const OWN_SOURCE: &str = "hookrelay";
 /// Most bytes read from one source.
 const MAX_BODY: usize = 32 << 20;
 
+impl From<reqwest::Error> for SourceError {
+    fn from(e: reqwest::Error) -> Self {
+        Self::Request(crate::base::error_text(&e.without_url()))
+    }
+}
+
 /// Why a source was left out of a scrape.
 #[derive(Debug, thiserror::Error)]
 pub enum SourceError {
+    /// Its text has no URL (no error text that can reach a log has one).
     #[error("request failed: {0}")]
-    Request(#[from] reqwest::Error),
+    Request(String),
     #[error("answered HTTP {0}")]
     Status(u16),
     #[error("answer larger than {MAX_BODY} bytes")]

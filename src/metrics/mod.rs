@@ -6,6 +6,7 @@ use crate::base::ids::HookId;
 pub mod auth;
 pub mod bus;
 pub mod fleet;
+pub mod hosts;
 pub mod live;
 pub mod merge;
 pub mod xapi;
@@ -562,12 +563,19 @@ pub fn router(
     merger: Arc<merge::Merger>,
     merge_path: &str,
     access: Arc<auth::Access>,
+    hosts: Arc<hosts::Hosts>,
 ) -> Router {
-    Router::new()
+    let open = access.is_open();
+    let router = Router::new()
         .route("/metrics", get(serve))
         .with_state(metrics)
         .route(merge_path, get(serve_merged).with_state(merger))
-        .layer(axum::middleware::from_fn_with_state(access, auth::require))
+        .layer(axum::middleware::from_fn_with_state(access, auth::require));
+    // Without credentials, only for its own names (DNS rebinding).
+    match open {
+        true => router.layer(axum::middleware::from_fn_with_state(hosts, hosts::require)),
+        false => router,
+    }
 }
 
 async fn serve_merged(State(merger): State<Arc<merge::Merger>>) -> impl IntoResponse {

@@ -199,18 +199,23 @@ impl Start<'_> {
             "api",
         );
         if let Some(l) = listeners.metrics {
+            // Beyond loopback [metrics.auth] is required (the configuration's validation).
             let access = Arc::new(Access::new(&config.metrics.auth));
-            if access.is_open() && l.local_addr().is_ok_and(|a| !a.ip().is_loopback()) {
-                tracing::warn!(
-                    "the metrics endpoint listens beyond loopback without [metrics.auth]: firewall it"
-                );
-            }
             let merger = Arc::new(Merger::new(
                 config.metrics.merge.sources.clone(),
                 metrics.clone(),
             )?);
-            let router =
-                crate::metrics::router(metrics.clone(), merger, &config.metrics.merge.path, access);
+            let hosts = Arc::new(crate::metrics::hosts::Hosts::new(
+                Some(config.metrics.bind.ip()),
+                &config.metrics.allowed_hosts,
+            ));
+            let router = crate::metrics::router(
+                metrics.clone(),
+                merger,
+                &config.metrics.merge.path,
+                access,
+                hosts,
+            );
             serve(self.tracker, self.token, l, router, "metrics");
         }
         if listeners.admin.is_none() && listeners.admin_socket.is_none() {
@@ -231,8 +236,14 @@ impl Start<'_> {
             serve(self.tracker, self.token, l, router, "admin API");
         }
         if let Some(socket) = listeners.admin_socket {
-            // The socket's file mode is its access control: no token.
-            let router = admin_api::router(state, Arc::new(Access::default()));
+            // The socket's file mode is its access control: no token, and its own host names.
+            let hosts = crate::metrics::hosts::Hosts::new(None, &config.admin.allowed_hosts);
+            let router = admin_api::router(state, Arc::new(Access::default())).layer(
+                axum::middleware::from_fn_with_state(
+                    Arc::new(hosts),
+                    crate::metrics::hosts::require,
+                ),
+            );
             serve(
                 self.tracker,
                 self.token,

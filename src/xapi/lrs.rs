@@ -25,6 +25,12 @@ pub enum PayloadError {
     Credentials,
     #[error("no LRS endpoint: neither it nor [xapi] lrs_endpoint names one")]
     Endpoint,
+    /// The endpoint has a query or a fragment, which would swallow `/xAPI/statements`.
+    #[error("its lrs_endpoint has a query or a fragment")]
+    EndpointForm,
+    /// The SSRF guard refuses the endpoint a meeting chose (why).
+    #[error("its lrs_endpoint is refused: {0}")]
+    Blocked(String),
 }
 
 impl PayloadError {
@@ -35,7 +41,8 @@ impl PayloadError {
             Self::Decrypt => "decrypt",
             Self::Json => "json",
             Self::Credentials => "credentials",
-            Self::Endpoint => "endpoint",
+            Self::Endpoint | Self::EndpointForm => "endpoint",
+            Self::Blocked(_) => "blocked",
         }
     }
 }
@@ -54,6 +61,8 @@ pub struct Lrs {
     /// `…/xAPI/statements`.
     pub url: String,
     pub auth: Auth,
+    /// Chosen by a meeting's payload, not by the operator: sent through the SSRF guard.
+    pub guarded: bool,
 }
 
 impl std::fmt::Debug for Lrs {
@@ -83,6 +92,7 @@ impl Lrs {
         Some(Self {
             url: statements_url(&config.lrs_endpoint),
             auth,
+            guarded: false,
         })
     }
 
@@ -119,17 +129,25 @@ impl Lrs {
         } else {
             return Err(PayloadError::Credentials);
         };
-        let endpoint = if t.lrs_endpoint.is_empty() {
-            &config.lrs_endpoint
-        } else {
+        let guarded = !t.lrs_endpoint.is_empty();
+        let endpoint = if guarded {
             &t.lrs_endpoint
+        } else {
+            &config.lrs_endpoint
         };
-        if !matches!(url::Url::parse(endpoint), Ok(u) if matches!(u.scheme(), "http" | "https")) {
+        let Ok(parsed) = url::Url::parse(endpoint) else {
             return Err(PayloadError::Endpoint);
+        };
+        if !matches!(parsed.scheme(), "http" | "https") {
+            return Err(PayloadError::Endpoint);
+        }
+        if endpoint.contains(['?', '#']) {
+            return Err(PayloadError::EndpointForm);
         }
         Ok(Self {
             url: statements_url(endpoint),
             auth,
+            guarded,
         })
     }
 
@@ -277,6 +295,7 @@ mod tests {
         let a = Lrs {
             url: "https://h/xAPI/statements".into(),
             auth: Auth::Bearer("a".into()),
+            guarded: false,
         };
         let b = Lrs {
             auth: Auth::Bearer("b".into()),

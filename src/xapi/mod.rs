@@ -82,7 +82,14 @@ impl Output {
             .iter()
             .map(|s| (s.name.clone(), s.secret.expose().to_string()))
             .collect();
-        let shared = match Shared::new(conn.clone(), x.clone(), secrets, metrics) {
+        // The endpoints meetings choose go through the callbacks' SSRF guard (its networks,
+        // without the callbacks' own https and credentials rules).
+        let ssrf = &config.delivery.ssrf;
+        let guard = Arc::new(crate::base::callback_url::Guard::new(
+            ssrf.enabled,
+            ssrf.allow_cidrs.clone(),
+        ));
+        let shared = match Shared::new(conn.clone(), x.clone(), secrets, metrics, guard) {
             Ok(s) => Arc::new(s),
             Err(e) => {
                 tracing::error!(error = %e, "cannot build the xAPI output's HTTP client; the output is off");

@@ -21,8 +21,9 @@ use super::{
     store::{self, Queued},
 };
 use crate::{
+    base::callback_url::Guard,
     config::xapi::XapiConfig,
-    delivery::retry::RetryPolicy,
+    delivery::{retry::RetryPolicy, ssrf::GuardedResolver},
     metrics::Metrics,
     metrics::xapi::{LrsReasonLabels, XapiMetrics},
     store_conn::StoreConn,
@@ -37,7 +38,12 @@ const IDLE_LOOK: Duration = Duration::from_secs(5);
 /// What every sender shares.
 pub struct Shared {
     pub conn: StoreConn,
+    /// For the operator's own endpoint (`[xapi] lrs_endpoint`).
     pub http: reqwest::Client,
+    /// For endpoints meetings choose: every address through the SSRF guard, no proxy.
+    pub guarded: reqwest::Client,
+    /// The SSRF guard (of `[delivery.ssrf]`), for the endpoints meetings choose.
+    pub guard: Arc<Guard>,
     pub config: XapiConfig,
     /// Shared secrets by source name.
     pub secrets: HashMap<String, String>,
@@ -52,17 +58,29 @@ impl Shared {
         config: XapiConfig,
         secrets: HashMap<String, String>,
         metrics: Arc<Metrics>,
+        guard: Arc<Guard>,
     ) -> Result<Self, reqwest::Error> {
         let timeout = Duration::from_millis(config.request_timeout_ms);
-        let http = reqwest::Client::builder()
-            .timeout(timeout)
-            .connect_timeout(timeout)
-            .redirect(reqwest::redirect::Policy::none())
-            .user_agent(concat!("hookrelay/", env!("CARGO_PKG_VERSION")))
+        let builder = || {
+            reqwest::Client::builder()
+                .timeout(timeout)
+                .connect_timeout(timeout)
+                .redirect(reqwest::redirect::Policy::none())
+                .user_agent(concat!("hookrelay/", env!("CARGO_PKG_VERSION")))
+        };
+        let http = builder().build()?;
+        // A proxy would resolve and connect on its own, past the guard.
+        let guarded = builder()
+            .no_proxy()
+            .dns_resolver(Arc::new(GuardedResolver {
+                guard: guard.clone(),
+            }))
             .build()?;
         Ok(Self {
             conn,
             http,
+            guarded,
+            guard,
             config,
             secrets,
             metrics,
@@ -96,7 +114,17 @@ impl Shared {
                     .filter(|_| self.secrets.len() == 1)
             })
             .map_or("", String::as_str);
-        let r = Lrs::of_payload(payload, secret, &self.config);
+        let r = Lrs::of_payload(payload, secret, &self.config).and_then(|lrs| {
+            // An address written in the endpoint is checked here; a name, when it is resolved.
+            match lrs.guarded {
+                true => self
+                    .guard
+                    .check_url(&lrs.url)
+                    .map(|()| lrs)
+                    .map_err(|e| PayloadError::Blocked(e.to_string())),
+                false => Ok(lrs),
+            }
+        });
         if cache.len() >= 1024 {
             cache.clear();
         }
@@ -207,7 +235,12 @@ async fn send_one(
     let mut failures = 0usize;
     loop {
         let started = Instant::now();
-        let outcome = post(&shared.http, &lrs, &q.statement).await;
+        let client = if lrs.guarded {
+            &shared.guarded
+        } else {
+            &shared.http
+        };
+        let outcome = post(client, &lrs, &q.statement).await;
         shared
             .xapi()
             .latency
@@ -333,6 +366,7 @@ mod tests {
                 let lrs = Lrs {
                     url,
                     auth: Auth::Bearer("t".into()),
+                    guarded: false,
                 };
                 match post(&http, &lrs, "{}").await {
                     Outcome::Taken => "taken".to_string(),
@@ -353,6 +387,7 @@ mod tests {
         let refused = Lrs {
             url: "http://127.0.0.1:9/xAPI/statements".into(),
             auth: Auth::None,
+            guarded: false,
         };
         assert!(matches!(
             post(&http, &refused, "{}").await,

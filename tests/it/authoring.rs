@@ -59,7 +59,7 @@ fn new_and_build(parent: &Path, name: &str, lang: &str) -> PathBuf {
 fn relay_config(dir: &Path, redis: &TestRedis) -> PathBuf {
     let config = dir.join("hookrelay.toml");
     let text = format!(
-        "[bbb]\nsecret = \"s3cret\"\n[redis]\nurl = \"{}\"\n",
+        "[bbb]\nsecret = \"s3cret-s3cret\"\n[redis]\nurl = \"{}\"\n",
         redis.url()
     );
     std::fs::write(&config, text).expect("write");
@@ -431,6 +431,11 @@ async fn record_writes_the_bus_for_replay_and_plugin_test() {
     assert!(done.success());
     let text = std::fs::read_to_string(&out).expect("recorded");
     assert_eq!(text, format!("{created}\n{joined}\n"));
+    // Bus messages carry passwords and chat: the recording is its user's alone.
+    let mode = std::os::unix::fs::PermissionsExt::mode(
+        &std::fs::metadata(&out).expect("recorded").permissions(),
+    );
+    assert_eq!(mode & 0o777, 0o600);
     let mut stdout = String::new();
     if let Some(mut s) = child.stdout.take() {
         use tokio::io::AsyncReadExt;

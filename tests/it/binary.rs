@@ -26,32 +26,56 @@ async fn bad_configuration_is_one_line_naming_the_key() {
     for (text, key) in [
         ("[api]\nbind = \"127.0.0.1:1\"\n", "bbb.secret"),
         (
-            "[bbb]\nsecret = \"x\"\n[redis]\nurl = \"http://nope\"\n",
+            "[bbb]\nsecret = \"long-test-secret\"\n[redis]\nurl = \"http://nope\"\n",
             "redis.url",
         ),
-        ("[bbb]\nsecret = \"x\"\ncolour = \"blue\"\n", "colour"),
+        (
+            "[bbb]\nsecret = \"long-test-secret\"\ncolour = \"blue\"\n",
+            "colour",
+        ),
         // An admin API beyond loopback without a token.
         (
-            "[bbb]\nsecret = \"x\"\n[admin]\nbind = \"0.0.0.0:1\"\n",
+            "[bbb]\nsecret = \"long-test-secret\"\n[admin]\nbind = \"0.0.0.0:1\"\n",
             "admin.bearer_token",
         ),
         (
-            "[bbb]\nsecret = \"x\"\n[delivery]\nretain = \"an hour\"\n",
+            "[bbb]\nsecret = \"long-test-secret\"\n[delivery]\nretain = \"an hour\"\n",
             "delivery.retain",
+        ),
+        // Metrics beyond loopback without credentials, as the admin API.
+        (
+            "[bbb]\nsecret = \"long-test-secret\"\n[metrics]\nbind = \"0.0.0.0:1\"\n",
+            "metrics.auth",
+        ),
+        // The example's placeholder, and a secret too short to resist a guess.
+        (
+            "[bbb]\nsecret = \"change-me\"\n",
+            "bbb.secret: is still the example's placeholder",
+        ),
+        (
+            "[bbb]\nsecret = \"hunter2\"\n",
+            "bbb.secret: must be at least 12 characters",
         ),
     ] {
         let config = dir.path().join("bad.toml");
         std::fs::write(&config, text).unwrap();
-        let out = std::process::Command::new(env!("CARGO_BIN_EXE_hookrelay"))
-            .args(["serve", "--config"])
-            .arg(&config)
-            .env_remove("HOOKRELAY_BBB_SECRET")
-            .output()
-            .unwrap();
-        assert_eq!(out.status.code(), Some(2));
-        let stderr = String::from_utf8(out.stderr).unwrap();
-        assert_eq!(stderr.lines().count(), 1, "{stderr}");
-        assert!(stderr.contains(key), "{stderr}");
+        // The relay and check-config alike.
+        for command in ["serve", "check-config"] {
+            let out = std::process::Command::new(env!("CARGO_BIN_EXE_hookrelay"))
+                .args([command, "--config"])
+                .arg(&config)
+                .env_remove("HOOKRELAY_BBB_SECRET")
+                .output()
+                .unwrap();
+            assert_eq!(out.status.code(), Some(2), "{command}");
+            let stderr = String::from_utf8(out.stderr).unwrap();
+            assert_eq!(stderr.lines().count(), 1, "{stderr}");
+            assert!(stderr.contains(key), "{stderr}");
+            assert!(
+                !stderr.contains("hunter2"),
+                "the secret is not shown: {stderr}"
+            );
+        }
     }
 }
 
@@ -99,7 +123,7 @@ fn a_misspelled_key_in_the_file_stops_it_even_with_strays_in_the_environment() {
     let config = dir.path().join("c.toml");
     std::fs::write(
         &config,
-        "[bbb]\nsecret = \"x\"\n[delivery]\nretry_intervals = [1]\n",
+        "[bbb]\nsecret = \"long-test-secret\"\n[delivery]\nretry_intervals = [1]\n",
     )
     .unwrap();
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_hookrelay"))
@@ -133,7 +157,7 @@ fn log_format_can_come_from_the_environment() {
     // A store that is not there: check-config does not read the machine's own Redis.
     std::fs::write(
         &config,
-        "[bbb]\nsecret = \"x\"\n[redis]\nurl = \"redis://127.0.0.1:1\"\n",
+        "[bbb]\nsecret = \"long-test-secret\"\n[redis]\nurl = \"redis://127.0.0.1:1\"\n",
     )
     .unwrap();
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_hookrelay"))

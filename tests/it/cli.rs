@@ -8,10 +8,18 @@ use crate::support::{RelayProcess, TestReceiver, TestRedis, process::binary, use
 
 /// Runs the binary: (exit code, stdout, stderr).
 pub fn run(args: &[&str], stdin: Option<&str>) -> (i32, String, String) {
+    run_env(args, stdin, &[])
+}
+
+/// [`run`] with variables `env` set.
+pub fn run_env(args: &[&str], stdin: Option<&str>, env: &[(&str, &str)]) -> (i32, String, String) {
     let mut child = std::process::Command::new(binary())
         .args(args)
         .env_remove("HOOKRELAY_CONFIG")
         .env_remove("HOOKRELAY_BBB__SECRET")
+        .env_remove("HOOKRELAY_SIGN_SECRET")
+        .env_remove("HOOKRELAY_STANDARD_SECRETS")
+        .envs(env.iter().copied())
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -196,21 +204,57 @@ async fn sign_and_verify_agree_with_a_real_callback() {
         1,
         "checksum mismatch",
     );
-    assert_one_line(
-        &run(
-            &[
-                "verify",
-                "--secret",
-                "other",
-                "--url",
-                &received_url,
-                "--body",
-                &body,
-            ],
-            None,
-        ),
-        1,
-        "checksum mismatch",
+    // Another secret, from the environment or a file: a mismatch, and nothing of the digest
+    // that would have matched (the command is no signing oracle).
+    let verify_other = ["verify", "--url", &received_url, "--body", &body];
+    let other = [(
+        "HOOKRELAY_SIGN_SECRET",
+        "another-secret-of-the-wrong-server",
+    )];
+    let mismatch = run_env(&verify_other, None, &other);
+    assert_one_line(&mismatch, 1, "checksum mismatch");
+    let (_, signed, _) = run_env(
+        &["sign", "--url", &registered, "--body", &body],
+        None,
+        &other,
+    );
+    let digest = signed
+        .lines()
+        .next()
+        .and_then(|l| l.strip_prefix("checksum: "))
+        .expect("sign's checksum");
+    assert_eq!(digest.len(), 40);
+    assert!(!mismatch.2.contains(digest), "{}", mismatch.2);
+    let file = tempfile::NamedTempFile::new().expect("file");
+    std::fs::write(file.path(), "another-secret-of-the-wrong-server\n").expect("write");
+    let from_file = [
+        "verify",
+        "--secret-file",
+        file.path().to_str().unwrap(),
+        "--url",
+        &received_url,
+        "--body",
+        &body,
+    ];
+    assert_one_line(&run(&from_file, None), 1, "checksum mismatch");
+    // On the command line it still works, with a warning that others see it.
+    let (code, _, err) = run(
+        &[
+            "verify",
+            "--secret",
+            "another-secret-of-the-wrong-server",
+            "--url",
+            &received_url,
+            "--body",
+            &body,
+        ],
+        None,
+    );
+    assert_eq!(code, 1);
+    assert!(err.contains("visible to every user"), "{err}");
+    assert!(
+        err.contains("checksum mismatch") && !err.contains(digest),
+        "{err}"
     );
     let (code, out, _) = run(
         &["sign", "-c", &cfg, "--url", &registered, "--body", &body],
@@ -222,17 +266,10 @@ async fn sign_and_verify_agree_with_a_real_callback() {
         "sign gives the URL the relay posted to: {out}"
     );
     assert_one_line(
-        &run(
-            &[
-                "verify",
-                "--secret",
-                "s",
-                "--url",
-                &registered,
-                "--body",
-                &body,
-            ],
+        &run_env(
+            &["verify", "--url", &registered, "--body", &body],
             None,
+            &[("HOOKRELAY_SIGN_SECRET", "some-long-secret")],
         ),
         2,
         "no checksum parameter",
@@ -557,11 +594,30 @@ fn verify_checks_a_standard_webhooks_signature() {
         (0, "ok: webhook-signature by secret 1\n"),
         "{err}"
     );
+    assert!(err.contains("visible to every user"), "{err}");
+    let env = [("HOOKRELAY_STANDARD_SECRETS", secret)];
+    let (code, out, err) = run_env(&args(body, None), None, &env);
+    assert_eq!(
+        (code, out.as_str(), err.as_str()),
+        (0, "ok: webhook-signature by secret 1\n", "")
+    );
     assert_one_line(
-        &run(&args(r#"{"test": 2432232315}"#, Some(secret)), None),
+        &run_env(&args(r#"{"test": 2432232315}"#, None), None, &env),
         1,
         "webhook-signature mismatch",
     );
-    assert_one_line(&run(&args(body, None), None), 2, "give --standard-secret");
-    assert_one_line(&run(&args(body, Some("whsec_%%%")), None), 2, "secret");
+    assert_one_line(
+        &run(&args(body, None), None),
+        2,
+        "give HOOKRELAY_STANDARD_SECRETS",
+    );
+    assert_one_line(
+        &run_env(
+            &args(body, None),
+            None,
+            &[("HOOKRELAY_STANDARD_SECRETS", "whsec_%%%")],
+        ),
+        2,
+        "secret",
+    );
 }

@@ -4,7 +4,7 @@
 //! (a killed lease holder; delivery spread, a killed deliverer and a newcomer; three instances
 //! and two sources) run again on the cluster.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use crate::{
     fleet,
@@ -14,6 +14,7 @@ use crate::{
         metric_value,
         receiver::Reply,
         relay::{create_hook, http_client},
+        wait::until_within,
     },
 };
 
@@ -87,16 +88,16 @@ async fn hooks_and_queues_live_on_the_cluster_and_survive_a_kill() {
         .await
         .expect("publisher");
     let last = format!("k{}", EVENTS - 1);
-    let deadline = Instant::now() + Duration::from_secs(30);
-    for id in &ids {
-        while !queued_up_to(&cluster, *id, &last).await {
-            assert!(
-                Instant::now() < deadline,
-                "hook {id}: the stream never got {last}"
-            );
-            tokio::time::sleep(Duration::from_millis(20)).await;
+    let what = format!("every stream got {last}");
+    until_within(&what, Duration::from_secs(30), async || {
+        for id in &ids {
+            if !queued_up_to(&cluster, *id, &last).await {
+                return Err(format!("hook {id}: not up to {last}"));
+            }
         }
-    }
+        Ok(())
+    })
+    .await;
     relay.kill9().await;
     let waiting = rx.delivered_count();
     assert!(
@@ -217,12 +218,32 @@ async fn import_reference_reads_and_writes_the_cluster() {
         .await
         .expect("HGET");
     assert_eq!(url.as_deref(), Some("http://127.0.0.1:9/v2"));
-    let left: bool = redis::cmd("EXISTS")
-        .arg("bigbluebutton:webhooks:hook:7")
-        .query_async(&mut conn)
-        .await
-        .expect("EXISTS");
-    assert!(!left, "the reference's record goes once imported");
+    let exists = async |conn: &mut redis::cluster_async::ClusterConnection| -> bool {
+        redis::cmd("EXISTS")
+            .arg("bigbluebutton:webhooks:hook:7")
+            .query_async(conn)
+            .await
+            .expect("EXISTS")
+    };
+    assert!(
+        exists(&mut conn).await,
+        "the reference's record stays until the switch is final"
+    );
+    let (code, out, err) = crate::cli::run(
+        &[
+            "import-reference",
+            "--finish",
+            "-c",
+            cfg.to_str().expect("path"),
+        ],
+        None,
+    );
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains(": 1 of its records removed"), "{out}");
+    assert!(
+        !exists(&mut conn).await,
+        "the reference's record goes once final"
+    );
     let mut on_bus = bus.conn().await.expect("bus");
     let keys: Vec<String> = redis::cmd("KEYS")
         .arg("*")
@@ -259,11 +280,18 @@ async fn on_a_cluster_a_holder_killed_between_its_queues_and_its_cursor_repeats_
     for i in 0..6 {
         ids.push(create_hook(&http, other.api, &rx.url(&format!("/h{i}")), "").await);
     }
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while !holder.call("list", "").await.contains("/h5") {
-        assert!(Instant::now() < deadline, "the holder never saw the hooks");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    until_within(
+        "the holder sees the hooks",
+        Duration::from_secs(10),
+        async || {
+            let list = holder.call("list", "").await;
+            match list.contains("/h5") {
+                true => Ok(()),
+                false => Err(list),
+            }
+        },
+    )
+    .await;
     const FIRST: usize = 40;
     bus.publish_users(0..FIRST).await;
     let mut homes = Vec::new();
@@ -275,18 +303,21 @@ async fn on_a_cluster_a_holder_killed_between_its_queues_and_its_cursor_repeats_
         homes.push(home);
     }
     // Everything so far delivered and marked so: no callback is in flight.
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        let mut waiting = rx.delivered_count() < FIRST * ids.len();
+    until_within("the first part out", Duration::from_secs(30), async || {
+        let delivered = rx.delivered_count();
+        let mut waiting = delivered < FIRST * ids.len();
+        let mut queued = Vec::new();
         for (id, home) in ids.iter().zip(&homes) {
-            waiting |= cluster.xlen_on(*home, &queue_key(*id)).await > 0;
+            let len = cluster.xlen_on(*home, &queue_key(*id)).await;
+            waiting |= len > 0;
+            queued.push(len);
         }
-        if !waiting {
-            break;
+        match waiting {
+            false => Ok(()),
+            true => Err(format!("{delivered} delivered, queued {queued:?}")),
         }
-        assert!(Instant::now() < deadline, "the first part never went out");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    })
+    .await;
     let paused = cluster
         .node_of("hookrelay:{src:default}:cursor")
         .await
@@ -305,19 +336,19 @@ async fn on_a_cluster_a_holder_killed_between_its_queues_and_its_cursor_repeats_
     cluster.pause_writes(paused, true).await;
     bus.publish_users(FIRST..FIRST + 20).await;
     // Some of the holder's parts for the other nodes are written, its cursor not.
-    let deadline = Instant::now() + Duration::from_secs(30);
-    'written: loop {
-        for (id, home) in &elsewhere {
-            if cluster.xlen_on(*home, &queue_key(*id)).await > 0 {
-                break 'written;
+    until_within(
+        "the holder queued the batch",
+        Duration::from_secs(30),
+        async || {
+            for (id, home) in &elsewhere {
+                if cluster.xlen_on(*home, &queue_key(*id)).await > 0 {
+                    return Ok(());
+                }
             }
-        }
-        assert!(
-            Instant::now() < deadline,
-            "the holder never queued the batch"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+            Err("nothing queued off the cursor's node")
+        },
+    )
+    .await;
     holder.kill9().await;
     cluster.pause_writes(paused, false).await;
     fleet::wait_until_holder(&other).await;

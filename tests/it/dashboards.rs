@@ -11,10 +11,7 @@
 //! Also: the reconciliation with `getMeetings` and `getRecordings`, `bbb_api_up` following
 //! the API, and, in a fleet, the `bbb_*` series on the holder of the lease only.
 
-use std::{
-    collections::BTreeSet,
-    time::{Duration, Instant},
-};
+use std::{collections::BTreeSet, time::Duration};
 
 use serde_json::{Value, json};
 
@@ -24,6 +21,7 @@ use crate::support::{
     meeting_created_with_metadata, metric_value,
     prometheus::{TestPrometheus, prometheus},
     rap,
+    wait::{until, until_within},
 };
 
 const FIXTURE: &str = include_str!("../fixtures/bbb-exporter/dashboards.json");
@@ -257,19 +255,18 @@ async fn relay_after_a_meeting(redis: &TestRedis) -> (TestRelay, FakeBbbApi) {
         redis.publish(&m).await;
     }
     // Two reconciliations: getMeetings and every getRecordings state timed twice.
-    let deadline = Instant::now() + Duration::from_secs(20);
-    loop {
+    until("reconciled twice", async || {
         let m = relay.metrics().await;
         let count = metric_value(
             &m,
             r#"bbb_api_latency_count{endpoint="getRecordings",parameters="state=deleted"}"#,
         );
-        if count >= 2.0 && metric_value(&m, "bbb_unique_meetings_total") == 1.0 {
-            break;
+        match count >= 2.0 && metric_value(&m, "bbb_unique_meetings_total") == 1.0 {
+            true => Ok(()),
+            false => Err(m),
         }
-        assert!(Instant::now() < deadline, "never reconciled twice:\n{m}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    })
+    .await;
     (relay, api)
 }
 
@@ -372,8 +369,8 @@ async fn every_bbb_query_of_the_exporters_dashboards_returns_data_in_a_real_prom
     let prom = TestPrometheus::start(&binary, relay.metrics).await;
     // Enough scrapes for rate(...[5m]) and increase(...): two at least, with the API's
     // latency counts growing in between.
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
+    let what = "Prometheus scraped the relay 6 times";
+    until_within(what, Duration::from_secs(60), async || {
         let scrapes = prom
             .query("count_over_time(bbb_exporter{job=\"bbb\"}[5m])")
             .await;
@@ -382,15 +379,12 @@ async fn every_bbb_query_of_the_exporters_dashboards_returns_data_in_a_real_prom
             .and_then(|r| r["value"][1].as_str())
             .and_then(|v| v.parse::<f64>().ok())
             .unwrap_or(0.0);
-        if n >= 6.0 {
-            break;
+        match n >= 6.0 {
+            true => Ok(()),
+            false => Err(format!("{n} scrapes")),
         }
-        assert!(
-            Instant::now() < deadline,
-            "Prometheus never scraped the relay 6 times"
-        );
-        tokio::time::sleep(Duration::from_millis(500)).await;
-    }
+    })
+    .await;
     let instance = relay.metrics.to_string();
     for (series, label) in bbb_variables() {
         let values = prom.label_values(&series, &label).await;
@@ -426,15 +420,14 @@ async fn reconciliation_removes_what_bbb_no_longer_has_and_bbb_api_up_follows_th
     let wait_for = |series: &'static str, want: f64| {
         let relay = &relay;
         async move {
-            let deadline = Instant::now() + Duration::from_secs(20);
-            loop {
+            until(&format!("{series} {want}"), async || {
                 let m = relay.metrics().await;
-                if metric_value(&m, series) == want {
-                    return m;
+                match metric_value(&m, series) == want {
+                    true => Ok(m),
+                    false => Err(m),
                 }
-                assert!(Instant::now() < deadline, "{series} never {want}:\n{m}");
-                tokio::time::sleep(Duration::from_millis(50)).await;
-            }
+            })
+            .await
         }
     };
     // BBB crashed and came back without the meeting: no bus message says so.
@@ -455,6 +448,7 @@ async fn reconciliation_removes_what_bbb_no_longer_has_and_bbb_api_up_follows_th
     // The API fails: bbb_api_up 0, one log line; it answers again: 1, one line.
     api.set_meetings("<response><returncode>FAILED</returncode></response>".into());
     wait_for("bbb_api_up", 0.0).await;
+    // Part of the scenario: the API stays down over a few reconciliations (one a second).
     tokio::time::sleep(Duration::from_millis(2500)).await;
     api.set_meetings(meetings_xml());
     let m = wait_for("bbb_api_up", 1.0).await;
@@ -468,23 +462,19 @@ async fn reconciliation_removes_what_bbb_no_longer_has_and_bbb_api_up_follows_th
 async fn in_a_fleet_only_the_holder_exports_the_bbb_series() {
     let redis = TestRedis::start().await;
     let holder = RelayProcess::start(&redis, crate::fleet::FLEET).await;
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while metric_value(&holder.metrics().await, "hookrelay_fleet_lease_held") != 1.0 {
-        assert!(Instant::now() < deadline, "never took the lease");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    crate::fleet::wait_until_holder(&holder).await;
     let other = RelayProcess::start(&redis, crate::fleet::FLEET).await;
     for m in script() {
         redis.publish(&m).await;
     }
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while metric_value(&holder.metrics().await, "bbb_meetings_participants") != 5.0 {
-        assert!(
-            Instant::now() < deadline,
-            "the holder never counted the meeting"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    until("the holder counted the meeting", async || {
+        let participants = metric_value(&holder.metrics().await, "bbb_meetings_participants");
+        match participants == 5.0 {
+            true => Ok(()),
+            false => Err(participants),
+        }
+    })
+    .await;
     let text = other.metrics().await;
     assert!(
         !text

@@ -3,10 +3,7 @@
 //! `redeliver` (through the admin API), alone and in a fleet of two; every bad input is one
 //! line and a non-zero exit.
 
-use std::{
-    process::Stdio,
-    time::{Duration, Instant},
-};
+use std::{process::Stdio, time::Duration};
 
 use serde_json::Value;
 
@@ -17,6 +14,7 @@ use crate::{
         process::binary,
         relay::{create_hook, http_client},
         user_joined, user_name,
+        wait::{until, until_within},
     },
 };
 
@@ -57,15 +55,14 @@ fn refused(result: (i32, String, String), code: i32, what: &str) {
 
 /// Polls `hooks show ID` until `done` holds for it.
 async fn show_until(cfg: &str, id: u64, done: impl Fn(&Value) -> bool) -> Value {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    loop {
+    until(&format!("hook {id} as awaited"), async || {
         let h = json(&["hooks", "show", &id.to_string(), "-c", cfg]);
-        if done(&h) {
-            return h;
+        match done(&h) {
+            true => Ok(h),
+            false => Err(h),
         }
-        assert!(Instant::now() < deadline, "hook {id} stayed {h}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    })
+    .await
 }
 
 #[tokio::test]
@@ -243,6 +240,8 @@ async fn a_failing_hook_shows_its_state_and_attempts_and_its_callbacks_come_back
     ]);
     assert_eq!(none["queued"], 0, "no such event in the window");
     // A redelivery is not kept again: asked once more, each callback comes once more.
+    // Proves that nothing happens: the callbacks sent again are not kept (else the next
+    // redelivery would queue six).
     tokio::time::sleep(Duration::from_millis(600)).await;
     let twice = json(&["redeliver", &a.to_string(), "--since", "10m", "-c", cfg]);
     assert_eq!(twice["queued"], 3);
@@ -360,18 +359,21 @@ async fn the_admin_api_wants_its_token_and_bounds_a_redelivery() {
     redis.publish(&user_joined("m", "u3", "C")).await;
     rx.wait_delivered(3).await;
     // Attempts are written after the callbacks they kept: once all three show, all are kept.
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        let (_, out, _) = run(
-            &["deliveries", &id.to_string(), "-c", cfg, "--json"],
-            &token,
-        );
-        if out.matches("\"ok\": true").count() == 3 {
-            break;
-        }
-        assert!(Instant::now() < deadline, "{out}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    until_within(
+        "three attempts shown",
+        Duration::from_secs(10),
+        async || {
+            let (_, out, _) = run(
+                &["deliveries", &id.to_string(), "-c", cfg, "--json"],
+                &token,
+            );
+            match out.matches("\"ok\": true").count() == 3 {
+                true => Ok(()),
+                false => Err(out),
+            }
+        },
+    )
+    .await;
     // Through its socket (the default), the socket's mode is the credential: no token.
     let (code, out, err) = run(&["hooks", "show", &id.to_string(), "-c", cfg], &[]);
     assert_eq!(code, 0, "{err}");
@@ -449,14 +451,17 @@ async fn in_a_fleet_either_instance_shows_and_redelivers() {
     let redis = TestRedis::start().await;
     let rx = TestReceiver::start().await;
     let first = RelayProcess::start(&redis, FLEET).await;
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while !crate::fleet::holds_lease(&first).await {
-        assert!(Instant::now() < deadline, "never took the lease");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    crate::fleet::wait_until_holder(&first).await;
     let second = RelayProcess::start(&redis, FLEET).await;
     let id = create_hook(&http_client(), second.api, &rx.url("/f"), "").await;
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    until("the holder sees the hook", async || {
+        let list = first.call("list", "").await;
+        match list.contains("/f") {
+            true => Ok(()),
+            false => Err(list),
+        }
+    })
+    .await;
     let joins: Vec<String> = (0..5)
         .map(|i| user_joined("m", &format!("u{i}"), &format!("N{i}")))
         .collect();
@@ -469,8 +474,8 @@ async fn in_a_fleet_either_instance_shows_and_redelivers() {
     let a1 = format!("http://{}", first.admin);
     let a2 = format!("http://{}", second.admin);
     let by_first = show_until(c1, id, |h| !h["delivered_by"].is_null() && h["queued"] == 0).await;
-    let deadline = Instant::now() + Duration::from_secs(10);
-    let by_second = loop {
+    let what = "the other instance shows the same last success";
+    let by_second = until_within(what, Duration::from_secs(10), async || {
         let h = json(&[
             "hooks",
             "show",
@@ -480,12 +485,12 @@ async fn in_a_fleet_either_instance_shows_and_redelivers() {
             "--admin-url",
             &a2,
         ]);
-        if h["last_success"] == by_first["last_success"] {
-            break h;
+        match h["last_success"] == by_first["last_success"] {
+            true => Ok(h),
+            false => Err(format!("{h} vs {by_first}")),
         }
-        assert!(Instant::now() < deadline, "{h} vs {by_first}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    };
+    })
+    .await;
     assert_eq!(by_first["delivered_by"], by_second["delivered_by"]);
     let seen1 = json(&["deliveries", &id.to_string(), "-c", c1, "--admin-url", &a1]);
     let seen2 = json(&["deliveries", &id.to_string(), "-c", c2, "--admin-url", &a2]);
@@ -530,16 +535,25 @@ async fn kept_callbacks_stay_within_their_bytes_and_the_oldest_go_first() {
         .collect();
     redis.publish_all(&joins).await;
     let first = rx.wait_delivered(N).await;
-    let deadline = Instant::now() + Duration::from_secs(20);
-    loop {
+    until("nothing queued and a success shown", async || {
         let h = json(&["hooks", "show", &id.to_string(), "-c", cfg]);
-        if h["queued"] == 0 && h["last_success"].is_string() {
-            break;
+        match h["queued"] == 0 && h["last_success"].is_string() {
+            true => Ok(()),
+            false => Err(h),
         }
-        assert!(Instant::now() < deadline, "{h}");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    tokio::time::sleep(Duration::from_millis(600)).await;
+    })
+    .await;
+    // The callbacks are kept before their attempts are written: once the last one's attempt
+    // shows, every callback went through what is kept.
+    let last = first[N - 1].timestamp();
+    until("the last callback's attempt shown", async || {
+        let newest = json(&["deliveries", &id.to_string(), "-c", cfg, "--limit", "1"]);
+        match newest["deliveries"][0]["timestamp"] == last {
+            true => Ok(()),
+            false => Err(newest),
+        }
+    })
+    .await;
     let asked = json(&["redeliver", &id.to_string(), "--since", "10m", "-c", cfg]);
     let kept = asked["queued"].as_u64().expect("queued") as usize;
     let bytes: usize = first[N - kept..].iter().map(|r| r.event().len()).sum();

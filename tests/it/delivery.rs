@@ -7,6 +7,7 @@ use hookrelay::config::{Compat, PermanentHook};
 
 use crate::support::{
     Reply, TestReceiver, TestRedis, TestRelay, meeting_created, user_joined, user_name,
+    wait::until_within,
 };
 
 #[tokio::test]
@@ -91,14 +92,14 @@ async fn a_hook_is_removed_when_the_schedule_runs_out() {
     let id = relay.create_hook(&rx.url("/"), "").await;
     redis.publish(&user_joined("int-1", "u1", "x")).await;
     redis.publish(&user_joined("int-1", "u2", "y")).await;
-    let mut listed = String::new();
-    for _ in 0..200 {
-        listed = relay.call("list", "").await;
-        if !listed.contains("<hook>") {
-            break;
+    let listed = until_within("the hook removed", Duration::from_secs(4), async || {
+        let listed = relay.call("list", "").await;
+        match listed.contains("<hook>") {
+            false => Ok(listed),
+            true => Err(listed),
         }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    })
+    .await;
     assert_eq!(
         listed,
         "<response><returncode>SUCCESS</returncode><hooks></hooks></response>"
@@ -120,6 +121,7 @@ async fn a_hook_is_removed_when_the_schedule_runs_out() {
     );
     // And it gets nothing more.
     redis.publish(&user_joined("int-1", "u3", "z")).await;
+    // Proves that nothing happens: the removed hook gets no callback of the new event.
     tokio::time::sleep(Duration::from_millis(300)).await;
     assert_eq!(rx.received().len(), 4);
     assert!(

@@ -7,6 +7,7 @@ use crate::support::{
     RelayProcess, Reply, TestReceiver, TestRedis, TestRelay, check_no_loss,
     relay::{create_hook, http_client},
     user_name,
+    wait::{until, until_within},
 };
 
 async fn queue_len(redis: &TestRedis, hook: u64) -> usize {
@@ -54,39 +55,33 @@ async fn kill_9_mid_stream(n: usize, max_unacked: usize) {
     let hook = create_hook(&http_client(), relay.api, &rx.url("/k"), "").await;
     redis.publish_users(0..n).await;
     // Kill once a part is delivered and everything is accepted (written to the hook's queue).
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
+    let what = format!("{} delivered and {n} accepted", n / 5);
+    until_within(&what, Duration::from_secs(60), async || {
         let delivered = rx.delivered_count();
-        if delivered >= n / 5 && queue_added(&redis, hook).await >= n {
-            break;
+        let added = queue_added(&redis, hook).await;
+        match delivered >= n / 5 && added >= n {
+            true => Ok(()),
+            false => Err(format!("{delivered} delivered, {added} accepted")),
         }
-        assert!(
-            Instant::now() < deadline,
-            "relay too slow: {delivered} delivered"
-        );
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
+    })
+    .await;
     relay.kill9().await;
     let at_kill = rx.delivered_count();
     let relay = RelayProcess::start(&redis, &config).await;
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
+    let what = format!("all {n} after restart");
+    until_within(&what, Duration::from_secs(60), async || {
         let names: Vec<String> = rx
             .delivered()
             .iter()
             .map(|r| user_name(&r.event()))
             .collect();
         let unique: std::collections::HashSet<_> = names.iter().collect();
-        if unique.len() >= n {
-            break;
+        match unique.len() >= n {
+            true => Ok(()),
+            false => Err(format!("only {} of {n} after restart", unique.len())),
         }
-        assert!(
-            Instant::now() < deadline,
-            "only {} of {n} after restart",
-            unique.len()
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    })
+    .await;
     let names: Vec<String> = rx
         .delivered()
         .iter()
@@ -117,11 +112,18 @@ async fn kill_9_mid_stream(n: usize, max_unacked: usize) {
     }
     assert!(firsts.windows(2).all(|w| w[0] < w[1]));
     // Marks of delivery are written in batches: the queue empties shortly after the last one.
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while queue_len(&redis, hook).await != 0 {
-        assert!(Instant::now() < deadline, "the queue is empty at the end");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    until_within(
+        "the queue empty at the end",
+        Duration::from_secs(10),
+        async || {
+            let len = queue_len(&redis, hook).await;
+            match len == 0 {
+                true => Ok(()),
+                false => Err(len),
+            }
+        },
+    )
+    .await;
     relay.terminate().await;
 }
 
@@ -178,6 +180,7 @@ async fn redis_stopped_for_10s_then_everything_resumes() {
         relay.call("list", "").await.contains("SUCCESS"),
         "listing is served from memory"
     );
+    // Part of the scenario: Redis stays down for 10 s.
     tokio::time::sleep(Duration::from_secs(10).saturating_sub(down.elapsed())).await;
     rx.set_default(Reply::Status(200));
     redis.start_again().await;
@@ -219,26 +222,33 @@ async fn a_full_queue_drops_its_oldest_and_counts_them() {
     relay.create_hook(&other.url("/other"), "").await;
     redis.publish_users(0..1).await;
     // Once n0 is in flight, n1..n20 arrive: the queue keeps the newest five.
-    while slow.received().is_empty() {
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
+    until("n0 in flight to the slow hook", async || {
+        match slow.received().is_empty() {
+            false => Ok(()),
+            true => Err("nothing received"),
+        }
+    })
+    .await;
     // One at a time, so that the fast hook (same bound) keeps up.
     for i in 1..21 {
         redis.publish_users(i..i + 1).await;
+        // Part of the scenario: the events spaced apart.
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
     other.wait_delivered(21).await;
     // Redis holds the five queued plus the one in flight (drops are removed in the background).
-    let mut len = usize::MAX;
-    for _ in 0..100 {
-        len = queue_len(&redis, hook).await;
-        if len <= 6 {
-            break;
+    let len = until_within("six in the queue", Duration::from_secs(1), async || {
+        let len = queue_len(&redis, hook).await;
+        match len <= 6 {
+            true => Ok(len),
+            false => Err(len),
         }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    })
+    .await;
     assert_eq!(len, 6);
     slow.wait_delivered(6).await;
+    // Proves that nothing happens: no other callback reaches the slow hook while the sixth is
+    // in flight (its reply takes 1 s).
     tokio::time::sleep(Duration::from_millis(900)).await;
     let names: Vec<String> = slow
         .delivered()
@@ -266,14 +276,15 @@ async fn destroying_a_hook_removes_its_queue() {
     let relay = TestRelay::start(&redis).await;
     let hook = relay.create_hook(&rx.url("/d"), "").await;
     redis.publish_users(0..10).await;
-    let mut queued = 0;
-    for _ in 0..500 {
-        queued = queue_len(&redis, hook).await;
-        if queued >= 9 {
-            break;
+    let what = "the queue holding the callbacks";
+    let queued = until_within(what, Duration::from_secs(5), async || {
+        let queued = queue_len(&redis, hook).await;
+        match queued >= 9 {
+            true => Ok(queued),
+            false => Err(queued),
         }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    })
+    .await;
     assert!(queued >= 9, "the queue never held the callbacks ({queued})");
     assert!(
         relay
@@ -282,6 +293,7 @@ async fn destroying_a_hook_removes_its_queue() {
             .contains("<removed>true</removed>")
     );
     assert_eq!(queue_len(&redis, hook).await, 0);
+    // Proves that nothing happens: no queued callback goes out after the destroy.
     tokio::time::sleep(Duration::from_millis(700)).await;
     assert!(
         rx.received().len() <= 1,

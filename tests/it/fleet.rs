@@ -15,6 +15,7 @@ use crate::support::{
     netns::NetCut,
     relay::{create_hook, http_client},
     user_name,
+    wait::until_within,
 };
 
 /// Four callbacks may wait to be marked delivered: a takeover repeats at most those and the
@@ -28,11 +29,14 @@ pub async fn holds_lease(relay: &RelayProcess) -> bool {
 }
 
 pub async fn wait_until_holder(relay: &RelayProcess) {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while !holds_lease(relay).await {
-        assert!(Instant::now() < deadline, "never took the lease");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    until_within("the lease taken", Duration::from_secs(30), async || {
+        let held = metric_value(&relay.metrics().await, "hookrelay_fleet_lease_held");
+        match held == 1.0 {
+            true => Ok(()),
+            false => Err(format!("hookrelay_fleet_lease_held {held}")),
+        }
+    })
+    .await;
 }
 
 /// Two instances, the first holding the lease, and a hook registered on the second (which the
@@ -48,25 +52,35 @@ async fn two_instances(
     let second = RelayProcess::start(redis, &config).await;
     let http = http_client();
     create_hook(&http, second.api, &rx.url("/f"), "").await;
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        let list = first.call("list", "").await;
-        if list.contains("/f") {
-            break;
-        }
-        assert!(Instant::now() < deadline, "the holder never saw the hook");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    until_within(
+        "the holder sees the hook",
+        Duration::from_secs(10),
+        async || {
+            let list = first.call("list", "").await;
+            match list.contains("/f") {
+                true => Ok(()),
+                false => Err(list),
+            }
+        },
+    )
+    .await;
     assert!(!holds_lease(&second).await, "one holder at a time");
     (first, second)
 }
 
 async fn wait_delivered_fraction(rx: &TestReceiver, part: usize) {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while rx.delivered_count() < part {
-        assert!(Instant::now() < deadline, "too slow");
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
+    until_within(
+        &format!("{part} delivered"),
+        Duration::from_secs(30),
+        async || {
+            let delivered = rx.delivered_count();
+            match delivered >= part {
+                true => Ok(()),
+                false => Err(delivered),
+            }
+        },
+    )
+    .await;
 }
 
 #[tokio::test]
@@ -121,11 +135,14 @@ async fn one_url_created_on_two_instances_at_once_is_one_hook() {
     let id = create_hook(&http, a.api, &rx.url("/again"), "").await;
     let destroyed = a.call("destroy", &format!("hookID={id}")).await;
     assert!(destroyed.contains("<removed>true</removed>"), "{destroyed}");
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while b.call("list", "").await.contains("/again") {
-        assert!(Instant::now() < deadline, "b never saw the destroy");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    until_within("b sees the destroy", Duration::from_secs(10), async || {
+        let list = b.call("list", "").await;
+        match list.contains("/again") {
+            false => Ok(()),
+            true => Err(list),
+        }
+    })
+    .await;
     // The destroy freed the URL's claim (else a new create would wait for it to run out).
     let digest =
         hookrelay::base::digest::Algorithm::Sha256.hex_digest(&[rx.url("/again").as_bytes()]);
@@ -178,6 +195,7 @@ async fn a_stopped_holder_is_replaced_and_stops_when_it_wakes() {
             .contains("fleet lease")
     );
     let after = rx.delivered_count();
+    // Proves that nothing happens: the woken instance sends no callback within half a second.
     tokio::time::sleep(Duration::from_millis(500)).await;
     assert_eq!(
         rx.delivered_count(),
@@ -211,6 +229,7 @@ pub fn publish_named(
                 pipe.publish("from-akka-apps-redis-channel", m).ignore();
             }
             let () = pipe.query_async(&mut conn).await.expect("publish");
+            // Part of the scenario: a stream, 20 events every 20 ms, not one burst.
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
     })
@@ -224,8 +243,8 @@ async fn all_of(rx: &TestReceiver, prefix: &str, n: usize) -> usize {
 
 /// [`all_of`] for the callbacks to `path` only (any path: `None`).
 pub async fn all_of_at(rx: &TestReceiver, path: Option<&str>, prefix: &str, n: usize) -> usize {
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
+    let what = format!("{prefix} at {path:?}: all {n} delivered");
+    let names = until_within(&what, Duration::from_secs(60), async || {
         let names: Vec<String> = rx
             .delivered()
             .iter()
@@ -236,23 +255,21 @@ pub async fn all_of_at(rx: &TestReceiver, path: Option<&str>, prefix: &str, n: u
                     .is_some_and(|rest| rest.parse::<usize>().is_ok())
             })
             .collect();
-        let mut seen = std::collections::HashSet::new();
-        let firsts: Vec<&String> = names.iter().filter(|m| seen.insert(m.as_str())).collect();
-        if firsts.len() >= n {
-            let want: Vec<String> = (0..n).map(|i| format!("{prefix}{i}")).collect();
-            assert!(
-                firsts.iter().zip(&want).all(|(a, b)| *a == b),
-                "{prefix} at {path:?}: bus order kept"
-            );
-            return names.len() - firsts.len();
+        let distinct = names.iter().collect::<std::collections::HashSet<_>>().len();
+        match distinct >= n {
+            true => Ok(names),
+            false => Err(format!("only {distinct} of {n} delivered")),
         }
-        assert!(
-            Instant::now() < deadline,
-            "{prefix} at {path:?}: only {} of {n} delivered",
-            firsts.len()
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    })
+    .await;
+    let mut seen = std::collections::HashSet::new();
+    let firsts: Vec<&String> = names.iter().filter(|m| seen.insert(m.as_str())).collect();
+    let want: Vec<String> = (0..n).map(|i| format!("{prefix}{i}")).collect();
+    assert!(
+        firsts.iter().zip(&want).all(|(a, b)| *a == b),
+        "{prefix} at {path:?}: bus order kept"
+    );
+    names.len() - firsts.len()
 }
 
 /// [`all_of_at`] at each of `paths`: the repeats at each.
@@ -271,16 +288,19 @@ async fn repeats_at_each(
 
 /// The instance of `relays` that holds the lease, once one does.
 pub async fn holder_of(relays: &[RelayProcess]) -> usize {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        for (i, r) in relays.iter().enumerate() {
-            if holds_lease(r).await {
-                return i;
+    until_within(
+        "someone takes the lease",
+        Duration::from_secs(30),
+        async || {
+            for (i, r) in relays.iter().enumerate() {
+                if holds_lease(r).await {
+                    return Ok(i);
+                }
             }
-        }
-        assert!(Instant::now() < deadline, "nobody took the lease");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+            Err("nobody took the lease")
+        },
+    )
+    .await
 }
 
 #[tokio::test]
@@ -309,11 +329,18 @@ pub async fn three_instances_two_sources(store: &str) {
     b.wait_for_subscriber().await;
     let http = http_client();
     create_hook(&http, relays[2].api, &rx.url("/f"), "").await;
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while !relays[0].call("list", "").await.contains("/f") {
-        assert!(Instant::now() < deadline, "the holder never saw the hook");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    until_within(
+        "the holder sees the hook",
+        Duration::from_secs(10),
+        async || {
+            let list = relays[0].call("list", "").await;
+            match list.contains("/f") {
+                true => Ok(()),
+                false => Err(list),
+            }
+        },
+    )
+    .await;
 
     // Both servers publish; the holder is killed mid-stream.
     let from_a = publish_named(&a, "a", 1500);
@@ -335,11 +362,18 @@ pub async fn three_instances_two_sources(store: &str) {
     assert_eq!(all_of(&rx, "c", 200).await, 0);
     b.start_again().await;
     let connected = r#"hookrelay_redis_connected{source="b"}"#;
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while metric_value(&relays[holder].metrics().await, connected) != 1.0 {
-        assert!(Instant::now() < deadline, "never subscribed to b again");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    until_within(
+        "subscribed to b again",
+        Duration::from_secs(30),
+        async || {
+            let m = relays[holder].metrics().await;
+            match metric_value(&m, connected) == 1.0 {
+                true => Ok(()),
+                false => Err(m),
+            }
+        },
+    )
+    .await;
     publish_named(&b, "d", 200).await.expect("publisher");
     assert_eq!(all_of(&rx, "d", 200).await, 0);
 }
@@ -350,22 +384,19 @@ async fn hooks_held(relay: &RelayProcess) -> f64 {
 
 /// Waits until the instances deliver `want[i]` hooks each (in any order).
 pub async fn wait_spread(relays: &[&RelayProcess], want: &[f64]) {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
+    let what = format!("delivery spread as {want:?}");
+    until_within(&what, Duration::from_secs(30), async || {
         let mut held = Vec::new();
         for r in relays {
             held.push(hooks_held(r).await);
         }
         held.sort_by(f64::total_cmp);
-        if held == want {
-            return;
+        match held == want {
+            true => Ok(()),
+            false => Err(held),
         }
-        assert!(
-            Instant::now() < deadline,
-            "delivery never spread as {want:?}: {held:?}"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    })
+    .await;
 }
 
 #[tokio::test]
@@ -530,18 +561,18 @@ async fn a_deliverer_cut_off_the_network_loses_its_hooks_and_takes_its_share_aga
     );
 
     cut(false);
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while metric_value(
-        &third.metrics().await,
-        "hookrelay_fleet_hook_leases_lost_total",
-    ) != 2.0
-    {
-        assert!(
-            Instant::now() < deadline,
-            "the cut instance never saw its leases gone"
+    let what = "the cut instance sees its leases gone";
+    until_within(what, Duration::from_secs(30), async || {
+        let lost = metric_value(
+            &third.metrics().await,
+            "hookrelay_fleet_hook_leases_lost_total",
         );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+        match lost == 2.0 {
+            true => Ok(()),
+            false => Err(lost),
+        }
+    })
+    .await;
     wait_spread(&[&first, &second, &third], &[2.0, 2.0, 2.0]).await;
     publish_named(&redis, "r", 300).await.expect("publisher");
     for p in &paths {

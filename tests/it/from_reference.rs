@@ -5,13 +5,13 @@
 //! test suite does): `JSON.parse(body.event)[0]`, and they check `domain`, the checksum and
 //! the Content-Type.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::Value;
 
 use crate::support::{
     RelayProcess, SECRET, TestReceiver, TestRedis, meeting_created, process::binary,
-    receiver::Received,
+    receiver::Received, wait::until,
 };
 
 const DOMAIN: &str = "bbb.example.com";
@@ -69,19 +69,18 @@ fn presenter_assigned(mid: &str, uid: &str) -> String {
 }
 
 async fn delivered_to(rx: &TestReceiver, path: &str, n: usize) -> Vec<Received> {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    loop {
+    until(&format!("{n} callbacks to {path}"), async || {
         let got: Vec<Received> = rx
             .delivered()
             .into_iter()
             .filter(|r| r.uri.split('?').next() == Some(path))
             .collect();
-        if got.len() >= n {
-            return got;
+        match got.len() >= n {
+            true => Ok(got),
+            false => Err(format!("{path}: {} of {n}", got.len())),
         }
-        assert!(Instant::now() < deadline, "{path}: {} of {n}", got.len());
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    })
+    .await
 }
 
 #[tokio::test]
@@ -147,6 +146,7 @@ async fn with_only_the_reference_yaml_every_receiver_gets_the_reference_form() {
     let meeting = delivered_to(&rx, "/ext-1", 2).await;
     let first = as_reference_receiver(&meeting[1], &mine);
     assert_eq!(first["data"]["id"], "user-presenter-assigned");
+    // Proves that nothing happens: the hook of another meeting gets none of ext-1's events.
     tokio::time::sleep(Duration::from_millis(300)).await;
     assert!(
         !rx.delivered().iter().any(|r| r.uri.starts_with("/ext-2")),

@@ -10,18 +10,18 @@ use crate::support::{
     RelayProcess, Reply, TestReceiver, TestRedis, meeting_created, metric_value,
     relay::{create_hook, http_client},
     user_joined,
+    wait::until_within,
 };
 
 async fn wait_metric(relay: &RelayProcess, series: &str, want: f64, within: Duration) {
-    let deadline = Instant::now() + within;
-    loop {
+    until_within(&format!("{series} {want}"), within, async || {
         let m = relay.metrics().await;
-        if metric_value(&m, series) == want {
-            return;
+        match metric_value(&m, series) == want {
+            true => Ok(()),
+            false => Err(m),
         }
-        assert!(Instant::now() < deadline, "{series} never {want}:\n{m}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    })
+    .await;
 }
 
 /// A meeting that never ends on the bus (BBB crashed), 8 s inactivity window, the relay
@@ -43,6 +43,7 @@ async fn a_crashed_meeting_leaves_the_gauges_one_window_after_its_last_event_acr
         Duration::from_secs(10),
     )
     .await;
+    // Part of the scenario: the restart comes 4 s after the meeting's last event.
     tokio::time::sleep(Duration::from_secs(4).saturating_sub(last_event.elapsed())).await;
     relay.terminate().await;
     let relay = RelayProcess::start(&redis, extra).await;
@@ -124,24 +125,23 @@ async fn a_receiver_down_loses_nothing_within_the_bound_and_past_it_the_log_says
         .collect();
     redis.publish_all(&messages).await;
     other.publish_all(&messages).await;
-    // Both keep failing for a while.
+    // Part of the scenario: both receivers keep failing for a while.
     tokio::time::sleep(Duration::from_millis(1500)).await;
     rx.clear_status_for_prefix();
     small.clear_status_for_prefix();
 
     let want: Vec<String> = (0..120).map(|i| format!("n{i}")).collect();
-    let deadline = Instant::now() + Duration::from_secs(30);
-    // The bounded hook is done when the newest event has arrived (it is sent last).
-    let small_done = || small.names_at("/down").last().map(String::as_str) == Some("n119");
-    while rx.names_at("/down").len() < 120 || !small_done() {
-        assert!(
-            Instant::now() < deadline,
-            "not delivered after the outage: {} and {}",
-            rx.names_at("/down").len(),
-            small.names_at("/down").len()
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    let what = "delivered after the outage";
+    until_within(what, Duration::from_secs(30), async || {
+        let (got, got_small) = (rx.names_at("/down"), small.names_at("/down"));
+        // The bounded hook is done when the newest event has arrived (it is sent last).
+        let small_done = got_small.last().map(String::as_str) == Some("n119");
+        match got.len() >= 120 && small_done {
+            true => Ok(()),
+            false => Err(format!("{} and {}", got.len(), got_small.len())),
+        }
+    })
+    .await;
     assert_eq!(
         rx.names_at("/down"),
         want,
@@ -194,11 +194,14 @@ async fn a_flapping_receiver_cannot_flood_the_log() {
     rx.script((0..100).flat_map(|_| [Reply::Status(500), Reply::Status(200)]));
     redis.publish_users(0..100).await;
     let want: Vec<String> = (0..100).map(|i| format!("n{i}")).collect();
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while rx.names_at("/flap").len() < 100 {
-        assert!(Instant::now() < deadline, "not all delivered");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    until_within("all delivered", Duration::from_secs(30), async || {
+        let got = rx.names_at("/flap").len();
+        match got >= 100 {
+            true => Ok(()),
+            false => Err(got),
+        }
+    })
+    .await;
     assert_eq!(rx.names_at("/flap"), want);
     let failures = metric_value(
         &relay.metrics().await,
@@ -280,39 +283,37 @@ async fn the_queues_together_stay_within_their_budget_and_only_the_full_one_drop
     // At 2,000 a second, which the live hook keeps up with.
     for chunk in messages.chunks(100) {
         redis.publish_all(chunk).await;
+        // Part of the scenario: 100 events every 50 ms.
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     let want: Vec<String> = (0..n).map(|i| format!("n{i}")).collect();
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while up.names_at("/up").len() < n {
-        assert!(
-            Instant::now() < deadline,
-            "the live hook got {} of {n}:\n{}",
-            up.names_at("/up").len(),
-            relay.metrics().await
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    let what = format!("the live hook got all {n}");
+    until_within(&what, Duration::from_secs(30), async || {
+        let got = up.names_at("/up").len();
+        match got >= n {
+            true => Ok(()),
+            false => Err(format!("{got} of {n}:\n{}", relay.metrics().await)),
+        }
+    })
+    .await;
     assert_eq!(up.names_at("/up"), want, "the live hook loses nothing");
     let m = relay.metrics().await;
     assert_eq!(metric_value(&m, "hookrelay_queue_budget_bytes"), 1048576.0);
     down.clear_status_for_prefix();
     // Some are dropped as they are read back from Redis: wait until each is either delivered
     // or counted as dropped.
-    let deadline = Instant::now() + Duration::from_secs(30);
-    let dropped = loop {
+    let what = "each delivered or dropped";
+    let dropped = until_within(what, Duration::from_secs(30), async || {
         let m = relay.metrics().await;
         let dropped = metric_value(&m, "hookrelay_queue_dropped_total") as usize;
-        if down.names_at("/down").len() + dropped >= n {
-            break dropped;
+        match down.names_at("/down").len() + dropped >= n {
+            true => Ok(dropped),
+            false => Err(format!("neither delivered nor dropped:\n{m}")),
         }
-        assert!(
-            Instant::now() < deadline,
-            "neither delivered nor dropped:\n{m}"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    };
+    })
+    .await;
     assert!(dropped > 0, "past the budget");
+    // Proves that nothing happens: no kept callback arrives a second time.
     tokio::time::sleep(Duration::from_millis(300)).await;
     let got = down.names_at("/down");
     let kept = n - dropped;

@@ -33,6 +33,7 @@ mod recovery;
 mod restart;
 mod rules;
 mod secrets;
+mod security;
 mod sentinel;
 mod sources;
 mod standard_webhooks;

@@ -2,8 +2,12 @@
 //! callbacks, queues and the bus connection.
 
 use crate::support::{
-    TestReceiver, TestRedis, TestRelay, akka, bbb_api::FakeBbbApi, meeting_created, meeting_ended,
-    metric_value, rap, relay::http_client, user_joined,
+    TestReceiver, TestRedis, TestRelay, akka,
+    bbb_api::FakeBbbApi,
+    meeting_created, meeting_ended, metric_value, rap,
+    relay::http_client,
+    user_joined,
+    wait::{until, until_within},
 };
 
 #[tokio::test]
@@ -60,7 +64,7 @@ async fn metrics_need_the_configured_credentials() {
 
     // Without [metrics.auth] the endpoint is open (and bound to loopback by default).
     assert_eq!(
-        hookrelay::Config::from_toml("[bbb]\nsecret='x'\n")
+        hookrelay::Config::from_toml("[bbb]\nsecret='long-test-secret'\n")
             .unwrap()
             .metrics
             .bind
@@ -126,37 +130,38 @@ async fn hooks_callbacks_queues_and_the_bus_are_measured() {
 
     // The bus connection's loss shows.
     redis.kill().await;
-    let deadline = tokio::time::Instant::now() + crate::support::PATIENCE;
-    while metric_value(&relay.metrics().await, CONNECTED) != 0.0 {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "never shown as lost"
-        );
-        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-    }
+    until("shown as lost", async || {
+        let connected = metric_value(&relay.metrics().await, CONNECTED);
+        match connected == 0.0 {
+            true => Ok(()),
+            false => Err(connected),
+        }
+    })
+    .await;
     redis.start_again().await;
-    let deadline = tokio::time::Instant::now() + crate::support::PATIENCE;
-    while metric_value(&relay.metrics().await, CONNECTED) != 1.0 {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "never shown as back"
-        );
-        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-    }
+    until("shown as back", async || {
+        let connected = metric_value(&relay.metrics().await, CONNECTED);
+        match connected == 1.0 {
+            true => Ok(()),
+            false => Err(connected),
+        }
+    })
+    .await;
     relay.stop().await;
 }
 
-/// The relay's metrics once `ready` holds of them (or after ten seconds): the conference's
+/// The relay's metrics once `ready` holds of them (within ten seconds): the conference's
 /// state follows the bus beside delivery, so a marker's callback can come first.
 async fn metrics_once(relay: &TestRelay, ready: impl Fn(&str) -> bool) -> String {
-    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(10);
-    loop {
+    let ten = std::time::Duration::from_secs(10);
+    until_within("the metrics ready", ten, async || {
         let text = relay.metrics().await;
-        if ready(&text) || tokio::time::Instant::now() > deadline {
-            return text;
+        match ready(&text) {
+            true => Ok(text),
+            false => Err(text),
         }
-        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-    }
+    })
+    .await
 }
 
 /// The names of the conference families a scrape shows, sorted.
@@ -330,6 +335,7 @@ async fn fake_exporter(body: &'static str, delay: std::time::Duration) -> String
     let app = axum::Router::new().route(
         "/metrics",
         axum::routing::get(move || async move {
+            // Part of the scenario: an exporter that answers late (or at once).
             tokio::time::sleep(delay).await;
             body
         }),
@@ -497,18 +503,14 @@ async fn get_meetings_seeds_the_state_at_start_and_after_a_reconnect() {
     let wait_for = |series: &'static str, want: f64| {
         let relay = &relay;
         async move {
-            let deadline = tokio::time::Instant::now() + crate::support::PATIENCE;
-            loop {
+            until(&format!("{series} {want}"), async || {
                 let m = relay.metrics().await;
-                if metric_value(&m, series) == want {
-                    return m;
+                match metric_value(&m, series) == want {
+                    true => Ok(m),
+                    false => Err(m),
                 }
-                assert!(
-                    tokio::time::Instant::now() < deadline,
-                    "{series} never {want}:\n{m}"
-                );
-                tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-            }
+            })
+            .await
         }
     };
     // No bus event at all: the meeting is known from getMeetings (the seeding is counted once

@@ -2,17 +2,18 @@
 //! paths, after the durable queue. The test plugin `loop` spins to its deadline on every call
 //! (`on_error = "pass"`: the event then goes on unchanged).
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::{Value, json};
 
 use crate::{
     plugins::{parse, start, wait_metric},
     support::{
-        PATIENCE, PluginDir, RelayProcess, TestReceiver, TestRedis, check_no_loss, meeting_created,
+        PluginDir, RelayProcess, TestReceiver, TestRedis, check_no_loss, meeting_created,
         metric_value,
         relay::{create_hook, http_client},
         user_joined, user_name,
+        wait::{until, until_within},
     },
 };
 
@@ -35,11 +36,14 @@ fn names(rx: &TestReceiver, path: &str) -> Vec<String> {
 
 /// Waits until `path` got `n` callbacks.
 async fn wait_names(rx: &TestReceiver, path: &str, n: usize) {
-    let deadline = Instant::now() + PATIENCE;
-    while names(rx, path).len() < n {
-        assert!(Instant::now() < deadline, "{path} stalled");
-        tokio::time::sleep(Duration::from_millis(2)).await;
-    }
+    until(&format!("{n} callbacks to {path}"), async || {
+        let got = names(rx, path);
+        match got.len() >= n {
+            true => Ok(()),
+            false => Err(got),
+        }
+    })
+    .await;
 }
 
 /// A Redis, a receiver, and a plugin folder holding `loop` as `name`, `ms` a call, on the hooks
@@ -191,31 +195,30 @@ async fn kill_9_while_callbacks_wait_for_a_slow_plugin_loses_nothing() {
             .map(|r| user_name(&r.event()))
             .collect()
     };
-    let deadline = Instant::now() + PATIENCE;
-    while names_at("/free").len() < N || names_at("/slow").len() < N / 5 {
-        assert!(
-            Instant::now() < deadline,
-            "the relay stalled before the kill"
-        );
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
+    until("all at /free and a fifth at /slow", async || {
+        let (free, slow) = (names_at("/free").len(), names_at("/slow").len());
+        match free >= N && slow >= N / 5 {
+            true => Ok(()),
+            false => Err(format!("{free} at /free, {slow} at /slow")),
+        }
+    })
+    .await;
     relay.kill9().await;
     let at_kill = names_at("/slow").len();
     assert!(at_kill < N, "the slow hook was done before the kill");
     let relay = RelayProcess::start(&redis, &config).await;
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        let got: std::collections::HashSet<String> = names_at("/slow").into_iter().collect();
-        if got.len() >= N {
-            break;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "only {} of {N} after the restart",
-            got.len()
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    until_within(
+        "all after the restart",
+        Duration::from_secs(60),
+        async || {
+            let got: std::collections::HashSet<String> = names_at("/slow").into_iter().collect();
+            match got.len() >= N {
+                true => Ok(()),
+                false => Err(format!("only {} of {N} after the restart", got.len())),
+            }
+        },
+    )
+    .await;
     // Nothing lost, bus order kept, at most the one unacknowledged callback sent again.
     assert!(check_no_loss(&names_at("/slow"), N) <= 1);
     assert_eq!(check_no_loss(&names_at("/free"), N), 0);

@@ -195,7 +195,7 @@ fn check_config_loads_the_plugin_folder_and_names_a_broken_plugin() {
     std::fs::write(
         config.path(),
         format!(
-            "[bbb]\nsecret = \"s\"\n[redis]\nurl = \"redis://127.0.0.1:1\"\n[plugins]\ndir = \"{}\"\n",
+            "[bbb]\nsecret = \"long-test-secret\"\n[redis]\nurl = \"redis://127.0.0.1:1\"\n[plugins]\ndir = \"{}\"\n",
             dir.path().display()
         ),
     )

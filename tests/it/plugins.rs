@@ -7,8 +7,8 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use crate::support::{
-    PATIENCE, PluginDir, TestReceiver, TestRedis, TestRelay, fixture, meeting_created,
-    meeting_created_with_metadata, meeting_ended, metric_value, user_joined,
+    PluginDir, TestReceiver, TestRedis, TestRelay, fixture, meeting_created,
+    meeting_created_with_metadata, meeting_ended, metric_value, user_joined, wait::until,
 };
 
 pub fn parse(event: &str) -> Value {
@@ -33,18 +33,14 @@ pub async fn start(redis: &TestRedis, dir: &PluginDir) -> TestRelay {
 
 /// Polls the relay's metrics until `series` reaches `at_least`.
 pub async fn wait_metric(relay: &TestRelay, series: &str, at_least: f64) -> String {
-    let deadline = tokio::time::Instant::now() + PATIENCE;
-    loop {
+    until(&format!("{series} at {at_least} or more"), async || {
         let m = relay.metrics().await;
-        if metric_value(&m, series) >= at_least {
-            return m;
+        match metric_value(&m, series) >= at_least {
+            true => Ok(m),
+            false => Err(m),
         }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "{series} never reached {at_least}:\n{m}"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    })
+    .await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -342,6 +338,7 @@ async fn runaway_trapping_and_broken_plugins_are_contained() {
         assert_eq!(ids(&got), expected, "hook {}", i + 1);
     }
     // A plugin that cannot load at all applies its on_error policy (drop) to its scope.
+    // Proves that nothing happens: the broken plugin's hook gets no callback.
     tokio::time::sleep(Duration::from_millis(300)).await;
     assert!(receivers[4].received().is_empty());
     let m = relay.metrics().await;
@@ -424,6 +421,7 @@ async fn a_plugin_that_keeps_failing_is_marked_failed_then_tried_again() {
     )
     .await;
     // After the cool-down it runs again: a join traps, the meeting's end goes through.
+    // Part of the scenario: the cool-down (1.5 s) runs out.
     tokio::time::sleep(Duration::from_millis(1600)).await;
     redis
         .publish_all(&[user_joined("m1", "u4", "Dee"), meeting_ended("m1")])

@@ -3,15 +3,13 @@
 //! restarted relay delivers every one in bus order, puts events that arrive while it pages the
 //! queues in after them, and leaves no payload behind once every hook has its callbacks.
 
-use std::{
-    collections::HashSet,
-    time::{Duration, Instant},
-};
+use std::{collections::HashSet, time::Duration};
 
 use crate::support::{
     RelayProcess, Reply, TestReceiver, TestRedis, TestRelay,
     relay::{create_hook, http_client},
     user_name,
+    wait::{until, until_within},
 };
 
 /// Keys of the stored shared payloads.
@@ -64,14 +62,14 @@ async fn kill_9_with_shared_payloads_and_long_queues_loses_nothing_and_frees_eve
         hooks.push(create_hook(&http, relay.api, &rx.url(p), "").await);
     }
     redis.publish_users(0..BEFORE).await;
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while queued(&redis, &hooks).await + rx.delivered_count() < 3 * BEFORE {
-        assert!(
-            Instant::now() < deadline,
-            "the relay never queued the burst"
-        );
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    until_within("the burst queued", Duration::from_secs(60), async || {
+        let (in_queues, delivered) = (queued(&redis, &hooks).await, rx.delivered_count());
+        match in_queues + delivered >= 3 * BEFORE {
+            true => Ok(()),
+            false => Err(format!("{in_queues} queued, {delivered} delivered")),
+        }
+    })
+    .await;
     let stored = payload_keys(&redis).await.len();
     assert!(
         stored > 0 && stored <= BEFORE,
@@ -88,20 +86,18 @@ async fn kill_9_with_shared_payloads_and_long_queues_loses_nothing_and_frees_eve
     // These arrive while the queues are paged in: they must come after everything queued.
     redis.publish_users(BEFORE..BEFORE + DURING).await;
     let total = BEFORE + DURING;
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        let done = paths
+    let what = "everything delivered after the restart";
+    until_within(what, Duration::from_secs(60), async || {
+        let unique: Vec<usize> = paths
             .iter()
-            .all(|p| names(&rx, p).iter().collect::<HashSet<_>>().len() >= total);
-        if done {
-            break;
+            .map(|p| names(&rx, p).iter().collect::<HashSet<_>>().len())
+            .collect();
+        match unique.iter().all(|n| *n >= total) {
+            true => Ok(()),
+            false => Err(unique),
         }
-        assert!(
-            Instant::now() < deadline,
-            "not everything delivered after the restart"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    })
+    .await;
     for p in paths {
         let got = names(&rx, p);
         let mut seen = HashSet::new();
@@ -116,16 +112,17 @@ async fn kill_9_with_shared_payloads_and_long_queues_loses_nothing_and_frees_eve
         assert!(repeated <= MAX_UNACKED, "{p}: {repeated} repeated");
     }
     // Marks are written in batches: shortly after the last callback nothing is left.
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while queued(&redis, &hooks).await > 0 || !payload_keys(&redis).await.is_empty() {
-        assert!(
-            Instant::now() < deadline,
-            "left behind: {} entries, payloads {:?}",
-            queued(&redis, &hooks).await,
-            payload_keys(&redis).await.len()
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    until_within("nothing left behind", Duration::from_secs(10), async || {
+        let entries = queued(&redis, &hooks).await;
+        let payloads = payload_keys(&redis).await.len();
+        match entries == 0 && payloads == 0 {
+            true => Ok(()),
+            false => Err(format!(
+                "left behind: {entries} entries, payloads {payloads}"
+            )),
+        }
+    })
+    .await;
     relay.terminate().await;
 }
 
@@ -140,14 +137,14 @@ async fn a_removed_hook_takes_its_queue_and_the_payloads_only_it_still_needed() 
     let stuck = relay.create_hook(&rx.url("/stuck"), "").await;
     let fine = relay.create_hook(&rx.url("/fine"), "").await;
     redis.publish_users(0..50).await;
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while names(&rx, "/fine").len() < 50 || queued(&redis, &[fine]).await > 0 {
-        assert!(
-            Instant::now() < deadline,
-            "the fine hook never got its callbacks"
-        );
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    until("the fine hook got its callbacks", async || {
+        let (got, left) = (names(&rx, "/fine").len(), queued(&redis, &[fine]).await);
+        match got >= 50 && left == 0 {
+            true => Ok(()),
+            false => Err(format!("{got} delivered, {left} queued")),
+        }
+    })
+    .await;
     assert_eq!(queued(&redis, &[stuck]).await, 50);
     assert_eq!(
         payload_keys(&redis).await.len(),
@@ -174,11 +171,15 @@ async fn a_queue_beyond_its_window_keeps_the_newest_within_max_queue() {
     let relay = TestRelay::start_with(&redis, config).await;
     relay.create_hook(&rx.url("/w"), "").await;
     redis.publish_users(0..1000).await;
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while names(&rx, "/w").len() < 301 {
-        assert!(Instant::now() < deadline, "got {}", names(&rx, "/w").len());
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    until_within("301 callbacks", Duration::from_secs(30), async || {
+        let got = names(&rx, "/w").len();
+        match got >= 301 {
+            true => Ok(()),
+            false => Err(got),
+        }
+    })
+    .await;
+    // Proves that nothing happens: no callback beyond the 301 arrives.
     tokio::time::sleep(Duration::from_millis(300)).await;
     let want: Vec<String> = std::iter::once(0)
         .chain(700..1000)

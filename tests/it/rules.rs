@@ -11,9 +11,9 @@ use crate::{
     fleet::{FLEET, holds_lease},
     plugins::{start, wait_metric},
     support::{
-        PATIENCE, PluginDir, RelayProcess, TestReceiver, TestRedis, meeting_created,
+        PluginDir, RelayProcess, TestReceiver, TestRedis, meeting_created,
         meeting_created_with_metadata, metric_value, plugin_wasm, process::binary, user_joined,
-        user_name,
+        user_name, wait::until,
     },
 };
 
@@ -63,19 +63,18 @@ async fn join_each(redis: &TestRedis, n: usize) {
 
 /// The user names `r` got, once it got `n` callbacks.
 async fn names_once(r: &TestReceiver, n: usize) -> Vec<String> {
-    let deadline = tokio::time::Instant::now() + PATIENCE;
-    loop {
+    until(&format!("{n} callbacks"), async || {
         let names: Vec<String> = r
             .delivered()
             .iter()
             .map(|d| user_name(&d.event()))
             .collect();
-        if names.len() >= n {
-            return names;
+        match names.len() >= n {
+            true => Ok(names),
+            false => Err(names),
         }
-        assert!(tokio::time::Instant::now() < deadline, "{names:?}");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    })
+    .await
 }
 
 const EXAMPLES: [&str; 5] = [
@@ -163,6 +162,7 @@ async fn a_live_edit_applies_to_every_event_exactly_once_and_a_broken_one_is_kep
     let publisher = redis
         .spawn_paced_joins("m1", 0..N, Duration::from_millis(3))
         .await;
+    // Part of the scenario: the edit comes mid-stream, some 100 events in.
     tokio::time::sleep(Duration::from_millis(300)).await;
     dir.write("30-rules.toml", parity_rules("even").as_bytes());
     wait_metric(
@@ -185,8 +185,7 @@ async fn a_live_edit_applies_to_every_event_exactly_once_and_a_broken_one_is_kep
     publisher.await.expect("published");
 
     // Every number once, in order: even ones while v1 was in force, then odd ones.
-    let deadline = tokio::time::Instant::now() + PATIENCE;
-    let numbers = loop {
+    let numbers = until("the last event", async || {
         let numbers = r
             .delivered()
             .iter()
@@ -198,15 +197,12 @@ async fn a_live_edit_applies_to_every_event_exactly_once_and_a_broken_one_is_kep
             })
             .collect::<Vec<_>>();
         // The last user is odd (N is even): under v2 it arrives last.
-        if numbers.last() == Some(&(N - 1)) {
-            break numbers;
+        match numbers.last() == Some(&(N - 1)) {
+            true => Ok(numbers),
+            false => Err(numbers),
         }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "the last event never came: {numbers:?}"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    };
+    })
+    .await;
     // The switch to v2 at event k: the even ones before it, the odd ones from it on. k is the
     // first odd number delivered, or the even number before it (dropped by v2).
     let under = |k: usize| -> Vec<usize> {
@@ -284,37 +280,37 @@ async fn rules_on_the_meetings_metadata_hold_after_a_fleet_takeover() {
         dir.path().join(".cache").display()
     );
     let holder = RelayProcess::start(&redis, &extra).await;
-    let deadline = tokio::time::Instant::now() + PATIENCE;
-    while !holds_lease(&holder).await {
-        assert!(tokio::time::Instant::now() < deadline, "no holder");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    until("a holder", async || match holds_lease(&holder).await {
+        true => Ok(()),
+        false => Err("the lease not held"),
+    })
+    .await;
     let standby = RelayProcess::start(&redis, &extra).await;
     let r = TestReceiver::start().await;
     let http = crate::support::relay::http_client();
     crate::support::relay::create_hook(&http, standby.api, &r.url("/cb"), "eventID=user-joined")
         .await;
-    while !holder.call("list", "").await.contains("/cb") {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "the holder never saw the hook"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    until("the holder sees the hook", async || {
+        let list = holder.call("list", "").await;
+        match list.contains("/cb") {
+            true => Ok(()),
+            false => Err(list),
+        }
+    })
+    .await;
     create_tenant_meetings(&redis).await;
     join_each(&redis, 1).await;
     assert_eq!(names_once(&r, 1).await, ["acme-1"]);
 
     holder.kill9().await;
-    let deadline = tokio::time::Instant::now() + PATIENCE;
-    while !holds_lease(&standby).await {
-        assert!(tokio::time::Instant::now() < deadline, "no takeover");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    until("a takeover", async || match holds_lease(&standby).await {
+        true => Ok(()),
+        false => Err("the lease not held"),
+    })
+    .await;
     join_each(&redis, 2).await;
     // A takeover may send acme-1 again (it may not have been marked delivered); nothing else.
-    let deadline = tokio::time::Instant::now() + PATIENCE;
-    loop {
+    until("acme-2 last", async || {
         let names: Vec<String> = r
             .delivered()
             .iter()
@@ -324,12 +320,12 @@ async fn rules_on_the_meetings_metadata_hold_after_a_fleet_takeover() {
             names.iter().all(|n| n == "acme-1" || n == "acme-2"),
             "{names:?}"
         );
-        if names.last().map(String::as_str) == Some("acme-2") {
-            break;
+        match names.last().map(String::as_str) == Some("acme-2") {
+            true => Ok(()),
+            false => Err(names),
         }
-        assert!(tokio::time::Instant::now() < deadline, "{names:?}");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    })
+    .await;
     standby.kill9().await;
 }
 

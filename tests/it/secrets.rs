@@ -6,6 +6,7 @@ use crate::support::{
     RelayProcess, Reply, SECRET, TestReceiver, TestRedis,
     relay::{create_hook, http_client, signed_call},
     user_joined,
+    wait::{until, until_within},
 };
 use hookrelay::base::digest::Algorithm;
 
@@ -49,13 +50,24 @@ async fn no_secret_or_checksum_in_logs_or_metrics() {
     }
     rx.wait_delivered(5).await;
     // The resetting hook fails four times and is removed.
-    for _ in 0..200 {
-        if reset.connections.load(std::sync::atomic::Ordering::SeqCst) >= 4 {
-            break;
+    let four = std::time::Duration::from_secs(4);
+    until_within("four connections to the resetting hook", four, async || {
+        let connections = reset.connections.load(std::sync::atomic::Ordering::SeqCst);
+        match connections >= 4 {
+            true => Ok(()),
+            false => Err(connections),
         }
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-    }
-    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    })
+    .await;
+    until("the resetting hook removed", async || {
+        let log = std::fs::read_to_string(&relay.log).unwrap_or_default();
+        let last_line = log.lines().next_back().unwrap_or_default().to_string();
+        match log.contains("removing the hook") {
+            true => Ok(()),
+            false => Err(last_line),
+        }
+    })
+    .await;
     let metrics = relay.metrics().await;
     let log = relay.terminate().await;
     assert!(log.contains("DEBUG"), "the run logged at debug level");

@@ -6,8 +6,8 @@ use hookrelay::Config;
 use crate::support::receiver::Received;
 
 use crate::support::{
-    PATIENCE, SECRET, TestReceiver, TestRedis, TestRelay, meeting_created, metric_value,
-    user_joined, user_name,
+    SECRET, TestReceiver, TestRedis, TestRelay, meeting_created, metric_value, user_joined,
+    user_name, wait::until,
 };
 
 fn config(store: &TestRedis, a: &TestRedis, b: &TestRedis) -> Config {
@@ -41,18 +41,18 @@ fn config(store: &TestRedis, a: &TestRedis, b: &TestRedis) -> Config {
 
 /// Waits until `path` has received `n` callbacks; returns them in order.
 async fn callbacks_to(receiver: &TestReceiver, path: &str, n: usize) -> Vec<Received> {
-    let deadline = tokio::time::Instant::now() + PATIENCE;
-    loop {
+    until(&format!("{n} callbacks to {path}"), async || {
         let got: Vec<Received> = receiver
             .delivered()
             .into_iter()
             .filter(|r| r.uri.starts_with(path))
             .collect();
-        if got.len() >= n || tokio::time::Instant::now() > deadline {
-            return got;
+        match got.len() >= n {
+            true => Ok(got),
+            false => Err(got.iter().map(|r| r.body.clone()).collect::<Vec<_>>()),
         }
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-    }
+    })
+    .await
 }
 
 /// What a test reads of each callback: the server's domain (body field and header), the
@@ -90,18 +90,14 @@ fn row(domain: &str, id: &str, ext: &str, user: &str) -> (String, String, String
 }
 
 async fn wait_metric(relay: &TestRelay, series: &str, value: f64) {
-    let deadline = tokio::time::Instant::now() + PATIENCE;
-    loop {
+    until(&format!("{series} {value}"), async || {
         let m = relay.metrics().await;
-        if metric_value(&m, series) == value {
-            return;
+        match metric_value(&m, series) == value {
+            true => Ok(()),
+            false => Err(m),
         }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "{series} never became {value} in\n{m}"
-        );
-        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-    }
+    })
+    .await;
 }
 
 #[tokio::test]
@@ -226,11 +222,14 @@ async fn two_servers_one_relay_mappings_apart_domains_kept_and_a_lost_server_tou
     // with its source stored beside it.
     receiver.status_for_prefix("/b", 503);
     b.publish(&user_joined("m1", "u5", "Eve")).await;
-    let deadline = tokio::time::Instant::now() + PATIENCE;
-    while !receiver.received().iter().any(|r| r.status == 503) {
-        assert!(tokio::time::Instant::now() < deadline, "never tried");
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-    }
+    until("a try answered 503", async || {
+        let statuses: Vec<u16> = receiver.received().iter().map(|r| r.status).collect();
+        match statuses.contains(&503) {
+            true => Ok(()),
+            false => Err(statuses),
+        }
+    })
+    .await;
     let mut conn = store.conn().await.expect("store");
     let queued: redis::streams::StreamRangeReply = redis::cmd("XRANGE")
         .arg(format!(

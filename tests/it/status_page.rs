@@ -3,13 +3,12 @@
 //! and its attempts), and a redelivery asked for with the page's form arriving at the
 //! receiver. The page wants the admin token (a browser gives it as a password).
 
-use std::time::{Duration, Instant};
-
 use crate::support::{
     RelayProcess, Reply, TestReceiver, TestRedis,
     browser::Browser,
     relay::{create_hook, http_client},
     user_joined, user_name,
+    wait::until,
 };
 
 const TOKEN: &str = "page-token-1";
@@ -57,8 +56,7 @@ async fn a_person_sees_a_failing_hook_and_sends_callbacks_again_from_the_page() 
     redis.publish_all(&joins).await;
     let first = ok.wait_delivered(3).await;
     // Its three attempts written (the callbacks they sent are kept before them).
-    let deadline = Instant::now() + Duration::from_secs(20);
-    loop {
+    until("three attempts written", async || {
         let shown = http_client()
             .get(format!("http://{}/v1/hooks/{a}/deliveries", relay.admin))
             .bearer_auth(TOKEN)
@@ -68,12 +66,12 @@ async fn a_person_sees_a_failing_hook_and_sends_callbacks_again_from_the_page() 
             .text()
             .await
             .expect("body");
-        if shown.matches("\"ok\":true").count() == 3 {
-            break;
+        match shown.matches("\"ok\":true").count() == 3 {
+            true => Ok(()),
+            false => Err(shown),
         }
-        assert!(Instant::now() < deadline, "{shown}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    })
+    .await;
 
     // Without the token: refused, with a challenge a browser answers with a password prompt.
     let plain = http_client()
@@ -95,21 +93,19 @@ async fn a_person_sees_a_failing_hook_and_sends_callbacks_again_from_the_page() 
     );
     browser.authorize(&format!("Basic {basic}")).await;
     let site = format!("http://{}", relay.admin);
-    let deadline = Instant::now() + Duration::from_secs(20);
-    let row = loop {
-        browser.open(&format!("{site}/")).await;
-        let row = browser.text_of(&format!("#hook-{perm}")).await;
-        let other = browser.text_of(&format!("#hook-{a}")).await;
-        if row.contains("failing") && other.contains("ok") {
-            break row;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "the page shows {}",
-            browser.text().await
-        );
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    };
+    let row = until(
+        "the page shows one hook failing, the other ok",
+        async || {
+            browser.open(&format!("{site}/")).await;
+            let row = browser.text_of(&format!("#hook-{perm}")).await;
+            let other = browser.text_of(&format!("#hook-{a}")).await;
+            match row.contains("failing") && other.contains("ok") {
+                true => Ok(row),
+                false => Err(browser.text().await),
+            }
+        },
+    )
+    .await;
     assert!(row.contains("receiver answered HTTP 500"), "{row}");
     assert!(row.contains(&failing.url("/perm")), "{row}");
     assert!(

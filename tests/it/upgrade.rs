@@ -5,7 +5,7 @@
 //! single Redis and on a Redis Cluster (across slots); in a fleet that spreads delivery, moved
 //! at start, and merged by the next holder of the fleet lease while the hooks' deliverers run.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use crate::{
     fleet::{FLEET, store_query},
@@ -14,6 +14,7 @@ use crate::{
         cluster::TestCluster,
         receiver::Reply,
         relay::{create_hook, http_client},
+        wait::until_within,
     },
 };
 
@@ -109,13 +110,17 @@ pub async fn queues_of_an_earlier_version(cluster: Option<&TestCluster>, instanc
     let whole = create_hook(&http, relay.api, &rx.url("/whole"), "").await;
     let split = create_hook(&http, relay.api, &rx.url("/split"), "").await;
     bus.publish_users(0..total).await;
-    let deadline = Instant::now() + Duration::from_secs(30);
-    for id in [whole, split] {
-        while entries(&bus, cluster, &queue(id)).await.len() < total {
-            assert!(Instant::now() < deadline, "hook {id}: never queued {total}");
-            tokio::time::sleep(Duration::from_millis(20)).await;
+    let what = format!("both hooks queued {total}");
+    until_within(&what, Duration::from_secs(30), async || {
+        for id in [whole, split] {
+            let len = entries(&bus, cluster, &queue(id)).await.len();
+            if len < total {
+                return Err(format!("hook {id}: {len} queued"));
+            }
         }
-    }
+        Ok(())
+    })
+    .await;
     relay.terminate().await;
     assert_eq!(rx.delivered_count(), 0);
 
@@ -219,27 +224,27 @@ pub async fn queues_of_an_earlier_version(cluster: Option<&TestCluster>, instanc
 
     // The shared payload records (a single Redis) were counted right through the moves: the
     // last delivery released the last of them.
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        let left: Vec<String> = store_query(
-            &bus,
-            cluster,
-            redis::cmd("KEYS")
-                .arg("bigbluebutton:webhooks:out:payload:*")
-                .clone(),
-        )
-        .await;
-        let queued = entries(&bus, cluster, &queue(whole)).await.len()
-            + entries(&bus, cluster, &queue(split)).await.len();
-        if left.is_empty() && queued == 0 {
-            break;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "records left: {left:?}, entries left: {queued}"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    until_within(
+        "no record and no entry left",
+        Duration::from_secs(10),
+        async || {
+            let left: Vec<String> = store_query(
+                &bus,
+                cluster,
+                redis::cmd("KEYS")
+                    .arg("bigbluebutton:webhooks:out:payload:*")
+                    .clone(),
+            )
+            .await;
+            let queued = entries(&bus, cluster, &queue(whole)).await.len()
+                + entries(&bus, cluster, &queue(split)).await.len();
+            match left.is_empty() && queued == 0 {
+                true => Ok(()),
+                false => Err(format!("records left: {left:?}, entries left: {queued}")),
+            }
+        },
+    )
+    .await;
     for r in relays {
         r.terminate().await;
     }
@@ -249,13 +254,21 @@ pub async fn queues_of_an_earlier_version(cluster: Option<&TestCluster>, instanc
 /// those, in that order, and that nothing more comes.
 async fn all_once_in_order(rx: &TestReceiver, want: &[String]) {
     let n = want.len();
-    let deadline = Instant::now() + Duration::from_secs(30);
-    for path in ["/whole", "/split"] {
-        while rx.names_at(path).len() < n {
-            assert!(Instant::now() < deadline, "{path}: {:?}", rx.names_at(path));
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-    }
+    until_within(
+        &format!("{n} callbacks to each hook"),
+        Duration::from_secs(30),
+        async || {
+            for path in ["/whole", "/split"] {
+                let got = rx.names_at(path);
+                if got.len() < n {
+                    return Err(format!("{path}: {got:?}"));
+                }
+            }
+            Ok(())
+        },
+    )
+    .await;
+    // Proves that nothing happens: nothing more comes.
     tokio::time::sleep(Duration::from_millis(500)).await;
     for path in ["/whole", "/split"] {
         assert_eq!(rx.names_at(path), want, "{path}: once each, in order");

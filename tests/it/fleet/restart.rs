@@ -17,6 +17,7 @@ use crate::support::{
     process::binary,
     relay::{create_hook, http_client},
     sentinel::{TestSentinel, in_sync},
+    wait::until_within,
 };
 
 const EVENTS: usize = 3000;
@@ -40,13 +41,17 @@ async fn four_hooks(rx: &TestReceiver, relays: &[&RelayProcess]) -> Vec<String> 
     for p in &paths {
         create_hook(&http, relays[0].api, &rx.url(p), "").await;
     }
-    let deadline = Instant::now() + Duration::from_secs(10);
-    for r in relays {
-        while r.call("list", "").await.matches("<hookID>").count() < paths.len() {
-            assert!(Instant::now() < deadline, "an instance never saw the hooks");
-            tokio::time::sleep(Duration::from_millis(20)).await;
+    let what = "every instance sees the hooks";
+    until_within(what, Duration::from_secs(10), async || {
+        for r in relays {
+            let list = r.call("list", "").await;
+            if list.matches("<hookID>").count() < paths.len() {
+                return Err(list);
+            }
         }
-    }
+        Ok(())
+    })
+    .await;
     paths
 }
 
@@ -94,7 +99,8 @@ async fn holder_restarted_within_a_lease(restarted_as: &str) {
     a.kill9().await;
     b.signal("STOP");
     let again = RelayProcess::start(&redis, &config(restarted_as, "")).await;
-    // The lease (1 s) has run out; the restarted instance has been asking for a while.
+    // Part of the scenario: the survivor stays stopped until the lease (1 s) has run out; the
+    // restarted instance has been asking for a while.
     tokio::time::sleep(Duration::from_millis(1300).saturating_sub(killed.elapsed())).await;
     b.signal("CONT");
     wait_until_holder(&b).await;
@@ -108,8 +114,8 @@ async fn holder_restarted_within_a_lease(restarted_as: &str) {
 
     // The operator's view: the survivor holds the lease; the restarted instance follows and,
     // having heard every message since its start, can resume where the holder now stands.
-    let deadline = Instant::now() + Duration::from_secs(10);
-    let status = loop {
+    let what = "one follower able to resume";
+    let status = until_within(what, Duration::from_secs(10), async || {
         let out = std::process::Command::new(binary())
             .args(["fleet", "status", "--json", "--config"])
             .arg(&b.config)
@@ -123,12 +129,12 @@ async fn holder_restarted_within_a_lease(restarted_as: &str) {
             .iter()
             .filter(|i| i["holder"] == false && i["able"] == true)
             .count();
-        if able_followers == 1 {
-            break status;
+        match able_followers == 1 {
+            true => Ok(status),
+            false => Err(status),
         }
-        assert!(Instant::now() < deadline, "{status}");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    };
+    })
+    .await;
     assert_eq!(status["lease"]["instance"], "b", "{status}");
     let instances = status["instances"].as_array().expect("instances");
     assert_eq!(instances.len(), 2, "{status}");
@@ -261,6 +267,8 @@ async fn supervise(
                 *r = RelayProcess::start(bus, config).await;
             }
         }
+        // Part of the scenario: a service manager's watch, for all of `limit`, not a wait for
+        // a condition.
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }
@@ -294,6 +302,7 @@ async fn the_store_restarted_mid_stream_loses_nothing() {
     let publishing = publish_named(&bus, "n", EVENTS);
     wait_delivered_fraction(&rx, paths.len() * EVENTS / 3).await;
     store.stop().await;
+    // Part of the scenario: the store stays down longer than a lease (1 s).
     tokio::time::sleep(Duration::from_millis(1500)).await;
     store.start_again().await;
     publishing.await.expect("publisher");
@@ -379,9 +388,11 @@ async fn messages_published_at_the_moment_of_a_kill_are_queued_once() {
                 redis::AsyncCommands::publish(&mut conn, "from-akka-apps-redis-channel", m)
                     .await
                     .expect("publish");
+            // Part of the scenario: the ten messages spread around the moment of the kill.
             tokio::time::sleep(Duration::from_millis(1)).await;
         }
     });
+    // Part of the scenario: the kill lands while the messages are being published.
     tokio::time::sleep(Duration::from_millis(4)).await;
     a.kill9().await;
     publishing.await.expect("publisher");

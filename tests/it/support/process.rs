@@ -7,6 +7,9 @@ use tokio::process::{Child, Command};
 
 use super::{SECRET, TestRedis, free_port, relay::http_client};
 
+/// The metrics token of a relay in a network namespace (beyond loopback, metrics need one).
+const METRICS_TOKEN: &str = "netns-metrics-token";
+
 pub struct RelayProcess {
     pub api: SocketAddr,
     pub metrics: SocketAddr,
@@ -35,6 +38,11 @@ pub fn binary() -> PathBuf {
 pub fn example(name: &str) -> PathBuf {
     static BUILT: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
     let dir = binary().parent().expect("target directory").to_path_buf();
+    let program = dir.join("examples").join(name);
+    // scripts/test.sh built the examples once for the whole run.
+    if std::env::var_os("HOOKRELAY_EXAMPLES_BUILT").is_some() && program.is_file() {
+        return program;
+    }
     let mut built = BUILT.lock().unwrap_or_else(|e| e.into_inner());
     if !built.iter().any(|n| n == name) {
         let mut cargo = std::process::Command::new(env!("CARGO"));
@@ -135,12 +143,18 @@ impl RelayProcess {
         } else {
             ""
         };
+        // So does a metrics listener: [metrics.auth], which `metrics()` always sends.
+        let metrics_auth = if ns.is_some() {
+            format!("[metrics.auth]\nbearer_token = \"{METRICS_TOKEN}\"\n")
+        } else {
+            String::new()
+        };
         let config = dir.path().join("hookrelay.toml");
         let socket = dir.path().join("admin.sock");
         std::fs::write(
             &config,
             format!(
-                "[bbb]\n{secret}\n[api]\nbind = \"{api}\"\n[redis]\nurl = \"{}\"\n[metrics]\nbind = \"{metrics}\"\n[admin]\nbind = \"{admin}\"\nsocket = \"{}\"\n{admin_token}[delivery]\nretry_intervals_ms = [50, 100, 150]\nrequest_timeout_ms = 1000\n{extra}\n[delivery.ssrf]\nallow_cidrs = [\"127.0.0.1/32\", \"{}\"]\n",
+                "[bbb]\n{secret}\n[api]\nbind = \"{api}\"\n[redis]\nurl = \"{}\"\n[metrics]\nbind = \"{metrics}\"\n{metrics_auth}[admin]\nbind = \"{admin}\"\nsocket = \"{}\"\n{admin_token}[delivery]\nretry_intervals_ms = [50, 100, 150]\nrequest_timeout_ms = 1000\n{extra}\n[delivery.ssrf]\nallow_cidrs = [\"127.0.0.1/32\", \"{}\"]\n",
                 redis.url(),
                 socket.display(),
                 super::netns::RANGE,
@@ -221,6 +235,7 @@ impl RelayProcess {
         let url = format!("http://{}/metrics", self.metrics);
         http_client()
             .get(url)
+            .bearer_auth(METRICS_TOKEN)
             .send()
             .await
             .expect("metrics")
