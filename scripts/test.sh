@@ -35,11 +35,14 @@ if [ -z "$quick" ]; then
   export TEST_REQUIRE_PROMETHEUS=1 TEST_REQUIRE_RALPH=1 TEST_REQUIRE_CHROMIUM=1 TEST_REQUIRE_STANDARD_WEBHOOKS=1
 fi
 scripts/build-plugins.sh
+# nextest's output, and cargo test's (whose "test result:" lines are counted; nextest prints
+# such lines inside a failed test's output too).
 log=$(mktemp)
-trap 'rm -f "$log"' EXIT
+cargo_log=$(mktemp)
+trap 'rm -f "$log" "$cargo_log"' EXIT
 status=0
-# Each step's time goes where .ci/run asks (HOOKRELAY_PHASE_TIMES), else nowhere.
-times=${HOOKRELAY_PHASE_TIMES:-/dev/null}
+# Each step's time goes where .ci/run asks (CI_PHASE_TIMES), else nowhere.
+times=${CI_PHASE_TIMES:-/dev/null}
 step() {
   local name=$1 start=$SECONDS
   shift
@@ -49,7 +52,7 @@ step() {
 # One build of everything the tests run (the package check reuses it): the test binaries, the
 # relay, the examples the tests start. The tests then build nothing themselves.
 step build bash -c 'cargo test --all-targets --no-run "$@" && cargo build --examples --bins "$@"' _ "$@"
-export HOOKRELAY_PLUGINS_BUILT=1 HOOKRELAY_EXAMPLES_BUILT=1
+export TEST_PLUGINS_BUILT=1 TEST_EXAMPLES_BUILT=1
 target=${CARGO_TARGET_DIR:-$PWD/target}
 if [ -n "$quick" ]; then
   filter='kind(lib) | test(/^(api|delivery|durability|plugins)::/)'
@@ -57,21 +60,26 @@ if [ -n "$quick" ]; then
 else
   step rust-tests bash -c 'cargo nextest run --lib --tests "$@" 2>&1 | tee "$0"; exit "${PIPESTATUS[0]}"' "$log" "$@"
   # The benchmarks, once each in test mode (criterion's harness).
-  step bench-smoke bash -c 'cargo test --benches "$@" 2>&1 | tee -a "$0"; exit "${PIPESTATUS[0]}"' "$log" "$@"
+  step bench-smoke bash -c 'cargo test --benches "$@" 2>&1 | tee -a "$0"; exit "${PIPESTATUS[0]}"' "$cargo_log" "$@"
   # The plugins' own unit tests (the rules plugin's pattern language), on this machine's target.
-  step plugin-tests bash -c '(cd plugins && cargo test --quiet -p rules --target-dir target) 2>&1 | tee -a "$0"; exit "${PIPESTATUS[0]}"' "$log"
-  step plugin-examples bash -c 'scripts/test-plugin-examples.sh 2>&1 | tee -a "$0"; exit "${PIPESTATUS[0]}"' "$log"
+  step plugin-tests bash -c '(cd plugins && cargo test --quiet -p rules --target-dir target) 2>&1 | tee -a "$0"; exit "${PIPESTATUS[0]}"' "$cargo_log"
+  step plugin-examples bash -c 'scripts/test-plugin-examples.sh 2>&1 | tee -a "$0"; exit "${PIPESTATUS[0]}"' "$cargo_log"
   step package scripts/check-package.sh
 fi
-# Each test binary's time, from nextest's JUnit report.
+# Each test binary's time (the sum of its tests'), from nextest's JUnit report.
 junit="$target/nextest/default/junit.xml"
 if [ -f "$junit" ]; then
-  grep -o '<testsuite name="[^"]*" tests="[0-9]*"[^>]* time="[0-9.]*"' "$junit" \
-    | sed -E 's/<testsuite name="([^"]*)" tests="([0-9]*)".* time="([0-9.]*)"/      \1: \3 (\2 tests)/' >>"$times" || true
+  python3 - "$junit" >>"$times" <<'PY' || true
+import sys, xml.etree.ElementTree as ET
+for suite in ET.parse(sys.argv[1]).getroot().iter("testsuite"):
+    cases = list(suite.iter("testcase"))
+    total = sum(float(c.get("time", 0)) for c in cases)
+    print(f"      {suite.get('name')}: {total:.0f} s in its {len(cases)} tests")
+PY
 fi
 # nextest's summary ("N tests run: P passed, F failed, T timed out, S skipped") and cargo's
 # "test result:" lines, summed.
-awk '/tests run:/ { for (i = 1; i <= NF; i++) { w = $(i); gsub(/[,]/, "", w); if (w == "passed") p += $(i-1); if (w == "failed") f += $(i-1); if (w == "timed") f += $(i-1) } }
-     /^test result:/ { for (i = 1; i <= NF; i++) { if ($(i) ~ /^passed/) p += $(i-1); if ($(i) ~ /^failed/) f += $(i-1) } }
-     END { printf "tests: %d passed, %d failed\n", p, f }' "$log"
+{ grep -E '^ *Summary \[.*tests run:' "$log" || true; grep -E '^test result:' "$cargo_log" || true; } \
+  | awk '{ for (i = 1; i <= NF; i++) { w = $(i); gsub(/[,;]/, "", w); if (w == "passed") p += $(i-1); if (w == "failed") f += $(i-1); if (w == "timed") f += $(i-1) } }
+         END { printf "tests: %d passed, %d failed\n", p, f }'
 exit "$status"

@@ -135,6 +135,33 @@ mod tests {
         assert_eq!(tries.load(Ordering::SeqCst), 3);
     }
 
+    /// On paused time: the pauses grow from 100 ms and never pass 2 s (with jitter, at most
+    /// twice that), however long the store stays down; no real time is waited.
+    #[tokio::test(start_paused = true)]
+    async fn the_pauses_grow_and_stay_bounded_on_paused_time() {
+        let tries = std::sync::Mutex::new(Vec::new());
+        let got = retry_until_ok(&CancellationToken::new(), "test", || {
+            let mut t = tries.lock().unwrap();
+            t.push(tokio::time::Instant::now());
+            let n = t.len();
+            async move { if n < 30 { Err("down") } else { Ok(n) } }
+        })
+        .await;
+        assert_eq!(got, Some(30));
+        let at = tries.into_inner().unwrap();
+        let pauses: Vec<Duration> = at.windows(2).map(|w| w[1] - w[0]).collect();
+        assert!(pauses[0] >= Duration::from_millis(100), "{pauses:?}");
+        assert!(
+            pauses.iter().all(|p| *p <= Duration::from_secs(4)),
+            "{pauses:?}"
+        );
+        // It reached its bound: the later pauses are a second or more.
+        assert!(
+            pauses[20..].iter().all(|p| *p >= Duration::from_secs(1)),
+            "{pauses:?}"
+        );
+    }
+
     #[tokio::test]
     async fn the_first_try_is_made_even_when_stopping() {
         let token = CancellationToken::new();

@@ -147,7 +147,7 @@ fn without_sources_redis_and_bbb_are_the_default_source_and_the_store() {
     assert_eq!(s[0].name, DEFAULT_SOURCE);
     assert_eq!(s[0].url.expose(), "redis://10.0.0.1:6379");
     assert_eq!(s[0].channels, ["c1"]);
-    assert_eq!(s[0].secret.expose(), "x");
+    assert_eq!(s[0].secret.expose(), "long-test-secret");
     assert_eq!(s[0].server_domain, "bbb.example");
     assert_eq!(s[0].api_url, "https://bbb.example/bigbluebutton/api");
     assert_eq!(c.store_url().expose(), "redis://10.0.0.1:6379");

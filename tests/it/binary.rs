@@ -238,7 +238,7 @@ async fn check_config_reads_the_reference_yaml_and_names_what_it_ignores() {
     let yml = dir.path().join("default.yml");
     std::fs::write(
         &yml,
-        "log:\n  level: info\nbbb:\n  sharedSecret: from-yaml\n  serverDomain: bbb.example.com\n",
+        "log:\n  level: info\nbbb:\n  sharedSecret: from-yaml-secret\n  serverDomain: bbb.example.com\n",
     )
     .unwrap();
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_hookrelay"))
@@ -257,5 +257,8 @@ async fn check_config_reads_the_reference_yaml_and_names_what_it_ignores() {
             && stdout.contains("log.level"),
         "{stdout}"
     );
-    assert!(!stdout.contains("from-yaml"), "never the secret: {stdout}");
+    assert!(
+        !stdout.contains("from-yaml-secret"),
+        "never the secret: {stdout}"
+    );
 }

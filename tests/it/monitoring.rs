@@ -260,7 +260,7 @@ async fn conference_metrics_follow_a_scripted_meeting_and_survive_a_restart() {
     }
     marker.wait_delivered(1).await;
     let text = metrics_once(&relay, |t| {
-        t.lines().any(|l| l == "bbb_recordings_deleted 1") && conference_families(t).len() == 22
+        t.lines().any(|l| l == "bbb_recordings_deleted 1") && conference_families(t).len() == 23
     })
     .await;
     let got = conference_series(&text);

@@ -1,6 +1,6 @@
 //! Plugins for the tests: the crates in `plugins/` built once per run (by the same script CI
 //! and the README use; `scripts/test.sh` builds them before the tests and says so in
-//! `HOOKRELAY_PLUGINS_BUILT`), and a plugin folder that tests change while the relay runs.
+//! `TEST_PLUGINS_BUILT`), and a plugin folder that tests change while the relay runs.
 
 use std::{
     path::{Path, PathBuf},
@@ -17,7 +17,7 @@ pub fn plugin_wasm(crate_name: &str) -> PathBuf {
     static BUILT: OnceLock<()> = OnceLock::new();
     BUILT.get_or_init(|| {
         // scripts/test.sh built them once for the whole run (each test is a process of its own).
-        if std::env::var_os("HOOKRELAY_PLUGINS_BUILT").is_some() {
+        if std::env::var_os("TEST_PLUGINS_BUILT").is_some() {
             return;
         }
         let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/build-plugins.sh");

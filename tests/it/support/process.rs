@@ -40,7 +40,7 @@ pub fn example(name: &str) -> PathBuf {
     let dir = binary().parent().expect("target directory").to_path_buf();
     let program = dir.join("examples").join(name);
     // scripts/test.sh built the examples once for the whole run.
-    if std::env::var_os("HOOKRELAY_EXAMPLES_BUILT").is_some() && program.is_file() {
+    if std::env::var_os("TEST_EXAMPLES_BUILT").is_some() && program.is_file() {
         return program;
     }
     let mut built = BUILT.lock().unwrap_or_else(|e| e.into_inner());
