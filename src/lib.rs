@@ -15,6 +15,10 @@
 //!   after matching, hot reloaded from a folder. In the relay a pair a plugin takes is queued
 //!   unchanged ([`plugin_host::Deferred`]) and its hook's worker runs the chain when it sends
 //!   it, on threads of lower priority ([`plugin_host::threads`]).
+//! - [`authoring`]: the plugin authors' workflow around the engine (`plugin new`, `build`,
+//!   `test`, `deploy`, `record`): finds a project and its language, writes one from a template,
+//!   builds it with pinned tools, runs its golden cases through [`route`], deploys it into a
+//!   running relay's folder, and records what a bus carries for the cases and [`replay`].
 //! - [`delivery`]: per-hook FIFO queues kept in Redis, retries, signing and the HTTP client, in
 //!   layers that import only downwards (listed in its doc comment, kept by a test). Each hook's
 //!   worker runs on a delivery lane (one thread per core) with that lane's connections.
@@ -41,11 +45,21 @@
 //! Layers, bottom first, each importing only from those before it (`src/layers.rs` tests it):
 //! `base`, `redis_conn`, `shutdown`, `systemd`; `config`; `store_conn`; `redis_index`,
 //! `metrics`; `bus`; `fleet`; `event`; `hooks`; `conference`, `plugin_host`; `route`;
-//! `delivery`; `admin_api`, `api`, `replay`, `xapi`; `pipeline`. Where a lower layer must reach a higher one it
-//! defines the interface: [`event::process::Observer`] (the conference follows the events),
-//! [`hooks::store::QueueRemover`] (a removed hook's queue goes too).
+//! `delivery`; `admin_api`, `api`, `authoring`, `replay`, `xapi`; `pipeline`. Where a lower
+//! layer must reach a higher one it defines the interface: [`event::process::Observer`] (the
+//! conference follows the events), [`hooks::store::QueueRemover`] (a removed hook's queue goes
+//! too).
 //!
-//! The binary's commands are in `src/main.rs`, `src/tools.rs` and `src/admin/`.
+//! The interface. Four modules are public as they are: [`authoring`] (the plugin authors'
+//! workflow), [`base`] (leaf helpers: digests, form encoding, ids, Redis key names),
+//! [`config`] (the configuration, plain data) and [`replay`] (the plugin authors' dry run).
+//! The rest is the crate's own, reached through the `pub use` items below.
+//!
+//! The binary's commands are in `src/main.rs` (the command line, `serve`), `src/tools.rs`
+//! (`check-config`, `plugin check`, `replay`), `src/plugin_cli.rs` (`plugin new`, `build`,
+//! `test`, `deploy`, and `record`, over [`authoring`]) and `src/admin/` (`hooks`,
+//! `deliveries`, `redeliver`, `import-reference`, `fleet status`, `sign`, `verify`,
+//! `admin-token`).
 
 pub(crate) mod admin_api;
 pub(crate) mod api;
@@ -70,10 +84,9 @@ pub(crate) mod store_conn;
 pub(crate) mod systemd;
 pub(crate) mod xapi;
 
-// The interface. Three modules are public as they are: `base` (leaf helpers: digests, form
-// encoding, ids, Redis key names), `config` (the configuration, plain data) and `replay` (the
-// plugin authors' dry run). The rest is the crate's own; the binary's commands, the
-// integration tests and the benches use what follows, and nothing else.
+// The interface. Four modules are public as they are (the codemap above names them); the
+// rest is the crate's own: the binary's commands, the integration tests and the benches use
+// what follows, and nothing else.
 
 /// The service: its configuration, its start and its stop.
 pub use config::Config;

@@ -179,25 +179,12 @@ fn main() -> ExitCode {
         Ok(cli) => cli,
         Err(e) => return usage_error(&e),
     };
-    let filter = log_filter();
     // The tools print their results on stdout: their log lines go to stderr.
     let tool = !matches!(
         cli.command,
         Command::Serve { .. } | Command::CheckConfig { .. }
     );
-    let builder = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(move || -> Box<dyn std::io::Write> {
-            if tool {
-                Box::new(std::io::stderr())
-            } else {
-                Box::new(std::io::stdout())
-            }
-        });
-    match cli.log_format {
-        LogFormat::Text => builder.init(),
-        LogFormat::Json => builder.json().init(),
-    }
+    init_logs(tool, cli.log_format);
     let (path, reference, serve) = match cli.command {
         Command::Serve {
             config,
@@ -251,6 +238,30 @@ fn main() -> ExitCode {
     if !serve {
         return tools::check_config(&config);
     }
+    serve_relay(config)
+}
+
+/// Sends the log lines (as text or JSON) to stderr for a tool, whose results go to stdout,
+/// else to stdout.
+fn init_logs(tool: bool, format: LogFormat) {
+    let filter = log_filter();
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(move || -> Box<dyn std::io::Write> {
+            if tool {
+                Box::new(std::io::stderr())
+            } else {
+                Box::new(std::io::stdout())
+            }
+        });
+    match format {
+        LogFormat::Text => builder.init(),
+        LogFormat::Json => builder.json().init(),
+    }
+}
+
+/// `hookrelay serve`: binds the listeners and runs the relay until a signal stops it.
+fn serve_relay(config: Config) -> ExitCode {
     let runtime = match tokio::runtime::Runtime::new() {
         Ok(r) => r,
         Err(e) => {

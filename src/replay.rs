@@ -19,7 +19,7 @@ use crate::{
     },
     hooks::{Hook, Registry},
     plugin_host::PluginSet,
-    route::Router,
+    route::MessageRouter,
 };
 
 /// Why the input could not be read.
@@ -120,7 +120,7 @@ pub fn run(
             dropped: 0,
         })
         .collect();
-    let mut router = Router::new(Processor::new(Mappings::new(u64::MAX, false), filter));
+    let mut router = MessageRouter::new(Processor::new(Mappings::new(u64::MAX, false), filter));
     let routed = router.route(messages, &snapshot, plugins);
     for id in routed.dropped {
         if let Some(out) = outputs.iter_mut().find(|o| o.hook.id == id) {

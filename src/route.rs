@@ -4,7 +4,7 @@
 //! remains. Pure apart from the plugins' own state: no Redis, no network.
 //!
 //!
-//! Plugins run here for `hookrelay replay`; the relay defers them ([`Router::deferring`]): a
+//! Plugins run here for `hookrelay replay`; the relay defers them ([`MessageRouter::deferring`]): a
 //! pair that a plugin takes becomes a callback that keeps what the chain needs
 //! ([`Deferred`]), and its hook's worker runs the chain when it sends it, so that a slow plugin
 //! holds back only the hooks in its scope.
@@ -92,9 +92,10 @@ impl Clock {
     }
 }
 
-/// The state the way needs: one processor (id mappings) per source and the per-hook clock.
-/// Owned by one task, so that messages are routed strictly in bus order.
-pub struct Router {
+/// Routes bus messages to the hooks' callbacks. The state the way needs: one processor (id
+/// mappings) per source and the per-hook clock. Owned by one task, so that messages are
+/// routed strictly in bus order.
+pub struct MessageRouter {
     /// Indexed by source.
     pub processors: Vec<Processor>,
     pub clock: Clock,
@@ -105,7 +106,7 @@ pub struct Router {
     pub now: Option<u64>,
 }
 
-impl Router {
+impl MessageRouter {
     /// One source.
     pub fn new(processor: Processor) -> Self {
         Self::with_sources(vec![processor])
@@ -279,8 +280,8 @@ mod tests {
             "core": {"header": {"name": "MeetingDestroyedEvtMsg"}, "body": {"meetingId": "m"}}}))
     }
 
-    fn router() -> Router {
-        Router::new(Processor::new(
+    fn router() -> MessageRouter {
+        MessageRouter::new(Processor::new(
             Mappings::new(u64::MAX, false),
             EventFilter::default(),
         ))

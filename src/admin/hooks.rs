@@ -126,22 +126,52 @@ pub fn hooks(args: &HooksArgs) -> ExitCode {
             meeting_id,
             event_id,
             get_raw,
-        } => {
-            let mut q = format!("callbackURL={}", form_encode(callback_url));
-            if let Some(m) = meeting_id {
-                q.push_str(&format!("&meetingID={}", form_encode(m)));
-            }
-            if let Some(e) = event_id {
-                q.push_str(&format!("&eventID={}", form_encode(e)));
-            }
-            if *get_raw {
-                q.push_str("&getRaw=true");
-            }
-            ("create", q)
-        }
+        } => (
+            "create",
+            create_query(
+                callback_url,
+                meeting_id.as_deref(),
+                event_id.as_deref(),
+                *get_raw,
+            ),
+        ),
         HooksCommand::Destroy { hook_id } => ("destroy", format!("hookID={hook_id}")),
         HooksCommand::Show { hook_id } => return show(&admin, *hook_id, args.json),
     };
+    let url = signed_url(&config, &base, call, &query);
+    let answer = match fetch(&url) {
+        Ok(a) => a,
+        Err(why) => return fail(UNREACHABLE, &format!("{base}: {why}")),
+    };
+    if answer.returncode != "SUCCESS" {
+        return refused(call, answer);
+    }
+    print_answer(args, &admin, answer)
+}
+
+/// The query of `hooks/create`.
+fn create_query(
+    callback_url: &str,
+    meeting_id: Option<&str>,
+    event_id: Option<&str>,
+    get_raw: bool,
+) -> String {
+    let mut q = format!("callbackURL={}", form_encode(callback_url));
+    if let Some(m) = meeting_id {
+        q.push_str(&format!("&meetingID={}", form_encode(m)));
+    }
+    if let Some(e) = event_id {
+        q.push_str(&format!("&eventID={}", form_encode(e)));
+    }
+    if get_raw {
+        q.push_str("&getRaw=true");
+    }
+    q
+}
+
+/// The URL of hooks API `call` with `query` at `base`, its checksum made with the
+/// configuration's first algorithm and its secret.
+fn signed_url(config: &hookrelay::Config, base: &str, call: &str, query: &str) -> String {
     let alg = config
         .api
         .checksum_algorithms
@@ -154,24 +184,27 @@ pub fn hooks(args: &HooksArgs) -> ExitCode {
         config.bbb.secret.expose().as_bytes(),
     ]);
     let sep = if query.is_empty() { "" } else { "&" };
-    let url = format!(
+    format!(
         "{}/hooks/{call}?{query}{sep}checksum={checksum}",
         base.trim_end_matches('/')
-    );
-    let answer = match fetch(&url) {
-        Ok(a) => a,
-        Err(why) => return fail(UNREACHABLE, &format!("{base}: {why}")),
+    )
+}
+
+/// Fails with the reason the API gave for refusing `call`.
+fn refused(call: &str, answer: Answer) -> ExitCode {
+    let key = answer.message_key.unwrap_or_default();
+    let message = answer.message.unwrap_or_default();
+    let hint = if key == "checksumError" {
+        " (is bbb.secret of this configuration the relay's?)"
+    } else {
+        ""
     };
-    if answer.returncode != "SUCCESS" {
-        let key = answer.message_key.unwrap_or_default();
-        let message = answer.message.unwrap_or_default();
-        let hint = if key == "checksumError" {
-            " (is bbb.secret of this configuration the relay's?)"
-        } else {
-            ""
-        };
-        return fail(REFUSED, &format!("{call} refused: {key}: {message}{hint}"));
-    }
+    fail(REFUSED, &format!("{call} refused: {key}: {message}{hint}"))
+}
+
+/// Prints a successful answer to the command: the list (with the hooks' states from the admin
+/// API), the created hook, the removed one.
+fn print_answer(args: &HooksArgs, admin: &AdminClient, answer: Answer) -> ExitCode {
     match &args.command {
         HooksCommand::List { .. } => {
             let hooks = answer.hooks.map(|h| h.hook).unwrap_or_default();

@@ -1,10 +1,16 @@
 //! `hookrelay import-reference`: the reference service's hooks imported on demand.
 
-use std::{path::PathBuf, process::ExitCode, time::Duration};
+use std::{net::SocketAddr, path::PathBuf, process::ExitCode, time::Duration};
 
 use clap::Args;
+use hookrelay::{
+    Hook,
+    config::callback_guard,
+    import::{self, Action, Found, Layout},
+};
 
 use super::{UNREACHABLE, fail};
+
 #[derive(Args)]
 pub struct ImportArgs {
     /// The relay's configuration: its Redis, and the rules for callback URLs.
@@ -27,10 +33,6 @@ pub struct ImportArgs {
 /// `hookrelay import-reference`: imports the hooks bbb-webhooks left in Redis (both layouts),
 /// as the relay does at start, printing one line per record.
 pub fn import_reference(args: &ImportArgs) -> ExitCode {
-    use hookrelay::{
-        config::callback_guard,
-        import::{self, Action, Layout},
-    };
     let config = match hookrelay::Config::load_with_reference(
         args.config.as_deref(),
         &args.reference_config,
@@ -45,24 +47,8 @@ pub fn import_reference(args: &ImportArgs) -> ExitCode {
         Ok(r) => r,
         Err(e) => return fail(UNREACHABLE, &e.to_string()),
     };
-    let guard = callback_guard(&config.delivery);
-    let permanent: Vec<String> = config
-        .delivery
-        .permanent_hooks
-        .iter()
-        .map(|p| p.url.clone())
-        .collect();
-    let mut api = config.api.bind;
-    if api.ip().is_unspecified() {
-        api.set_ip(std::net::Ipv4Addr::LOCALHOST.into());
-    }
-    let running = runtime.block_on(async {
-        let connect = tokio::net::TcpStream::connect(api);
-        matches!(
-            tokio::time::timeout(Duration::from_secs(1), connect).await,
-            Ok(Ok(_))
-        )
-    });
+    let api = local_api(&config);
+    let running = runtime.block_on(listening(api));
     if args.finish {
         // Only the reference's own records go: a running relay is not in the way.
         return finish(&runtime, &config);
@@ -78,31 +64,70 @@ pub fn import_reference(args: &ImportArgs) -> ExitCode {
             ),
         );
     }
-    let result = runtime.block_on(async {
-        let mut conn = store(&config).await?;
-        let own = import::stored_own(&mut conn)
-            .await
-            .map_err(|e| e.to_string())?;
-        let found = import::plan(&mut conn, &guard, &own, &permanent)
-            .await
-            .map_err(|e| e.to_string())?;
-        let imported = if args.dry_run {
-            Vec::new()
-        } else {
-            let max = own.iter().map(|h| h.id).max().unwrap_or_default();
-            import::apply(&mut conn, &found, max)
-                .await
-                .map_err(|e| e.to_string())?
-        };
-        Ok::<_, String>((found, imported))
-    });
-    let (found, imported) = match result {
+    let (found, imported) = match runtime.block_on(plan_and_apply(&config, args.dry_run)) {
         Ok(r) => r,
         Err(why) => return fail(UNREACHABLE, &why),
     };
+    report(&found, &imported, args.dry_run);
+    ExitCode::SUCCESS
+}
+
+/// Where the API of a relay (or of bbb-webhooks) on this host listens: `api.bind`, on the
+/// loopback address when it binds them all.
+fn local_api(config: &hookrelay::Config) -> SocketAddr {
+    let mut api = config.api.bind;
+    if api.ip().is_unspecified() {
+        api.set_ip(std::net::Ipv4Addr::LOCALHOST.into());
+    }
+    api
+}
+
+/// Whether something accepts connections at `api` within a second.
+async fn listening(api: SocketAddr) -> bool {
+    let connect = tokio::net::TcpStream::connect(api);
+    matches!(
+        tokio::time::timeout(Duration::from_secs(1), connect).await,
+        Ok(Ok(_))
+    )
+}
+
+/// Plans the import of the reference's records against the configuration's callback URL
+/// policy and permanent URLs, and (unless `dry_run`) carries it out: what was found, and the
+/// hooks imported.
+async fn plan_and_apply(
+    config: &hookrelay::Config,
+    dry_run: bool,
+) -> Result<(Vec<Found>, Vec<Hook>), String> {
+    let guard = callback_guard(&config.delivery);
+    let permanent: Vec<String> = config
+        .delivery
+        .permanent_hooks
+        .iter()
+        .map(|p| p.url.clone())
+        .collect();
+    let mut conn = store(config).await?;
+    let own = import::stored_own(&mut conn)
+        .await
+        .map_err(|e| e.to_string())?;
+    let found = import::plan(&mut conn, &guard, &own, &permanent)
+        .await
+        .map_err(|e| e.to_string())?;
+    let imported = if dry_run {
+        Vec::new()
+    } else {
+        let max = own.iter().map(|h| h.id).max().unwrap_or_default();
+        import::apply(&mut conn, &found, max)
+            .await
+            .map_err(|e| e.to_string())?
+    };
+    Ok((found, imported))
+}
+
+/// Prints one line per record found (what was or would be done with it), then the counts.
+fn report(found: &[Found], imported: &[Hook], dry_run: bool) {
     let mut new_ids = imported.iter().map(|h| h.id);
     let (mut to_import, mut skipped, mut refused) = (0, 0, 0);
-    for f in &found {
+    for f in found {
         let layout = match f.layout {
             Layout::V2 => "2.x",
             Layout::V3 => "3.x",
@@ -140,16 +165,11 @@ pub fn import_reference(args: &ImportArgs) -> ExitCode {
         };
         println!("{layout} hook {}: {url}: {what}{pending}", f.member);
     }
-    let verb = if args.dry_run {
-        "to import"
-    } else {
-        "imported"
-    };
+    let verb = if dry_run { "to import" } else { "imported" };
     println!("{to_import} {verb}, {skipped} skipped, {refused} refused");
-    if !args.dry_run && to_import > 0 {
+    if !dry_run && to_import > 0 {
         println!("restart the relay to deliver to them (systemctl restart hookrelay)");
     }
-    ExitCode::SUCCESS
 }
 
 /// The store as the relay reaches it: one Redis, Sentinel's master or a Cluster.

@@ -58,7 +58,6 @@ pub async fn redeliver(
 
 /// Asks for the redelivery of `window` to hook `id` (the status page's form does too).
 pub async fn ask(admin: &AdminState, id: u64, window: &Window) -> Result<Redelivery, AdminError> {
-    let bad = |s: String| AdminError::BadParameter(s);
     let hook = admin
         .store
         .registry()
@@ -72,23 +71,7 @@ pub async fn ask(admin: &AdminState, id: u64, window: &Window) -> Result<Redeliv
         ));
     };
     let now = now_ms();
-    let since = match window.since.as_deref().filter(|s| !s.trim().is_empty()) {
-        Some(s) => parse_since(s, now).map_err(|e| bad(format!("since: {e}")))?,
-        None => return Err(bad("since is required (e.g. 15m)".into())),
-    };
-    // No end: everything kept from `since` on (a burst stamps a hook's callbacks a little
-    // ahead of the clock, as their timestamps strictly increase).
-    let until = match window.until.as_deref().filter(|s| !s.trim().is_empty()) {
-        Some(s) => parse_since(s, now).map_err(|e| bad(format!("until: {e}")))?,
-        None => u64::MAX,
-    };
-    if since > until {
-        return Err(bad(format!(
-            "since ({}) is after until ({})",
-            rfc3339(since),
-            rfc3339(until)
-        )));
-    }
+    let (since, until) = times(window, now)?;
     let oldest = retain::oldest(&admin.conn, &hook.callback_url).await?;
     let window_start = now.saturating_sub(bounds.window_ms);
     if since < window_start && oldest.is_none_or(|o| since < o) {
@@ -102,29 +85,7 @@ pub async fn ask(admin: &AdminState, id: u64, window: &Window) -> Result<Redeliv
             ),
         });
     }
-    // No event id listed (a form's empty field): every event.
-    let events: Option<HashSet<String>> = window
-        .event_id
-        .as_deref()
-        .map(|l| {
-            l.split(',')
-                .map(|e| e.trim().to_ascii_lowercase())
-                .filter(|e| !e.is_empty())
-                .collect::<HashSet<_>>()
-        })
-        .filter(|set| !set.is_empty());
-    let mut seen = HashSet::new();
-    let found: Vec<_> = retain::read(&admin.conn, &hook.callback_url, since, until)
-        .await?
-        .into_iter()
-        .filter(|f| {
-            events
-                .as_ref()
-                .is_none_or(|e| e.contains(&*f.stored.event_id))
-        })
-        // One copy of each callback (a round written twice keeps it twice).
-        .filter(|f| seen.insert((f.stored.ts, f.stored.event_id.clone())))
-        .collect();
+    let found = kept(admin, &hook.callback_url, since, until, window).await?;
     let bytes: u64 = found.iter().map(|f| f.bytes).sum();
     let most = admin.max_queue.min(MAX_CALLBACKS);
     if found.len() > most {
@@ -159,4 +120,66 @@ pub async fn ask(admin: &AdminState, id: u64, window: &Window) -> Result<Redeliv
         first_timestamp: sorted.first().map(|f| f.stored.ts),
         last_timestamp: sorted.last().map(|f| f.stored.ts),
     })
+}
+
+/// A request's parameter that cannot be used, and why.
+fn bad(s: String) -> AdminError {
+    AdminError::BadParameter(s)
+}
+
+/// The window's bounds at `now` (ms): `since`, required, and `until`, the last callback kept
+/// when not given; `since` not after `until`.
+fn times(window: &Window, now: u64) -> Result<(u64, u64), AdminError> {
+    let since = match window.since.as_deref().filter(|s| !s.trim().is_empty()) {
+        Some(s) => parse_since(s, now).map_err(|e| bad(format!("since: {e}")))?,
+        None => return Err(bad("since is required (e.g. 15m)".into())),
+    };
+    // No end: everything kept from `since` on (a burst stamps a hook's callbacks a little
+    // ahead of the clock, as their timestamps strictly increase).
+    let until = match window.until.as_deref().filter(|s| !s.trim().is_empty()) {
+        Some(s) => parse_since(s, now).map_err(|e| bad(format!("until: {e}")))?,
+        None => u64::MAX,
+    };
+    if since > until {
+        return Err(bad(format!(
+            "since ({}) is after until ({})",
+            rfc3339(since),
+            rfc3339(until)
+        )));
+    }
+    Ok((since, until))
+}
+
+/// The callbacks kept for `url` in `[since, until]` whose event ids `window` lists (all of
+/// them when it lists none), one copy of each.
+async fn kept(
+    admin: &AdminState,
+    url: &str,
+    since: u64,
+    until: u64,
+    window: &Window,
+) -> Result<Vec<retain::Found>, AdminError> {
+    // No event id listed (a form's empty field): every event.
+    let events: Option<HashSet<String>> = window
+        .event_id
+        .as_deref()
+        .map(|l| {
+            l.split(',')
+                .map(|e| e.trim().to_ascii_lowercase())
+                .filter(|e| !e.is_empty())
+                .collect::<HashSet<_>>()
+        })
+        .filter(|set| !set.is_empty());
+    let mut seen = HashSet::new();
+    Ok(retain::read(&admin.conn, url, since, until)
+        .await?
+        .into_iter()
+        .filter(|f| {
+            events
+                .as_ref()
+                .is_none_or(|e| e.contains(&*f.stored.event_id))
+        })
+        // One copy of each callback (a round written twice keeps it twice).
+        .filter(|f| seen.insert((f.stored.ts, f.stored.event_id.clone())))
+        .collect())
 }

@@ -65,22 +65,7 @@ pub async fn record(
         })?
         .map_err(fail)?;
     pubsub.subscribe(&chosen.channels).await.map_err(fail)?;
-    // Bus messages hold meeting passwords, join tokens and chat: for the user who records only
-    // (an existing file is made so too).
-    let file = {
-        use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
-        let file = std::fs::OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .mode(0o600)
-            .open(out)
-            .map_err(|e| AuthoringError::io(out, e))?;
-        file.set_permissions(std::fs::Permissions::from_mode(0o600))
-            .map_err(|e| AuthoringError::io(out, e))?;
-        file
-    };
-    let mut file = std::io::LineWriter::new(file);
+    let mut file = std::io::LineWriter::new(create_private(out)?);
     ready(&chosen.name, chosen.channels.len());
     let mut recorded = Recorded {
         source: chosen.name.clone(),
@@ -130,4 +115,20 @@ pub async fn record(
     }
     file.flush().map_err(|e| AuthoringError::io(out, e))?;
     Ok(recorded)
+}
+
+/// Creates (or empties) the file `out` readable by its owner only: bus messages hold meeting
+/// passwords, join tokens and chat (an existing file is made so too).
+fn create_private(out: &Path) -> Result<std::fs::File, AuthoringError> {
+    use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+    let file = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(out)
+        .map_err(|e| AuthoringError::io(out, e))?;
+    file.set_permissions(std::fs::Permissions::from_mode(0o600))
+        .map_err(|e| AuthoringError::io(out, e))?;
+    Ok(file)
 }

@@ -8,7 +8,7 @@ use std::collections::HashMap;
 use crate::store_conn::StoreConn;
 use redis::AsyncCommands;
 
-use super::{Changes, Member, Recording, Room};
+use super::{Changes, Member, RecordingState, Room};
 use crate::base::redis_keys::SourceKeys;
 
 /// Adds `changes` to `pipe` (replies ignored).
@@ -59,7 +59,7 @@ pub fn add_changes(pipe: &mut redis::Pipeline, keys: &SourceKeys, changes: &Chan
 pub async fn load(
     conn: &mut StoreConn,
     keys: &SourceKeys,
-) -> Result<(HashMap<String, Room>, HashMap<String, Recording>), redis::RedisError> {
+) -> Result<(HashMap<String, Room>, HashMap<String, RecordingState>), redis::RedisError> {
     let rooms: HashMap<String, String> = conn.hgetall(&keys.conference_rooms).await?;
     let recordings: HashMap<String, String> = conn.hgetall(&keys.conference_recordings).await?;
     let mut rooms: HashMap<String, Room> = rooms
@@ -97,7 +97,7 @@ pub async fn load(
     }
     let recordings = recordings
         .into_iter()
-        .filter_map(|(r, s)| Some((r, Recording::parse(&s)?)))
+        .filter_map(|(r, s)| Some((r, RecordingState::parse(&s)?)))
         .collect();
     Ok((rooms, recordings))
 }

@@ -16,7 +16,7 @@ use std::{
 use serde::Deserialize;
 use tokio_util::sync::CancellationToken;
 
-use super::{Origin, Recording, Room, SharedConference};
+use super::{Origin, RecordingState, Room, SharedConference};
 use crate::{
     base::{digest::Algorithm, secret::Secret, time::now_ms},
     metrics::{Metrics, SourceResultLabels},
@@ -213,12 +213,12 @@ pub fn parse_recordings(xml: &str) -> Result<Vec<String>, SeedError> {
 }
 
 /// The states `getRecordings` is asked for, as bbb-exporter asks.
-const LISTED: [Recording; 5] = [
-    Recording::Processing,
-    Recording::Processed,
-    Recording::Published,
-    Recording::Unpublished,
-    Recording::Deleted,
+const LISTED: [RecordingState; 5] = [
+    RecordingState::Processing,
+    RecordingState::Processed,
+    RecordingState::Published,
+    RecordingState::Unpublished,
+    RecordingState::Deleted,
 ];
 
 /// One source's link to its BBB API.

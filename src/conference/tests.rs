@@ -1,6 +1,6 @@
 //! A scripted meeting through the processor, checked against the numbers a scrape shows.
 
-use serde_json::json;
+use serde_json::{Value, json};
 
 use super::{exposition::Summary, *};
 use crate::event::{

@@ -73,29 +73,61 @@ fn text(v: &Value) -> Option<String> {
     }
 }
 
+/// The reference's leaves (dotted path, value), and the paths of those taken so far.
+struct Leaves {
+    all: Vec<(String, Value)>,
+    used: Vec<String>,
+}
+
+impl Leaves {
+    /// The value at dotted path `k`, marked used when there is one.
+    fn take(&mut self, k: &str) -> Option<Value> {
+        let v = self
+            .all
+            .iter()
+            .find(|(p, _)| p == k)
+            .map(|(_, v)| v.clone());
+        if v.is_some() {
+            self.used.push(k.to_string());
+        }
+        v
+    }
+}
+
 /// Maps the reference's keys to hookrelay's.
 pub fn translate(yaml: &Value) -> Reference {
     let mut all = Vec::new();
     leaves(yaml, "", &mut all);
-    let get = |k: &str| all.iter().find(|(p, _)| p == k).map(|(_, v)| v.clone());
-    let mut r = Reference::default();
-    let mut used: Vec<String> = Vec::new();
-    let mut take = |k: &str| {
-        let v = get(k);
-        if v.is_some() {
-            used.push(k.to_string());
-        }
-        v
+    let mut from = Leaves {
+        all,
+        used: Vec::new(),
     };
-    if let Some(v) = take("bbb.sharedSecret").as_ref().and_then(text) {
-        set(&mut r.keys, "bbb.secret", json!(v));
-    }
-    if let Some(v) = take("bbb.serverDomain").as_ref().and_then(text) {
-        set(&mut r.keys, "bbb.server_domain", json!(v));
-    }
+    let mut r = Reference::default();
     // Values of the wrong shape are not used, and are named with the ignored keys.
     let mut rejected: Vec<String> = Vec::new();
-    match take("bbb.auth2_0") {
+    translate_bbb(&mut from, &mut r.keys, &mut rejected);
+    translate_bus(&mut from, &mut r.keys);
+    translate_api_and_delivery(&mut from, &mut r.keys);
+    translate_xapi(&mut from, &mut r.keys);
+    translate_permanent_urls(&mut from, &mut r.keys, &mut rejected);
+    let Leaves { all, used } = from;
+    r.ignored = all
+        .into_iter()
+        .map(|(p, _)| p)
+        .filter(|p| !used.contains(p) || rejected.contains(p))
+        .collect();
+    r
+}
+
+/// The `bbb` section: the shared secret, the server's domain, and bearer mode (`auth2_0`).
+fn translate_bbb(from: &mut Leaves, keys: &mut Map<String, Value>, rejected: &mut Vec<String>) {
+    if let Some(v) = from.take("bbb.sharedSecret").as_ref().and_then(text) {
+        set(keys, "bbb.secret", json!(v));
+    }
+    if let Some(v) = from.take("bbb.serverDomain").as_ref().and_then(text) {
+        set(keys, "bbb.server_domain", json!(v));
+    }
+    match from.take("bbb.auth2_0") {
         None => {}
         Some(v) => match v
             .as_bool()
@@ -103,27 +135,35 @@ pub fn translate(yaml: &Value) -> Reference {
         {
             Some(bearer) => {
                 set(
-                    &mut r.keys,
+                    keys,
                     "delivery.auth",
                     json!(if bearer { "bearer" } else { "checksum" }),
                 );
                 // bbb-webhooks sent its bearer token to http:// receivers too (its package
                 // turns bearer mode on): they keep getting their callbacks.
                 if bearer {
-                    set(&mut r.keys, "delivery.allow_insecure_bearer", json!(true));
+                    set(keys, "delivery.allow_insecure_bearer", json!(true));
                 }
             }
             None => rejected.push("bbb.auth2_0".into()),
         },
     }
-    // The bus connection: the input module's, else the top-level redis section.
-    let host = take(&format!("{IN}.redis.host"))
-        .or_else(|| take("redis.host"))
-        .or_else(|| take(&format!("{DB}.host")));
-    let port = take(&format!("{IN}.redis.port"))
-        .or_else(|| take("redis.port"))
-        .or_else(|| take(&format!("{DB}.port")));
-    let password = take(&format!("{IN}.redis.password")).or_else(|| take("redis.password"));
+}
+
+/// The bus connection: the input module's, else the top-level redis section; and the
+/// channels it listens to.
+fn translate_bus(from: &mut Leaves, keys: &mut Map<String, Value>) {
+    let host = from
+        .take(&format!("{IN}.redis.host"))
+        .or_else(|| from.take("redis.host"))
+        .or_else(|| from.take(&format!("{DB}.host")));
+    let port = from
+        .take(&format!("{IN}.redis.port"))
+        .or_else(|| from.take("redis.port"))
+        .or_else(|| from.take(&format!("{DB}.port")));
+    let password = from
+        .take(&format!("{IN}.redis.password"))
+        .or_else(|| from.take("redis.password"));
     if host.is_some() || port.is_some() {
         let host = host
             .as_ref()
@@ -140,92 +180,121 @@ pub fn translate(yaml: &Value) -> Reference {
             .map(|p| format!(":{}@", url_escape(&p)))
             .unwrap_or_default();
         set(
-            &mut r.keys,
+            keys,
             "redis.url",
             json!(format!("redis://{auth}{host}:{port}")),
         );
     }
     // 2.x names, where 3.x has none: hooks.channels, server.bind/port, hooks.permanentURLs,
     // hooks.retryIntervals, hooks.requestTimeout.
-    if let Some(v @ Value::Array(_)) =
-        take(&format!("{IN}.redis.inboundChannels")).or_else(|| take("hooks.channels"))
+    if let Some(v @ Value::Array(_)) = from
+        .take(&format!("{IN}.redis.inboundChannels"))
+        .or_else(|| from.take("hooks.channels"))
     {
-        set(&mut r.keys, "redis.channels", v);
+        set(keys, "redis.channels", v);
     }
-    let bind = take(&format!("{OUT}.api.bind"))
-        .or_else(|| take("server.bind"))
+}
+
+/// The output module's API (address, checksum algorithms) and delivery settings (checksum,
+/// retries, timeout, event filters).
+fn translate_api_and_delivery(from: &mut Leaves, keys: &mut Map<String, Value>) {
+    let bind = from
+        .take(&format!("{OUT}.api.bind"))
+        .or_else(|| from.take("server.bind"))
         .as_ref()
         .and_then(text);
-    let port = take(&format!("{OUT}.api.port"))
-        .or_else(|| take("server.port"))
+    let port = from
+        .take(&format!("{OUT}.api.port"))
+        .or_else(|| from.take("server.port"))
         .as_ref()
         .and_then(text);
     if bind.is_some() || port.is_some() {
         let bind = bind.unwrap_or_else(|| "127.0.0.1".into());
         let port = port.unwrap_or_else(|| "3005".into());
-        set(&mut r.keys, "api.bind", json!(format!("{bind}:{port}")));
+        set(keys, "api.bind", json!(format!("{bind}:{port}")));
     }
-    if let Some(v @ Value::Array(_)) = take(&format!("{OUT}.api.supportedChecksumAlgorithms")) {
-        set(&mut r.keys, "api.checksum_algorithms", v);
-    }
-    if let Some(v) = take(&format!("{OUT}.hookChecksumAlgorithm")) {
-        set(&mut r.keys, "delivery.checksum_algorithm", v);
-    }
-    if let Some(v @ Value::Array(_)) =
-        take(&format!("{OUT}.retryIntervals")).or_else(|| take("hooks.retryIntervals"))
+    if let Some(v @ Value::Array(_)) = from.take(&format!("{OUT}.api.supportedChecksumAlgorithms"))
     {
-        set(&mut r.keys, "delivery.retry_intervals_ms", v);
+        set(keys, "api.checksum_algorithms", v);
     }
-    if let Some(v) = take(&format!("{OUT}.requestTimeout")).or_else(|| take("hooks.requestTimeout"))
+    if let Some(v) = from.take(&format!("{OUT}.hookChecksumAlgorithm")) {
+        set(keys, "delivery.checksum_algorithm", v);
+    }
+    if let Some(v @ Value::Array(_)) = from
+        .take(&format!("{OUT}.retryIntervals"))
+        .or_else(|| from.take("hooks.retryIntervals"))
     {
-        set(&mut r.keys, "delivery.request_timeout_ms", v);
+        set(keys, "delivery.retry_intervals_ms", v);
+    }
+    if let Some(v) = from
+        .take(&format!("{OUT}.requestTimeout"))
+        .or_else(|| from.take("hooks.requestTimeout"))
+    {
+        set(keys, "delivery.request_timeout_ms", v);
     }
     for (theirs, ours) in [
         ("includeEvents", "delivery.include_events"),
         ("excludeEvents", "delivery.exclude_events"),
     ] {
-        if let Some(v @ Value::Array(_)) = take(&format!("{OUT}.{theirs}")) {
-            set(&mut r.keys, ours, v);
+        if let Some(v @ Value::Array(_)) = from.take(&format!("{OUT}.{theirs}")) {
+            set(keys, ours, v);
         }
     }
-    // The xAPI module: on when present, unless `enabled: false`.
-    if all.iter().any(|(k, _)| k.starts_with(XAPI)) {
-        let enabled = take(&format!("{XAPI}.enabled"));
-        let on = !matches!(enabled, Some(Value::Bool(false)));
-        set(&mut r.keys, "xapi.enabled", json!(on));
-        let _ = take(&format!("{XAPI}.type"));
-        for (theirs, ours) in [
-            ("config.lrs.lrs_endpoint", "xapi.lrs_endpoint"),
-            ("config.lrs.lrs_username", "xapi.lrs_username"),
-            ("config.lrs.lrs_password", "xapi.lrs_password"),
-            ("config.uuid_namespace", "xapi.uuid_namespace"),
-            ("config.server.domain", "xapi.server_domain"),
-        ] {
-            if let Some(v) = take(&format!("{XAPI}.{theirs}")).as_ref().and_then(text) {
-                set(&mut r.keys, ours, json!(v));
-            }
-        }
-        // Its Redis keys name the reference's own state, which hookrelay does not use.
-        for k in [
-            "meetings",
-            "meetingPrefix",
-            "users",
-            "userPrefix",
-            "polls",
-            "pollPrefix",
-        ] {
-            let _ = take(&format!("{XAPI}.config.redis.keys.{k}"));
+}
+
+/// The xAPI module: on when present, unless `enabled: false`.
+fn translate_xapi(from: &mut Leaves, keys: &mut Map<String, Value>) {
+    if !from.all.iter().any(|(k, _)| k.starts_with(XAPI)) {
+        return;
+    }
+    let enabled = from.take(&format!("{XAPI}.enabled"));
+    let on = !matches!(enabled, Some(Value::Bool(false)));
+    set(keys, "xapi.enabled", json!(on));
+    let _ = from.take(&format!("{XAPI}.type"));
+    for (theirs, ours) in [
+        ("config.lrs.lrs_endpoint", "xapi.lrs_endpoint"),
+        ("config.lrs.lrs_username", "xapi.lrs_username"),
+        ("config.lrs.lrs_password", "xapi.lrs_password"),
+        ("config.uuid_namespace", "xapi.uuid_namespace"),
+        ("config.server.domain", "xapi.server_domain"),
+    ] {
+        if let Some(v) = from
+            .take(&format!("{XAPI}.{theirs}"))
+            .as_ref()
+            .and_then(text)
+        {
+            set(keys, ours, json!(v));
         }
     }
+    // Its Redis keys name the reference's own state, which hookrelay does not use.
+    for k in [
+        "meetings",
+        "meetingPrefix",
+        "users",
+        "userPrefix",
+        "polls",
+        "pollPrefix",
+    ] {
+        let _ = from.take(&format!("{XAPI}.config.redis.keys.{k}"));
+    }
+}
+
+/// The permanent hooks: the output module's `permanentURLs`, else 2.x's, with 2.x's
+/// `hooks.getRaw` switch.
+fn translate_permanent_urls(
+    from: &mut Leaves,
+    keys: &mut Map<String, Value>,
+    rejected: &mut Vec<String>,
+) {
     let mut permanent = format!("{OUT}.permanentURLs");
-    let mut urls = take(&permanent);
+    let mut urls = from.take(&permanent);
     if urls.is_none() {
         permanent = "hooks.permanentURLs".into();
-        urls = take(&permanent);
+        urls = from.take(&permanent);
     }
     // 2.x's `hooks.getRaw`: the raw form of its plain permanent URLs, and a switch without
     // which no hook got raw messages (its package set it to false).
-    let raw_switch = take("hooks.getRaw").and_then(|v| {
+    let raw_switch = from.take("hooks.getRaw").and_then(|v| {
         v.as_bool()
             .or_else(|| v.as_str().and_then(|t| t.parse().ok()))
     });
@@ -247,19 +316,13 @@ pub fn translate(yaml: &Value) -> Reference {
                 })
                 .collect();
             match hooks {
-                Some(hooks) => set(&mut r.keys, "delivery.permanent_hooks", Value::Array(hooks)),
+                Some(hooks) => set(keys, "delivery.permanent_hooks", Value::Array(hooks)),
                 // Taking some would remove the stored permanent hooks of the others.
                 None => rejected.push(permanent.clone()),
             }
         }
         Some(_) => rejected.push(permanent.clone()),
     }
-    r.ignored = all
-        .into_iter()
-        .map(|(p, _)| p)
-        .filter(|p| !used.contains(p) || rejected.contains(p))
-        .collect();
-    r
 }
 
 /// A password as it must appear in a URL's user-info part.
@@ -275,223 +338,4 @@ fn url_escape(s: &str) -> String {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::config::{CallbackAuth, Config};
-
-    /// Laid out as bbb-webhooks 3.x's `config/default.example.yml`.
-    const YAML: &str = r#"
-log:
-  level: info
-  stdout: true
-prometheus:
-  enabled: false
-  port: 3004
-bbb:
-  serverDomain: bbb.example.com
-  sharedSecret: "s3cr3t-s3cr3t"
-  auth2_0: false
-  apiPath: /bigbluebutton/api
-redis:
-  host: 127.0.0.1
-  port: 6379
-modules:
-  "../in/redis/index.js":
-    enabled: true
-    config:
-      redis:
-        host: 10.0.0.5
-        port: 6380
-        password: "p@ss"
-        inboundChannels:
-          - from-akka-apps-redis-channel
-          - from-bbb-web-redis-channel
-  "../out/webhooks/index.js":
-    enabled: true
-    config:
-      api:
-        bind: 127.0.0.1
-        port: 3006
-        supportedChecksumAlgorithms: [sha1, sha256]
-      hookChecksumAlgorithm: sha256
-      includeEvents: []
-      excludeEvents: ["user-audio-voice-enabled"]
-      permanentURLs:
-        - url: https://app.example/bbb
-          getRaw: true
-      retryIntervals: [100, 500, 1000]
-      requestTimeout: 4000
-      queueSize: 10000
-"#;
-
-    #[test]
-    fn the_understood_keys_become_hookrelays_and_the_rest_is_named() {
-        let dir = tempfile::tempdir().unwrap();
-        let yml = dir.path().join("default.yml");
-        std::fs::write(&yml, YAML).unwrap();
-        let toml = dir.path().join("hookrelay.toml");
-        // The TOML file wins over the reference's file.
-        std::fs::write(&toml, "[bbb]\nserver_domain = \"override.example\"\n").unwrap();
-        let (c, ignored) =
-            Config::load_with_reference(Some(&toml), std::slice::from_ref(&yml)).unwrap();
-        assert_eq!(c.bbb.secret.expose(), "s3cr3t-s3cr3t");
-        assert_eq!(c.bbb.server_domain, "override.example");
-        assert_eq!(c.delivery.auth, CallbackAuth::Checksum);
-        assert_eq!(c.redis.url.expose(), "redis://:p%40ss@10.0.0.5:6380");
-        assert_eq!(
-            c.redis.channels,
-            ["from-akka-apps-redis-channel", "from-bbb-web-redis-channel"]
-        );
-        assert_eq!(c.api.bind.to_string(), "127.0.0.1:3006");
-        assert_eq!(c.api.checksum_algorithms.len(), 2);
-        assert_eq!(
-            c.delivery.checksum_algorithm,
-            crate::base::digest::Algorithm::Sha256
-        );
-        assert_eq!(c.delivery.exclude_events, ["user-audio-voice-enabled"]);
-        assert_eq!(c.delivery.retry_intervals_ms, [100, 500, 1000]);
-        assert_eq!(c.delivery.request_timeout_ms, 4000);
-        assert_eq!(c.delivery.permanent_hooks.len(), 1);
-        assert_eq!(c.delivery.permanent_hooks[0].url, "https://app.example/bbb");
-        assert!(c.delivery.permanent_hooks[0].get_raw);
-        assert_eq!(
-            ignored,
-            [
-                "log.level",
-                "log.stdout",
-                "prometheus.enabled",
-                "prometheus.port",
-                "bbb.apiPath",
-                "redis.host",
-                "redis.port",
-                "modules.../in/redis/index.js.enabled",
-                "modules.../out/webhooks/index.js.enabled",
-                "modules.../out/webhooks/index.js.config.queueSize",
-            ]
-        );
-    }
-
-    #[test]
-    fn the_xapi_module_is_read() {
-        // As bbb-webhooks 3.x's default.example.yml lays it out.
-        let yaml = r#"
-modules:
-  ../out/xapi/index.js:
-    enabled: true
-    type: out
-    config:
-      lrs:
-        lrs_endpoint: https://your_lrs.endpoint
-        lrs_username: user
-        lrs_password: pass
-      uuid_namespace: 01234567-89ab-cdef-0123-456789abcdef
-      redis:
-        keys:
-          meetings: bigbluebutton:webhooks:xapi:meetings
-          meetingPrefix: bigbluebutton:webhooks:xapi:meeting
-          users: bigbluebutton:webhooks:xapi:users
-          userPrefix: bigbluebutton:webhooks:xapi:user
-          polls: bigbluebutton:webhooks:xapi:polls
-          pollPrefix: bigbluebutton:webhooks:xapi:poll
-"#;
-        let r = translate(&serde_saphyr::from_str(yaml).unwrap());
-        assert_eq!(
-            Value::Object(r.keys.clone()),
-            json!({"xapi": {"enabled": true, "lrs_endpoint": "https://your_lrs.endpoint",
-                "lrs_username": "user", "lrs_password": "pass",
-                "uuid_namespace": "01234567-89ab-cdef-0123-456789abcdef"}})
-        );
-        assert!(r.ignored.is_empty(), "{:?}", r.ignored);
-        let off = yaml.replace("enabled: true", "enabled: false");
-        let r = translate(&serde_saphyr::from_str(&off).unwrap());
-        assert_eq!(r.keys["xapi"]["enabled"], false);
-    }
-
-    #[test]
-    fn the_2x_layout_is_read_too() {
-        let r = translate(
-            &serde_saphyr::from_str(
-                "bbb:\n  sharedSecret: old\nserver:\n  bind: 0.0.0.0\n  port: 3007\nhooks:\n  channels: [bigbluebutton:from-bbb-apps:meeting]\n  permanentURLs: [https://a.example/x]\n  retryIntervals: [100, 200]\n  requestTimeout: 3000\n  multiEvent: 1\nredis:\n  host: 127.0.0.1\n",
-            )
-            .unwrap(),
-        );
-        assert_eq!(r.keys["bbb"]["secret"], "old");
-        assert_eq!(r.keys["api"]["bind"], "0.0.0.0:3007");
-        assert_eq!(
-            r.keys["redis"]["channels"],
-            json!(["bigbluebutton:from-bbb-apps:meeting"])
-        );
-        assert_eq!(
-            r.keys["delivery"]["permanent_hooks"],
-            json!([{"url": "https://a.example/x", "get_raw": false}])
-        );
-        assert_eq!(r.keys["delivery"]["retry_intervals_ms"], json!([100, 200]));
-        assert_eq!(r.keys["delivery"]["request_timeout_ms"], json!(3000));
-        assert_eq!(r.ignored, ["hooks.multiEvent"]);
-    }
-
-    #[test]
-    fn bearer_mode_and_bad_files_are_reported() {
-        let r = translate(&serde_saphyr::from_str("bbb:\n  auth2_0: true\n").unwrap());
-        assert_eq!(r.keys["delivery"]["auth"], "bearer");
-        assert_eq!(r.keys["delivery"]["allow_insecure_bearer"], true);
-        let r = translate(&serde_saphyr::from_str("bbb:\n  auth2_0: \"true\"\n").unwrap());
-        assert_eq!(r.keys["delivery"]["auth"], "bearer");
-        let r = translate(&serde_saphyr::from_str("bbb:\n  auth2_0: maybe\n").unwrap());
-        assert!(r.keys.is_empty());
-        assert_eq!(r.ignored, ["bbb.auth2_0"]);
-        // Plain URLs are taken; an entry that is neither leaves the whole list unused.
-        let out = "modules:\n  \"../out/webhooks/index.js\":\n    config:\n      permanentURLs:\n";
-        let r = translate(
-            &serde_saphyr::from_str(&format!("{out}        - https://a.example/x\n")).unwrap(),
-        );
-        assert_eq!(
-            r.keys["delivery"]["permanent_hooks"],
-            json!([{"url": "https://a.example/x", "get_raw": false}])
-        );
-        let r = translate(
-            &serde_saphyr::from_str(&format!(
-                "{out}        - https://a.example/x\n        - 7\n"
-            ))
-            .unwrap(),
-        );
-        assert!(r.keys.is_empty());
-        assert_eq!(
-            r.ignored,
-            ["modules.../out/webhooks/index.js.config.permanentURLs"]
-        );
-        let dir = tempfile::tempdir().unwrap();
-        let bad = dir.path().join("bad.yml");
-        std::fs::write(&bad, "bbb: [unclosed\n").unwrap();
-        let err = read(&bad).unwrap_err().to_string();
-        assert!(err.starts_with("configuration: reference config "), "{err}");
-        assert_eq!(err.lines().count(), 1);
-        let missing = read(&dir.path().join("none.yml")).unwrap_err().to_string();
-        assert!(missing.contains("none.yml"), "{missing}");
-    }
-
-    #[test]
-    fn a_2x_raw_switch_gives_plain_permanent_urls_their_form_and_turns_raw_off() {
-        let plain = translate(
-            &serde_saphyr::from_str(
-                "hooks:\n  getRaw: true\n  permanentURLs:\n    - https://a.example/x\n",
-            )
-            .unwrap(),
-        );
-        assert_eq!(
-            plain.keys["delivery"]["permanent_hooks"],
-            json!([{"url": "https://a.example/x", "get_raw": true}])
-        );
-        assert!(plain.ignored.is_empty(), "{:?}", plain.ignored);
-        let off = translate(
-            &serde_saphyr::from_str(
-                "hooks:\n  getRaw: false\n  permanentURLs:\n    - url: https://a.example/x\n      getRaw: true\n",
-            )
-            .unwrap(),
-        );
-        assert_eq!(
-            off.keys["delivery"]["permanent_hooks"],
-            json!([{"url": "https://a.example/x", "get_raw": false}])
-        );
-    }
-}
+mod tests;

@@ -30,13 +30,52 @@ fn weak_secret(secret: &str) -> Option<&'static str> {
     )
 }
 
+/// The error naming `key` and why its value is unusable.
+fn fail(key: &str, why: &str) -> Result<(), ConfigError> {
+    Err(ConfigError(format!("{key}: {why}")))
+}
+
 impl Config {
     /// Checks what types alone cannot.
     ///
     /// # Errors
     /// Names the first key whose value is unusable.
     pub fn validate(&self) -> Result<(), ConfigError> {
-        let fail = |key: &str, why: &str| Err(ConfigError(format!("{key}: {why}")));
+        self.validate_secrets()?;
+        self.validate_api()?;
+        if !super::sources::is_redis_url(&self.redis.url) {
+            return fail("redis.url", "must be a redis:// URL");
+        }
+        self.validate_sources()?;
+        if let Err(e) = crate::base::standard_webhooks::StandardSigner::new(
+            &self.delivery.standard_webhooks.secrets,
+        ) {
+            return fail("delivery.standard_webhooks.secrets", &e.to_string());
+        }
+        self.validate_bus()?;
+        if self.delivery.retry_intervals_ms.is_empty() {
+            return fail(
+                "delivery.retry_intervals_ms",
+                "must hold at least one interval",
+            );
+        }
+        self.validate_exposed_listeners()?;
+        self.validate_delivery_limits()?;
+        self.validate_metrics_auth()?;
+        if !self.bbb.api_url.is_empty() && !super::sources::is_http_url(&self.bbb.api_url) {
+            return fail("bbb.api_url", "must be an http(s) URL");
+        }
+        self.validate_merge()?;
+        self.validate_plugins()?;
+        self.validate_permanent_hooks()?;
+        if self.mapping.inactivity_timeout_s == 0 {
+            return fail("mapping.inactivity_timeout_s", "must be greater than 0");
+        }
+        self.xapi.validate().map_err(ConfigError)
+    }
+
+    /// The shared secrets: `bbb.secret` set and strong, and every source's own strong.
+    fn validate_secrets(&self) -> Result<(), ConfigError> {
         if self.bbb.secret.is_empty() {
             return fail("bbb.secret", "must be set to the server's shared secret");
         }
@@ -51,6 +90,11 @@ impl Config {
         {
             return fail("sources.secret", why);
         }
+        Ok(())
+    }
+
+    /// `[api]`: its path and its checksum algorithms.
+    fn validate_api(&self) -> Result<(), ConfigError> {
         if !self.api.path.starts_with('/') {
             return fail("api.path", "must start with '/'");
         }
@@ -60,27 +104,23 @@ impl Config {
                 "must name at least one algorithm",
             );
         }
-        if !super::sources::is_redis_url(&self.redis.url) {
-            return fail("redis.url", "must be a redis:// URL");
-        }
-        self.validate_sources()?;
-        if let Err(e) = crate::base::standard_webhooks::StandardSigner::new(
-            &self.delivery.standard_webhooks.secrets,
-        ) {
-            return fail("delivery.standard_webhooks.secrets", &e.to_string());
-        }
+        Ok(())
+    }
+
+    /// `[redis]`'s channels and message size.
+    fn validate_bus(&self) -> Result<(), ConfigError> {
         if self.redis.channels.is_empty() {
             return fail("redis.channels", "must name at least one channel");
         }
         if self.redis.max_message_bytes == 0 {
             return fail("redis.max_message_bytes", "must be greater than 0");
         }
-        if self.delivery.retry_intervals_ms.is_empty() {
-            return fail(
-                "delivery.retry_intervals_ms",
-                "must hold at least one interval",
-            );
-        }
+        Ok(())
+    }
+
+    /// The admin API and the metrics endpoint: credentials required when they listen beyond
+    /// the loopback address.
+    fn validate_exposed_listeners(&self) -> Result<(), ConfigError> {
         if self.admin.enabled
             && self.admin.bind.is_some_and(|b| !b.ip().is_loopback())
             && self.admin.bearer_token.is_empty()
@@ -101,6 +141,12 @@ impl Config {
                 "a bearer_token or basic_user and basic_password must be set when metrics.bind is not a loopback address",
             );
         }
+        Ok(())
+    }
+
+    /// `[delivery]`'s bounds: the attempt log, the queues, connections, unacknowledged
+    /// callbacks and the request timeout.
+    fn validate_delivery_limits(&self) -> Result<(), ConfigError> {
         if self.delivery.attempt_log > super::MAX_ATTEMPT_LOG {
             return fail(
                 "delivery.attempt_log",
@@ -125,6 +171,11 @@ impl Config {
         if self.delivery.request_timeout_ms == 0 {
             return fail("delivery.request_timeout_ms", "must be greater than 0");
         }
+        Ok(())
+    }
+
+    /// `[metrics.auth]`'s basic credentials: both or neither, and a user without ':'.
+    fn validate_metrics_auth(&self) -> Result<(), ConfigError> {
         let auth = &self.metrics.auth;
         if auth.basic_user.is_empty() != auth.basic_password.is_empty() {
             return fail("metrics.auth", "basic_user and basic_password go together");
@@ -132,9 +183,11 @@ impl Config {
         if auth.basic_user.contains(':') {
             return fail("metrics.auth.basic_user", "may not contain ':'");
         }
-        if !self.bbb.api_url.is_empty() && !super::sources::is_http_url(&self.bbb.api_url) {
-            return fail("bbb.api_url", "must be an http(s) URL");
-        }
+        Ok(())
+    }
+
+    /// `[metrics.merge]`: its path, and each source's name, URL and timeout.
+    fn validate_merge(&self) -> Result<(), ConfigError> {
         let merge = &self.metrics.merge;
         if !merge.path.starts_with('/') || merge.path == "/metrics" {
             return fail(
@@ -159,6 +212,11 @@ impl Config {
                 );
             }
         }
+        Ok(())
+    }
+
+    /// `[plugins]`: its folder, the reload debounce, and the plugins' defaults.
+    fn validate_plugins(&self) -> Result<(), ConfigError> {
         if let Some(dir) = &self.plugins.dir
             && !dir.is_dir()
         {
@@ -170,15 +228,17 @@ impl Config {
         if let Err(why) = self.plugins.defaults().validate() {
             return Err(ConfigError(format!("plugins.{why}")));
         }
+        Ok(())
+    }
+
+    /// `delivery.permanent_hooks` against the callback URL policy.
+    fn validate_permanent_hooks(&self) -> Result<(), ConfigError> {
         let guard = callback_guard(&self.delivery);
         for hook in &self.delivery.permanent_hooks {
             if let Err(why) = guard.check_url(&hook.url) {
                 return fail("delivery.permanent_hooks", &format!("{}: {why}", hook.url));
             }
         }
-        if self.mapping.inactivity_timeout_s == 0 {
-            return fail("mapping.inactivity_timeout_s", "must be greater than 0");
-        }
-        self.xapi.validate().map_err(ConfigError)
+        Ok(())
     }
 }

@@ -1,6 +1,9 @@
-//! What every hook's worker and pager share: the HTTP client, the store, the signer, the
-//! bounds, the payloads read back; and what they do alike when a bound drops callbacks. The
-//! bottom of delivery: it uses only the queue and Redis layout below it.
+//! What every hook's worker and pager share, in four parts with private fields, so that a
+//! function's signature says which it depends on: [`Sending`] (how a callback goes out),
+//! [`Books`] (what is written down about it), [`Control`] (whether a hook may still send) and
+//! [`QueueStore`] (where the queues live and what bounds them); and what they do alike when a
+//! bound drops callbacks. The bottom of delivery: it uses only the queue and Redis layout
+//! below it.
 
 use crate::base::ids::HookId;
 
@@ -17,6 +20,7 @@ use super::{
     journal::{self, Removal},
     lanes::Lanes,
     payloads::SharedPayloads,
+    retry::RetryPolicy,
     sign::Signer,
 };
 use crate::{
@@ -29,37 +33,146 @@ use crate::{
     store_conn::StoreConn,
 };
 
-/// What every worker shares. Built once by [`DeliveryContext::new`]; its parts are delivery's
-/// own.
+/// What every worker and pager share. Built once by [`DeliveryContext::new`].
 pub struct DeliveryContext {
+    sending: Sending,
+    books: Books,
+    control: Control,
+    queues: QueueStore,
+}
+
+/// How a callback goes out: the lanes (threads, each with its HTTP connections), the signer,
+/// the callback URL policy, the retry schedule, and the plugins a deferred callback goes
+/// through first.
+pub struct Sending {
+    lanes: Lanes,
+    signer: Signer,
+    guard: Arc<Guard>,
+    retry_intervals_ms: Vec<u64>,
+    plugins: Arc<Plugins>,
+}
+
+impl Sending {
     /// The threads workers run on, with their HTTP clients.
-    pub(super) lanes: Lanes,
-    /// Marks delivered callbacks in Redis, off the hot path.
-    pub(super) acker: Arc<Acker>,
-    /// Keeps each hook's attempts and state for people, off the hot path.
-    pub(super) insight: Arc<Insight>,
-    pub(super) store: Arc<HookStore>,
-    /// For the queues' Redis streams.
-    pub(super) conn: StoreConn,
-    pub(super) signer: Signer,
-    /// The sources' names, for the queues' stored entries.
-    pub(super) sources: Arc<SourceTable>,
-    pub(super) retry_intervals_ms: Vec<u64>,
-    /// Most entries queued per hook.
-    pub(super) max_queue: usize,
-    /// The bytes all queues may take in Redis together.
-    pub(super) budget: Arc<Budget>,
+    pub fn lanes(&self) -> &Lanes {
+        &self.lanes
+    }
+
+    pub fn signer(&self) -> &Signer {
+        &self.signer
+    }
+
     /// The callback URL policy (the client checks it again at every connection).
-    pub(super) guard: Arc<Guard>,
-    pub(super) metrics: Arc<Metrics>,
-    pub(super) token: CancellationToken,
-    pub(super) tracker: TaskTracker,
-    /// In a fleet: nothing is sent once the lease is lost.
-    pub(super) fence: Fence,
-    /// Payloads of shared records read back by the pagers.
-    pub(super) paged: SharedPayloads,
+    pub fn guard(&self) -> &Guard {
+        &self.guard
+    }
+
+    /// The retry schedule of a hook (`permanent`: never given up).
+    pub fn retry_policy(&self, permanent: bool) -> RetryPolicy {
+        RetryPolicy::new(&self.retry_intervals_ms, permanent)
+    }
+
     /// The plugin set in force, for the callbacks whose chain runs when they are sent.
-    pub(super) plugins: Arc<Plugins>,
+    pub fn plugins(&self) -> &Plugins {
+        &self.plugins
+    }
+}
+
+/// What is written down about deliveries: delivered callbacks marked in Redis, each hook's
+/// attempts and state for people, the metrics.
+pub struct Books {
+    acker: Arc<Acker>,
+    insight: Arc<Insight>,
+    metrics: Arc<Metrics>,
+}
+
+impl Books {
+    /// Marks delivered callbacks in Redis, off the hot path.
+    pub fn acker(&self) -> &Arc<Acker> {
+        &self.acker
+    }
+
+    /// Keeps each hook's attempts and state for people, off the hot path.
+    pub fn insight(&self) -> &Arc<Insight> {
+        &self.insight
+    }
+
+    pub fn metrics(&self) -> &Arc<Metrics> {
+        &self.metrics
+    }
+}
+
+/// Whether a hook may still send, and the tasks' lifetime: the hooks, the fleet's fence, the
+/// relay's cancellation and its task tracker.
+pub struct Control {
+    store: Arc<HookStore>,
+    fence: Fence,
+    token: CancellationToken,
+    tracker: TaskTracker,
+}
+
+impl Control {
+    /// The one check before every attempt and before giving a hook up: the relay is not
+    /// stopping, the hook still exists, this instance (in a fleet) still holds its lease, and
+    /// the queue (in a spread fleet, under its delivery lease) is still this worker's.
+    pub fn may_send(&self, hook: HookId, queue: &HookQueue) -> bool {
+        !self.token.is_cancelled()
+            && self.store.registry().contains(hook)
+            && self.fence.holds()
+            && queue.may_send()
+    }
+
+    pub fn store(&self) -> &HookStore {
+        &self.store
+    }
+
+    /// Cancelled when the relay stops.
+    pub fn token(&self) -> &CancellationToken {
+        &self.token
+    }
+
+    /// The relay's tasks, waited for at its stop.
+    pub fn tracker(&self) -> &TaskTracker {
+        &self.tracker
+    }
+}
+
+/// Where the queues live and what bounds them: the store connection, the byte budget of all
+/// queues, the shared payloads read back, the sources' names their entries store, and the
+/// most entries one hook may have queued.
+pub struct QueueStore {
+    conn: StoreConn,
+    budget: Arc<Budget>,
+    paged: SharedPayloads,
+    sources: Arc<SourceTable>,
+    max_queue: usize,
+}
+
+impl QueueStore {
+    /// For the queues' Redis streams.
+    pub fn conn(&self) -> &StoreConn {
+        &self.conn
+    }
+
+    /// The bytes all queues may take in Redis together.
+    pub fn budget(&self) -> &Arc<Budget> {
+        &self.budget
+    }
+
+    /// Payloads of shared records read back by the pagers.
+    pub fn paged(&self) -> &SharedPayloads {
+        &self.paged
+    }
+
+    /// The sources' names, as the queues' entries store them.
+    pub fn sources(&self) -> &Arc<SourceTable> {
+        &self.sources
+    }
+
+    /// Most entries queued per hook.
+    pub fn max_queue(&self) -> usize {
+        self.max_queue
+    }
 }
 
 /// What the relay around delivery gives it: the hooks, the store, the metrics and the tasks'
@@ -100,35 +213,52 @@ impl DeliveryContext {
             config.max_connections_per_receiver,
         )?;
         Ok(Self {
-            lanes: Lanes::start(Lanes::per_core(), client, &wiring.token),
-            acker,
-            insight: wiring.insight,
-            store: wiring.store,
-            conn: wiring.conn,
-            sources: signer.sources.clone(),
-            signer,
-            retry_intervals_ms: config.retry_intervals_ms.clone(),
-            max_queue: config.max_queue,
-            budget: Arc::new(Budget::new(budget_bytes)),
-            guard: wiring.guard,
-            metrics: wiring.metrics,
-            token: wiring.token,
-            tracker: wiring.tracker,
-            fence: wiring.fence,
-            paged: SharedPayloads::default(),
-            plugins: wiring.plugins,
+            queues: QueueStore {
+                conn: wiring.conn,
+                budget: Arc::new(Budget::new(budget_bytes)),
+                paged: SharedPayloads::default(),
+                sources: signer.sources.clone(),
+                max_queue: config.max_queue,
+            },
+            sending: Sending {
+                lanes: Lanes::start(Lanes::per_core(), client, &wiring.token),
+                signer,
+                guard: wiring.guard,
+                retry_intervals_ms: config.retry_intervals_ms.clone(),
+                plugins: wiring.plugins,
+            },
+            books: Books {
+                acker,
+                insight: wiring.insight,
+                metrics: wiring.metrics,
+            },
+            control: Control {
+                store: wiring.store,
+                fence: wiring.fence,
+                token: wiring.token,
+                tracker: wiring.tracker,
+            },
         })
     }
 
-    /// The sources' names, as the queues' entries store them.
-    pub fn sources(&self) -> &Arc<SourceTable> {
-        &self.sources
+    /// How callbacks go out.
+    pub fn sending(&self) -> &Sending {
+        &self.sending
     }
 
-    /// The store connection, metrics and task lifetime delivery runs with, for the tasks that
-    /// work beside it (the fleet's balancer).
-    pub fn wiring(&self) -> (&StoreConn, &Arc<Metrics>, &CancellationToken, &TaskTracker) {
-        (&self.conn, &self.metrics, &self.token, &self.tracker)
+    /// What is written down about deliveries.
+    pub fn books(&self) -> &Books {
+        &self.books
+    }
+
+    /// Whether a hook may still send; the tasks' lifetime.
+    pub fn control(&self) -> &Control {
+        &self.control
+    }
+
+    /// Where the queues live and what bounds them.
+    pub fn queues(&self) -> &QueueStore {
+        &self.queues
     }
 
     /// Counts and removes from Redis the oldest entries of `hook`'s queue `q` over its bound
@@ -143,11 +273,10 @@ impl DeliveryContext {
         oldest: (String, u64),
         by_budget: bool,
     ) {
-        self.metrics.queue_dropped.inc_by(dropped.len() as u64);
+        let metrics = &self.books.metrics;
+        metrics.queue_dropped.inc_by(dropped.len() as u64);
         if by_budget {
-            self.metrics
-                .queue_dropped_by_budget
-                .inc_by(dropped.len() as u64);
+            metrics.queue_dropped_by_budget.inc_by(dropped.len() as u64);
         }
         let line = q.note_drops(dropped.len() as u64, oldest);
         if let Some((count, (event, ts))) = line {
@@ -156,19 +285,20 @@ impl DeliveryContext {
             } else {
                 "delivery.max_queue"
             };
+            let queues = &self.queues;
             tracing::warn!(
                 hook_id = hook.0,
                 dropped = count,
                 oldest_lost_event = %event,
                 oldest_lost_timestamp = ts,
                 bound,
-                max_queue = self.max_queue,
-                budget_bytes = self.budget.limit(),
-                queued_bytes = self.budget.used(),
+                max_queue = queues.max_queue,
+                budget_bytes = queues.budget.limit(),
+                queued_bytes = queues.budget.used(),
                 "queue full: dropped the oldest callbacks (one line a minute per hook while it goes on)"
             );
         }
-        if let Err(e) = journal::remove(&mut self.conn.clone(), hook, dropped).await {
+        if let Err(e) = journal::remove(&mut self.queues.conn.clone(), hook, dropped).await {
             tracing::warn!(hook_id = hook.0, error = %e, "cannot remove dropped callbacks from Redis");
         }
     }

@@ -78,7 +78,7 @@ impl Dispatcher {
         }
         let q = self.start_worker(
             hook,
-            HookQueue::stored(self.ctx.budget.clone(), until, count),
+            HookQueue::stored(self.ctx.queues().budget().clone(), until, count),
         );
         pager::spawn(&self.ctx, hook.id, &q);
         self.queues.insert(hook.id, q);
@@ -106,7 +106,7 @@ impl Dispatcher {
         if callbacks.is_empty() && state.is_empty() && commit.is_none() {
             return true;
         }
-        let share = !self.ctx.conn.is_cluster();
+        let share = !self.ctx.queues().conn().is_cluster();
         let Plan { batch, records } = plan(callbacks, arrivals, share, || self.next_shared());
         let ids: Vec<(HookId, Entry)> = batch.iter().map(|(h, e, _)| (h.id, e.clone())).collect();
         let records: Vec<Record<'_>> = records
@@ -117,12 +117,12 @@ impl Dispatcher {
                 refs: *n,
             })
             .collect();
-        let mut conn = self.ctx.conn.clone();
+        let mut conn = self.ctx.queues().conn().clone();
         let what = format!("persist {} callbacks", ids.len());
-        let persisted = retry_until_ok(&self.ctx.token, what, || {
+        let persisted = retry_until_ok(self.ctx.control().token(), what, || {
             let mut c = conn.clone();
             let (state, commit, ids, records) = (&state, commit.as_ref(), &ids, &records);
-            let sources = &self.ctx.sources;
+            let sources = self.ctx.queues().sources();
             async move { journal::append(&mut c, state, commit, records, ids, sources).await }
         })
         .await;
@@ -131,7 +131,7 @@ impl Dispatcher {
         };
         if let Some(&(hook_id, ts)) = conflicts.first() {
             let n = conflicts.len() as u64;
-            self.ctx.metrics.queue_append_conflicts.inc_by(n);
+            self.ctx.books().metrics().queue_append_conflicts.inc_by(n);
             tracing::warn!(
                 callbacks = n,
                 hook_id = hook_id.0,
@@ -141,7 +141,7 @@ impl Dispatcher {
         }
         // A hook removed while this batch was processed has had its stream deleted; the
         // append made it again, so remove it once more.
-        let snapshot = self.ctx.store.registry().load();
+        let snapshot = self.ctx.control().store().registry().load();
         let mut gone: Vec<HookId> = batch
             .iter()
             .map(|(h, _, _)| h.id)
@@ -171,7 +171,7 @@ impl Dispatcher {
         let q = match self.queues.get(&hook.id) {
             Some(q) => q.clone(),
             None => {
-                let q = self.start_worker(hook, HookQueue::new(self.ctx.budget.clone()));
+                let q = self.start_worker(hook, HookQueue::new(self.ctx.queues().budget().clone()));
                 self.queues.insert(hook.id, q.clone());
                 q
             }
@@ -182,7 +182,7 @@ impl Dispatcher {
     /// Queues `entry` (`cost` bytes in Redis) in `q`, starting a pager when a span begins and
     /// removing what the bounds drop.
     fn push(&self, hook: HookId, q: &Arc<HookQueue>, entry: Entry, cost: u64) {
-        let pushed = q.push(entry, cost, self.ctx.max_queue);
+        let pushed = q.push(entry, cost, self.ctx.queues().max_queue());
         if pushed.spilled {
             pager::spawn(&self.ctx, hook, q);
         }
@@ -190,7 +190,7 @@ impl Dispatcher {
             let oldest = (first.event_id.to_string(), first.ts);
             let dropped: Vec<Removal> = pushed.dropped.iter().map(Entry::removal).collect();
             let (ctx, q, by_budget) = (self.ctx.clone(), q.clone(), pushed.by_budget);
-            self.ctx.tracker.spawn(async move {
+            self.ctx.control().tracker().spawn(async move {
                 ctx.drop_oldest(&q, hook, &dropped, oldest, by_budget).await;
             });
         }
@@ -217,7 +217,8 @@ impl Dispatcher {
         let text = share::format_queued(announce.into_iter().map(|(id, (ts, n))| (id, ts, n)));
         let sent: redis::RedisResult<i64> = self
             .ctx
-            .conn
+            .queues()
+            .conn()
             .clone()
             .publish(share::QUEUED_CHANNEL, text)
             .await;
@@ -228,17 +229,17 @@ impl Dispatcher {
 
     /// The budget of all queues.
     pub fn budget(&self) -> &Budget {
-        &self.ctx.budget
+        self.ctx.queues().budget()
     }
 
     /// Whether the store is a Redis Cluster.
     pub fn on_cluster(&self) -> bool {
-        self.ctx.conn.is_cluster()
+        self.ctx.queues().conn().is_cluster()
     }
 
     /// A handle on the store (for housekeeping beside the queues).
     pub fn conn(&self) -> StoreConn {
-        self.ctx.conn.clone()
+        self.ctx.queues().conn().clone()
     }
 
     /// Closes the queues of hooks that no longer exist (their workers end), and returns how many callbacks each live hook has queued.
@@ -247,7 +248,7 @@ impl Dispatcher {
         if self.spread.is_some() {
             return None;
         }
-        let snapshot = self.ctx.store.registry().load();
+        let snapshot = self.ctx.control().store().registry().load();
         self.queues.retain(|id, q| {
             let live = snapshot.get(*id).is_some();
             if !live {

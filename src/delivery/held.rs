@@ -48,7 +48,7 @@ impl Held {
         pos: Position,
     ) -> JoinHandle<()> {
         let q = Arc::new(HookQueue::leased(
-            self.ctx.budget.clone(),
+            self.ctx.queues().budget().clone(),
             lease,
             pos.last_ts,
             pos.length,

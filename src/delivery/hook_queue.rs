@@ -7,7 +7,7 @@
 use std::{
     collections::VecDeque,
     sync::{
-        Arc, Mutex,
+        Arc, Mutex, MutexGuard,
         atomic::{AtomicBool, Ordering},
     },
 };
@@ -90,11 +90,48 @@ impl Parts {
     fn taken(&self) -> u64 {
         self.cost + self.span.map_or(0, |s| s.cost)
     }
+}
+
+/// The queue's parts locked for a change, and the budget of all queues told what they take
+/// when it ends ([`Edit::settle`] tells it earlier): the only way to change them, so that no
+/// change can leave the budget, which decides what every hook drops, behind.
+struct Edit<'a> {
+    parts: MutexGuard<'a, Parts>,
+    budget: &'a Budget,
+    /// What the queue took when the budget was last told.
+    told: u64,
+}
+
+impl std::ops::Deref for Edit<'_> {
+    type Target = Parts;
+    fn deref(&self) -> &Parts {
+        &self.parts
+    }
+}
+
+impl std::ops::DerefMut for Edit<'_> {
+    fn deref_mut(&mut self) -> &mut Parts {
+        &mut self.parts
+    }
+}
+
+impl Drop for Edit<'_> {
+    fn drop(&mut self) {
+        self.settle();
+    }
+}
+
+impl Edit<'_> {
+    /// Tells the budget what the queue takes now.
+    fn settle(&mut self) {
+        let now = self.parts.taken();
+        self.budget.moved(self.told, now);
+        self.told = now;
+    }
 
     /// Drops the oldest in memory while the queue holds more than `max` entries in all or, by
-    /// `budget`, more than its share of it (telling `budget` what it gave up).
-    fn trim(&mut self, max: usize, budget: &Budget, out: &mut Pushed) {
-        let before = self.taken();
+    /// the budget, more than its share of it.
+    fn trim(&mut self, max: usize, out: &mut Pushed) {
         let total = self.mem.len() + self.span.map_or(0, |s| s.count);
         for _ in 0..total.saturating_sub(max) {
             match self.pop_front() {
@@ -102,12 +139,11 @@ impl Parts {
                 None => break,
             }
         }
-        budget.moved(before, self.taken());
-        let mut give = budget.excess(self.taken());
+        self.settle();
+        let mut give = self.budget.excess(self.taken());
         while give > 0 {
-            let before = self.taken();
             let Some(q) = self.pop_front() else { break };
-            budget.moved(before, self.taken());
+            self.settle();
             give = give.saturating_sub(q.cost);
             out.dropped.push(q.entry);
             out.by_budget = true;
@@ -116,7 +152,7 @@ impl Parts {
 }
 
 /// What to drop before a page is added ([`HookQueue::make_room`]).
-pub struct Room {
+pub struct PageDrops {
     /// Dropped from memory (older than the page).
     pub from_memory: Vec<Entry>,
     /// How many of the page's first entries to drop.
@@ -183,7 +219,7 @@ impl HookQueue {
     /// (after a restart).
     pub fn stored(budget: Arc<Budget>, until: u64, count: usize) -> Self {
         let q = Self::new(budget);
-        let mut p = q.lock();
+        let mut p = q.edit();
         p.span = (count > 0).then_some(Span {
             after: None,
             until,
@@ -191,7 +227,6 @@ impl HookQueue {
             cost: count as u64 * UNKNOWN_COST,
         });
         p.last = until;
-        q.budget.moved(0, p.taken());
         drop(p);
         q
     }
@@ -207,13 +242,12 @@ impl HookQueue {
     /// them): those not already known join (or start) the span. Returns whether a span began
     /// (a pager must be started).
     pub fn extend(&self, until: u64, count: usize) -> bool {
-        let mut p = self.lock();
+        let mut p = self.edit();
         if until <= p.last {
             return false;
         }
         let after = p.last;
         p.last = until;
-        let before = p.taken();
         let (count, cost) = (count.max(1), count.max(1) as u64 * UNKNOWN_COST);
         let began = match &mut p.span {
             Some(span) => {
@@ -232,14 +266,25 @@ impl HookQueue {
                 true
             }
         };
-        self.budget.moved(before, p.taken());
         drop(p);
         self.wants_page.notify_one();
         began
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, Parts> {
+    /// The parts, to read. (A `&Parts`: a change goes through [`Self::edit`].)
+    fn lock(&self) -> impl std::ops::Deref<Target = Parts> + '_ {
         self.parts.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The parts, to change, the budget kept by the [`Edit`].
+    fn edit(&self) -> Edit<'_> {
+        let parts = self.parts.lock().unwrap_or_else(|e| e.into_inner());
+        let told = parts.taken();
+        Edit {
+            parts,
+            budget: &self.budget,
+            told,
+        }
     }
 
     /// Adds an entry already written to Redis, taking `cost` bytes there: held in memory while
@@ -247,13 +292,12 @@ impl HookQueue {
     /// oldest entries in memory are dropped while more than `max` are queued in all, or while
     /// the queues are over their budget and this one holds more than its share.
     pub fn push(&self, entry: Entry, cost: u64, max: usize) -> Pushed {
-        let mut p = self.lock();
+        let mut p = self.edit();
         let mut out = Pushed::default();
         if entry.ts <= p.last {
             return out;
         }
         p.last = entry.ts;
-        let before = p.taken();
         let last_in_memory = p.mem.back().map(|q| q.entry.ts);
         let full = p.full();
         match &mut p.span {
@@ -273,8 +317,7 @@ impl HookQueue {
             }
             None => p.push_back(entry, cost),
         }
-        self.budget.moved(before, p.taken());
-        p.trim(max, &self.budget, &mut out);
+        p.trim(max, &mut out);
         drop(p);
         self.ready.notify_one();
         out
@@ -297,10 +340,10 @@ impl HookQueue {
     /// Makes room before a page of `read` entries (the oldest in Redis) is added: drops the
     /// oldest in memory, then says how many of the page's first entries to drop, while the queue
     /// holds more than `max` entries in all or, over the budget, more than its share.
-    pub fn make_room(&self, read: usize, max: usize) -> Room {
-        let mut p = self.lock();
+    pub fn make_room(&self, read: usize, max: usize) -> PageDrops {
+        let mut p = self.edit();
         let mut out = Pushed::default();
-        p.trim(max, &self.budget, &mut out);
+        p.trim(max, &mut out);
         let total = p.mem.len() + p.span.map_or(0, |s| s.count);
         let by_count = total.saturating_sub(max);
         let each = p
@@ -308,7 +351,7 @@ impl HookQueue {
             .map_or(UNKNOWN_COST, |s| (s.cost / s.count.max(1) as u64).max(1));
         let by_budget = self.budget.excess(p.taken()).div_ceil(each) as usize;
         let from_page = by_count.max(by_budget).min(read);
-        Room {
+        PageDrops {
             from_memory: out.dropped,
             from_page,
             by_budget: out.by_budget || (from_page > 0 && by_budget > by_count),
@@ -332,8 +375,7 @@ impl HookQueue {
         last: Option<u64>,
         complete: Option<u64>,
     ) -> bool {
-        let mut p = self.lock();
-        let before = p.taken();
+        let mut p = self.edit();
         let each = p
             .span
             .map_or(UNKNOWN_COST, |s| s.cost / s.count.max(1) as u64);
@@ -348,7 +390,6 @@ impl HookQueue {
                 p.span = None;
             }
         }
-        self.budget.moved(before, p.taken());
         let more = p.span.is_some();
         drop(p);
         self.ready.notify_one();
@@ -357,10 +398,8 @@ impl HookQueue {
 
     /// The next entry in order; `None` when there is none in memory yet.
     pub fn pop(&self) -> Option<Entry> {
-        let mut p = self.lock();
-        let before = p.taken();
+        let mut p = self.edit();
         let e = p.pop_front().map(|q| q.entry);
-        self.budget.moved(before, p.taken());
         if p.wants_page() {
             self.wants_page.notify_one();
         }
@@ -397,6 +436,12 @@ impl HookQueue {
     #[cfg(test)]
     pub fn bytes_in_memory(&self) -> usize {
         self.lock().bytes
+    }
+
+    /// Estimated Redis bytes of the whole queue, as the budget should know them.
+    #[cfg(test)]
+    pub fn taken(&self) -> u64 {
+        self.lock().taken()
     }
 }
 

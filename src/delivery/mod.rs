@@ -12,13 +12,17 @@
 //!    streams removed ([`tidy`]).
 //! 3. One hook's queue in memory ([`hook_queue`]); the payloads read back that the queues
 //!    share ([`payloads`]); a batch's callbacks planned as entries, without I/O ([`plan`]).
-//! 4. What every worker and pager share ([`context`]).
-//! 5. The loops of one hook: its worker, one callback in flight ([`worker`]), and its pager,
+//! 4. What every worker and pager share, in four typed parts ([`context`]).
+//! 5. One callback's attempts as steps: prepare, send, judge, record ([`attempt`]); giving a
+//!    hook up when its schedule ran out ([`abandon`]).
+//! 6. The loops of one hook: its worker, one callback in flight ([`worker`]), and its pager,
 //!    reading back what waits in Redis only ([`pager`]).
-//! 6. In a fleet that spreads delivery, the queues of the hooks this instance holds ([`held`]).
-//! 7. The dispatcher, which queues each batch's callbacks ([`dispatch`]).
+//! 7. In a fleet that spreads delivery, the queues of the hooks this instance holds ([`held`]).
+//! 8. The dispatcher, which queues each batch's callbacks ([`dispatch`]).
 
+pub mod abandon;
 pub mod ack;
+pub mod attempt;
 pub mod budget;
 pub mod client;
 pub mod context;

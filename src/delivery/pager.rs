@@ -20,13 +20,16 @@ use crate::shutdown::retry_until_ok;
 
 /// Starts the pager of `hook`'s queue `q`.
 pub(super) fn spawn(ctx: &Arc<DeliveryContext>, hook: HookId, q: &Arc<HookQueue>) {
-    ctx.tracker.spawn(run(ctx.clone(), hook, q.clone()));
+    ctx.control()
+        .tracker()
+        .spawn(run(ctx.clone(), hook, q.clone()));
 }
 
 /// Pages hook `hook`'s span into `queue` until it is read whole, the queue closes or the relay
 /// stops.
 async fn run(ctx: Arc<DeliveryContext>, hook: HookId, queue: Arc<HookQueue>) {
-    let token = ctx.token.clone();
+    let token = ctx.control().token().clone();
+    let queues = ctx.queues();
     loop {
         while !queue.wants_more() {
             if queue.is_closed() || queue.span().is_none() {
@@ -39,7 +42,7 @@ async fn run(ctx: Arc<DeliveryContext>, hook: HookId, queue: Arc<HookQueue>) {
         }
         let Some(span) = queue.span() else { return };
         let page = retry_until_ok(&token, "read a hook's queue", || {
-            let mut c = ctx.conn.clone();
+            let mut c = queues.conn().clone();
             async move { journal::read_page(&mut c, hook, span.after, span.until, PAGE).await }
         })
         .await;
@@ -47,7 +50,7 @@ async fn run(ctx: Arc<DeliveryContext>, hook: HookId, queue: Arc<HookQueue>) {
         let read = page.len();
         let last = page.last().map(|s| s.ts);
         let complete = (read < PAGE).then_some(span.until);
-        let room = queue.make_room(read, ctx.max_queue);
+        let room = queue.make_room(read, queues.max_queue());
         let oldest = match (room.from_memory.first(), page.first()) {
             (Some(e), _) => Some((e.event_id.to_string(), e.ts)),
             (None, Some(s)) if room.from_page > 0 => Some((s.event_id.to_string(), s.ts)),
@@ -64,7 +67,13 @@ async fn run(ctx: Arc<DeliveryContext>, hook: HookId, queue: Arc<HookQueue>) {
                 .await;
         }
         let entries = retry_until_ok(&token, "read queued payloads", || {
-            resolve(ctx.conn.clone(), hook, &page, &ctx.paged, &ctx.sources)
+            resolve(
+                queues.conn().clone(),
+                hook,
+                &page,
+                queues.paged(),
+                queues.sources(),
+            )
         })
         .await;
         let Some(entries) = entries else { return };

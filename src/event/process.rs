@@ -112,14 +112,44 @@ impl Processor {
             .meeting_field("internal-meeting-id")
             .map(String::from);
         let uid = mapped.user_id().map(String::from);
-        let mut out = Vec::new();
         if mapped.id != "meeting-ended"
             && let Some(mid) = &mid
         {
             self.mappings.touch(mid, now_ms);
         }
+        let mut out = self.follow(&mapped, mid.as_deref(), uid.as_deref(), now_ms);
+        if let Some(o) = &self.observer {
+            o.observe(&msg, &mapped, now_ms);
+        }
+        // The message's own event carries it for raw hooks (after the users who left first).
+        out.push(event(
+            &mapped,
+            catalogue::to_json(&mapped, now_ms),
+            Some(raw.clone()),
+        ));
+        if mapped.id == "user-emoji-changed"
+            && let (Some(mid), Some(uid)) = (mid.as_deref(), uid.as_deref())
+            && let Some(raised) = self.emulate_raise_hand(&mapped, mid, uid)
+        {
+            out.push(raise_hand_changed(&mapped, raised, now_ms));
+        }
+        self.filter_and_mark(&mut out, mid.as_deref());
+        Ok(out)
+    }
+
+    /// Makes the mapping changes the event implies (a meeting created, a user joined or left,
+    /// a presenter or screen share changed); at a meeting's end, everyone still present
+    /// leaves first: their `user-left` events, in order.
+    fn follow(
+        &mut self,
+        mapped: &Mapped,
+        mid: Option<&str>,
+        uid: Option<&str>,
+        now_ms: u64,
+    ) -> Vec<Event> {
+        let mut out = Vec::new();
         let m = &mut self.mappings;
-        match (&*mapped.id, mid.as_deref(), uid.as_deref()) {
+        match (&*mapped.id, mid, uid) {
             ("meeting-created", Some(mid), _) => {
                 if let Some(ext) = mapped.meeting_field("external-meeting-id") {
                     let facts = match mapped.attributes.get("meeting") {
@@ -173,41 +203,24 @@ impl Processor {
             }
             _ => {}
         }
-        if let Some(o) = &self.observer {
-            o.observe(&msg, &mapped, now_ms);
-        }
-        // The message's own event carries it for raw hooks (after the users who left first).
-        out.push(event(
-            &mapped,
-            catalogue::to_json(&mapped, now_ms),
-            Some(raw.clone()),
-        ));
-        if mapped.id == "user-emoji-changed"
-            && let (Some(mid), Some(uid)) = (mid.as_deref(), uid.as_deref())
-            && let Some(raised) = self.emulate_raise_hand(&mapped, mid, uid)
-        {
-            let mut hand = mapped.clone();
-            hand.id = "user-raise-hand-changed".into();
-            hand.ts = Some(now_ms.into());
-            if let Some(Value::Object(user)) = hand.attributes.get_mut("user") {
-                user.shift_remove("emoji");
-                user.insert("raise-hand".into(), raised.into());
-            }
-            out.push(event(&hand, catalogue::to_json(&hand, now_ms), None));
-        }
+        out
+    }
+
+    /// Applies the global filter to `out` (or marks what it keeps from hooks, when filtered
+    /// events are kept), and marks every event with the source and the meeting's facts.
+    fn filter_and_mark(&self, out: &mut Vec<Event>, mid: Option<&str>) {
         if self.keep_filtered {
-            for e in &mut out {
+            for e in out.iter_mut() {
                 e.filtered = !self.filter.allows(&e.id);
             }
         } else {
             out.retain(|e| self.filter.allows(&e.id));
         }
-        let facts = mid.as_deref().and_then(|mid| self.mappings.facts(mid));
-        for e in &mut out {
+        let facts = mid.and_then(|mid| self.mappings.facts(mid));
+        for e in out.iter_mut() {
             e.source = self.source;
             e.meeting = facts.cloned();
         }
-        Ok(out)
     }
 
     /// Older servers raise a hand with the `raiseHand` emoji: `Some(new state)` when the hand
@@ -229,6 +242,18 @@ impl Processor {
     }
 }
 
+/// The `user-raise-hand-changed` event an emoji change made (`raised`: the hand's new state).
+fn raise_hand_changed(mapped: &Mapped, raised: bool, now_ms: u64) -> Event {
+    let mut hand = mapped.clone();
+    hand.id = "user-raise-hand-changed".into();
+    hand.ts = Some(now_ms.into());
+    if let Some(Value::Object(user)) = hand.attributes.get_mut("user") {
+        user.shift_remove("emoji");
+        user.insert("raise-hand".into(), raised.into());
+    }
+    event(&hand, catalogue::to_json(&hand, now_ms), None)
+}
+
 fn event(mapped: &Mapped, json: String, raw: Option<Arc<str>>) -> Event {
     Event {
         source: 0,
@@ -247,221 +272,4 @@ fn event(mapped: &Mapped, json: String, raw: Option<Arc<str>>) -> Event {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use serde_json::json;
-
-    fn msg(name: &str, uid: &str, body: Value) -> Arc<str> {
-        json!({
-            "envelope": {"name": name, "routing": {"meetingId": "m"}},
-            "core": {"header": {"name": name, "meetingId": "m", "userId": uid}, "body": body}
-        })
-        .to_string()
-        .into()
-    }
-
-    fn created() -> Arc<str> {
-        json!({"envelope": {"name": "MeetingCreatedEvtMsg"}, "core": {"body": {"props": {
-            "meetingProp": {"intId": "m", "extId": "ext"}, "breakoutProps": {}, "durationProps": {},
-            "password": {}, "recordProp": {}, "voiceProp": {}, "usersProp": {}, "metadataProp": {}}}}})
-        .to_string()
-        .into()
-    }
-
-    fn ended() -> Arc<str> {
-        json!({"envelope": {"name": "MeetingDestroyedEvtMsg"}, "core": {"body": {"meetingId": "m"}}})
-            .to_string()
-            .into()
-    }
-
-    fn ids(events: &[Event]) -> Vec<&str> {
-        events.iter().map(|e| e.id.as_str()).collect()
-    }
-
-    fn processor() -> Processor {
-        Processor::new(Mappings::new(86_400_000, false), EventFilter::default())
-    }
-
-    #[test]
-    fn meeting_end_makes_everyone_leave_first() {
-        let mut p = processor();
-        p.process(&created(), 1).unwrap();
-        p.process(
-            &msg(
-                "UserJoinedMeetingEvtMsg",
-                "a",
-                json!({"extId": "xa", "name": "A"}),
-            ),
-            2,
-        )
-        .unwrap();
-        p.process(
-            &msg(
-                "UserJoinedMeetingEvtMsg",
-                "b",
-                json!({"extId": "xb", "name": "B"}),
-            ),
-            3,
-        )
-        .unwrap();
-        p.process(&msg("PresenterAssignedEvtMsg", "b", json!({})), 4)
-            .unwrap();
-        p.process(&msg("UserLeftMeetingEvtMsg", "a", json!({})), 5)
-            .unwrap();
-        let out = p.process(&ended(), 6).unwrap();
-        assert_eq!(ids(&out), ["user-left", "meeting-ended"]);
-        assert_eq!(
-            out[0].processed.text(),
-            r#"{"data":{"type":"event","id":"user-left","attributes":{"meeting":{"internal-meeting-id":"m","external-meeting-id":"ext"},"user":{"internal-user-id":"b","external-user-id":"xb","name":"B","guest":false,"presenter":true}},"event":{"ts":6}}}"#
-        );
-        assert!(out[0].raw.is_none(), "raw hooks get no synthesized event");
-        assert_eq!(
-            out[1].raw.as_ref().map(|r| r.text()),
-            Some(&*ended()),
-            "the bus message goes with its own event"
-        );
-        assert_eq!(p.mappings.user_count(), 0);
-        // The meeting mapping is kept until it expires, for late recording events.
-        assert_eq!(p.mappings.external_meeting("m"), Some("ext"));
-    }
-
-    #[test]
-    fn raise_hand_from_emoji() {
-        let mut p = processor();
-        p.process(&created(), 1).unwrap();
-        p.process(
-            &msg("UserJoinedMeetingEvtMsg", "a", json!({"extId": "xa"})),
-            2,
-        )
-        .unwrap();
-        let raw = msg("UserEmojiChangedEvtMsg", "a", json!({"emoji": "raiseHand"}));
-        let out = p.process(&raw, 3).unwrap();
-        assert_eq!(ids(&out), ["user-emoji-changed", "user-raise-hand-changed"]);
-        assert_eq!(
-            out[1].processed.text(),
-            r#"{"data":{"type":"event","id":"user-raise-hand-changed","attributes":{"meeting":{"internal-meeting-id":"m","external-meeting-id":"ext"},"user":{"internal-user-id":"a","external-user-id":"xa","raise-hand":true}},"event":{"ts":3}}}"#
-        );
-        assert_eq!(out[0].raw.as_ref().map(|r| r.text()), Some(&*raw));
-        assert!(
-            out[1].raw.is_none(),
-            "a raw hook gets the bus message once, with the emoji change"
-        );
-        let out = p
-            .process(
-                &msg("UserEmojiChangedEvtMsg", "a", json!({"emoji": "happy"})),
-                4,
-            )
-            .unwrap();
-        assert_eq!(ids(&out), ["user-emoji-changed", "user-raise-hand-changed"]);
-        assert!(out[1].processed.text().contains(r#""raise-hand":false"#));
-        let out = p
-            .process(
-                &msg("UserEmojiChangedEvtMsg", "a", json!({"emoji": "sad"})),
-                5,
-            )
-            .unwrap();
-        assert_eq!(ids(&out), ["user-emoji-changed"]);
-    }
-
-    #[test]
-    fn state_follows_events_even_when_filtered() {
-        let filter = EventFilter {
-            include: vec![],
-            exclude: vec!["MEETING-CREATED".into(), "user-joined".into()],
-        };
-        let mut p = Processor::new(Mappings::new(86_400_000, false), filter);
-        assert!(p.process(&created(), 1).unwrap().is_empty());
-        assert!(
-            p.process(
-                &msg("UserJoinedMeetingEvtMsg", "a", json!({"extId": "xa"})),
-                2
-            )
-            .unwrap()
-            .is_empty()
-        );
-        let out = p
-            .process(&msg("UserMutedVoiceEvtMsg", "a", json!({"muted": true})), 3)
-            .unwrap();
-        assert!(
-            out[0]
-                .processed
-                .text()
-                .contains(r#""external-meeting-id":"ext""#)
-        );
-        assert!(
-            out[0]
-                .processed
-                .text()
-                .contains(r#""external-user-id":"xa""#)
-        );
-        let only = EventFilter {
-            include: vec!["user-left".into()],
-            exclude: vec![],
-        };
-        assert!(only.allows("User-Left") && !only.allows("user-joined"));
-    }
-
-    #[test]
-    fn screenshare_tracking_feeds_the_stop_event() {
-        let mut p = processor();
-        p.process(&created(), 1).unwrap();
-        p.process(
-            &msg("UserJoinedMeetingEvtMsg", "a", json!({"extId": "xa"})),
-            2,
-        )
-        .unwrap();
-        p.process(
-            &msg("UserJoinedMeetingEvtMsg", "b", json!({"extId": "xb"})),
-            2,
-        )
-        .unwrap();
-        p.process(&msg("PresenterAssignedEvtMsg", "b", json!({})), 3)
-            .unwrap();
-        let start = p
-            .process(
-                &msg(
-                    "ScreenshareRtmpBroadcastStartedEvtMsg",
-                    "not-used",
-                    json!({}),
-                ),
-                4,
-            )
-            .unwrap();
-        assert!(
-            start[0]
-                .processed
-                .text()
-                .contains(r#""user":{"internal-user-id":"b","external-user-id":"xb"}"#)
-        );
-        p.process(&msg("PresenterUnassignedEvtMsg", "b", json!({})), 5)
-            .unwrap();
-        let stop = p
-            .process(
-                &msg(
-                    "ScreenshareRtmpBroadcastStoppedEvtMsg",
-                    "not-used",
-                    json!({}),
-                ),
-                6,
-            )
-            .unwrap();
-        assert!(
-            stop[0]
-                .processed
-                .text()
-                .contains(r#""internal-user-id":"b""#)
-        );
-        // Nobody presents or shares any more: the reference drops the event, and so does hookrelay.
-        assert!(matches!(
-            p.process(
-                &msg(
-                    "ScreenshareRtmpBroadcastStoppedEvtMsg",
-                    "not-used",
-                    json!({})
-                ),
-                7
-            ),
-            Err(Skip::Map(_))
-        ));
-    }
-}
+mod tests;

@@ -45,7 +45,8 @@ pub fn spread(
     acker: &Arc<Acker>,
 ) -> Arc<Held> {
     let held = Held::new(delivery.clone());
-    let (conn, metrics, token, tracker) = delivery.wiring();
+    let (conn, metrics) = (delivery.queues().conn(), delivery.books().metrics());
+    let (token, tracker) = (delivery.control().token(), delivery.control().tracker());
     let balancer = Balancer::new(
         instance.to_string(),
         Duration::from_millis(config.lease_ms),

@@ -7,6 +7,7 @@
 
 mod fleet;
 mod listen;
+mod mode;
 mod recover;
 mod redeliver;
 mod share;

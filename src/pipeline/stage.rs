@@ -25,7 +25,7 @@ use crate::{
     metrics::Metrics,
     pipeline::fleet::Resumed,
     plugin_host::Plugins,
-    route::{Routed, Router},
+    route::{MessageRouter, Routed},
 };
 
 /// How often the redeliveries asked for are looked for.
@@ -51,7 +51,7 @@ fn batch_limit(hooks: usize) -> usize {
 pub struct ProcessStage {
     /// Decode, map, match: plugins are not run here but in the hooks' workers (the router
     /// defers them), so routing is cheap and stays on this task.
-    pub router: Router,
+    pub router: MessageRouter,
     /// The hook snapshot last seen: when it changes, the queues of removed hooks are closed.
     pub last_snapshot: Option<Arc<Snapshot>>,
     pub dispatcher: Dispatcher,

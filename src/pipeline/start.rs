@@ -9,7 +9,9 @@ use tokio::sync::mpsc;
 use tokio_util::{sync::CancellationToken, task::TaskTracker};
 
 use super::{
-    BUS_BUFFER, Listeners, callback_format, fleet, recover, restore_hooks, serve, share,
+    BUS_BUFFER, Listeners, callback_format, fleet,
+    mode::{Mode, Step},
+    recover, restore_hooks, serve, share,
     sources::{self, Source},
     stage,
 };
@@ -37,7 +39,7 @@ use crate::{
     hooks::{HookStore, Registry},
     metrics::{Metrics, auth::Access, merge::Merger},
     plugin_host::{Plugins, reload::Watcher},
-    route::Router,
+    route::MessageRouter,
     shutdown::retry_until_ok,
     store_conn::StoreConn,
 };
@@ -66,12 +68,11 @@ pub struct Start<'a> {
     pub tracker: &'a TaskTracker,
 }
 
-/// The hooks and, in a fleet, this instance's name and the fleet lease.
+/// The hooks, and how this instance runs.
 pub struct Hooks {
     pub store: Arc<HookStore>,
     pub registry: Arc<Registry>,
-    pub instance: Option<String>,
-    pub fleet: Option<Lease>,
+    pub mode: Mode,
 }
 
 /// Delivery wired to the sources' subscribers.
@@ -80,7 +81,6 @@ pub struct Wired {
     pub acker: Arc<Acker>,
     /// In a fleet, nothing is queued (and without spread, nothing sent) once the lease is lost.
     pub fence: Fence,
-    pub spread: bool,
     pub bus: mpsc::Receiver<BusMessage>,
     pub subscribed: sources::Subscribed,
 }
@@ -95,10 +95,6 @@ impl Start<'_> {
                 "delivery.auth = \"bearer\": every receiver gets the shared secret, which opens the whole BBB API; use it only with receivers you trust"
             );
         }
-        crate::plugin_host::threads::configure(
-            config.plugins.cpu_priority,
-            self.metrics.plugin_starved.clone(),
-        );
         let plugins = Plugins::new(&config.plugins, self.metrics)?;
         let watcher = if config.plugins.watch {
             plugins
@@ -134,13 +130,7 @@ impl Start<'_> {
     pub async fn hooks(&self, conn: &StoreConn, guard: &Arc<Guard>) -> Option<Hooks> {
         let config = self.config;
         let registry = Arc::new(Registry::default());
-        let instance = config
-            .fleet
-            .enabled
-            .then(|| crate::fleet::instance_name(&config.fleet));
-        let fleet = instance
-            .as_deref()
-            .map(|instance| crate::fleet::lease(&config.fleet, instance));
+        let mode = Mode::new(config);
         let store = HookStore::new(
             conn.clone(),
             registry.clone(),
@@ -151,11 +141,11 @@ impl Start<'_> {
         let store = store.with_queue_remover(Arc::new(|mut conn: StoreConn, id| {
             Box::pin(async move { crate::delivery::journal::delete(&mut conn, id).await })
         }));
-        let store = Arc::new(match instance.as_deref() {
+        let store = Arc::new(match mode.instance() {
             Some(instance) => store.with_announcements(instance),
             None => store,
         });
-        if fleet.is_some() {
+        if !mode.restores_hooks_at_once() {
             retry_until_ok(self.token, "read hooks", || store.reload()).await?;
             self.tracker.spawn(crate::hooks::sync::follow(
                 store.clone(),
@@ -168,8 +158,7 @@ impl Start<'_> {
         Some(Hooks {
             store,
             registry,
-            instance,
-            fleet,
+            mode,
         })
     }
 
@@ -279,11 +268,7 @@ impl Start<'_> {
         let ready = subscribed.ready.clone();
         self.tracker
             .spawn(crate::systemd::ready_when_subscribed(ready, token.clone()));
-        let fence = match &hooks.fleet {
-            Some(lease) => Fence::new(lease.clone(), token.clone()),
-            None => Fence::none(token.clone()),
-        };
-        let spread = hooks.fleet.is_some() && config.fleet.spread;
+        let fence = hooks.mode.fence(token);
         let acker = Acker::new(config.delivery.max_unacked);
         self.tracker
             .spawn(acker.clone().run(conn.clone(), token.clone()));
@@ -298,12 +283,7 @@ impl Start<'_> {
         metrics
             .queue_budget_bytes
             .set(i64::try_from(limit).unwrap_or(i64::MAX));
-        // With delivery spread, each hook's own lease fences its worker.
-        let own_fence = if spread {
-            Fence::none(token.clone())
-        } else {
-            fence.clone()
-        };
+        let own_fence = hooks.mode.worker_fence(&fence, token);
         let retention = retain_bounds(&config.delivery).map(|bounds| Retention {
             bounds,
             sources: signer.sources.clone(),
@@ -311,7 +291,7 @@ impl Start<'_> {
         });
         let insight = Insight::new(
             config.delivery.attempt_log,
-            hooks.instance.clone(),
+            hooks.mode.instance().map(str::to_string),
             retention,
         );
         self.tracker.spawn(
@@ -341,7 +321,6 @@ impl Start<'_> {
             delivery,
             acker,
             fence,
-            spread,
             bus,
             subscribed,
         })
@@ -362,51 +341,44 @@ impl Start<'_> {
         fleet::Resumed,
         mpsc::Receiver<BusMessage>,
     )> {
-        let (config, token) = (self.config, self.token);
-        // Before this instance delivers anything (and, with spread, takes any hook); merged
-        // only by the one writer of the queues: here, a relay alone.
-        let hook_lease = wired
-            .spread
-            .then(|| Duration::from_millis(config.fleet.lease_ms));
-        let instance = hooks.instance.as_deref();
-        let alone = hooks.fleet.is_none();
-        recover::move_legacy_queues(conn, instance, alone, hook_lease, token).await?;
-        let held = match instance {
-            Some(instance) if wired.spread => Some(fleet::spread(
-                &wired.delivery,
-                instance,
-                &config.fleet,
-                &hooks.registry,
-                &wired.acker,
-            )),
-            _ => None,
-        };
-        let first = match &hooks.fleet {
-            Some(lease) => self.take_lease(lease, conn, &mut wired).await?,
-            None => fleet::Resumed::default(),
-        };
+        let (config, token, mode) = (self.config, self.token, &hooks.mode);
+        let (mut held, mut first, mut processors) = (None, fleet::Resumed::default(), None);
+        for step in mode.steps() {
+            match *step {
+                Step::MoveLegacyQueues { as_writer } => {
+                    let (instance, hook_lease) = (mode.instance(), mode.hook_lease());
+                    recover::move_legacy_queues(conn, instance, as_writer, hook_lease, token)
+                        .await?;
+                }
+                Step::StartSpread => {
+                    held = mode.instance().map(|instance| {
+                        let (delivery, acker) = (&wired.delivery, &wired.acker);
+                        fleet::spread(delivery, instance, &config.fleet, &hooks.registry, acker)
+                    });
+                }
+                Step::TakeLease => {
+                    if let Some(lease) = mode.lease() {
+                        first = self.take_lease(lease, conn, &mut wired).await?;
+                    }
+                }
+                Step::RestoreHooks => {
+                    if !restore_hooks(&hooks.store, config, self.metrics, token).await {
+                        return None;
+                    }
+                }
+                Step::RestoreState => {
+                    processors = Some(sources::restore(sources, conn, config, token).await?);
+                    let seeds = std::mem::take(&mut wired.subscribed.seeds);
+                    let (metrics, tracker) = (self.metrics, self.tracker);
+                    sources::seed_all(sources, &config.bbb, seeds, metrics, tracker, token);
+                }
+            }
+        }
+        let processors = processors?;
         let fence = wired.fence.clone();
-        if fence.is_fleet() && !restore_hooks(&hooks.store, config, self.metrics, token).await {
-            return None;
-        }
-        let processors = sources::restore(sources, conn, config, token).await?;
-        let seeds = std::mem::take(&mut wired.subscribed.seeds);
-        sources::seed_all(
-            sources,
-            &config.bbb,
-            seeds,
-            self.metrics,
-            self.tracker,
-            token,
-        );
-        // Again on taking the fleet lease (an instance of an earlier version may have held
-        // it), now as the one writer of the queues.
-        if fence.is_fleet() {
-            recover::move_legacy_queues(conn, instance, true, hook_lease, token).await?;
-        }
-        let source_table = wired.delivery.sources().clone();
+        let source_table = wired.delivery.queues().sources().clone();
         let mut dispatcher = self.dispatcher(held, wired.delivery, conn).await?;
-        let mut router = Router::with_sources(processors).deferring();
+        let mut router = MessageRouter::with_sources(processors).deferring();
         let resumed = recover::resume_queues(
             conn,
             &hooks.registry,
@@ -416,7 +388,7 @@ impl Start<'_> {
             token,
         )
         .await?;
-        if resumed > 0 && !wired.spread {
+        if resumed > 0 && !mode.spreads() {
             tracing::info!(callbacks = resumed, "resuming queued callbacks");
         } else if resumed > 0 {
             tracing::info!(
@@ -462,7 +434,7 @@ impl Start<'_> {
             lease,
             conn,
             config: &self.config.fleet,
-            sources: wired.delivery.sources(),
+            sources: wired.delivery.queues().sources(),
             subscriptions: std::mem::take(&mut wired.subscribed.fleet),
             metrics: self.metrics,
         };

@@ -33,6 +33,8 @@ pub struct Watcher {
 pub struct Plugins {
     current: ArcSwap<PluginSet>,
     loader: Option<Loader>,
+    /// The threads this relay's plugin calls run on.
+    threads: super::threads::PluginThreads,
 }
 
 struct Loader {
@@ -47,11 +49,20 @@ struct Loader {
 }
 
 impl Plugins {
+    /// The threads this relay's plugin calls run on.
+    pub fn threads(&self) -> &super::threads::PluginThreads {
+        &self.threads
+    }
+
     /// No plugins: every event passes untouched.
     pub fn disabled() -> Arc<Self> {
         Arc::new(Self {
             current: ArcSwap::from_pointee(PluginSet::default()),
             loader: None,
+            threads: super::threads::PluginThreads::new(
+                crate::config::CpuPriority::Normal,
+                Default::default(),
+            ),
         })
     }
 
@@ -64,9 +75,12 @@ impl Plugins {
         let Some(dir) = config.dir.clone() else {
             return Ok(Self::disabled());
         };
+        let threads =
+            super::threads::PluginThreads::new(config.cpu_priority, metrics.plugin_starved.clone());
         let cache_dir = super::cache::folder(config.cache_dir.as_deref());
         Ok(Arc::new(Self {
             current: ArcSwap::from_pointee(PluginSet::default()),
+            threads,
             loader: Some(Loader {
                 host: Host::new(cache_dir.clone())?,
                 dir,

@@ -38,28 +38,115 @@ pub const RESCUED: Duration = Duration::from_secs(2);
 #[error("the plugin call panicked")]
 pub struct Panicked;
 
-/// Set once at start from the configuration.
-struct Settings {
+/// The threads one relay's plugin calls run on, at its `cpu_priority`, and its count of calls
+/// moved off idle threads. Owned by the relay (its [`super::Plugins`]): two relays in one
+/// process each have their own. The pools start at the first call.
+pub struct PluginThreads {
     priority: CpuPriority,
-    /// `hookrelay_plugin_starved`: calls moved off idle threads.
+    /// `hookrelay_plugin_starved_total`: calls moved off idle threads.
     starved: Counter,
+    /// At the configured priority (`auto`: idle).
+    first: OnceLock<Option<Runtime>>,
+    /// For `auto`: at the relay's priority, for calls that starved on `first`.
+    rescue: OnceLock<Option<Runtime>>,
+    /// Until when (milliseconds since [`START`]) new calls go straight to `rescue`.
+    rescuing_until: AtomicU64,
+    /// The first pool's name and most threads (tests make small ones).
+    first_pool: (&'static str, Option<usize>),
 }
 
-static SETTINGS: OnceLock<Settings> = OnceLock::new();
+impl PluginThreads {
+    pub fn new(priority: CpuPriority, starved: Counter) -> Self {
+        Self::named(priority, starved, "hookrelay-plugin", None)
+    }
 
-/// Sets the plugin threads' priority and the counter of calls moved off idle threads (before
-/// the first plugin call; later calls change nothing).
-pub fn configure(priority: CpuPriority, starved: Counter) {
-    let _ = SETTINGS.set(Settings { priority, starved });
+    fn named(
+        priority: CpuPriority,
+        starved: Counter,
+        name: &'static str,
+        threads: Option<usize>,
+    ) -> Self {
+        Self {
+            priority,
+            starved,
+            first: OnceLock::new(),
+            rescue: OnceLock::new(),
+            rescuing_until: AtomicU64::new(0),
+            first_pool: (name, threads),
+        }
+    }
+
+    fn first(&self) -> &Option<Runtime> {
+        self.first.get_or_init(|| {
+            let at = match self.priority {
+                CpuPriority::Auto => CpuPriority::Idle,
+                p => p,
+            };
+            pool(self.first_pool.0, at, self.first_pool.1)
+        })
+    }
+
+    fn rescue(&self) -> &Option<Runtime> {
+        self.rescue
+            .get_or_init(|| pool("hookrelay-plugin-rescue", CpuPriority::Normal, None))
+    }
+
+    /// Runs `f` (plugin calls) on a plugin thread; its result once done. With `auto`, a call
+    /// that has not started within [`STARVED`] moves to a thread at the relay's priority (and
+    /// the calls of the next [`RESCUED`] go there at once).
+    ///
+    /// # Errors
+    /// When `f` panicked.
+    pub async fn run<R: Send + 'static>(
+        &self,
+        f: impl FnOnce() -> R + Send + 'static,
+    ) -> Result<R, Panicked> {
+        let (tx, mut rx) = oneshot::channel();
+        let slot: Slot<R> = Arc::new(Mutex::new(Some((Box::new(f), tx))));
+        if self.priority != CpuPriority::Auto {
+            spawn(self.first(), slot);
+            return rx.await.map_err(|_| Panicked);
+        }
+        if now_ms() < self.rescuing_until.load(Ordering::Relaxed) {
+            spawn(self.rescue(), slot);
+            return rx.await.map_err(|_| Panicked);
+        }
+        spawn(self.first(), slot.clone());
+        if let Ok(done) = tokio::time::timeout(STARVED, &mut rx).await {
+            return done.map_err(|_| Panicked);
+        }
+        let waiting = slot.lock().map(|s| s.is_some()).unwrap_or(false);
+        if waiting {
+            let until = now_ms() + RESCUED.as_millis() as u64;
+            self.rescuing_until.store(until, Ordering::Relaxed);
+            if self.starved.inc() == 0 {
+                tracing::info!(
+                    "plugin calls wait for CPU at idle priority (the machine is saturated); such calls move to threads at the relay's priority (hookrelay_plugin_starved counts them)"
+                );
+            }
+            spawn(self.rescue(), slot);
+        }
+        rx.await.map_err(|_| Panicked)
+    }
 }
 
-fn priority() -> CpuPriority {
-    SETTINGS.get().map(|s| s.priority).unwrap_or_default()
+impl Drop for PluginThreads {
+    /// The pools stop without waiting: a relay may be dropped inside an async task, where a
+    /// runtime must not block.
+    fn drop(&mut self) {
+        for pool in [self.first.take(), self.rescue.take()]
+            .into_iter()
+            .flatten()
+            .flatten()
+        {
+            pool.shutdown_background();
+        }
+    }
 }
 
 /// A pool of plugin threads at one priority; `None` when it cannot be built (plugins then run
 /// on tokio's blocking pool at the relay's priority).
-fn pool(name: &str, at: CpuPriority, threads: Option<usize>) -> Option<Runtime> {
+fn pool(name: &'static str, at: CpuPriority, threads: Option<usize>) -> Option<Runtime> {
     let mut builder = tokio::runtime::Builder::new_multi_thread();
     builder
         .worker_threads(1)
@@ -72,70 +159,6 @@ fn pool(name: &str, at: CpuPriority, threads: Option<usize>) -> Option<Runtime> 
         .build()
         .inspect_err(|e| tracing::warn!(error = %e, "cannot start the plugin threads; plugins run at the relay's priority"))
         .ok()
-}
-
-/// The threads calls run on: at the configured priority (`auto`: idle), and for `auto` at the
-/// relay's, for calls that starved on the first.
-struct Pools {
-    first: Option<Runtime>,
-    rescue: LazyLock<Option<Runtime>>,
-    /// Until when (milliseconds since [`START`]) new calls go straight to `rescue`.
-    rescuing_until: AtomicU64,
-}
-
-static POOLS: LazyLock<Pools> = LazyLock::new(|| {
-    let at = match priority() {
-        CpuPriority::Auto => CpuPriority::Idle,
-        p => p,
-    };
-    Pools::new(pool("hookrelay-plugin", at, None))
-});
-
-impl Pools {
-    fn new(first: Option<Runtime>) -> Self {
-        Self {
-            first,
-            rescue: LazyLock::new(|| pool("hookrelay-plugin-rescue", CpuPriority::Normal, None)),
-            rescuing_until: AtomicU64::new(0),
-        }
-    }
-
-    /// Runs `f` on the first pool; with `auto`, on the rescue pool when it has not started
-    /// within [`STARVED`] (and the calls of the next [`RESCUED`] go there at once).
-    async fn run<R: Send + 'static>(
-        &self,
-        auto: bool,
-        f: impl FnOnce() -> R + Send + 'static,
-    ) -> Result<R, Panicked> {
-        let (tx, mut rx) = oneshot::channel();
-        let slot: Slot<R> = Arc::new(Mutex::new(Some((Box::new(f), tx))));
-        if !auto {
-            spawn(&self.first, slot);
-            return rx.await.map_err(|_| Panicked);
-        }
-        if now_ms() < self.rescuing_until.load(Ordering::Relaxed) {
-            spawn(&self.rescue, slot);
-            return rx.await.map_err(|_| Panicked);
-        }
-        spawn(&self.first, slot.clone());
-        if let Ok(done) = tokio::time::timeout(STARVED, &mut rx).await {
-            return done.map_err(|_| Panicked);
-        }
-        let waiting = slot.lock().map(|s| s.is_some()).unwrap_or(false);
-        if waiting {
-            let until = now_ms() + RESCUED.as_millis() as u64;
-            self.rescuing_until.store(until, Ordering::Relaxed);
-            if let Some(s) = SETTINGS.get()
-                && s.starved.inc() == 0
-            {
-                tracing::info!(
-                    "plugin calls wait for CPU at idle priority (the machine is saturated); such calls move to threads at the relay's priority (hookrelay_plugin_starved counts them)"
-                );
-            }
-            spawn(&self.rescue, slot);
-        }
-        rx.await.map_err(|_| Panicked)
-    }
 }
 
 static START: LazyLock<Instant> = LazyLock::new(Instant::now);
@@ -162,14 +185,6 @@ fn spawn<R: Send + 'static>(pool: &Option<Runtime>, slot: Slot<R>) {
         Some(rt) => drop(rt.spawn_blocking(runner(slot))),
         None => drop(tokio::task::spawn_blocking(runner(slot))),
     }
-}
-
-/// Runs `f` (plugin calls) on a plugin thread; its result once done.
-///
-/// # Errors
-/// When `f` panicked.
-pub async fn run<R: Send + 'static>(f: impl FnOnce() -> R + Send + 'static) -> Result<R, Panicked> {
-    POOLS.run(priority() == CpuPriority::Auto, f).await
 }
 
 /// Lowers the calling thread's priority to `at`. Only this thread: on Linux a thread id given

@@ -154,7 +154,7 @@ impl Output {
     ) {
         self.prune();
         for event in events {
-            if !translate::EVENTS.contains(&event.id.as_str()) {
+            if !translate::handles(&event.id) {
                 continue;
             }
             let source = usize::from(event.source);

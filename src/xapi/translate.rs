@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 use sha2::{Digest, Sha256};
 
-use super::statement::{Base, EMOJI, Ids, PLANNED_DURATION, minutes, seconds};
+use super::statement::{Base, Ids, PLANNED_DURATION, minutes};
 
 /// What is kept of a meeting.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
@@ -87,30 +87,13 @@ pub struct Statement {
     pub json: Value,
 }
 
-/// The event ids the output makes statements of.
-pub const EVENTS: [&str; 16] = [
-    "meeting-created",
-    "meeting-ended",
-    "user-joined",
-    "user-left",
-    "user-audio-voice-enabled",
-    "user-audio-voice-disabled",
-    "user-audio-muted",
-    "user-audio-unmuted",
-    "user-cam-broadcast-start",
-    "user-cam-broadcast-end",
-    "meeting-screenshare-started",
-    "meeting-screenshare-stopped",
-    "chat-group-message-sent",
-    "poll-started",
-    "poll-responded",
-    "user-raise-hand-changed",
-];
+/// Whether the output makes statements of event `id` (`meeting-created` and every id of
+/// [`statements::TABLE`]).
+pub fn handles(id: &str) -> bool {
+    id == "meeting-created" || statements::TABLE.iter().any(|(e, _)| *e == id)
+}
 
 const INITIALIZED: &str = "http://adlnet.gov/expapi/verbs/initialized";
-const TERMINATED: &str = "http://adlnet.gov/expapi/verbs/terminated";
-const START: &str = "http://activitystrea.ms/start";
-const STOPPED: &str = "https://w3id.org/xapi/virtual-classroom/verbs/stopped";
 
 /// An event as the translator reads it.
 pub struct Input<'a> {
@@ -121,6 +104,7 @@ pub struct Input<'a> {
     pub raw_text: Option<&'a str>,
 }
 
+/// The text at `path` of `v`.
 fn s<'v>(v: &'v Value, path: &str) -> Option<&'v str> {
     v.pointer(path).and_then(Value::as_str)
 }
@@ -140,7 +124,7 @@ pub fn translate(
     let Some(id) = s(p, "/data/id") else {
         return Ok(None);
     };
-    if !EVENTS.contains(&id) {
+    if !handles(id) {
         return Ok(None);
     }
     let attrs = p.pointer("/data/attributes").unwrap_or(&Value::Null);
@@ -169,157 +153,22 @@ pub fn translate(
         }
         return Err(Skip::Disabled);
     }
-    let base = base(ids, mid, meeting);
-    let uid = s(attrs, "/user/internal-user-id");
-    let name_of = |uid: Option<&str>| uid.and_then(|u| state.users.get(u)).cloned();
-    let st = match id {
-        "meeting-ended" => {
-            writes.push(Write::Forget(mid.into()));
-            let mut st = base.statement(&meeting.actor, TERMINATED, when);
-            st["context"]["extensions"][PLANNED_DURATION] = json!(minutes(meeting.planned_minutes));
-            st["result"] = json!({"duration": seconds(when.saturating_sub(meeting.create_time))});
-            st
-        }
-        "user-joined" => {
-            let (Some(uid), Some(name)) = (uid, s(attrs, "/user/name")) else {
-                return Err(Skip::UnknownUser);
-            };
-            writes.push(Write::User(mid.into(), uid.into(), name.into()));
-            base.statement(name, "http://activitystrea.ms/join", when)
-        }
-        "user-left" => {
-            let name = name_of(uid).ok_or(Skip::UnknownUser)?;
-            base.statement(&name, "http://activitystrea.ms/leave", when)
-        }
-        "user-raise-hand-changed" => {
-            let (Some(uid), Some(name)) = (uid, name_of(uid)) else {
-                return Err(Skip::UnknownUser);
-            };
-            // The relay's own event for an older server's emoji says `raiseHand`.
-            let up = attrs
-                .pointer("/user/raise-hand")
-                .or_else(|| attrs.pointer("/user/raiseHand"))
-                .is_some_and(truthy);
-            if state.hands.get(uid).copied().unwrap_or(false) == up {
-                return Err(Skip::NoChange);
-            }
-            writes.push(Write::Hand(mid.into(), uid.into(), up));
-            let verb = if up { "reacted" } else { "unreacted" };
-            let mut st = base.statement(
-                &name,
-                &format!("https://w3id.org/xapi/virtual-classroom/verbs/{verb}"),
-                when,
-            );
-            st["result"] = json!({"extensions": {EMOJI: "U+1F590"}});
-            st
-        }
-        "chat-group-message-sent" => {
-            let sender = attrs
-                .pointer("/chat-message/sender")
-                .unwrap_or(&Value::Null);
-            let name = s(sender, "/name").unwrap_or("<unknown>");
-            let key = s(attrs, "/chat-message/id").map_or_else(
-                || {
-                    format!(
-                        "{}_{}",
-                        s(sender, "/internal-user-id").unwrap_or_default(),
-                        sender.get("time").map(Value::to_string).unwrap_or_default()
-                    )
-                },
-                str::to_string,
-            );
-            let at = sender.get("time").and_then(Value::as_u64).unwrap_or(when);
-            let mut st = base.statement(name, "https://w3id.org/xapi/acrossx/verbs/posted", at);
-            st["object"] = json!({
-                "id": ids.activity(&key),
-                "definition": {"type": "https://w3id.org/xapi/acrossx/activities/message"},
-            });
-            base.with_parent(st)
-        }
-        "poll-started" => {
-            let Some(poll_id) = s(attrs, "/poll/id") else {
-                return Err(Skip::UnknownPoll);
-            };
-            let choices = attrs
-                .pointer("/poll/answers")
-                .and_then(Value::as_array)
-                .map(|a| {
-                    a.iter()
-                        .map(|c| {
-                            let id = c.get("id").map_or_else(String::new, |v| match v {
-                                Value::String(t) => t.clone(),
-                                other => other.to_string(),
-                            });
-                            json!({"id": id, "description": {"en": s(c, "/key").unwrap_or_default()}})
-                        })
-                        .collect()
-                })
-                .unwrap_or_default();
-            let poll = Poll {
-                question: s(attrs, "/poll/question").unwrap_or_default().into(),
-                choices,
-            };
-            writes.push(Write::Poll(mid.into(), poll_id.into(), poll.clone()));
-            let name = name_of(uid).unwrap_or_else(|| "<unknown>".into());
-            let mut st = base.statement(&name, "http://adlnet.gov/expapi/verbs/asked", when);
-            st["object"] = poll_object(ids, poll_id, &poll);
-            base.with_parent(st)
-        }
-        "poll-responded" => {
-            let poll_id = s(attrs, "/poll/id").ok_or(Skip::UnknownPoll)?;
-            let poll = state.polls.get(poll_id).ok_or(Skip::UnknownPoll)?;
-            // The bus message's body names who answered; the processed event (like the
-            // reference's) names the presenter it was sent to.
-            let who = input.raw.and_then(|r| s(r, "/core/body/userId")).or(uid);
-            let name = name_of(who).unwrap_or_else(|| "<unknown>".into());
-            let answers: Vec<String> = attrs
-                .pointer("/poll/answerIds")
-                .and_then(Value::as_array)
-                .map(|a| a.iter().map(|v| v.to_string()).collect())
-                .unwrap_or_default();
-            let mut st = base.statement(&name, "http://adlnet.gov/expapi/verbs/answered", when);
-            st["object"] = poll_object(ids, poll_id, poll);
-            st["result"] = json!({"response": answers.join("[,]")});
-            base.with_parent(st)
-        }
-        media_event => {
-            let (media, verb) = match media_event {
-                "user-audio-voice-enabled" => {
-                    let u = attrs.get("user").unwrap_or(&Value::Null);
-                    if u.get("listening-only").is_some_and(truthy)
-                        || u.get("muted").is_some_and(truthy)
-                        || u.get("sharing-mic") == Some(&Value::Bool(false))
-                    {
-                        return Err(Skip::NoChange);
-                    }
-                    ("micro", START)
-                }
-                "user-audio-unmuted" => ("micro", START),
-                "user-audio-voice-disabled" | "user-audio-muted" => ("micro", STOPPED),
-                "user-cam-broadcast-start" => ("camera", START),
-                "user-cam-broadcast-end" => ("camera", STOPPED),
-                "meeting-screenshare-started" => ("screen", "http://activitystrea.ms/share"),
-                _ => ("screen", "http://activitystrea.ms/unshare"),
-            };
-            let (Some(uid), Some(name)) = (uid, name_of(uid)) else {
-                return Err(Skip::UnknownUser);
-            };
-            let mut st = base.statement(&name, verb, when);
-            st["object"] = json!({
-                "id": ids.activity(&format!("{uid}_{media}")),
-                "definition": {
-                    "type": format!("https://w3id.org/xapi/virtual-classroom/activity-types/{media}"),
-                    "name": {"en": format!("{name}'s {media}")},
-                },
-            });
-            base.with_parent(st)
-        }
+    let Some((_, make)) = statements::TABLE.iter().find(|(e, _)| *e == id) else {
+        return Ok(None);
     };
+    let mut event = statements::Event {
+        ids,
+        input,
+        attrs,
+        mid,
+        when,
+        state,
+        base: base(ids, mid, meeting),
+        uid: s(attrs, "/user/internal-user-id"),
+        writes,
+    };
+    let st = make(&mut event)?;
     Ok(Some(finish(ids, input, id, mid, meeting, st)))
-}
-
-fn truthy(v: &Value) -> bool {
-    matches!(v, Value::Bool(true)) || v.as_str() == Some("true")
 }
 
 fn base<'a>(ids: &'a Ids, mid: &'a str, m: &'a Meeting) -> Base<'a> {
@@ -330,18 +179,6 @@ fn base<'a>(ids: &'a Ids, mid: &'a str, m: &'a Meeting) -> Base<'a> {
         meeting_name: &m.name,
         registration: &m.registration,
     }
-}
-
-fn poll_object(ids: &Ids, poll_id: &str, poll: &Poll) -> Value {
-    json!({
-        "id": ids.activity(poll_id),
-        "definition": {
-            "description": {"en": poll.question},
-            "type": "http://adlnet.gov/expapi/activities/cmi.interaction",
-            "interactionType": "choice",
-            "choices": poll.choices,
-        },
-    })
 }
 
 /// The meeting's facts from its `meeting-created`.
@@ -447,5 +284,6 @@ impl State {
     }
 }
 
+mod statements;
 #[cfg(test)]
 mod tests;

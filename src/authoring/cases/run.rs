@@ -15,7 +15,7 @@ use crate::{
     },
     hooks::{Hook, Registry, matcher, model::parse_event_ids},
     plugin_host::PluginSet,
-    route::{self, Router},
+    route::{self, MessageRouter},
 };
 
 /// One event the case's hook got, and what the chain did with it.
@@ -60,7 +60,7 @@ pub fn run(file: &CaseFile, plugins: &PluginSet, filter: EventFilter) -> Vec<Cas
     let registry = Registry::default();
     registry.replace_all(hooks);
     let snapshot = registry.load();
-    let mut router = Router::new(Processor::new(Mappings::new(u64::MAX, false), filter));
+    let mut router = MessageRouter::new(Processor::new(Mappings::new(u64::MAX, false), filter));
     let unplugged = PluginSet::default();
     let mut results = Vec::with_capacity(file.cases.len());
     for case in &file.cases {

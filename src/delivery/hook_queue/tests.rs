@@ -180,3 +180,93 @@ fn large_payloads_spill_by_bytes_and_are_counted_out_again() {
     assert_eq!(q.push(sized(7, 30), 10, 1).dropped.len(), 1);
     assert_eq!(q.bytes_in_memory(), 30);
 }
+
+/// One change a queue can go through.
+#[derive(Debug, Clone)]
+enum Change {
+    Push {
+        queue: usize,
+        cost: u64,
+        max: usize,
+    },
+    Pop {
+        queue: usize,
+    },
+    Extend {
+        queue: usize,
+        count: usize,
+    },
+    MakeRoom {
+        queue: usize,
+        read: usize,
+        max: usize,
+    },
+    AddPage {
+        queue: usize,
+        n: usize,
+    },
+}
+
+fn change() -> impl proptest::strategy::Strategy<Value = Change> {
+    use proptest::prelude::*;
+    prop_oneof![
+        (0..2usize, 1..400u64, 1..40usize).prop_map(|(queue, cost, max)| Change::Push {
+            queue,
+            cost,
+            max
+        }),
+        (0..2usize).prop_map(|queue| Change::Pop { queue }),
+        (0..2usize, 0..50usize).prop_map(|(queue, count)| Change::Extend { queue, count }),
+        (0..2usize, 0..30usize, 1..40usize).prop_map(|(queue, read, max)| Change::MakeRoom {
+            queue,
+            read,
+            max
+        }),
+        (0..2usize, 0..30usize).prop_map(|(queue, n)| Change::AddPage { queue, n }),
+    ]
+}
+
+proptest::proptest! {
+    /// Whatever queues go through, the budget of all queues holds exactly what they take, and
+    /// nothing once they are gone: no change can skip telling it (changes go through `Edit`).
+    #[test]
+    fn the_budget_holds_what_the_queues_take_after_every_change(
+        changes in proptest::collection::vec(change(), 0..80),
+        stored in 0..40usize,
+    ) {
+        let budget = Arc::new(Budget::new(3000));
+        let queues = [
+            HookQueue::stored(budget.clone(), 1000, stored),
+            HookQueue::new(budget.clone()),
+        ];
+        let mut ts = [1000u64, 0];
+        for c in changes {
+            match c {
+                Change::Push { queue, cost, max } => {
+                    ts[queue] += 1;
+                    queues[queue].push(entry(ts[queue]), cost, max);
+                }
+                Change::Pop { queue } => drop(queues[queue].pop()),
+                Change::Extend { queue, count } => {
+                    ts[queue] += count as u64 + 1;
+                    queues[queue].extend(ts[queue], count);
+                }
+                Change::MakeRoom { queue, read, max } => drop(queues[queue].make_room(read, max)),
+                Change::AddPage { queue, n } => {
+                    if let Some(span) = queues[queue].span() {
+                        let n = n.min(span.count);
+                        let first = span.after.unwrap_or(0) + 1;
+                        let page: Vec<Entry> = (first..first + n as u64).map(entry).collect();
+                        let last = page.last().map(|e| e.ts);
+                        let complete = (n == span.count).then_some(span.until);
+                        queues[queue].add_page(page, n, last, complete);
+                    }
+                }
+            }
+            let taken: u64 = queues.iter().map(HookQueue::taken).sum();
+            proptest::prop_assert_eq!(budget.used(), taken);
+        }
+        drop(queues);
+        proptest::prop_assert_eq!(budget.used(), 0);
+    }
+}

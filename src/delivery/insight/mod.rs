@@ -147,9 +147,9 @@ pub struct Insight {
 }
 
 /// A worker's registration with [`Insight`], while it lives.
-pub struct Recording(Arc<Insight>);
+pub struct WorkerRegistration(Arc<Insight>);
 
-impl Drop for Recording {
+impl Drop for WorkerRegistration {
     fn drop(&mut self) {
         self.0
             .workers
@@ -172,10 +172,10 @@ impl Insight {
     }
 
     /// Counts a worker alive until the returned value is dropped.
-    pub fn worker(self: &Arc<Self>) -> Recording {
+    pub fn worker(self: &Arc<Self>) -> WorkerRegistration {
         self.workers
             .fetch_add(1, std::sync::atomic::Ordering::AcqRel);
-        Recording(self.clone())
+        WorkerRegistration(self.clone())
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Pending> {

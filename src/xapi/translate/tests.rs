@@ -7,6 +7,7 @@ use crate::event::{
     mapping::Mappings,
     process::{EventFilter, Processor},
 };
+use crate::xapi::statement::EMOJI;
 
 fn ids() -> Ids {
     Ids {
