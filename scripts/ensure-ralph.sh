@@ -5,7 +5,8 @@
 set -euo pipefail
 
 venv="${HOOKRELAY_RALPH_VENV:-${XDG_CACHE_HOME:-$HOME/.cache}/hookrelay/ralph-venv}"
-if [ -x "$venv/bin/python" ] && "$venv/bin/python" -c "import ralph.api, ralph.cli, requests, uvicorn" 2>/dev/null; then
+# Its API module wants a backend named at import (the tests run it with the file system one).
+if [ -x "$venv/bin/python" ] && RALPH_RUNSERVER_BACKEND=fs "$venv/bin/python" -c "import ralph.api, ralph.cli, requests, uvicorn" 2>/dev/null; then
   exit 0
 fi
 echo "hookrelay: installing Ralph (an LRS, for the xAPI tests) in $venv"

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs the official Standard Webhooks libraries when they are missing: the Python package
 # (PyPI standardwebhooks 1.1.0, with pip, for python3) and the JavaScript one (npm
-# standardwebhooks 1.1.1, in target/npm-standardwebhooks, or $HOOKRELAY_STANDARDWEBHOOKS_NPM).
+# standardwebhooks 1.1.1, in the user's cache, hookrelay/npm-standardwebhooks, or $STANDARDWEBHOOKS_NPM).
 # The signed-callback tests check the relay's callbacks with their verify(), through
 # tests/it/support/standard_webhooks_verify.{py,mjs}. Prints nothing when both are there. Safe
 # to run again.
@@ -13,7 +13,7 @@ if ! python3 -c 'import standardwebhooks, sys; sys.exit(standardwebhooks.__versi
   python3 -m pip install -q --disable-pip-version-check "standardwebhooks==1.1.0"
 fi
 
-npm_dir="${HOOKRELAY_STANDARDWEBHOOKS_NPM:-$PWD/target/npm-standardwebhooks}"
+npm_dir="${STANDARDWEBHOOKS_NPM:-${XDG_CACHE_HOME:-$HOME/.cache}/hookrelay/npm-standardwebhooks}"
 if ! (cd "$npm_dir" 2>/dev/null && node -e 'require("standardwebhooks");
     process.exit(require("standardwebhooks/package.json").version === "1.1.1" ? 0 : 1)') 2>/dev/null; then
   command -v npm >/dev/null 2>&1 || scripts/ensure-plugin-languages.sh

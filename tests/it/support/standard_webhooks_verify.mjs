@@ -1,19 +1,19 @@
 // Checks one callback with the official Standard Webhooks JavaScript library (npm
 // standardwebhooks 1.1.1), for the tests that sign callbacks. scripts/ensure-standard-webhooks.sh
-// installs it in target/npm-standardwebhooks (or $HOOKRELAY_STANDARDWEBHOOKS_NPM), and this
-// loads it from there: ES module imports ignore NODE_PATH, so it is required by path.
+// installs it in the user's cache ($XDG_CACHE_HOME or ~/.cache, hookrelay/npm-standardwebhooks;
+// or $STANDARDWEBHOOKS_NPM), and this loads it from there: ES module imports ignore NODE_PATH,
+// so it is required by path.
 //
 // Reads one JSON object from stdin: {"secret": "whsec_...", "headers": {"webhook-id": ...,
 // "webhook-timestamp": ..., "webhook-signature": ...}, "body": "<raw body text>"}, and prints one
 // line: {"ok": true, "event": <what verify returned>} or {"ok": false, "error": "<Class: message>"}.
 // Exits 0 either way, 2 when the input is not such an object.
 import { createRequire } from "node:module";
-import { resolve } from "node:path";
-import { fileURLToPath } from "node:url";
+import { homedir } from "node:os";
+import { join, resolve } from "node:path";
 
-const dir =
-  process.env.HOOKRELAY_STANDARDWEBHOOKS_NPM ||
-  fileURLToPath(new URL("../../../target/npm-standardwebhooks", import.meta.url));
+const cache = process.env.XDG_CACHE_HOME || join(homedir(), ".cache");
+const dir = process.env.STANDARDWEBHOOKS_NPM || join(cache, "hookrelay", "npm-standardwebhooks");
 const { Webhook } = createRequire(resolve(dir, "package.json"))("standardwebhooks");
 
 let input = "";
