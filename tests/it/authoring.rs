@@ -74,6 +74,7 @@ async fn subscribed(recording: &Path) {
             tokio::time::Instant::now() < deadline,
             "record never subscribed"
         );
+        // The loop's pace: it polls until the recording file exists.
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
 }
@@ -176,6 +177,7 @@ async fn the_guides_walkthrough_deploys_a_plugin_in_each_language_on_a_running_r
                 tokio::time::Instant::now() < deadline,
                 "{lang} never loaded"
             );
+            // The loop's pace: it polls the metrics until this language's plugin is compiled.
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
         let mid = format!("m-{lang}");

@@ -18,6 +18,7 @@ async fn wait_hook_count(relay: &TestRelay, n: usize) {
         if listed_hooks(&relay.call("list", "").await) == n {
             return;
         }
+        // The loop's pace: it polls the hook list until it has `n` hooks.
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     panic!("never {n} hooks: {}", relay.call("list", "").await);

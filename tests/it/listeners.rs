@@ -230,9 +230,14 @@ async fn an_unauthenticated_local_caller_gets_no_hook_url_and_cannot_redeliver()
     let dir = relay.config.parent().expect("dir").to_path_buf();
     std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).expect("chmod");
     std::fs::set_permissions(&relay.config, std::fs::Permissions::from_mode(0o644)).expect("chmod");
+    // The binary as another user can run it: the build's folder may be private to its owner
+    // (a target folder under root's home, as CI's cache is).
+    let copy = dir.join("hookrelay");
+    std::fs::copy(binary(), &copy).expect("copy the binary");
+    std::fs::set_permissions(&copy, std::fs::Permissions::from_mode(0o755)).expect("chmod");
     let out = Command::new("runuser")
         .args(["-u", "nobody", "--"])
-        .arg(binary())
+        .arg(&copy)
         .args(["hooks", "show", &id.to_string(), "-c", config])
         .output()
         .await

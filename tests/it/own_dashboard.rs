@@ -108,6 +108,7 @@ async fn every_panel_of_the_relays_own_dashboard_returns_data_in_a_real_promethe
             break;
         }
         assert!(Instant::now() < deadline, "panels without data: {empty:#?}");
+        // The loop's pace: it polls Prometheus (a scrape a second) until every panel has data.
         tokio::time::sleep(Duration::from_millis(1000)).await;
     }
     assert_eq!(

@@ -110,6 +110,7 @@ async fn wait_for_event(
             "no {needle} among {:?}",
             got.iter().map(|r| r.event()).collect::<Vec<_>>()
         );
+        // The loop's pace: it polls the receiver until the event is among the callbacks.
         tokio::time::sleep(std::time::Duration::from_millis(20)).await;
     }
 }

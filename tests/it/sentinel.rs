@@ -62,6 +62,7 @@ async fn the_relay_follows_a_sentinel_failover_and_loses_nothing() {
         .is_empty()
     {
         assert!(Instant::now() < deadline, "never replicated");
+        // The loop's pace: it polls the replica until the hook is there.
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
 

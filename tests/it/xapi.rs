@@ -106,6 +106,7 @@ async fn metric_reaches(relay: &RelayProcess, series: &str, at_least: f64) {
             tokio::time::Instant::now() < deadline,
             "{series} stayed below {at_least}"
         );
+        // The loop's pace: it polls the metrics until the series reaches its value.
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }
@@ -248,6 +249,7 @@ async fn an_lrs_that_fails_then_refuses_connections_loses_nothing_and_gets_nothi
     gate.open().await;
     let got = ralph.wait_for(VERBS.len()).await;
     assert_whole(&got);
+    // Proves that nothing happens: no statement is sent a second time once all have arrived.
     tokio::time::sleep(Duration::from_millis(500)).await;
     assert_eq!(ralph.statements().await.len(), VERBS.len());
 }
@@ -402,6 +404,7 @@ async fn a_fleet_takeover_mid_meeting_loses_nothing_and_sends_nothing_twice() {
             tokio::time::Instant::now() < deadline,
             "never took the lease"
         );
+        // The loop's pace: it polls until the first instance holds the lease.
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     let second = RelayProcess::start(&redis, &extra).await;
@@ -425,6 +428,7 @@ async fn a_fleet_takeover_mid_meeting_loses_nothing_and_sends_nothing_twice() {
     let got = ralph.wait_for(VERBS.len()).await;
     assert_whole(&got);
     assert!(crate::fleet::holds_lease(&second).await);
+    // Proves that nothing happens: neither instance sends a statement a second time.
     tokio::time::sleep(Duration::from_millis(500)).await;
     assert_eq!(ralph.statements().await.len(), VERBS.len());
 }

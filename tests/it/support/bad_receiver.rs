@@ -76,6 +76,7 @@ async fn serve(mut stream: TcpStream, mode: Misbehaviour, written: Arc<AtomicU64
                     return;
                 }
                 written.fetch_add(1, Ordering::SeqCst);
+                // Part of the scenario: the trickle, one byte a second.
                 tokio::time::sleep(Duration::from_secs(1)).await;
             }
         }

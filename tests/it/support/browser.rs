@@ -50,6 +50,7 @@ impl Browser {
             .is_ok_and(|r| r.status().is_success())
         {
             assert!(Instant::now() < deadline, "chromedriver never answered");
+            // The loop's pace: it polls until chromedriver answers.
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
         let profile = tempfile::tempdir().expect("profile dir");
@@ -149,6 +150,7 @@ impl Browser {
                 self.url().await,
                 self.text().await
             );
+            // The loop's pace: it polls the page until the element shows.
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
     }

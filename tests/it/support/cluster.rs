@@ -35,6 +35,7 @@ impl TestCluster {
         let deadline = Instant::now() + Duration::from_secs(30);
         while !cluster.is_ok().await {
             assert!(Instant::now() < deadline, "the cluster never came up");
+            // The loop's pace: it polls until every node says cluster_state:ok.
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
         cluster

@@ -114,6 +114,7 @@ impl Ralph {
             {
                 return;
             }
+            // The loop's pace: it polls the heartbeat until Ralph answers.
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
         panic!("Ralph did not start");
@@ -152,6 +153,7 @@ impl Ralph {
             if all.len() >= n || tokio::time::Instant::now() >= deadline {
                 return all;
             }
+            // The loop's pace: it polls the LRS until it holds `n` statements.
             tokio::time::sleep(Duration::from_millis(200)).await;
         }
     }

@@ -220,6 +220,7 @@ impl RelayProcess {
                     _dir: dir,
                 });
             }
+            // The loop's pace: it polls until the relay answers and is subscribed (or has exited).
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
         let logged = std::fs::read_to_string(&log).unwrap_or_default();

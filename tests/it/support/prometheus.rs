@@ -69,6 +69,7 @@ impl TestPrometheus {
                 break;
             }
             assert!(Instant::now() < deadline, "Prometheus never got ready");
+            // The loop's pace: it polls until Prometheus is ready.
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
         Self {

@@ -233,6 +233,7 @@ impl TestReceiver {
                 got.len(),
                 got.iter().map(|r| r.event()).collect::<Vec<_>>()
             );
+            // The loop's pace: it polls until `n` requests were answered with 2xx.
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
     }
@@ -271,6 +272,7 @@ async fn handle(
     match reply {
         Reply::Status(s) => StatusCode::from_u16(s).unwrap().into_response(),
         Reply::Delay(d, s) => {
+            // Part of the scenario: a receiver told to answer late (Reply::Delay).
             tokio::time::sleep(d).await;
             StatusCode::from_u16(s).unwrap().into_response()
         }

@@ -132,6 +132,7 @@ impl TestRedis {
                 self.child = Some(child);
                 return true;
             }
+            // The loop's pace: it polls until our redis-server answers (or has exited).
             tokio::time::sleep(Duration::from_millis(25)).await;
         }
         panic!("redis-server did not start on port {}", self.port);
@@ -241,6 +242,7 @@ impl TestRedis {
                     .publish("from-akka-apps-redis-channel", msg)
                     .await
                     .expect("publish");
+                // Part of the scenario: the events stream in, one every `pause`.
                 tokio::time::sleep(pause).await;
             }
         })
@@ -252,6 +254,7 @@ impl TestRedis {
             if self.has_subscriber().await {
                 return;
             }
+            // The loop's pace: it polls until the relay is subscribed.
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
         panic!("the relay never subscribed");

@@ -63,6 +63,7 @@ impl TestSentinel {
                 Instant::now() < deadline,
                 "the sentinel never named port {port}"
             );
+            // The loop's pace: it polls until the sentinel names the master on `port`.
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
     }
@@ -95,6 +96,7 @@ pub async fn in_sync(replica: &TestRedis) {
             }
         }
         assert!(Instant::now() < deadline, "the replica never synced");
+        // The loop's pace: it polls until the replica's link to its master is up.
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }
