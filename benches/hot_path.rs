@@ -49,10 +49,11 @@ fn matching(c: &mut Criterion) {
         event_ids: (i % 3 == 0).then(|| vec!["user-joined".to_string()]),
         get_raw: false,
         permanent: false,
+        tenant: None,
     }));
     let snapshot = registry.load();
     c.bench_function("match among 1,000 hooks", |b| {
-        b.iter(|| matcher::matching(&snapshot, "user-joined", Some("meeting-42")).count())
+        b.iter(|| matcher::matching(&snapshot, "user-joined", Some("meeting-42"), None).count())
     });
 }
 

@@ -31,6 +31,7 @@ fn event(id: &str) -> Event {
         processed: Arc::new(Payload::new(processed)),
         raw: None,
         meeting: None,
+        tenant: None,
         filtered: false,
     }
 }

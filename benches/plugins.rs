@@ -44,6 +44,7 @@ fn event() -> Event {
             r#"{"internal-meeting-id":"183f0bf3a0982a127bdb8161e0c44eb696b3e75c-1700000000000","external-meeting-id":"course-42","name":"Course 42","is-breakout":false,"parent-id":"bbb-none","metadata":{"bbb-origin-server-name":"lms.example","bbb-context-id":"42"}}"#
                 .into(),
         ),
+        tenant: None,
         filtered: false,
     }
 }

@@ -152,7 +152,7 @@ const CRATE: &[&[&str]] = &[
     &["config"],
     &["store_conn"],
     &["redis_index", "metrics"],
-    &["bus"],
+    &["bus", "tenants"],
     &["fleet"],
     &["event"],
     &["hooks"],

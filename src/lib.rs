@@ -31,6 +31,9 @@
 //! - [`conference`]: the meetings, participants and recordings the events show, for the
 //!   `bbb_*` metrics (fed by [`event::process`], read by [`metrics`]).
 //! - [`metrics`]: the Prometheus endpoint.
+//! - [`tenants`]: the tenants of a hosted cluster (Scalelite's, read from its Redis, or
+//!   configured): the API finds a call's tenant by its host, matching keeps a tenant's hooks to
+//!   its meetings, and delivery signs with its secret.
 //! - [`fleet`]: several instances on one store: the lease, the messages kept while not holding
 //!   it, the cursors and delivery spread over the instances.
 //! - [`pipeline`]: wires the stages at start (sources, recovery of queues, the processing
@@ -44,7 +47,7 @@
 //!
 //! Layers, bottom first, each importing only from those before it (`src/layers.rs` tests it):
 //! `base`, `redis_conn`, `shutdown`, `systemd`; `config`; `store_conn`; `redis_index`,
-//! `metrics`; `bus`; `fleet`; `event`; `hooks`; `conference`, `plugin_host`; `route`;
+//! `metrics`; `bus`, `tenants`; `fleet`; `event`; `hooks`; `conference`, `plugin_host`; `route`;
 //! `delivery`; `admin_api`, `api`, `authoring`, `replay`, `xapi`; `pipeline`. Where a lower
 //! layer must reach a higher one it defines the interface: [`event::process::Observer`] (the
 //! conference follows the events), [`hooks::store::QueueRemover`] (a removed hook's queue goes
@@ -82,6 +85,7 @@ pub(crate) mod route;
 pub(crate) mod shutdown;
 pub(crate) mod store_conn;
 pub(crate) mod systemd;
+pub(crate) mod tenants;
 pub(crate) mod xapi;
 
 // The interface. Four modules are public as they are (the codemap above names them); the

@@ -98,6 +98,7 @@ pub fn hooks(urls: &[String], raw_urls: &[String]) -> Vec<Hook> {
             event_ids: None,
             get_raw,
             permanent: false,
+            tenant: None,
         })
         .collect()
 }

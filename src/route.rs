@@ -27,6 +27,7 @@ use crate::{
     },
     hooks::{Hook, Snapshot, matcher},
     plugin_host::{Deferred, PluginSet, Verdict},
+    tenants::Tenants,
 };
 
 /// One callback to send.
@@ -104,6 +105,9 @@ pub struct MessageRouter {
     /// The time messages are processed at (milliseconds since the epoch); `None`: the clock.
     /// Test cases fix it, so that the events' timestamps are the same at every run.
     pub now: Option<u64>,
+    /// The tenants whose hooks get their own meetings' events; none: every event is of no
+    /// tenant (only the operator's hooks match it).
+    tenants: Option<Arc<Tenants>>,
 }
 
 impl MessageRouter {
@@ -119,7 +123,14 @@ impl MessageRouter {
             clock: Clock::default(),
             defer_plugins: false,
             now: None,
+            tenants: None,
         }
+    }
+
+    /// This router, matching tenants' hooks to their own meetings' events.
+    pub fn with_tenants(mut self, tenants: Arc<Tenants>) -> Self {
+        self.tenants = Some(tenants);
+        self
     }
 
     /// This router, leaving the plugin chain to the hooks' workers: a callback a plugin takes
@@ -150,6 +161,7 @@ impl MessageRouter {
         plugins: &PluginSet,
     ) -> Routed {
         let mut out = Routed::default();
+        let tenants = self.tenants.as_ref().map(|t| t.load());
         for (i, (source, msg)) in messages.into_iter().enumerate() {
             let n = self.processors.len();
             let Some(processor) = self.processors.get_mut(usize::from(source)) else {
@@ -175,8 +187,17 @@ impl MessageRouter {
                     out.events.push(event);
                     continue;
                 }
-                let hooks =
-                    matcher::matching(snapshot, &event.id, event.external_meeting_id.as_deref());
+                let tenant = event
+                    .tenant
+                    .as_ref()
+                    .zip(tenants.as_ref())
+                    .and_then(|(t, view)| view.resolve(t.id.as_deref(), t.name.as_deref()));
+                let hooks = matcher::matching(
+                    snapshot,
+                    &event.id,
+                    event.external_meeting_id.as_deref(),
+                    tenant,
+                );
                 for hook in hooks {
                     // A raw hook gets nothing for an event the relay synthesized.
                     if event.payload(hook.get_raw).is_none() {
@@ -253,6 +274,7 @@ mod tests {
             event_ids: None,
             get_raw,
             permanent: false,
+            tenant: None,
         }
     }
 

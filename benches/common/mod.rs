@@ -11,6 +11,7 @@ pub fn hook() -> Hook {
         event_ids: None,
         get_raw: false,
         permanent: false,
+        tenant: None,
     }
 }
 

@@ -19,6 +19,9 @@ pub enum HooksCommand {
         /// Only the global hooks and those bound to this meeting (its external id).
         #[arg(long)]
         meeting_id: Option<String>,
+        /// Only this tenant's hooks (its name, the first label of its host names).
+        #[arg(long)]
+        tenant: Option<String>,
     },
     /// Register a hook.
     Create {
@@ -97,6 +100,8 @@ struct ListedHook {
     permanent: bool,
     #[serde(rename = "rawData")]
     raw: bool,
+    /// The tenant's name, for a tenant's hook.
+    tenant: Option<String>,
 }
 
 /// `hookrelay hooks ...`.
@@ -114,7 +119,7 @@ pub fn hooks(args: &HooksArgs) -> ExitCode {
         format!("http://{addr}{}", config.api.path)
     });
     let (call, query) = match &args.command {
-        HooksCommand::List { meeting_id } => (
+        HooksCommand::List { meeting_id, .. } => (
             "list",
             meeting_id
                 .as_ref()
@@ -206,8 +211,15 @@ fn refused(call: &str, answer: Answer) -> ExitCode {
 /// API), the created hook, the removed one.
 fn print_answer(args: &HooksArgs, admin: &AdminClient, answer: Answer) -> ExitCode {
     match &args.command {
-        HooksCommand::List { .. } => {
-            let hooks = answer.hooks.map(|h| h.hook).unwrap_or_default();
+        HooksCommand::List { tenant, .. } => {
+            let mut hooks = answer.hooks.map(|h| h.hook).unwrap_or_default();
+            if let Some(name) = tenant {
+                hooks.retain(|h| {
+                    h.tenant
+                        .as_deref()
+                        .is_some_and(|t| t.eq_ignore_ascii_case(name))
+                });
+            }
             // The states come from the admin API; without it, the list says so and goes on.
             let states = match admin.get("/v1/hooks") {
                 Ok(v) => Some(v),
@@ -273,7 +285,7 @@ fn listed_json(hooks: &[ListedHook], states: Option<&serde_json::Value>) -> Vec<
     let mut out: Vec<serde_json::Value> = hooks
         .iter()
         .map(|h| {
-            state_of(states, h.id).cloned().unwrap_or_else(|| {
+            let mut row = state_of(states, h.id).cloned().unwrap_or_else(|| {
                 serde_json::json!({
                     "id": h.id,
                     "callback_url": h.url,
@@ -283,7 +295,9 @@ fn listed_json(hooks: &[ListedHook], states: Option<&serde_json::Value>) -> Vec<
                     "permanent": h.permanent,
                     "state": null,
                 })
-            })
+            });
+            row["tenant"] = h.tenant.clone().into();
+            row
         })
         .collect();
     out.extend(removed(states).into_iter().cloned());
@@ -296,9 +310,20 @@ fn print_list(hooks: &[ListedHook], states: Option<&serde_json::Value>) {
         println!("no hooks");
         return;
     }
+    // The tenant column where a listed hook is a tenant's.
+    let tenants = hooks.iter().any(|h| h.tenant.is_some());
+    let tenant_of = |h: &ListedHook| match (tenants, &h.tenant) {
+        (false, _) => String::new(),
+        (true, t) => format!("{:<12}  ", t.as_deref().unwrap_or("(operator)")),
+    };
     println!(
-        "{:>6}  {:<7}  {:<9}  {:<12}  {:<20}  callback URL",
-        "id", "state", "kind", "meeting", "events"
+        "{:>6}  {:<7}  {:<9}  {}{:<12}  {:<20}  callback URL",
+        "id",
+        "state",
+        "kind",
+        if tenants { "tenant        " } else { "" },
+        "meeting",
+        "events"
     );
     for h in hooks {
         let state = state_of(states, h.id)
@@ -311,10 +336,11 @@ fn print_list(hooks: &[ListedHook], states: Option<&serde_json::Value>) {
             (false, false) => "-",
         };
         println!(
-            "{:>6}  {:<7}  {:<9}  {:<12}  {:<20}  {}",
+            "{:>6}  {:<7}  {:<9}  {}{:<12}  {:<20}  {}",
             h.id,
             state,
             kind,
+            tenant_of(h),
             h.meeting.as_deref().unwrap_or("(all)"),
             h.events.as_deref().unwrap_or("(all)"),
             h.url
@@ -322,10 +348,11 @@ fn print_list(hooks: &[ListedHook], states: Option<&serde_json::Value>) {
     }
     for h in removed {
         println!(
-            "{:>6}  {:<7}  {:<9}  {:<12}  {:<20}  {}",
+            "{:>6}  {:<7}  {:<9}  {}{:<12}  {:<20}  {}",
             h["id"].as_u64().unwrap_or_default(),
             "removed",
             "-",
+            if tenants { "              " } else { "" },
             "",
             "",
             h["callback_url"].as_str().unwrap_or("")

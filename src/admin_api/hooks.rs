@@ -21,6 +21,7 @@ use crate::{
         read::{self, HookState, State as Word},
     },
     hooks::Hook,
+    tenants::View,
 };
 
 /// One hook as the API shows it.
@@ -46,12 +47,21 @@ pub struct HookView {
     pub removed: Option<String>,
     /// In a fleet, the instance that delivered its last callback.
     pub delivered_by: Option<String>,
+    /// The tenant whose hook it is (its name; its id when no longer known); none for the
+    /// operator's.
+    pub tenant: Option<String>,
 }
 
 impl HookView {
-    fn new(id: HookId, hook: Option<&Hook>, s: HookState, now: u64) -> Self {
+    fn new(id: HookId, hook: Option<&Hook>, s: HookState, now: u64, tenants: &View) -> Self {
         let time = |t: Option<u64>| t.map(rfc3339);
+        let tenant = hook.and_then(|h| h.tenant.as_deref()).map(|t| {
+            tenants
+                .by_id(t)
+                .map_or_else(|| t.to_string(), |t| t.name.clone())
+        });
         Self {
+            tenant,
             id: id.0,
             callback_url: hook
                 .map(|h| h.callback_url.clone())
@@ -87,19 +97,38 @@ pub struct HookList {
     hooks: Vec<HookView>,
 }
 
-pub async fn list(State(admin): State<Arc<AdminState>>) -> Result<Json<HookList>, AdminError> {
+/// The filter of the lists: `?tenant=NAME` (or its id) keeps that tenant's hooks.
+#[derive(Debug, Default, Deserialize)]
+pub struct ListFilter {
+    pub tenant: Option<String>,
+}
+
+pub async fn list(
+    State(admin): State<Arc<AdminState>>,
+    Query(filter): Query<ListFilter>,
+) -> Result<Json<HookList>, AdminError> {
     Ok(Json(HookList {
-        hooks: all(&admin).await?,
+        hooks: all(&admin, &filter).await?,
     }))
 }
 
-/// Every registered hook, then the hooks removed after failures whose state is kept.
-pub async fn all(admin: &AdminState) -> Result<Vec<HookView>, AdminError> {
+/// Every registered hook, then the hooks removed after failures whose state is kept; with a
+/// tenant filter, that tenant's registered hooks.
+pub async fn all(admin: &AdminState, filter: &ListFilter) -> Result<Vec<HookView>, AdminError> {
     let snapshot = admin.store.registry().load();
-    let mut ids: Vec<HookId> = snapshot.all().map(|h| h.id).collect();
-    for id in read::removed_hooks(&admin.conn).await? {
-        if snapshot.get(id).is_none() {
-            ids.push(id);
+    let tenants = admin.tenants.load();
+    let mut ids: Vec<HookId> = match &filter.tenant {
+        Some(t) => {
+            let id = tenants.by_name(t).map_or(t.as_str(), |t| t.id.as_str());
+            snapshot.of_tenant(id).map(|h| h.id).collect()
+        }
+        None => snapshot.all().map(|h| h.id).collect(),
+    };
+    if filter.tenant.is_none() {
+        for id in read::removed_hooks(&admin.conn).await? {
+            if snapshot.get(id).is_none() {
+                ids.push(id);
+            }
         }
     }
     let states = read::states(&admin.conn, &ids).await?;
@@ -110,7 +139,8 @@ pub async fn all(admin: &AdminState) -> Result<Vec<HookView>, AdminError> {
         .filter_map(|(id, s)| {
             let hook = snapshot.get(id).map(|h| &**h);
             // A removed hook whose state expired meanwhile is left out.
-            (hook.is_some() || s.removed.is_some()).then(|| HookView::new(id, hook, s, now))
+            (hook.is_some() || s.removed.is_some())
+                .then(|| HookView::new(id, hook, s, now, &tenants))
         })
         .collect();
     Ok(hooks)
@@ -132,7 +162,13 @@ pub async fn view(admin: &AdminState, id: u64) -> Result<HookView, AdminError> {
     {
         return Err(AdminError::UnknownHook(id));
     }
-    Ok(HookView::new(hook, registered, state, now_ms()))
+    Ok(HookView::new(
+        hook,
+        registered,
+        state,
+        now_ms(),
+        &admin.tenants.load(),
+    ))
 }
 
 pub async fn show(

@@ -19,7 +19,10 @@ use axum::{
     routing::{get, post},
 };
 
-use crate::{delivery::retain::Bounds, hooks::HookStore, metrics::auth, store_conn::StoreConn};
+use crate::{
+    delivery::retain::Bounds, hooks::HookStore, metrics::auth, store_conn::StoreConn,
+    tenants::Tenants,
+};
 
 /// What the calls read: the hooks registered, and the store.
 pub struct AdminState {
@@ -29,6 +32,8 @@ pub struct AdminState {
     pub retain: Option<Bounds>,
     /// `delivery.max_queue`: a redelivery queues no more.
     pub max_queue: usize,
+    /// The tenants, whose names the hooks show and are filtered by.
+    pub tenants: Arc<Tenants>,
 }
 
 /// Why a call fails.

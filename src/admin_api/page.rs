@@ -31,6 +31,8 @@ struct Shown {
     last_failure: String,
     removal: String,
     delivered_by: String,
+    /// The tenant's name, empty for the operator's hooks.
+    tenant: String,
 }
 
 impl From<HookView> for Shown {
@@ -58,6 +60,7 @@ impl From<HookView> for Shown {
             last_failure,
             removal,
             delivered_by: h.delivered_by.unwrap_or_default(),
+            tenant: h.tenant.unwrap_or_default(),
         }
     }
 }
@@ -94,6 +97,8 @@ impl From<AttemptView> for Tried {
 #[template(path = "hooks.html")]
 struct HooksPage {
     hooks: Vec<Shown>,
+    /// The tenant the list is filtered by (`/?tenant=NAME`).
+    tenant: Option<String>,
 }
 
 #[derive(Template)]
@@ -137,13 +142,17 @@ fn problem(e: &AdminError) -> Response {
         .into_response()
 }
 
-/// `GET /`.
-pub async fn list(State(admin): State<Arc<AdminState>>) -> Response {
-    match hooks::all(&admin).await {
+/// `GET /`, `GET /?tenant=NAME`.
+pub async fn list(
+    State(admin): State<Arc<AdminState>>,
+    Query(filter): Query<hooks::ListFilter>,
+) -> Response {
+    match hooks::all(&admin, &filter).await {
         Ok(all) => render(
             StatusCode::OK,
             &HooksPage {
                 hooks: all.into_iter().map(Shown::from).collect(),
+                tenant: filter.tenant,
             },
         ),
         Err(e) => problem(&e),

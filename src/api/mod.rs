@@ -12,7 +12,7 @@ use std::sync::Arc;
 use axum::{
     Router,
     extract::State,
-    http::{Method, StatusCode, Uri, header},
+    http::{HeaderMap, Method, StatusCode, Uri, header},
     response::{IntoResponse, Response},
 };
 
@@ -20,6 +20,7 @@ use crate::{
     base::{callback_url::Guard, digest::Algorithm, secret::Secret},
     hooks::HookStore,
     metrics::Metrics,
+    tenants::Tenants,
 };
 
 /// Longest query string accepted.
@@ -37,6 +38,8 @@ pub struct ApiState {
     pub guard: Arc<Guard>,
     /// The answer to an unfiltered `hooks/list` for the hook snapshot it was made from.
     pub list_cache: hooks::ListCache,
+    /// The tenants whose calls (by host, with their own secrets) see their own hooks only.
+    pub tenants: Arc<Tenants>,
 }
 
 /// The API router. One fallback handler matches paths the way the reference does
@@ -65,7 +68,23 @@ impl Call {
     }
 }
 
-async fn handle(State(state): State<Arc<ApiState>>, method: Method, uri: Uri) -> Response {
+/// The host a call was made to, as Scalelite reads it: a proxy's `X-Forwarded-Host` (its
+/// first), else `Host`.
+fn host(headers: &HeaderMap) -> Option<&str> {
+    headers
+        .get("x-forwarded-host")
+        .or_else(|| headers.get(header::HOST))
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split(',').next())
+        .map(str::trim)
+}
+
+async fn handle(
+    State(state): State<Arc<ApiState>>,
+    method: Method,
+    uri: Uri,
+    headers: HeaderMap,
+) -> Response {
     let path = uri.path();
     let call_name = path
         .get(..state.path.len())
@@ -92,7 +111,13 @@ async fn handle(State(state): State<Arc<ApiState>>, method: Method, uri: Uri) ->
         return "bbb-webhooks API up!".into_response();
     }
     let query = uri.query().unwrap_or("");
-    let (returncode, message_key, body) = hooks::answer(&state, call, call_name, query).await;
+    let asked = hooks::Asked {
+        call,
+        call_name,
+        query,
+        host: host(&headers),
+    };
+    let (returncode, message_key, body) = hooks::answer(&state, asked).await;
     state
         .metrics
         .api_requests

@@ -3,7 +3,7 @@
 
 use crate::base::ids::HookId;
 
-use std::{borrow::Cow, collections::HashMap};
+use std::{borrow::Cow, collections::HashMap, sync::Arc};
 
 use super::{MAX_QUERY_BYTES, checksum};
 use crate::{
@@ -11,7 +11,8 @@ use crate::{
         callback_url::{Guard, Refusal},
         digest::Algorithm,
     },
-    hooks::{model::parse_event_ids, store::NewHook},
+    hooks::{Hook, model::parse_event_ids, store::NewHook},
+    tenants::Tenant,
 };
 
 /// Every FAILED answer of the API; turned into XML at the edge.
@@ -80,6 +81,30 @@ impl<'a> Params<'a> {
     }
 }
 
+/// Who made an API call, as its checksum says.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Caller {
+    /// Signed with `bbb.secret`: every hook, every event.
+    Operator,
+    /// Signed with one of the secrets of the tenant its host names: its own hooks only.
+    Tenant(Arc<Tenant>),
+}
+
+impl Caller {
+    /// The tenant id its hooks carry (`None`: the operator's).
+    pub fn tenant_id(&self) -> Option<&str> {
+        match self {
+            Self::Operator => None,
+            Self::Tenant(t) => Some(&t.id),
+        }
+    }
+
+    /// Whether the caller may see and remove `hook`: the operator every hook, a tenant its own.
+    pub fn sees(&self, hook: &Hook) -> bool {
+        matches!(self, Self::Operator) || hook.tenant.as_deref() == self.tenant_id()
+    }
+}
+
 /// Checks the query's size and checksum, then parses it.
 ///
 /// # Errors
@@ -91,6 +116,21 @@ pub fn authenticate<'a>(
     secret: &str,
     algorithms: &[Algorithm],
 ) -> Result<Params<'a>, ApiError> {
+    authenticate_caller(call_name, query, secret, None, algorithms).map(|(p, _)| p)
+}
+
+/// Checks the query's size and checksum (the operator's secret first, then those of `tenant`,
+/// the tenant the call's host names), then parses it.
+///
+/// # Errors
+/// As [`authenticate`]: a checksum that matches no secret tried is `checksumError`.
+pub fn authenticate_caller<'a>(
+    call_name: &str,
+    query: &'a str,
+    operator: &str,
+    tenant: Option<&Arc<Tenant>>,
+    algorithms: &[Algorithm],
+) -> Result<(Params<'a>, Caller), ApiError> {
     if query.len() > MAX_QUERY_BYTES {
         return Err(ApiError::invalid(
             "queryTooLong",
@@ -102,15 +142,22 @@ pub fn authenticate<'a>(
         .filter(|(k, _)| k == "checksum")
         .map(|(_, v)| v);
     let supplied = checksums.next().unwrap_or_default();
-    if checksums.next().is_some()
-        || !checksum::verify(call_name, query, &supplied, secret, algorithms)
-    {
+    if checksums.next().is_some() {
         return Err(ApiError::Checksum);
     }
-    Params::parse(query)
+    let signed_with =
+        |secret: &str| checksum::verify(call_name, query, &supplied, secret, algorithms);
+    let caller = if signed_with(operator) {
+        Caller::Operator
+    } else if let Some(t) = tenant.filter(|t| t.secrets().iter().any(|s| signed_with(s.expose()))) {
+        Caller::Tenant(t.clone())
+    } else {
+        return Err(ApiError::Checksum);
+    };
+    Ok((Params::parse(query)?, caller))
 }
 
-/// The hook `hooks/create` asks for.
+/// The hook `hooks/create` asks for (the operator's; [`NewHook::tenant`] says otherwise).
 ///
 /// # Errors
 /// A FAILED answer naming the parameter that is missing or unusable.
@@ -153,6 +200,7 @@ pub fn new_hook(p: &Params<'_>, guard: &Guard) -> Result<NewHook, ApiError> {
         meeting_id,
         event_ids,
         get_raw,
+        tenant: None,
     })
 }
 
@@ -216,6 +264,60 @@ mod tests {
                 prop_assert_eq!(h.callback_url, url);
             }
         }
+    }
+
+    #[test]
+    fn a_tenants_secret_signs_for_that_tenant_only_and_the_operators_wins() {
+        let acme = Arc::new(
+            Tenant::new(
+                "u-1",
+                "acme",
+                vec![
+                    crate::base::secret::Secret::new("acme-new-secret"),
+                    crate::base::secret::Secret::new("acme-old-secret"),
+                ],
+            )
+            .expect("tenant"),
+        );
+        let signed = |secret: &str, alg: Algorithm| {
+            let q = "meetingID=m";
+            let sum = alg.hex_digest(&[b"hooks/list", q.as_bytes(), secret.as_bytes()]);
+            format!("{q}&checksum={sum}")
+        };
+        let who = |q: &str, tenant| {
+            authenticate_caller("hooks/list", q, SECRET, tenant, &Algorithm::ALL).map(|(_, c)| c)
+        };
+        for alg in Algorithm::ALL {
+            for secret in ["acme-new-secret", "acme-old-secret"] {
+                assert_eq!(
+                    who(&signed(secret, alg), Some(&acme)),
+                    Ok(Caller::Tenant(acme.clone()))
+                );
+                // The same call at a host of no tenant: a checksum error.
+                assert_eq!(who(&signed(secret, alg), None), Err(ApiError::Checksum));
+            }
+            assert_eq!(who(&signed(SECRET, alg), Some(&acme)), Ok(Caller::Operator));
+            assert_eq!(
+                who(&signed("someone-else", alg), Some(&acme)),
+                Err(ApiError::Checksum)
+            );
+        }
+        let mine = Hook {
+            id: HookId(1),
+            callback_url: "http://h/".into(),
+            meeting_id: None,
+            event_ids: None,
+            get_raw: false,
+            permanent: false,
+            tenant: Some("u-1".into()),
+        };
+        let operators = Hook {
+            tenant: None,
+            ..mine.clone()
+        };
+        let tenant = Caller::Tenant(acme);
+        assert!(tenant.sees(&mine) && !tenant.sees(&operators));
+        assert!(Caller::Operator.sees(&mine) && Caller::Operator.sees(&operators));
     }
 
     #[test]

@@ -10,7 +10,7 @@ use quick_xml::{
     events::{BytesCData, BytesEnd, BytesStart, BytesText, Event},
 };
 
-use crate::hooks::Hook;
+use crate::{hooks::Hook, tenants::View};
 
 /// Builds one `<response>` document.
 struct Doc {
@@ -89,8 +89,10 @@ pub fn failed(message_key: &str, message: &str) -> String {
     d.finish()
 }
 
-/// `hooks/list`.
-pub fn list(hooks: &[Arc<Hook>]) -> String {
+/// `hooks/list`; given `tenants` (the operator's list), a tenant's hook also says whose it is
+/// (`<tenant>` with its name, after `rawData`; the operator's hooks have none, so a relay
+/// without tenants answers exactly as BBB's webhooks do).
+pub fn list(hooks: &[Arc<Hook>], tenants: Option<&View>) -> String {
     let mut d = Doc::new("SUCCESS");
     d.open("hooks");
     for h in hooks {
@@ -105,6 +107,12 @@ pub fn list(hooks: &[Arc<Hook>]) -> String {
         }
         d.text("permanentHook", bool_str(h.permanent));
         d.text("rawData", bool_str(h.get_raw));
+        if let (Some(view), Some(id)) = (tenants, &h.tenant) {
+            d.text(
+                "tenant",
+                view.by_id(id).map_or(id.as_str(), |t| t.name.as_str()),
+            );
+        }
         d.close("hook");
     }
     d.close("hooks");
@@ -133,7 +141,7 @@ mod tests {
             "<response><returncode>SUCCESS</returncode><removed>true</removed></response>"
         );
         assert_eq!(
-            list(&[]),
+            list(&[], None),
             "<response><returncode>SUCCESS</returncode><hooks></hooks></response>"
         );
     }
@@ -147,8 +155,9 @@ mod tests {
             event_ids: Some(vec!["a<b".into(), "c".into()]),
             get_raw: true,
             permanent: false,
+            tenant: None,
         });
-        let xml = list(&[h]);
+        let xml = list(std::slice::from_ref(&h), None);
         assert_eq!(
             xml,
             "<response><returncode>SUCCESS</returncode><hooks><hook><hookID>3</hookID><callbackURL><![CDATA[http://h/cb?a=]]]]><![CDATA[>&b=<x>]]></callbackURL><meetingID><![CDATA[m]]]]><![CDATA[>1]]></meetingID><eventID>a&lt;b,c</eventID><permanentHook>false</permanentHook><rawData>true</rawData></hook></hooks></response>"
@@ -167,5 +176,29 @@ mod tests {
             }
         }
         assert_eq!(url, "http://h/cb?a=]]>&b=<x>");
+        // A tenant's hook in the operator's list says whose it is; without tenants, nothing.
+        let theirs = Arc::new(Hook {
+            tenant: Some("u-1".into()),
+            meeting_id: None,
+            event_ids: None,
+            callback_url: "http://h/".into(),
+            ..(*h).clone()
+        });
+        let view = View::of([Arc::new(
+            crate::tenants::Tenant::new("u-1", "acme", vec![crate::base::secret::Secret::new("s")])
+                .expect("tenant"),
+        )]);
+        assert!(
+            list(std::slice::from_ref(&theirs), Some(&view)).ends_with(
+                "<rawData>true</rawData><tenant>acme</tenant></hook></hooks></response>"
+            )
+        );
+        assert!(
+            list(std::slice::from_ref(&theirs), None)
+                .ends_with("<rawData>true</rawData></hook></hooks></response>")
+        );
+        assert!(
+            list(&[h], Some(&view)).ends_with("<rawData>true</rawData></hook></hooks></response>")
+        );
     }
 }

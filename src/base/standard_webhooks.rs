@@ -98,6 +98,14 @@ impl StandardSigner {
         Ok(Some(Self { keys }))
     }
 
+    /// A signer of one key: the raw bytes of a tenant's secret (`docs/tenants.md`: the
+    /// tenant's Standard Webhooks secret is `whsec_` and its API secret in base64).
+    pub fn of_raw_key(key: &[u8]) -> Self {
+        Self {
+            keys: vec![key.to_vec()],
+        }
+    }
+
     /// The headers of one attempt at callback `ts` of hook `hook`: the id is the same for every
     /// attempt (and after a restart), the timestamp is the attempt's (receivers refuse old ones).
     pub fn headers(&self, hook: HookId, ts: u64, now_s: u64, body: &[u8]) -> Headers {

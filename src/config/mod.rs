@@ -13,6 +13,7 @@ mod origins;
 pub mod reference;
 pub mod reference_files;
 mod sources;
+pub mod tenants;
 mod validate;
 pub mod xapi;
 
@@ -44,6 +45,10 @@ pub struct Config {
     pub xapi: xapi::XapiConfig,
     pub admin: admin::AdminConfig,
     pub reference: ReferenceConfig,
+    /// `[scalelite]`: read the tenants of a Scalelite cluster from its Redis.
+    pub scalelite: Option<tenants::ScaleliteConfig>,
+    /// `[[tenants]]`: tenants listed here (without Scalelite, or beside its own).
+    pub tenants: Vec<tenants::TenantConfig>,
     /// The reference's configuration files read under this one, in the order they apply: the
     /// ones given with `--reference-config`, else those installed on this server.
     #[serde(skip)]

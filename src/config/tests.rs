@@ -337,3 +337,23 @@ fn the_placeholder_and_short_secrets_are_refused_naming_the_key() {
     assert!(err.contains("sources.secret: must be at least 12"), "{err}");
     assert!(Config::from_toml("[bbb]\nsecret = 'twelve-chars'\n").is_ok());
 }
+
+#[test]
+fn tenants_come_from_scalelite_and_the_file() {
+    let text = "[bbb]\nsecret='long-test-secret'\n[scalelite]\nredis_url='redis://:pw@sl:6379/2'\n\
+        [[tenants]]\nname='acme'\nsecrets=['acme-secret-0123', 'acme-secret-4567']\n\
+        [[tenants]]\nname='beta'\nid='b-1'\nsecrets=['beta-secret-0123']\n";
+    let c = Config::from_toml(text).expect("parses");
+    c.validate().expect("valid");
+    let sl = c.scalelite.as_ref().expect("scalelite");
+    assert_eq!(sl.namespace, "scalelite");
+    assert_eq!(sl.refresh_ms, 2_000);
+    assert_eq!(c.tenants[0].id(), "acme");
+    assert_eq!(c.tenants[1].id(), "b-1");
+    assert_eq!(c.tenants[0].secrets.len(), 2);
+    let shown = format!("{c:?}");
+    for secret in ["acme-secret-0123", "beta-secret-0123", ":pw@"] {
+        assert!(!shown.contains(secret), "{secret} in {shown}");
+    }
+    assert!(Config::default().scalelite.is_none());
+}

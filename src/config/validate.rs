@@ -19,7 +19,7 @@ const PLACEHOLDER: &str = "change-me";
 pub const MIN_SECRET_CHARS: usize = 12;
 
 /// Why `secret` cannot be a shared secret, if it cannot.
-fn weak_secret(secret: &str) -> Option<&'static str> {
+pub(super) fn weak_secret(secret: &str) -> Option<&'static str> {
     if secret == PLACEHOLDER {
         return Some(
             "is still the example's placeholder change-me: set the server's shared secret (bbb-conf --secret)",
@@ -68,6 +68,7 @@ impl Config {
         self.validate_merge()?;
         self.validate_plugins()?;
         self.validate_permanent_hooks()?;
+        super::tenants::validate(self.scalelite.as_ref(), &self.tenants, &self.bbb.secret)?;
         if self.mapping.inactivity_timeout_s == 0 {
             return fail("mapping.inactivity_timeout_s", "must be greater than 0");
         }

@@ -4,7 +4,10 @@
 //! attempts for people, the metrics). The worker ([`super::worker`]) loops over these steps;
 //! giving a hook up is [`super::abandon`].
 
-use std::time::{Duration, Instant};
+use std::{
+    sync::Arc,
+    time::{Duration, Instant},
+};
 
 use bytes::Bytes;
 
@@ -14,9 +17,14 @@ use super::{
     insight::AttemptRecord,
     journal::Entry,
     retry::RetryPolicy,
-    sign::{SignedCallback, signed_parsed},
+    sign::{SignedCallback, UnknownTenant, signed_parsed},
 };
-use crate::{base::time::now_ms, hooks::Hook, metrics::ReasonLabel};
+use crate::{
+    base::{secret::Secret, time::now_ms},
+    hooks::Hook,
+    metrics::ReasonLabel,
+    tenants::Tenant,
+};
 
 /// What the hook's schedule makes of one attempt's outcome.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -56,7 +64,10 @@ pub struct Prepared<'a> {
     /// The callback's first timestamp (a redelivery keeps the original's).
     ts: u64,
     domain: &'a str,
-    bearer: Option<&'a str>,
+    /// The hook's tenant, whose secret signs (`None`: the operator's).
+    tenant: Option<Arc<Tenant>>,
+    /// Why it cannot be sent at all (its tenant is no longer known).
+    refused: Option<UnknownTenant>,
     redelivery: bool,
 }
 
@@ -90,16 +101,33 @@ impl<'a> HookSender<'a> {
         }
     }
 
-    /// Signs `entry` for this hook.
+    /// Signs `entry` for this hook, with its tenant's secret as it is now (a rotation applies
+    /// to the callbacks prepared after it).
     pub fn prepare(&self, entry: &Entry) -> Prepared<'a> {
         let signer = self.sending.signer();
         let ts = entry.original_ts();
+        let (tenant, refused) = match signer.tenant_of(self.hook) {
+            Ok(t) => (t, None),
+            Err(unknown) => (None, Some(unknown)),
+        };
+        // A refused callback is signed with nothing anyone holds, and never sent.
+        let unusable = Secret::default();
+        let secret = match &refused {
+            Some(_) => &unusable,
+            None => signer.secret_of(tenant.as_deref()),
+        };
         let SignedCallback {
             url,
             body,
             content_type,
             timestamp_header,
-        } = signer.sign(&self.hook.callback_url, &entry.payload, ts, entry.source);
+        } = signer.sign_with(
+            secret,
+            &self.hook.callback_url,
+            &entry.payload,
+            ts,
+            entry.source,
+        );
         let target = self
             .parsed
             .as_ref()
@@ -112,7 +140,8 @@ impl<'a> HookSender<'a> {
             timestamp_header,
             ts,
             domain: signer.sources.domain(entry.source),
-            bearer: signer.bearer(),
+            tenant,
+            refused,
             redelivery: entry.original.is_some(),
         }
     }
@@ -124,13 +153,16 @@ impl<'a> HookSender<'a> {
         if let Some(why) = &self.blocked {
             return Err(DeliveryError::Blocked(why.clone()));
         }
+        if let Some(unknown) = &prepared.refused {
+            return Err(DeliveryError::Blocked(unknown.to_string()));
+        }
+        let signer = self.sending.signer();
+        let tenant = prepared.tenant.as_deref();
         // Standard Webhooks headers carry the time of the attempt.
         let standard =
-            self.sending
-                .signer()
-                .standard_headers(self.hook.id, prepared.ts, &prepared.body);
+            signer.standard_headers_for(tenant, self.hook.id, prepared.ts, &prepared.body);
         let headers = CallbackHeaders {
-            bearer: prepared.bearer,
+            bearer: signer.bearer_of(tenant),
             standard: standard.as_ref(),
             domain: prepared.domain,
             redelivery: prepared.redelivery,

@@ -93,6 +93,7 @@ mod tests {
             event_ids: None,
             get_raw: false,
             permanent: false,
+            tenant: None,
         })
     }
 
@@ -105,6 +106,7 @@ mod tests {
             processed: Arc::new(Payload::new(text.to_string())),
             raw: None,
             meeting: None,
+            tenant: None,
             filtered: false,
         })
     }

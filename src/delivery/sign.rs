@@ -16,6 +16,8 @@ use crate::{
         compat::{CallbackFormat, Why},
     },
     event::Payload,
+    hooks::Hook,
+    tenants::{Tenant, Tenants},
 };
 
 /// `event=<encoded json>&timestamp=<ms>`: the specification's body. `encoded_event` is already
@@ -108,7 +110,15 @@ pub struct Signer {
     pub standard: Option<StandardSigner>,
     /// Which callbacks have the JSON body.
     pub json: JsonBodies,
+    /// The tenants, whose hooks' callbacks are signed with their own first secret.
+    pub tenants: Arc<Tenants>,
 }
+
+/// A tenant's hook whose tenant the relay no longer knows: its callbacks are not signed with
+/// any secret (certainly not the operator's) and not sent.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("tenant {0} is not known (removed from Scalelite or the configuration)")]
+pub struct UnknownTenant(pub String);
 
 /// Which callbacks carry the event's JSON as their body (`[delivery.standard_webhooks] body`
 /// and `json_url_prefixes`).
@@ -163,7 +173,32 @@ impl Signer {
                 all: config.delivery.standard_webhooks.body == CallbackBody::Json,
                 url_prefixes: config.delivery.standard_webhooks.json_url_prefixes.clone(),
             },
+            tenants: Tenants::new(&config.tenants),
         }
+    }
+
+    /// This signer, with the relay's tenants in force (followed in Scalelite's Redis).
+    pub fn with_tenants(self, tenants: Arc<Tenants>) -> Self {
+        Self { tenants, ..self }
+    }
+
+    /// The tenant whose secret signs `hook`'s callbacks now (`None`: the operator's).
+    ///
+    /// # Errors
+    /// When the hook is a tenant's the relay does not know (any more).
+    pub fn tenant_of(&self, hook: &Hook) -> Result<Option<Arc<Tenant>>, UnknownTenant> {
+        let Some(id) = &hook.tenant else {
+            return Ok(None);
+        };
+        match self.tenants.load().by_id(id) {
+            Some(t) => Ok(Some(t.clone())),
+            None => Err(UnknownTenant(id.clone())),
+        }
+    }
+
+    /// The secret that signs for `tenant` (`None`: the operator).
+    pub fn secret_of<'s>(&'s self, tenant: Option<&'s Tenant>) -> &'s Secret {
+        tenant.map_or(&self.secret, Tenant::signing_secret)
     }
 
     /// The signer of `config` as it says, without looking for bbb-webhooks (`replay --send`).
@@ -185,8 +220,25 @@ impl Signer {
 
     /// The Standard Webhooks headers of an attempt made now at callback `ts` of `hook`.
     pub fn standard_headers(&self, hook: HookId, ts: u64, body: &[u8]) -> Option<Headers> {
+        self.standard_headers_for(None, hook, ts, body)
+    }
+
+    /// As [`Signer::standard_headers`], for a hook of `tenant`: signed with the tenant's first
+    /// secret (its bytes as the key), not with the configured keys.
+    pub fn standard_headers_for(
+        &self,
+        tenant: Option<&Tenant>,
+        hook: HookId,
+        ts: u64,
+        body: &[u8],
+    ) -> Option<Headers> {
         let standard = self.standard.as_ref()?;
-        Some(standard.headers(hook, ts, crate::base::time::now_ms() / 1000, body))
+        let now_s = crate::base::time::now_ms() / 1000;
+        Some(match tenant {
+            None => standard.headers(hook, ts, now_s, body),
+            Some(t) => StandardSigner::of_raw_key(t.signing_secret().expose().as_bytes())
+                .headers(hook, ts, now_s, body),
+        })
     }
 
     /// The body for `payload` of `source`, timestamped `ts`, and the URL to POST it to: signed
@@ -195,6 +247,18 @@ impl Signer {
     /// [`JsonBodies`] says.
     pub fn sign(
         &self,
+        callback_url: &str,
+        payload: &Payload,
+        ts: u64,
+        source: SourceId,
+    ) -> SignedCallback {
+        self.sign_with(&self.secret, callback_url, payload, ts, source)
+    }
+
+    /// As [`Signer::sign`], with `secret` (a tenant's) instead of the operator's.
+    pub fn sign_with(
+        &self,
+        secret: &Secret,
         callback_url: &str,
         payload: &Payload,
         ts: u64,
@@ -211,7 +275,7 @@ impl Signer {
         let url = match self.auth {
             CallbackAuth::Checksum => {
                 let checksum =
-                    callback_checksum(self.algorithm, callback_url, &body, self.secret.expose());
+                    callback_checksum(self.algorithm, callback_url, &body, secret.expose());
                 signed_url(callback_url, &checksum)
             }
             CallbackAuth::Bearer => callback_url.to_string(),
@@ -230,7 +294,12 @@ impl Signer {
 
     /// The `Authorization: Bearer` token: the secret in bearer mode, none otherwise.
     pub fn bearer(&self) -> Option<&str> {
-        (self.auth == CallbackAuth::Bearer).then(|| self.secret.expose())
+        self.bearer_of(None)
+    }
+
+    /// The `Authorization: Bearer` token of a hook of `tenant`: its secret in bearer mode.
+    pub fn bearer_of<'s>(&'s self, tenant: Option<&'s Tenant>) -> Option<&'s str> {
+        (self.auth == CallbackAuth::Bearer).then(|| self.secret_of(tenant).expose())
     }
 }
 

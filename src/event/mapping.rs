@@ -11,7 +11,12 @@ use std::{collections::HashMap, sync::Arc};
 use indexmap::IndexMap;
 use serde_json::{Map, Value};
 
-use super::decode::flag;
+use super::{decode::flag, facts::MeetingTenant};
+
+/// The tenant that a meeting's facts name.
+fn tenant_of(facts: Option<&str>) -> Option<Arc<MeetingTenant>> {
+    facts.and_then(MeetingTenant::of_facts).map(Arc::new)
+}
 
 /// How stale the `lastActivity` stored in Redis may get before a refresh is written again.
 /// Expiry counts in hours, so writing on every event (the reference's write amplification)
@@ -133,6 +138,8 @@ struct MeetingState {
     persisted_ms: u64,
     /// What plugins are told of the meeting ([`Mappings::facts`]).
     facts: Option<Arc<str>>,
+    /// The tenant its facts name.
+    tenant: Option<Arc<MeetingTenant>>,
     /// Users present, in join order.
     users: IndexMap<String, UserEntry>,
 }
@@ -176,6 +183,7 @@ impl Mappings {
             m.external = Some(stored.external);
             m.last_activity_ms = stored.last_activity_ms;
             m.persisted_ms = stored.last_activity_ms;
+            m.tenant = tenant_of(stored.facts.as_deref());
             m.facts = stored.facts;
         }
         for (meeting, internal, entry) in users {
@@ -191,6 +199,7 @@ impl Mappings {
                 last_activity_ms: now_ms,
                 persisted_ms: now_ms,
                 facts: None,
+                tenant: None,
                 users: IndexMap::new(),
             })
     }
@@ -204,6 +213,11 @@ impl Mappings {
     /// the passwords (JSON); `None` when the relay did not see its creation.
     pub fn facts(&self, mid: &str) -> Option<&Arc<str>> {
         self.meetings.get(mid)?.facts.as_ref()
+    }
+
+    /// The tenant the meeting was created for (`docs/tenants.md`).
+    pub fn tenant(&self, mid: &str) -> Option<&Arc<MeetingTenant>> {
+        self.meetings.get(mid)?.tenant.as_ref()
     }
 
     pub fn external_meeting(&self, mid: &str) -> Option<&str> {
@@ -256,6 +270,7 @@ impl Mappings {
         m.external = Some(external.to_string());
         m.last_activity_ms = now_ms;
         m.persisted_ms = now_ms;
+        m.tenant = tenant_of(facts.as_deref());
         m.facts = facts.clone();
         self.write(MappingWrite::Meeting {
             internal: mid.to_string(),

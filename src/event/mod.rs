@@ -5,7 +5,7 @@
 
 pub mod catalogue;
 pub mod decode;
-pub(crate) mod facts;
+pub mod facts;
 pub mod mapping;
 pub mod persist;
 pub mod process;
@@ -61,6 +61,8 @@ pub struct Event {
     /// What plugins are told of the event's meeting (JSON, from its `meeting-created`, kept in
     /// the store); `None` when the relay did not see the meeting created.
     pub meeting: Option<Arc<str>>,
+    /// The tenant its meeting was created for, as the meeting's facts say (`docs/tenants.md`).
+    pub tenant: Option<Arc<facts::MeetingTenant>>,
     /// Kept from hooks by `[delivery]`'s include / exclude lists, and made only for the other
     /// outputs (xAPI), which see every event as the reference's do.
     pub filtered: bool,

@@ -217,9 +217,11 @@ impl Processor {
             out.retain(|e| self.filter.allows(&e.id));
         }
         let facts = mid.and_then(|mid| self.mappings.facts(mid));
+        let tenant = mid.and_then(|mid| self.mappings.tenant(mid));
         for e in out.iter_mut() {
             e.source = self.source;
             e.meeting = facts.cloned();
+            e.tenant = tenant.cloned();
         }
     }
 
@@ -267,6 +269,7 @@ fn event(mapped: &Mapped, json: String, raw: Option<Arc<str>>) -> Event {
         processed: Arc::new(Payload::new(json)),
         raw: raw.map(|r| Arc::new(Payload::new(r))),
         meeting: None,
+        tenant: None,
         filtered: false,
     }
 }

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use redis::AsyncCommands;
 
-use super::Registry;
+use super::{Registry, model::Registration};
 use crate::{fleet::lease::Lease, store_conn::StoreConn};
 
 /// The store channel on which hook changes are announced: the hook id.
@@ -21,9 +21,9 @@ const CLAIM: Duration = Duration::from_secs(3);
 /// How often an instance waiting on another's claim looks again.
 const CLAIM_POLL: Duration = Duration::from_millis(20);
 
-/// The claim on callback URL `url` (by digest: a URL may carry tokens).
-fn claim_key(url: &str) -> String {
-    let digest = crate::base::digest::Algorithm::Sha256.hex_digest(&[url.as_bytes()]);
+/// The claim on a registration (by digest: a URL may carry tokens).
+fn claim_key(registration: Registration<'_>) -> String {
+    let digest = crate::base::digest::Algorithm::Sha256.hex_digest(&[&registration.claim_bytes()]);
     format!("hookrelay:hooks:claim:{digest}")
 }
 
@@ -61,7 +61,7 @@ impl Fleet {
         }
     }
 
-    /// In a fleet, claims callback URL `url` before a hook is created for it. While another
+    /// In a fleet, claims a registration (a callback URL within its tenant) before a hook is created for it. While another
     /// instance holds the claim, waits until its hook reaches `registry`, or the claim runs
     /// out (the other failed). Outside a fleet, always [`Claim::Mine`].
     ///
@@ -71,13 +71,13 @@ impl Fleet {
         &self,
         conn: &mut StoreConn,
         registry: &Registry,
-        url: &str,
+        registration: Registration<'_>,
     ) -> Result<Claim, redis::RedisError> {
-        let Some(claim) = self.claim(url) else {
+        let Some(claim) = self.claim(registration) else {
             return Ok(Claim::Mine);
         };
         loop {
-            if let Some(h) = registry.load().by_url(url) {
+            if let Some(h) = registry.load().by_registration(registration) {
                 return Ok(Claim::Existing(h.id));
             }
             if claim.try_take(conn).await? {
@@ -87,10 +87,10 @@ impl Fleet {
         }
     }
 
-    /// Frees callback URL `url` at once if this instance claimed it (its hook is gone, or was
+    /// Frees a registration at once if this instance claimed it (its hook is gone, or was
     /// not made): a new hook for it need not wait for the claim to run out.
-    pub async fn unclaim_url(&self, conn: &mut StoreConn, url: &str) {
-        let Some(claim) = self.claim(url) else {
+    pub async fn unclaim_url(&self, conn: &mut StoreConn, registration: Registration<'_>) {
+        let Some(claim) = self.claim(registration) else {
             return;
         };
         if let Err(e) = claim.release(conn).await {
@@ -98,9 +98,9 @@ impl Fleet {
         }
     }
 
-    /// In a fleet, this instance's claim on `url`: a lease on [`claim_key`].
-    fn claim(&self, url: &str) -> Option<Lease> {
+    /// In a fleet, this instance's claim on a registration: a lease on [`claim_key`].
+    fn claim(&self, registration: Registration<'_>) -> Option<Lease> {
         let instance = self.instance.as_deref()?;
-        Some(Lease::new(claim_key(url), instance, CLAIM))
+        Some(Lease::new(claim_key(registration), instance, CLAIM))
     }
 }

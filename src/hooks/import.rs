@@ -92,7 +92,12 @@ pub async fn plan(
     own: &[Hook],
     permanent_urls: &[String],
 ) -> Result<Vec<Found>, StoreError> {
-    let mut urls: HashSet<String> = own.iter().map(|h| h.callback_url.clone()).collect();
+    // The reference's hooks are the operator's: a tenant's hook of one URL is another.
+    let mut urls: HashSet<String> = own
+        .iter()
+        .filter(|h| h.tenant.is_none())
+        .map(|h| h.callback_url.clone())
+        .collect();
     let seen: HashMap<String, String> = conn.hgetall(REFERENCE_SEEN).await?;
     let mut found = Vec::new();
     for layout in [Layout::V3, Layout::V2] {

@@ -1,15 +1,18 @@
 //! Which hooks get an event: every global hook, plus every hook bound to the event's external
-//! meeting id, each limited by its eventID filter. Pure.
+//! meeting id, each limited by its eventID filter and its owner (a tenant's hook gets its own
+//! tenant's meetings only). Pure.
 
 use std::sync::Arc;
 
 use super::{Hook, Snapshot};
 
-/// The hooks that should receive event `event_id` of external meeting `external_meeting_id`.
+/// The hooks that should receive event `event_id` of external meeting `external_meeting_id`,
+/// a meeting of tenant `tenant` (its id; `None`: of no tenant the relay knows).
 pub fn matching<'a>(
     snapshot: &'a Snapshot,
     event_id: &'a str,
     external_meeting_id: Option<&str>,
+    tenant: Option<&'a str>,
 ) -> impl Iterator<Item = &'a Arc<Hook>> + 'a {
     let bound = external_meeting_id
         .map(|m| snapshot.bound_to(m))
@@ -18,7 +21,7 @@ pub fn matching<'a>(
     snapshot
         .globals()
         .chain(bound)
-        .filter(move |h| h.wants(event_id))
+        .filter(move |h| h.wants(event_id) && h.owns(tenant))
 }
 
 #[cfg(test)]
@@ -35,6 +38,7 @@ mod tests {
             event_ids: ids.map(|v| v.iter().map(|s| s.to_string()).collect()),
             get_raw: false,
             permanent: false,
+            tenant: None,
         }
     }
 
@@ -49,7 +53,7 @@ mod tests {
             hook(5, None, Some(&["user-joined", "user-left"])),
         ]);
         let s = r.load();
-        let ids = |ev, m| matching(&s, ev, m).map(|h| h.id).collect::<Vec<_>>();
+        let ids = |ev, m| matching(&s, ev, m, None).map(|h| h.id).collect::<Vec<_>>();
         assert_eq!(
             ids("user-joined", Some("m1")),
             vec![HookId(1), HookId(5), HookId(2)]
@@ -61,5 +65,32 @@ mod tests {
         assert_eq!(ids("meeting-ended", Some("m2")), vec![HookId(1), HookId(3)]);
         assert_eq!(ids("user-left", None), vec![HookId(1), HookId(5)]);
         assert_eq!(ids("meeting-created", Some("nobody")), vec![HookId(1)]);
+    }
+
+    #[test]
+    fn a_tenants_hook_gets_its_own_tenants_meetings_only() {
+        let of = |id, tenant: Option<&str>, meeting| Hook {
+            tenant: tenant.map(String::from),
+            ..hook(id, meeting, None)
+        };
+        let r = Registry::default();
+        r.replace_all([
+            of(1, None, None),
+            of(2, Some("t1"), None),
+            of(3, Some("t2"), None),
+            of(4, Some("t2"), Some("m1")),
+        ]);
+        let s = r.load();
+        let ids = |m, t| {
+            matching(&s, "user-joined", m, t)
+                .map(|h| h.id.0)
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(ids(Some("m1"), Some("t1")), [1, 2]);
+        // A tenant's hook bound to another tenant's meeting gets nothing of it.
+        assert_eq!(ids(Some("m1"), Some("t2")), [1, 3, 4]);
+        assert_eq!(ids(Some("m1"), None), [1]);
+        assert_eq!(ids(None, None), [1]);
+        assert_eq!(ids(Some("m1"), Some("t3")), [1]);
     }
 }

@@ -17,6 +17,9 @@ pub struct Hook {
     pub get_raw: bool,
     /// Comes from the configuration: never removed by failures or `hooks/destroy`.
     pub permanent: bool,
+    /// The id of the tenant that registered it (`docs/tenants.md`): it gets that tenant's
+    /// meetings only, signed with that tenant's secret. `None`: the operator's hook.
+    pub tenant: Option<String>,
 }
 
 impl Hook {
@@ -25,6 +28,48 @@ impl Hook {
         match &self.event_ids {
             None => true,
             Some(ids) => ids.iter().any(|id| id.eq_ignore_ascii_case(event_id)),
+        }
+    }
+
+    /// What the one-hook-per-callback-URL rule is about: the URL within its owner.
+    pub fn registration(&self) -> Registration<'_> {
+        Registration {
+            tenant: self.tenant.as_deref(),
+            url: &self.callback_url,
+        }
+    }
+
+    /// Whether the hook's owner may have an event of a meeting of tenant `meeting_tenant`
+    /// (resolved to a tenant id): the operator's hooks have every event, a tenant's hook
+    /// those of its own meetings only.
+    pub fn owns(&self, meeting_tenant: Option<&str>) -> bool {
+        match &self.tenant {
+            None => true,
+            Some(t) => meeting_tenant == Some(t.as_str()),
+        }
+    }
+}
+
+/// A callback URL within its owner (a tenant, or the operator): one hook per registration.
+/// Two tenants registering one URL get two hooks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Registration<'a> {
+    pub tenant: Option<&'a str>,
+    pub url: &'a str,
+}
+
+impl Registration<'_> {
+    /// As owned strings, for an index.
+    pub fn owned(self) -> (Option<String>, String) {
+        (self.tenant.map(String::from), self.url.to_string())
+    }
+
+    /// The bytes a claim on it is named by: the URL alone for the operator (as before
+    /// tenants), the tenant id and the URL apart by a NUL otherwise.
+    pub fn claim_bytes(self) -> Vec<u8> {
+        match self.tenant {
+            None => self.url.as_bytes().to_vec(),
+            Some(t) => [t.as_bytes(), b"\0", self.url.as_bytes()].concat(),
         }
     }
 }
@@ -62,6 +107,7 @@ mod tests {
             event_ids: Some(vec!["user-joined".into()]),
             get_raw: false,
             permanent: false,
+            tenant: None,
         };
         assert!(hook.wants("USER-JOINED"));
         assert!(!hook.wants("user-left"));

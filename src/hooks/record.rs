@@ -31,6 +31,9 @@ pub(super) fn fields(h: &Hook) -> Vec<(&'static str, String)> {
     if let Some(ids) = &h.event_ids {
         fields.push(("eventID", ids.join(",")));
     }
+    if let Some(t) = &h.tenant {
+        fields.push(("tenantID", t.clone()));
+    }
     fields
 }
 
@@ -76,6 +79,7 @@ pub(super) fn parse_hook(f: &HashMap<String, String>) -> Option<Hook> {
         event_ids,
         get_raw: f.get("getRaw").is_some_and(|v| v == "true"),
         permanent: f.get("permanent").is_some_and(|v| v == "true"),
+        tenant: f.get("tenantID").filter(|t| !t.is_empty()).cloned(),
     })
 }
 

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use arc_swap::ArcSwap;
 use imbl::{HashMap, OrdMap, OrdSet};
 
-use super::Hook;
+use super::{Hook, model::Registration};
 /// How many hooks of each kind a snapshot holds, kept as hooks come and go (the metrics' own
 /// type: they sit below the hooks).
 pub use crate::metrics::HookCounts as Counts;
@@ -33,11 +33,14 @@ type ById = OrdMap<HookId, Arc<Hook>>;
 #[derive(Debug, Default, Clone)]
 pub struct Snapshot {
     by_id: ById,
-    /// Ids per callback URL: one, but stores written by concurrent tools can hold two hooks of
-    /// one URL, and the URL stays found while either exists.
-    by_url: HashMap<String, OrdSet<HookId>>,
+    /// Ids per registration (callback URL within its tenant): one, but stores written by
+    /// concurrent tools can hold two hooks of one URL, and the URL stays found while either
+    /// exists.
+    by_registration: HashMap<(Option<String>, String), OrdSet<HookId>>,
     globals: ById,
     by_meeting: HashMap<String, ById>,
+    /// Each tenant's hooks (the operator's are not in it).
+    by_tenant: HashMap<String, ById>,
     counts: Counts,
 }
 
@@ -45,8 +48,8 @@ impl Snapshot {
     /// This snapshot with `hook` added, or put in place of the hook with its id.
     fn with(&self, hook: Arc<Hook>) -> Self {
         let mut s = self.without(hook.id);
-        s.by_url
-            .entry(hook.callback_url.clone())
+        s.by_registration
+            .entry(hook.registration().owned())
             .or_default()
             .insert(hook.id);
         match &hook.meeting_id {
@@ -60,6 +63,12 @@ impl Snapshot {
                     .insert(hook.id, hook.clone());
             }
         }
+        if let Some(t) = &hook.tenant {
+            s.by_tenant
+                .entry(t.clone())
+                .or_default()
+                .insert(hook.id, hook.clone());
+        }
         s.counts.add(&hook, 1);
         s.by_id.insert(hook.id, hook);
         s
@@ -71,10 +80,11 @@ impl Snapshot {
         let Some(old) = s.by_id.remove(&id) else {
             return s;
         };
-        if let Some(ids) = s.by_url.get_mut(&old.callback_url) {
+        let registration = old.registration().owned();
+        if let Some(ids) = s.by_registration.get_mut(&registration) {
             ids.remove(&id);
             if ids.is_empty() {
-                s.by_url.remove(&old.callback_url);
+                s.by_registration.remove(&registration);
             }
         }
         match &old.meeting_id {
@@ -90,6 +100,14 @@ impl Snapshot {
                 }
             }
         }
+        if let Some(t) = &old.tenant
+            && let Some(own) = s.by_tenant.get_mut(t)
+        {
+            own.remove(&id);
+            if own.is_empty() {
+                s.by_tenant.remove(t);
+            }
+        }
         s.counts.add(&old, -1);
         s
     }
@@ -98,12 +116,17 @@ impl Snapshot {
         self.by_id.get(&id)
     }
 
-    /// The hook with this callback URL (the lowest id, should there be two).
-    pub fn by_url(&self, url: &str) -> Option<&Arc<Hook>> {
-        self.by_url
-            .get(url)
+    /// The hook of this registration (the lowest id, should there be two).
+    pub fn by_registration(&self, registration: Registration<'_>) -> Option<&Arc<Hook>> {
+        self.by_registration
+            .get(&registration.owned())
             .and_then(OrdSet::get_min)
             .and_then(|id| self.by_id.get(id))
+    }
+
+    /// The operator's hook with this callback URL.
+    pub fn by_url(&self, url: &str) -> Option<&Arc<Hook>> {
+        self.by_registration(Registration { tenant: None, url })
     }
 
     /// Every hook in id order.
@@ -120,9 +143,9 @@ impl Snapshot {
         self.by_id.len()
     }
 
-    /// How many distinct callback URLs the hooks have.
+    /// How many distinct registrations (callback URLs within their tenants) the hooks have.
     pub fn url_count(&self) -> usize {
-        self.by_url.len()
+        self.by_registration.len()
     }
 
     pub fn is_empty(&self) -> bool {
@@ -131,6 +154,14 @@ impl Snapshot {
 
     pub fn counts(&self) -> Counts {
         self.counts
+    }
+
+    /// Tenant `tenant`'s hooks in id order.
+    pub fn of_tenant<'s>(&'s self, tenant: &str) -> impl Iterator<Item = &'s Arc<Hook>> + use<'s> {
+        self.by_tenant
+            .get(tenant)
+            .into_iter()
+            .flat_map(OrdMap::values)
     }
 
     /// Global hooks in id order.
@@ -199,6 +230,7 @@ mod tests {
             event_ids: None,
             get_raw: false,
             permanent: false,
+            tenant: None,
         }
     }
 
@@ -261,6 +293,33 @@ mod tests {
         assert_eq!(r.load().by_url("http://a/").map(|h| h.id), Some(HookId(7)));
         r.remove(HookId(7));
         assert!(r.load().by_url("http://a/").is_none());
+    }
+
+    #[test]
+    fn one_url_of_two_tenants_is_two_registrations() {
+        let r = Registry::default();
+        let of = |id, tenant: Option<&str>| Hook {
+            tenant: tenant.map(String::from),
+            ..hook(id, "http://a/", None)
+        };
+        r.replace_all([of(1, Some("t1")), of(2, Some("t2")), of(3, None)]);
+        let s = r.load();
+        let found = |tenant| {
+            s.by_registration(Registration {
+                tenant,
+                url: "http://a/",
+            })
+            .map(|h| h.id)
+        };
+        assert_eq!(found(Some("t1")), Some(HookId(1)));
+        assert_eq!(found(Some("t2")), Some(HookId(2)));
+        assert_eq!(found(None), Some(HookId(3)));
+        assert_eq!(found(Some("t3")), None);
+        assert_eq!(s.url_count(), 3);
+        assert_eq!(ids(s.of_tenant("t2")), vec![HookId(2)]);
+        r.remove(HookId(1));
+        assert_eq!(ids(r.load().of_tenant("t1")), Vec::<HookId>::new());
+        assert_eq!(r.load().by_url("http://a/").map(|h| h.id), Some(HookId(3)));
     }
 
     #[test]

@@ -18,6 +18,7 @@ use super::{
     Hook, Registry,
     fleet::{Claim, Fleet},
     import,
+    model::Registration,
     record::{StoreError, fields, parse_hook, stored_id, write_hook},
 };
 use crate::{
@@ -55,6 +56,17 @@ pub struct NewHook {
     pub meeting_id: Option<String>,
     pub event_ids: Option<Vec<String>>,
     pub get_raw: bool,
+    /// The tenant asking (`None`: the operator).
+    pub tenant: Option<String>,
+}
+
+impl NewHook {
+    fn registration(&self) -> Registration<'_> {
+        Registration {
+            tenant: self.tenant.as_deref(),
+            url: &self.callback_url,
+        }
+    }
 }
 
 /// What [`HookStore::restore`] found.
@@ -197,7 +209,10 @@ impl HookStore {
             hooks.push(h);
         }
         for p in permanent {
-            match hooks.iter_mut().find(|h| h.callback_url == p.url) {
+            match hooks
+                .iter_mut()
+                .find(|h| h.tenant.is_none() && h.callback_url == p.url)
+            {
                 Some(h)
                     if h.permanent
                         && h.get_raw == p.get_raw
@@ -220,6 +235,7 @@ impl HookStore {
                         event_ids: None,
                         get_raw: p.get_raw,
                         permanent: true,
+                        tenant: None,
                     };
                     write_hook(&mut conn, &h).await?;
                     changed.push(h.id);
@@ -301,14 +317,20 @@ impl HookStore {
         let mut conn = self.conn.clone();
         let claim = self
             .fleet
-            .claim_url(&mut conn, &self.registry, &new.callback_url);
+            .claim_url(&mut conn, &self.registry, new.registration());
         if let Claim::Existing(id) = claim.await? {
             return Ok(CreateOutcome::Duplicate(id));
         }
-        let url = new.callback_url.clone();
+        let (tenant, url) = new.registration().owned();
         let created = self.create_claimed(new).await;
         if created.is_err() {
-            self.fleet.unclaim_url(&mut self.conn.clone(), &url).await;
+            let registration = Registration {
+                tenant: tenant.as_deref(),
+                url: &url,
+            };
+            self.fleet
+                .unclaim_url(&mut self.conn.clone(), registration)
+                .await;
         }
         created
     }
@@ -316,18 +338,20 @@ impl HookStore {
     /// [`create`](Self::create), the URL claimed.
     async fn create_claimed(&self, new: NewHook) -> Result<CreateOutcome, StoreError> {
         let _shared = self.changes.read().await;
-        let stripe = self.url_hasher.hash_one(&new.callback_url) as usize % URL_LOCKS;
+        let stripe = self.url_hasher.hash_one(new.registration()) as usize % URL_LOCKS;
         let _url = self.url_locks[stripe].lock().await;
-        if let Some(existing) = self.registry.load().by_url(&new.callback_url) {
+        if let Some(existing) = self.registry.load().by_registration(new.registration()) {
             return Ok(CreateOutcome::Duplicate(existing.id));
         }
         let mut hook = Hook {
             id: HookId(0),
-            permanent: self.permanent_urls.contains(&new.callback_url),
+            // Permanent hooks are the operator's configuration.
+            permanent: new.tenant.is_none() && self.permanent_urls.contains(&new.callback_url),
             callback_url: new.callback_url,
             meeting_id: new.meeting_id,
             event_ids: new.event_ids,
             get_raw: new.get_raw,
+            tenant: new.tenant,
         };
         let max_id = self.registry.load().max_id().unwrap_or_default();
         let mut conn = self.conn.clone();
@@ -359,12 +383,14 @@ impl HookStore {
             Some(h) if !h.permanent => {}
             _ => return Ok(false),
         }
-        let url = self.registry.load().get(id).map(|h| h.callback_url.clone());
+        let hook = self.registry.load().get(id).cloned();
         self.delete_hook(&mut self.conn.clone(), id).await?;
         self.registry.remove(id);
         self.fleet.announce(&mut self.conn.clone(), id).await;
-        if let Some(url) = url {
-            self.fleet.unclaim_url(&mut self.conn.clone(), &url).await;
+        if let Some(h) = hook {
+            self.fleet
+                .unclaim_url(&mut self.conn.clone(), h.registration())
+                .await;
         }
         Ok(true)
     }
@@ -377,12 +403,13 @@ impl HookStore {
     /// the next restore (it comes back then).
     pub async fn remove_failed(&self, id: HookId) -> Result<(), StoreError> {
         let _guard = self.changes.write().await;
-        let url = self.registry.load().get(id).map(|h| h.callback_url.clone());
-        self.registry.remove(id);
+        let hook = self.registry.remove(id);
         self.delete_hook(&mut self.conn.clone(), id).await?;
         self.fleet.announce(&mut self.conn.clone(), id).await;
-        if let Some(url) = url {
-            self.fleet.unclaim_url(&mut self.conn.clone(), &url).await;
+        if let Some(h) = hook {
+            self.fleet
+                .unclaim_url(&mut self.conn.clone(), h.registration())
+                .await;
         }
         Ok(())
     }

@@ -54,9 +54,26 @@ pub struct SourceResultLabels {
     pub result: String,
 }
 
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+/// One hook's series: its id, and the tenant whose hook it is (its id), absent for the
+/// operator's hooks (so that a relay without tenants shows the labels it always did).
+#[derive(Clone, Debug, Hash, PartialEq, Eq)]
 pub struct HookLabel {
     pub hook: String,
+    pub tenant: Option<String>,
+}
+
+impl EncodeLabelSet for HookLabel {
+    fn encode(
+        &self,
+        encoder: &mut prometheus_client::encoding::LabelSetEncoder,
+    ) -> Result<(), std::fmt::Error> {
+        use prometheus_client::encoding::EncodeLabel;
+        ("hook", self.hook.as_str()).encode(encoder.encode_label())?;
+        if let Some(t) = &self.tenant {
+            ("tenant", t.as_str()).encode(encoder.encode_label())?;
+        }
+        Ok(())
+    }
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]

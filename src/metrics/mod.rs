@@ -4,8 +4,6 @@
 //! registration in `register`, the per-hook queue series in `queues`, and the HTTP endpoint in
 //! `endpoint`.
 
-use crate::base::ids::HookId;
-
 pub mod auth;
 pub mod bus;
 mod endpoint;
@@ -17,6 +15,7 @@ pub mod live;
 pub mod merge;
 mod queues;
 mod register;
+pub mod tenants;
 pub mod xapi;
 
 use std::sync::Arc;
@@ -53,6 +52,7 @@ pub struct Metrics {
     pub bus: bus::BusMetrics,
     pub fleet: fleet::FleetMetrics,
     pub xapi: xapi::XapiMetrics,
+    pub tenants: tenants::TenantMetrics,
     pub callbacks_delivered: Counter,
     pub callback_failures: Family<ReasonLabel, Counter>,
     pub hooks_removed: Counter,
@@ -79,9 +79,9 @@ pub struct Metrics {
     /// The age of the oldest callback queued per hook, for the hooks with callbacks queued.
     pub queue_oldest_age: Family<HookLabel, Gauge<f64, std::sync::atomic::AtomicU64>>,
     /// The hooks that have a `queue_oldest_age` series now.
-    oldest_hooks: std::sync::Mutex<Vec<HookId>>,
+    oldest_hooks: std::sync::Mutex<Vec<HookLabel>>,
     /// The hooks that have a `queue_depth` series now.
-    depth_hooks: std::sync::Mutex<Vec<HookId>>,
+    depth_hooks: std::sync::Mutex<Vec<HookLabel>>,
     pub conference_seeds: Family<SourceResultLabels, Counter>,
     pub merge_up: Family<SourceLabel, Gauge>,
     pub merge_duration: Family<SourceLabel, Gauge<f64, std::sync::atomic::AtomicU64>>,
@@ -148,6 +148,7 @@ impl Metrics {
         m.bus.register(r);
         m.fleet.register(r);
         m.xapi.register(r);
+        m.tenants.register(r);
         m.register_delivery(r);
         m.register_relay(r);
         m.register_plugins(r);

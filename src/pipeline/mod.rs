@@ -44,12 +44,15 @@ pub async fn run(config: Config, listeners: Listeners, shutdown: Shutdown) -> an
     let (token, tracker) = (shutdown.token().clone(), shutdown.tracker().clone());
     let sources = sources::configured(&config);
     let metrics = start::metrics(&config, &sources);
+    let tenants = crate::tenants::Tenants::new(&config.tenants);
     let start = start::Start {
         config: &config,
         metrics: &metrics,
         token: &token,
         tracker: &tracker,
+        tenants: &tenants,
     };
+    start.tenants().await;
     let (plugins, _watcher) = start.plugins().await?;
     let Some(conn) = start.store().await? else {
         return Ok(());
@@ -199,8 +202,15 @@ fn serve<L>(
 
 /// Reports the queues' depths, and the age of the oldest callback of each non-empty one (read
 /// from the store: the one in flight is still there).
-async fn report_queues(metrics: &Metrics, conn: &StoreConn, depths: &[(HookId, usize)]) {
-    metrics.report_queues(depths);
+async fn report_queues(
+    metrics: &Metrics,
+    conn: &StoreConn,
+    depths: &[(HookId, usize)],
+    registry: &crate::hooks::Registry,
+) {
+    let snapshot = registry.load();
+    let tenant_of = |h: HookId| snapshot.get(h).and_then(|h| h.tenant.clone());
+    metrics.report_queues(depths, &tenant_of);
     let busy: Vec<HookId> = depths
         .iter()
         .filter(|(_, n)| *n > 0)
@@ -213,7 +223,7 @@ async fn report_queues(metrics: &Metrics, conn: &StoreConn, depths: &[(HookId, u
                 .zip(oldest)
                 .filter_map(|(h, t)| Some((*h, t?)))
                 .collect();
-            metrics.report_oldest(crate::base::time::now_ms(), &oldest);
+            metrics.report_oldest(crate::base::time::now_ms(), &oldest, &tenant_of);
         }
         Err(e) => tracing::debug!(error = %e, "cannot read the queues' oldest callbacks"),
     }

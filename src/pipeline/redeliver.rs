@@ -67,6 +67,7 @@ impl ProcessStage {
                     processed: payload.clone(),
                     raw: None,
                     meeting: None,
+                    tenant: None,
                     filtered: false,
                 });
                 callbacks.push(Callback {

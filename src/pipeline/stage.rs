@@ -110,7 +110,8 @@ impl ProcessStage {
                 // Before the bus, or a busy bus would starve it (it is ready every 10 s only).
                 _ = sweep.tick() => {
                     if let Some(depths) = self.sweep() {
-                        super::report_queues(&self.metrics, &self.dispatcher.conn(), &depths).await;
+                        let conn = self.dispatcher.conn();
+                        super::report_queues(&self.metrics, &conn, &depths, &self.registry).await;
                     }
                     // Expired mappings are removed from Redis too.
                     if !self.handle(&[]).await {

@@ -42,6 +42,7 @@ use crate::{
     route::MessageRouter,
     shutdown::retry_until_ok,
     store_conn::StoreConn,
+    tenants::Tenants,
 };
 
 /// The relay's metrics, the conference's `bbb_*` series of every source among them.
@@ -66,6 +67,8 @@ pub struct Start<'a> {
     pub metrics: &'a Arc<Metrics>,
     pub token: &'a CancellationToken,
     pub tracker: &'a TaskTracker,
+    /// The tenants in force, followed in Scalelite's Redis when `[scalelite]` is set.
+    pub tenants: &'a Arc<Tenants>,
 }
 
 /// The hooks, and how this instance runs.
@@ -86,6 +89,25 @@ pub struct Wired {
 }
 
 impl Start<'_> {
+    /// Reads Scalelite's tenants once (briefly: an unreachable Redis of Scalelite's must not
+    /// hold the relay up), then follows them.
+    pub async fn tenants(&self) {
+        let configured = i64::try_from(self.tenants.load().len()).unwrap_or(i64::MAX);
+        self.metrics.tenants.known.set(configured);
+        let Some(scalelite) = self.config.scalelite.clone() else {
+            return;
+        };
+        let follow = crate::tenants::scalelite::follow(
+            self.tenants.clone(),
+            scalelite,
+            self.metrics.clone(),
+            self.token.clone(),
+        );
+        let first = crate::tenants::scalelite::first_read(self.tenants, self.token);
+        self.tracker.spawn(follow);
+        first.await;
+    }
+
     /// Loads the plugins (watching their folder first, so that no change is missed).
     pub async fn plugins(&self) -> anyhow::Result<(Arc<Plugins>, Option<Watcher>)> {
         let config = self.config;
@@ -179,6 +201,7 @@ impl Start<'_> {
             algorithms: config.api.checksum_algorithms.clone(),
             metrics: metrics.clone(),
             list_cache: Default::default(),
+            tenants: self.tenants.clone(),
         });
         serve(
             self.tracker,
@@ -215,6 +238,7 @@ impl Start<'_> {
             conn: conn.clone(),
             retain: retain_bounds(&config.delivery),
             max_queue: config.delivery.max_queue,
+            tenants: self.tenants.clone(),
         });
         if let Some(l) = listeners.admin {
             let access = Arc::new(Access::bearer(
@@ -260,7 +284,8 @@ impl Start<'_> {
         plugins: &Arc<Plugins>,
     ) -> anyhow::Result<Wired> {
         let (config, metrics, token) = (self.config, self.metrics, self.token);
-        let signer = Signer::new(config, &callback_format(config, conn).await);
+        let signer = Signer::new(config, &callback_format(config, conn).await)
+            .with_tenants(self.tenants.clone());
         let (bus_tx, bus) = mpsc::channel(BUS_BUFFER);
         let subscribed =
             sources::subscribe_all(sources, config, &bus_tx, metrics, self.tracker, token)?;
@@ -378,7 +403,9 @@ impl Start<'_> {
         let fence = wired.fence.clone();
         let source_table = wired.delivery.queues().sources().clone();
         let mut dispatcher = self.dispatcher(held, wired.delivery, conn).await?;
-        let mut router = MessageRouter::with_sources(processors).deferring();
+        let mut router = MessageRouter::with_sources(processors)
+            .deferring()
+            .with_tenants(self.tenants.clone());
         let resumed = recover::resume_queues(
             conn,
             &hooks.registry,

@@ -190,6 +190,7 @@ mod tests {
             processed: Arc::new(Payload::new(r#"{"p":1}"#)),
             raw: Some(Arc::new(Payload::new(r#"{"r":1}"#))),
             meeting: None,
+            tenant: None,
             filtered: false,
         }
     }
@@ -202,6 +203,7 @@ mod tests {
             event_ids: None,
             get_raw,
             permanent: false,
+            tenant: None,
         }
     }
 

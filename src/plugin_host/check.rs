@@ -119,6 +119,7 @@ fn time_calls(plugin: &Arc<Plugin>) -> CallTimes {
         event_ids: None,
         get_raw: false,
         permanent: false,
+        tenant: None,
     };
     let stages = std::slice::from_ref(plugin);
     let mut times = CallTimes::default();

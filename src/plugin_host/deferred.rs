@@ -60,6 +60,11 @@ impl Deferred {
             processed,
             raw,
             meeting: self.meeting.clone(),
+            tenant: self
+                .meeting
+                .as_deref()
+                .and_then(crate::event::facts::MeetingTenant::of_facts)
+                .map(Arc::new),
             filtered: false,
         }
     }
@@ -87,6 +92,7 @@ mod tests {
             processed: Arc::new(Payload::new(r#"{"p":1}"#)),
             raw: raw.map(|r| Arc::new(Payload::new(r))),
             meeting: Some(r#"{"metadata":{"k":"v"}}"#.into()),
+            tenant: None,
             filtered: false,
         }
     }

@@ -143,6 +143,7 @@ mod tests {
             meeting_id: None,
             get_raw: false,
             permanent: false,
+            tenant: None,
             event_ids: None,
         }
     }

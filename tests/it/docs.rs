@@ -116,6 +116,7 @@ fn render() -> String {
         event_ids: None,
         get_raw: false,
         permanent: false,
+        tenant: None,
     };
     let out = replay::run(
         &messages,

@@ -39,5 +39,6 @@ mod sources;
 mod standard_webhooks;
 mod status_page;
 mod takeover;
+mod tenants;
 mod upgrade;
 mod xapi;

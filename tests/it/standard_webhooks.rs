@@ -178,3 +178,69 @@ async fn the_official_libraries_refuse_the_form_body_which_is_why_json_exists() 
     }
     relay.stop().await;
 }
+
+/// A tenant's hook (`docs/tenants.md`) is signed with the tenant's own secret: its Standard
+/// Webhooks secret is `whsec_` and its API secret in base64, which the official libraries
+/// verify; the operator's keys do not.
+#[tokio::test]
+async fn a_tenants_callbacks_verify_with_its_own_secret_in_the_official_libraries() {
+    use base64::Engine;
+    let Some(verifiers) = verifiers() else {
+        return;
+    };
+    const TENANT_SECRET: &str = "acme-api-secret-0123456";
+    let redis = TestRedis::start().await;
+    let mut config = TestRelay::config(&redis);
+    config.delivery.standard_webhooks.secrets = vec![Secret::new(NEW)];
+    config.delivery.standard_webhooks.body = CallbackBody::Json;
+    config.tenants = vec![hookrelay::config::tenants::TenantConfig {
+        name: "acme".into(),
+        secrets: vec![Secret::new(TENANT_SECRET)],
+        id: None,
+    }];
+    let relay = TestRelay::start_with(&redis, config).await;
+    let rx = TestReceiver::start().await;
+    let url = rx.url("/acme");
+    let created = crate::support::relay::signed_call_at(
+        &crate::support::relay::http_client(),
+        relay.api,
+        Some("acme.bbb.example.com"),
+        "create",
+        &format!("callbackURL={}", hookrelay::base::form::form_encode(&url)),
+        (hookrelay::base::digest::Algorithm::Sha256, TENANT_SECRET),
+    )
+    .await;
+    assert!(created.contains("SUCCESS"), "{created}");
+    redis
+        .publish(&crate::support::meeting_created_with_metadata(
+            "int-1",
+            "ext-1",
+            &json!({"tenant-id": "acme"}),
+        ))
+        .await;
+    let got = rx.wait_delivered(1).await.remove(0);
+    let tenant_key = format!(
+        "whsec_{}",
+        base64::engine::general_purpose::STANDARD.encode(TENANT_SECRET)
+    );
+    let sent: Value = serde_json::from_str(&got.body).expect("JSON");
+    let h = headers(&got);
+    for (program, script) in &verifiers {
+        let verified = verify(program, script, &tenant_key, &h, &got.body);
+        assert_eq!(verified, json!({ "ok": true, "event": sent }), "{program}");
+        let operators = verify(program, script, NEW, &h, &got.body);
+        assert_eq!(operators["ok"], false, "{program}: {operators}");
+    }
+    // The BBB checksum too is the tenant's.
+    let checksum = got.uri.rsplit_once("checksum=").map(|(_, s)| s.to_string());
+    assert_eq!(
+        checksum,
+        Some(hookrelay::callback_checksum(
+            hookrelay::base::digest::Algorithm::Sha1,
+            &url,
+            &got.body,
+            TENANT_SECRET
+        ))
+    );
+    relay.stop().await;
+}

@@ -56,6 +56,7 @@ pub fn run(file: &CaseFile, plugins: &PluginSet, filter: EventFilter) -> Vec<Cas
         event_ids: s.event_id.as_deref().and_then(parse_event_ids),
         get_raw: s.get_raw,
         permanent: false,
+        tenant: None,
     });
     let registry = Registry::default();
     registry.replace_all(hooks);
@@ -82,10 +83,15 @@ pub fn run(file: &CaseFile, plugins: &PluginSet, filter: EventFilter) -> Vec<Cas
             Input::Event(v) => {
                 let event = Arc::new(processed_event(v, case.meeting.as_ref()));
                 let ts = now;
-                matcher::matching(&snapshot, &event.id, event.external_meeting_id.as_deref())
-                    .filter(|h| !h.get_raw)
-                    .map(|h| (h.clone(), event.clone(), ts))
-                    .collect()
+                matcher::matching(
+                    &snapshot,
+                    &event.id,
+                    event.external_meeting_id.as_deref(),
+                    None,
+                )
+                .filter(|h| !h.get_raw)
+                .map(|h| (h.clone(), event.clone(), ts))
+                .collect()
             }
         };
         let mut actual = Vec::new();
@@ -135,6 +141,7 @@ fn processed_event(v: &Value, facts: Option<&Value>) -> Event {
         processed: Arc::new(Payload::new(v.to_string())),
         raw: None,
         meeting: facts.map(|m| Arc::from(m.to_string())),
+        tenant: None,
         filtered: false,
     }
 }

@@ -14,6 +14,7 @@ pub mod prometheus;
 pub mod receiver;
 pub mod redis;
 pub mod relay;
+pub mod scalelite;
 pub mod sentinel;
 pub mod wait;
 

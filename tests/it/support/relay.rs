@@ -134,21 +134,37 @@ pub async fn signed_call(
     alg: Algorithm,
     secret: &str,
 ) -> String {
+    signed_call_at(http, api, None, call, query, (alg, secret)).await
+}
+
+/// As [`signed_call`], made to host name `host` (a tenant's, say) when given.
+pub async fn signed_call_at(
+    http: &reqwest::Client,
+    api: SocketAddr,
+    host: Option<&str>,
+    call: &str,
+    query: &str,
+    (alg, secret): (Algorithm, &str),
+) -> String {
     let checksum = alg.hex_digest(&[
         format!("hooks/{call}").as_bytes(),
         query.as_bytes(),
         secret.as_bytes(),
     ]);
     let sep = if query.is_empty() { "" } else { "&" };
-    http.get(format!(
+    let mut request = http.get(format!(
         "http://{api}/bigbluebutton/api/hooks/{call}?{query}{sep}checksum={checksum}"
-    ))
-    .send()
-    .await
-    .expect("api answers")
-    .text()
-    .await
-    .expect("body")
+    ));
+    if let Some(host) = host {
+        request = request.header("host", host);
+    }
+    request
+        .send()
+        .await
+        .expect("api answers")
+        .text()
+        .await
+        .expect("body")
 }
 
 /// Registers a hook through the API at `api`; returns its id.

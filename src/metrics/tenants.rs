@@ -1,0 +1,56 @@
+//! The tenants' series: how many the relay knows, what it found wrong in Scalelite's records,
+//! and reads of Scalelite's Redis that failed. No series names a tenant's secret; none is per
+//! tenant either (a cluster may have thousands).
+
+use prometheus_client::{
+    metrics::{counter::Counter, family::Family, gauge::Gauge},
+    registry::Registry,
+};
+
+use super::xapi::ReasonLabel;
+
+#[derive(Default)]
+pub struct TenantMetrics {
+    /// Tenants in force (Scalelite's and the configuration's).
+    pub known: Gauge,
+    /// Records of Scalelite's tenants the last read found unusable, by reason.
+    pub problems: Family<ReasonLabel, Gauge>,
+    /// Reads of Scalelite's Redis that failed (the last good tenants stayed in force).
+    pub read_failures: Counter,
+}
+
+impl TenantMetrics {
+    pub(super) fn register(&self, r: &mut Registry) {
+        r.register(
+            "hookrelay_tenants",
+            "Tenants in force, from Scalelite's Redis and the configuration",
+            self.known.clone(),
+        );
+        r.register(
+            "hookrelay_tenant_problems",
+            "Records of Scalelite's tenants the last read found unusable, by reason \
+             (no_record, no_name, no_secrets, name_index); each keeps its last good version",
+            self.problems.clone(),
+        );
+        r.register(
+            "hookrelay_tenant_read_failures",
+            "Reads of Scalelite's Redis that failed; the last good tenants stayed in force",
+            self.read_failures.clone(),
+        );
+    }
+
+    /// Sets the problem gauges to `counts` (reason, count); reasons not named go to 0.
+    pub fn set_problems(&self, counts: &[(&'static str, i64)]) {
+        for reason in ["no_record", "no_name", "no_secrets", "name_index"] {
+            let n = counts
+                .iter()
+                .find(|(r, _)| *r == reason)
+                .map_or(0, |(_, n)| *n);
+            self.problems
+                .get_or_create(&ReasonLabel {
+                    reason: reason.into(),
+                })
+                .set(n);
+        }
+    }
+}

@@ -1,0 +1,254 @@
+//! Scalelite's tenants, read from its Redis as Scalelite writes them (`app/models/tenant.rb`,
+//! `lib/redis_store.rb`, under its `REDIS_NAMESPACE`): the set `<ns>:tenants` of ids, the
+//! hash `<ns>:tenant:<id>` (`name`, `secrets` joined by `:`, and LRS fields the relay leaves
+//! alone) and the name index `<ns>:tenant_name:<name>` (field `id`). Read again every
+//! `refresh_ms`; a record that cannot be used keeps its last good version, a failed read keeps
+//! every tenant, each told once in the log and always in the metrics.
+
+use std::{
+    collections::{BTreeSet, HashMap},
+    sync::Arc,
+    time::Duration,
+};
+
+use tokio_util::sync::CancellationToken;
+
+use super::{Tenant, Tenants, View};
+use crate::{base::secret::Secret, config::tenants::ScaleliteConfig, metrics::Metrics};
+
+/// Why a record of Scalelite's cannot be used as it is.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Problem {
+    /// An id in the set without its hash.
+    NoRecord(String),
+    /// A tenant's hash without a name.
+    NoName(String),
+    /// A tenant's hash without a secret.
+    NoSecrets(String),
+    /// A name whose index is missing or names another id (`name`, what it names).
+    NameIndex(String, Option<String>),
+}
+
+impl Problem {
+    /// The metric's `reason`.
+    pub fn reason(&self) -> &'static str {
+        match self {
+            Self::NoRecord(_) => "no_record",
+            Self::NoName(_) => "no_name",
+            Self::NoSecrets(_) => "no_secrets",
+            Self::NameIndex(..) => "name_index",
+        }
+    }
+}
+
+/// What one read of Scalelite's keys found.
+#[derive(Debug, Default)]
+pub struct Records {
+    /// Tenant id -> its hash's fields (empty: no hash).
+    pub tenants: HashMap<String, HashMap<String, String>>,
+    /// Name -> the id its index names (every `<ns>:tenant_name:*` key).
+    pub index: HashMap<String, Option<String>>,
+}
+
+/// The tenants `records` give, and what is wrong with them. A tenant whose record cannot be
+/// used keeps its version in `last` if it had one.
+pub fn interpret(records: &Records, last: &View) -> (Vec<Arc<Tenant>>, Vec<Problem>) {
+    let mut tenants = Vec::new();
+    let mut problems = Vec::new();
+    let mut ids: Vec<&String> = records.tenants.keys().collect();
+    ids.sort();
+    for id in ids {
+        let fields = &records.tenants[id];
+        let name = fields.get("name").filter(|n| !n.is_empty());
+        let secrets: Vec<Secret> = fields
+            .get("secrets")
+            .map(|s| s.split(':').map(Secret::new).collect())
+            .unwrap_or_default();
+        let made = name.and_then(|n| Tenant::new(id.as_str(), n, secrets));
+        match (made, name) {
+            (Some(t), Some(n)) => {
+                let indexed = records.index.get(n).cloned().flatten();
+                if indexed.as_deref() != Some(id.as_str()) {
+                    problems.push(Problem::NameIndex(n.clone(), indexed));
+                }
+                tenants.push(Arc::new(t));
+                continue;
+            }
+            _ if fields.is_empty() => problems.push(Problem::NoRecord(id.clone())),
+            (_, None) => problems.push(Problem::NoName(id.clone())),
+            (None, Some(_)) => problems.push(Problem::NoSecrets(id.clone())),
+        }
+        if let Some(kept) = last.by_id(id) {
+            tenants.push(kept.clone());
+        }
+    }
+    // Index entries naming no tenant of the set.
+    for (name, id) in &records.index {
+        let named = id.as_ref().and_then(|id| records.tenants.get(id));
+        if named.is_none_or(|f| f.get("name") != Some(name)) {
+            let p = Problem::NameIndex(name.clone(), id.clone());
+            if !problems.contains(&p) {
+                problems.push(p);
+            }
+        }
+    }
+    problems.sort();
+    (tenants, problems)
+}
+
+/// Reads Scalelite's tenant keys under namespace `ns`.
+///
+/// # Errors
+/// When Redis fails.
+pub async fn read<C: redis::aio::ConnectionLike + Send>(
+    conn: &mut C,
+    ns: &str,
+) -> redis::RedisResult<Records> {
+    let ids: Vec<String> = redis::cmd("SMEMBERS")
+        .arg(format!("{ns}:tenants"))
+        .query_async(conn)
+        .await?;
+    let mut pipe = redis::pipe();
+    for id in &ids {
+        pipe.hgetall(format!("{ns}:tenant:{id}"));
+    }
+    let hashes: Vec<HashMap<String, String>> = pipe.query_async(conn).await?;
+    let mut records = Records {
+        tenants: ids.into_iter().zip(hashes).collect(),
+        index: HashMap::new(),
+    };
+    let prefix = format!("{ns}:tenant_name:");
+    let mut keys: Vec<String> = Vec::new();
+    let mut cursor = 0u64;
+    loop {
+        let (next, batch): (u64, Vec<String>) = redis::cmd("SCAN")
+            .arg(cursor)
+            .arg("MATCH")
+            .arg(format!("{prefix}*"))
+            .arg("COUNT")
+            .arg(1000)
+            .query_async(conn)
+            .await?;
+        keys.extend(batch);
+        if next == 0 {
+            break;
+        }
+        cursor = next;
+    }
+    let mut pipe = redis::pipe();
+    for k in &keys {
+        pipe.hget(k, "id");
+    }
+    let named: Vec<Option<String>> = pipe.query_async(conn).await?;
+    for (key, id) in keys.iter().zip(named) {
+        if let Some(name) = key.strip_prefix(&prefix) {
+            records.index.insert(name.to_string(), id);
+        }
+    }
+    Ok(records)
+}
+
+/// Follows Scalelite's tenants until `token` is cancelled: the first read at once, then one
+/// every `refresh_ms`.
+pub async fn follow(
+    tenants: Arc<Tenants>,
+    config: ScaleliteConfig,
+    metrics: Arc<Metrics>,
+    token: CancellationToken,
+) {
+    let every = Duration::from_millis(config.refresh_ms);
+    let mut conn = None;
+    let mut told = Told::default();
+    loop {
+        if conn.is_none() {
+            conn = connect(&config).await.map_err(|e| told.failure(&e)).ok();
+        }
+        if let Some(c) = conn.as_mut() {
+            // A paused Redis must not hold the view up forever: the read has a deadline.
+            match tokio::time::timeout(every * 2, read(c, &config.namespace)).await {
+                Ok(Ok(records)) => {
+                    let (found, problems) = interpret(&records, &tenants.load());
+                    let n = tenants.set_scalelite(found);
+                    metrics
+                        .tenants
+                        .known
+                        .set(i64::try_from(n).unwrap_or(i64::MAX));
+                    told.problems(&problems, &metrics);
+                    told.ok();
+                }
+                Ok(Err(e)) => {
+                    told.failure(&e);
+                    metrics.tenants.read_failures.inc();
+                }
+                Err(_) => {
+                    told.failure(&"no answer in time");
+                    metrics.tenants.read_failures.inc();
+                    conn = None;
+                }
+            }
+        } else {
+            metrics.tenants.read_failures.inc();
+        }
+        tenants.mark_tried();
+        tokio::select! {
+            () = token.cancelled() => return,
+            () = tokio::time::sleep(every) => {}
+        }
+    }
+}
+
+/// Waits, briefly, for [`follow`]'s first read: API calls of Scalelite's tenants are answered
+/// from the start, and an unreachable Redis of Scalelite's does not hold the relay up.
+pub async fn first_read(tenants: &Tenants, token: &CancellationToken) {
+    tokio::select! {
+        () = token.cancelled() => {}
+        () = tenants.tried(Duration::from_secs(5)) => {}
+    }
+}
+
+async fn connect(config: &ScaleliteConfig) -> redis::RedisResult<redis::aio::ConnectionManager> {
+    let client = crate::redis_conn::redis_client(config.redis_url.expose())?;
+    let settings = redis::aio::ConnectionManagerConfig::new()
+        .set_connection_timeout(Some(Duration::from_secs(2)))
+        .set_number_of_retries(1);
+    redis::aio::ConnectionManager::new_with_config(client, settings).await
+}
+
+/// What the log has been told, so that each problem and each outage is one line, not one per
+/// read.
+#[derive(Default)]
+struct Told {
+    problems: BTreeSet<Problem>,
+    failing: bool,
+}
+
+impl Told {
+    fn failure(&mut self, e: &dyn std::fmt::Display) {
+        if !self.failing {
+            // Redis errors name no password (the URL is not in them).
+            tracing::error!(error = %e, "cannot read Scalelite's tenants: the last good ones stay in force");
+            self.failing = true;
+        }
+    }
+
+    fn ok(&mut self) {
+        if std::mem::take(&mut self.failing) {
+            tracing::info!("Scalelite's tenants are read again");
+        }
+    }
+
+    fn problems(&mut self, problems: &[Problem], metrics: &Metrics) {
+        let mut counts: Vec<(&'static str, i64)> = Vec::new();
+        for p in problems {
+            match counts.iter_mut().find(|(r, _)| *r == p.reason()) {
+                Some((_, n)) => *n += 1,
+                None => counts.push((p.reason(), 1)),
+            }
+            if !self.problems.contains(p) {
+                tracing::warn!(problem = ?p, reason = p.reason(), "a tenant record of Scalelite's cannot be used as it is: its last good version (if any) stays in force");
+            }
+        }
+        metrics.tenants.set_problems(&counts);
+        self.problems = problems.iter().cloned().collect();
+    }
+}

@@ -1,0 +1,68 @@
+//! Scalelite's tenants in a real redis-server, written as Scalelite writes them
+//! (blindsidenetworks/scalelite, `app/models/tenant.rb` at 1718168): `save!` in one MULTI sets
+//! the name index `tenant_name:<name>` (field `id`), the hash `tenant:<id>` (fields `name`
+//! and `secrets`, several secrets joined by `:`) and adds the id to the set `tenants`; a
+//! rotation rewrites `secrets` alone; `destroy!` deletes the hash and the index and removes
+//! the id. Every key is under `REDIS_NAMESPACE` (`lib/redis_store.rb`, default `scalelite`).
+
+use redis::AsyncCommands;
+
+use super::TestRedis;
+
+/// Scalelite's default namespace.
+pub const NS: &str = "scalelite";
+
+/// `Tenant#save!`: creates or updates tenant `id`.
+pub async fn save_tenant(redis: &TestRedis, id: &str, name: &str, secrets: &[&str]) {
+    let mut conn = redis.conn().await.expect("Scalelite's redis");
+    let key = format!("{NS}:tenant:{id}");
+    let _: () = redis::pipe()
+        .atomic()
+        .hset(format!("{NS}:tenant_name:{name}"), "id", id)
+        .ignore()
+        .hset(&key, "name", name)
+        .ignore()
+        .hset(&key, "secrets", secrets.join(":"))
+        .ignore()
+        .sadd(format!("{NS}:tenants"), id)
+        .ignore()
+        .query_async(&mut conn)
+        .await
+        .expect("save tenant");
+}
+
+/// `Tenant#destroy!`.
+pub async fn destroy_tenant(redis: &TestRedis, id: &str, name: &str) {
+    let mut conn = redis.conn().await.expect("Scalelite's redis");
+    let _: () = redis::pipe()
+        .atomic()
+        .del(format!("{NS}:tenant:{id}"))
+        .ignore()
+        .srem(format!("{NS}:tenants"), id)
+        .ignore()
+        .del(format!("{NS}:tenant_name:{name}"))
+        .ignore()
+        .query_async(&mut conn)
+        .await
+        .expect("destroy tenant");
+}
+
+/// A rotation (`tenant.secrets = ...; tenant.save!`): `secrets` rewritten alone.
+pub async fn rotate(redis: &TestRedis, id: &str, secrets: &[&str]) {
+    set_field(
+        redis,
+        &format!("tenant:{id}"),
+        "secrets",
+        &secrets.join(":"),
+    )
+    .await;
+}
+
+/// Writes one field of a stored hash as it is (to make bad records).
+pub async fn set_field(redis: &TestRedis, key: &str, field: &str, value: &str) {
+    let mut conn = redis.conn().await.expect("Scalelite's redis");
+    let _: () = conn
+        .hset(format!("{NS}:{key}"), field, value)
+        .await
+        .expect("hset");
+}

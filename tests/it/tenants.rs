@@ -1,0 +1,529 @@
+//! Tenants (`docs/tenants.md`): a relay reading Scalelite's tenants from a second real
+//! redis-server, written as Scalelite writes them; each tenant's hooks, events and signatures
+//! kept apart, asserted at real receivers.
+
+use std::collections::BTreeMap;
+
+use hookrelay::{
+    Config,
+    base::digest::Algorithm,
+    callback_checksum,
+    config::{SecretUrl, tenants::ScaleliteConfig},
+};
+use serde_json::json;
+
+use crate::support::{
+    SECRET, TestReceiver, TestRedis, TestRelay, meeting_created_with_metadata,
+    receiver::Received,
+    relay::{http_client, signed_call_at},
+    scalelite::{NS, destroy_tenant, rotate, save_tenant, set_field},
+    user_joined, wait,
+};
+
+const ACME: (&str, &str) = ("0b4e6c5e-acme", "acme");
+const BETA: (&str, &str) = ("7f2d1a90-beta", "beta");
+const ACME_SECRETS: [&str; 2] = ["acme-first-secret-0001", "acme-second-secret-002"];
+const BETA_SECRET: &str = "beta-only-secret-00003";
+
+fn host(name: &str) -> String {
+    format!("{name}.sl.example.com")
+}
+
+/// The relay's configuration with `[scalelite]` on `scalelite`, read every 200 ms.
+fn config(store: &TestRedis, scalelite: &TestRedis) -> Config {
+    let mut config = TestRelay::config(store);
+    config.scalelite = Some(ScaleliteConfig {
+        redis_url: SecretUrl::new(scalelite.url()),
+        namespace: NS.into(),
+        refresh_ms: 200,
+    });
+    config
+}
+
+/// A tenant's (or, without `host`, the operator's) API call, signed with `secret`.
+async fn call(
+    relay: &TestRelay,
+    at: Option<&str>,
+    call: &str,
+    query: &str,
+    secret: &str,
+) -> String {
+    let at = at.map(host);
+    signed_call_at(
+        &http_client(),
+        relay.api,
+        at.as_deref(),
+        call,
+        query,
+        (Algorithm::Sha1, secret),
+    )
+    .await
+}
+
+fn hook_id(xml: &str) -> u64 {
+    xml.split("<hookID>")
+        .nth(1)
+        .and_then(|s| s.split("</hookID>").next())
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| panic!("no hook id: {xml}"))
+}
+
+fn create_query(url: &str) -> String {
+    format!("callbackURL={}", hookrelay::base::form::form_encode(url))
+}
+
+/// The callback's checksum parameter matches `secret` (sha1 of registered URL + body + it).
+fn signed_with(r: &Received, registered: &str, secret: &str) -> bool {
+    let sum = r.uri.rsplit_once("checksum=").map(|(_, s)| s);
+    sum == Some(&callback_checksum(
+        Algorithm::Sha1,
+        registered,
+        &r.body,
+        secret,
+    ))
+}
+
+/// Each delivered callback's (meeting external id, event id), in order.
+fn events(received: &[Received]) -> Vec<(String, String)> {
+    received
+        .iter()
+        .map(|r| {
+            let v: serde_json::Value = serde_json::from_str(&r.event()).expect("event JSON");
+            let data = &v["data"];
+            (
+                data["attributes"]["meeting"]["external-meeting-id"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_string(),
+                data["id"].as_str().unwrap_or_default().to_string(),
+            )
+        })
+        .collect()
+}
+
+/// Publishes a meeting of each kind (Acme's by id, Beta's by name only, one of no tenant, one
+/// of a tenant the relay does not know) with one join each.
+async fn publish_meetings(store: &TestRedis, round: &str) {
+    for (mid, metadata) in [
+        ("ma", json!({"tenant-id": ACME.0, "tenant-name": "acme"})),
+        ("mb", json!({"tenant-name": "beta"})),
+        ("mc", json!({"bbb-origin": "lms"})),
+        ("mx", json!({"tenant-id": "someone-else"})),
+    ] {
+        let ext = format!("{mid}-{round}");
+        let mid = format!("{mid}-{round}");
+        store
+            .publish(&meeting_created_with_metadata(&mid, &ext, &metadata))
+            .await;
+        store.publish(&user_joined(&mid, "u1", "Ann")).await;
+    }
+}
+
+#[tokio::test]
+async fn each_tenant_gets_its_own_hooks_meetings_and_signatures() {
+    let (store, scalelite) = (TestRedis::start().await, TestRedis::start().await);
+    save_tenant(&scalelite, ACME.0, ACME.1, &ACME_SECRETS).await;
+    save_tenant(&scalelite, BETA.0, BETA.1, &[BETA_SECRET]).await;
+    let relay = TestRelay::start_with(&store, config(&store, &scalelite)).await;
+    let rx = TestReceiver::start().await;
+    let (acme_url, beta_url, op_url, shared) = (
+        rx.url("/acme"),
+        rx.url("/beta"),
+        rx.url("/operator"),
+        rx.url("/shared"),
+    );
+
+    // Any of a tenant's secrets signs its calls at its host; the operator's anywhere.
+    let a = hook_id(
+        &call(
+            &relay,
+            Some("acme"),
+            "create",
+            &create_query(&acme_url),
+            ACME_SECRETS[1],
+        )
+        .await,
+    );
+    let b = hook_id(
+        &call(
+            &relay,
+            Some("beta"),
+            "create",
+            &create_query(&beta_url),
+            BETA_SECRET,
+        )
+        .await,
+    );
+    let op = hook_id(&call(&relay, None, "create", &create_query(&op_url), SECRET).await);
+    // One URL for two tenants: two hooks; again for one tenant: its own hook, a duplicate.
+    let sa = hook_id(
+        &call(
+            &relay,
+            Some("acme"),
+            "create",
+            &create_query(&shared),
+            ACME_SECRETS[0],
+        )
+        .await,
+    );
+    let sb = hook_id(
+        &call(
+            &relay,
+            Some("beta"),
+            "create",
+            &create_query(&shared),
+            BETA_SECRET,
+        )
+        .await,
+    );
+    assert_ne!(sa, sb);
+    let again = call(
+        &relay,
+        Some("beta"),
+        "create",
+        &create_query(&shared),
+        BETA_SECRET,
+    )
+    .await;
+    assert!(
+        again.contains("<messageKey>duplicateWarning</messageKey>") && hook_id(&again) == sb,
+        "{again}"
+    );
+
+    // Another tenant's secret at Acme's host, and a tenant's secret at no tenant's host: the
+    // usual checksum error, nothing created.
+    for (at, secret) in [
+        (Some("acme"), BETA_SECRET),
+        (None, ACME_SECRETS[0]),
+        (Some("gamma"), BETA_SECRET),
+    ] {
+        let refused = call(
+            &relay,
+            at,
+            "create",
+            &create_query(&rx.url("/nope")),
+            secret,
+        )
+        .await;
+        assert_eq!(
+            refused,
+            "<response><returncode>FAILED</returncode><messageKey>checksumError</messageKey><message>You did not pass the checksum security check.</message></response>"
+        );
+    }
+
+    // A tenant lists its own hooks only; the operator every hook.
+    let r = &relay;
+    let list = |at, secret| async move {
+        let xml = call(r, at, "list", "", secret).await;
+        xml.split("<hookID>")
+            .skip(1)
+            .filter_map(|s| s.split("</hookID>").next()?.parse().ok())
+            .collect::<Vec<u64>>()
+    };
+    assert_eq!(list(Some("acme"), ACME_SECRETS[0]).await, [a, sa]);
+    assert_eq!(list(Some("beta"), BETA_SECRET).await, [b, sb]);
+    assert_eq!(list(None, SECRET).await, [a, b, op, sa, sb]);
+    // Another tenant's hook is destroyed as an unknown one would be: not at all.
+    let missing = call(
+        &relay,
+        Some("acme"),
+        "destroy",
+        &format!("hookID={b}"),
+        ACME_SECRETS[0],
+    )
+    .await;
+    assert_eq!(
+        missing,
+        "<response><returncode>FAILED</returncode><messageKey>destroyMissingHook</messageKey><message>The hook informed was not found.</message></response>"
+    );
+    assert_eq!(list(Some("beta"), BETA_SECRET).await, [b, sb]);
+
+    publish_meetings(&store, "1").await;
+    // The operator's hook: all four meetings' two events; each tenant's: its own meeting's.
+    let all = rx.wait_delivered(8 + 2 + 2 + 4).await;
+    let at = |path: &str| -> Vec<Received> {
+        all.iter()
+            .filter(|r| r.uri.starts_with(path))
+            .cloned()
+            .collect()
+    };
+    let created_joined = |m: &str| {
+        vec![
+            (m.to_string(), "meeting-created".to_string()),
+            (m.to_string(), "user-joined".to_string()),
+        ]
+    };
+    assert_eq!(events(&at("/acme")), created_joined("ma-1"));
+    assert_eq!(events(&at("/beta")), created_joined("mb-1"));
+    assert_eq!(events(&at("/operator")).len(), 8);
+    let mut shared_events = events(&at("/shared"));
+    shared_events.sort();
+    assert_eq!(
+        shared_events,
+        [created_joined("ma-1"), created_joined("mb-1")].concat()
+    );
+    // Each callback verifies with its own tenant's first secret, and with no other secret.
+    let secrets = [ACME_SECRETS[0], ACME_SECRETS[1], BETA_SECRET, SECRET];
+    for r in &all {
+        let (registered, own) = match r.uri.split('?').next() {
+            Some("/acme") => (&acme_url, ACME_SECRETS[0]),
+            Some("/beta") => (&beta_url, BETA_SECRET),
+            Some("/operator") => (&op_url, SECRET),
+            _ if events(std::slice::from_ref(r))[0].0.starts_with("ma") => {
+                (&shared, ACME_SECRETS[0])
+            }
+            _ => (&shared, BETA_SECRET),
+        };
+        let verifying: Vec<&str> = secrets
+            .into_iter()
+            .filter(|s| signed_with(r, registered, s))
+            .collect();
+        assert_eq!(verifying, [own], "{}", r.uri);
+    }
+
+    // A rotation in Scalelite (the new secret first) signs the next callbacks with it; a
+    // tenant added there may create hooks; both without a restart.
+    const ROTATED: &str = "acme-rotated-secret-09";
+    rotate(&scalelite, ACME.0, &[ROTATED, ACME_SECRETS[0]]).await;
+    save_tenant(&scalelite, "c3-gamma", "gamma", &["gamma-secret-000000004"]).await;
+    let gamma = wait::until("gamma may create a hook", async || {
+        let xml = call(
+            &relay,
+            Some("gamma"),
+            "create",
+            &create_query(&rx.url("/gamma")),
+            "gamma-secret-000000004",
+        )
+        .await;
+        if xml.contains("SUCCESS") {
+            Ok(hook_id(&xml))
+        } else {
+            Err(xml)
+        }
+    })
+    .await;
+    // Gamma's read saw the rotation too (written before Gamma, read after it).
+    assert!(relay.metrics().await.contains("hookrelay_tenants 3"));
+    store.publish(&user_joined("ma-1", "u2", "Bob")).await;
+    let all = rx.wait_delivered(16 + 3).await;
+    let acme_last = all
+        .iter()
+        .rfind(|r| r.uri.starts_with("/acme?"))
+        .expect("acme");
+    assert!(
+        signed_with(acme_last, &acme_url, ROTATED),
+        "after the rotation"
+    );
+    assert!(!signed_with(acme_last, &acme_url, ACME_SECRETS[0]));
+    assert!(
+        all.iter().all(|r| !r.uri.starts_with("/gamma")),
+        "gamma has no meeting yet"
+    );
+    assert!(gamma > sb);
+
+    // A tenant removed from Scalelite: its calls fail and its hooks get nothing more.
+    destroy_tenant(&scalelite, BETA.0, BETA.1).await;
+    wait::until("beta is gone", async || {
+        let xml = call(&relay, Some("beta"), "list", "", BETA_SECRET).await;
+        if xml.contains("checksumError") {
+            Ok(())
+        } else {
+            Err(xml)
+        }
+    })
+    .await;
+    let before = rx.delivered_count();
+    publish_meetings(&store, "2").await;
+    let all = rx.wait_delivered(before + 8 + 2 + 2).await;
+    let late = &all[before..];
+    assert!(
+        late.iter().all(|r| !r.uri.starts_with("/beta")),
+        "removed tenant"
+    );
+    // Every hook's whole run: Acme's hook got its meetings' events and nothing else (its last
+    // ones are round 2's, so nothing of round 1 can still come).
+    let acme_all: Vec<Received> = all
+        .iter()
+        .filter(|r| r.uri.starts_with("/acme?"))
+        .cloned()
+        .collect();
+    assert_eq!(
+        events(&acme_all),
+        [
+            created_joined("ma-1"),
+            vec![("ma-1".to_string(), "user-joined".to_string())],
+            created_joined("ma-2")
+        ]
+        .concat()
+    );
+    let metrics = relay.metrics().await;
+    for secret in secrets.iter().chain([&ROTATED]) {
+        assert!(!metrics.contains(secret));
+    }
+    relay.stop().await;
+}
+
+#[tokio::test]
+async fn configured_tenants_and_a_meetings_tenant_survive_a_restart() {
+    let store = TestRedis::start().await;
+    let text = format!(
+        "[bbb]\nsecret = '{SECRET}'\n[redis]\nurl = '{}'\n[delivery]\nretry_intervals_ms = [50]\n\
+         [delivery.ssrf]\nallow_cidrs = ['127.0.0.1/32']\n\
+         [[tenants]]\nname = 'acme'\nsecrets = ['{}']\n\
+         [[tenants]]\nname = 'beta'\nid = 'b-1'\nsecrets = ['{BETA_SECRET}']\n",
+        store.url(),
+        ACME_SECRETS[0]
+    );
+    let config = Config::from_toml(&text).expect("config");
+    let relay = TestRelay::start_with(&store, config.clone()).await;
+    let rx = TestReceiver::start().await;
+    let url = rx.url("/acme");
+    call(
+        &relay,
+        Some("acme"),
+        "create",
+        &create_query(&url),
+        ACME_SECRETS[0],
+    )
+    .await;
+    call(
+        &relay,
+        Some("beta"),
+        "create",
+        &create_query(&rx.url("/beta")),
+        BETA_SECRET,
+    )
+    .await;
+    // A meeting of Acme's (the configured id defaults to the name), created before the restart.
+    store
+        .publish(&meeting_created_with_metadata(
+            "m1",
+            "e1",
+            &json!({"tenant-id": "acme"}),
+        ))
+        .await;
+    rx.wait_delivered(1).await;
+    relay.stop().await;
+    let relay = TestRelay::start_with(&store, config).await;
+    store.publish(&user_joined("m1", "u1", "Ann")).await;
+    let all = rx.wait_delivered(2).await;
+    assert_eq!(
+        events(&all),
+        [
+            ("e1".to_string(), "meeting-created".to_string()),
+            ("e1".to_string(), "user-joined".to_string())
+        ]
+    );
+    assert!(
+        all.iter()
+            .all(|r| r.uri.starts_with("/acme?") && signed_with(r, &url, ACME_SECRETS[0]))
+    );
+    relay.stop().await;
+}
+
+#[tokio::test]
+async fn bad_tenant_data_keeps_the_last_good_view() {
+    let (store, mut scalelite) = (TestRedis::start().await, TestRedis::start().await);
+    save_tenant(&scalelite, ACME.0, ACME.1, &ACME_SECRETS).await;
+    let relay = TestRelay::start_with(&store, config(&store, &scalelite)).await;
+    let rx = TestReceiver::start().await;
+    let listed =
+        async |relay: &TestRelay| call(relay, Some("acme"), "list", "", ACME_SECRETS[0]).await;
+    assert!(listed(&relay).await.contains("SUCCESS"));
+
+    // Acme's secrets emptied, a tenant without a name, an index naming nobody.
+    set_field(&scalelite, &format!("tenant:{}", ACME.0), "secrets", "").await;
+    set_field(
+        &scalelite,
+        "tenant:n0-name",
+        "secrets",
+        "x-secret-0000000005",
+    )
+    .await;
+    let mut conn = scalelite.conn().await.expect("conn");
+    let _: () = redis::cmd("SADD")
+        .arg(format!("{NS}:tenants"))
+        .arg("n0-name")
+        .query_async(&mut conn)
+        .await
+        .expect("sadd");
+    set_field(&scalelite, "tenant_name:ghost", "id", "nowhere").await;
+    let problems = |m: &str| -> BTreeMap<String, String> {
+        m.lines()
+            .filter(|l| l.starts_with("hookrelay_tenant_problems{"))
+            .filter_map(|l| {
+                let (k, v) = l.rsplit_once(' ')?;
+                Some((k.to_string(), v.to_string()))
+            })
+            .collect()
+    };
+    let seen = wait::until("the problems are counted", async || {
+        let m = relay.metrics().await;
+        let p = problems(&m);
+        if p.values().filter(|v| *v == "1").count() == 3 {
+            Ok(p)
+        } else {
+            Err(p)
+        }
+    })
+    .await;
+    assert_eq!(
+        seen.get(r#"hookrelay_tenant_problems{reason="no_secrets"}"#)
+            .map(String::as_str),
+        Some("1")
+    );
+    assert_eq!(
+        seen.get(r#"hookrelay_tenant_problems{reason="no_name"}"#)
+            .map(String::as_str),
+        Some("1")
+    );
+    assert_eq!(
+        seen.get(r#"hookrelay_tenant_problems{reason="name_index"}"#)
+            .map(String::as_str),
+        Some("1")
+    );
+    // Acme's last good record stays in force.
+    assert!(listed(&relay).await.contains("SUCCESS"));
+    let hook = hook_id(
+        &call(
+            &relay,
+            Some("acme"),
+            "create",
+            &create_query(&rx.url("/acme")),
+            ACME_SECRETS[1],
+        )
+        .await,
+    );
+
+    // Scalelite's Redis gone: reads fail, counted; the tenants stay; the relay goes on.
+    scalelite.kill().await;
+    wait::until("a failed read is counted", async || {
+        let m = relay.metrics().await;
+        let failed = m
+            .lines()
+            .find_map(|l| l.strip_prefix("hookrelay_tenant_read_failures_total "))
+            .and_then(|v| v.parse::<u64>().ok())
+            .unwrap_or(0);
+        if failed > 0 { Ok(()) } else { Err(failed) }
+    })
+    .await;
+    assert!(
+        listed(&relay)
+            .await
+            .contains(&format!("<hookID>{hook}</hookID>"))
+    );
+    store
+        .publish(&meeting_created_with_metadata(
+            "m1",
+            "e1",
+            &json!({"tenant-id": ACME.0}),
+        ))
+        .await;
+    let got = rx.wait_delivered(1).await;
+    assert!(signed_with(&got[0], &rx.url("/acme"), ACME_SECRETS[0]));
+    let m = relay.metrics().await;
+    for secret in ACME_SECRETS {
+        assert!(!m.contains(secret));
+    }
+    relay.stop().await;
+}
