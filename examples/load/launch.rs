@@ -27,10 +27,24 @@ pub struct Setup {
     pub attempt_log: usize,
     /// `delivery.retain` (`"0s"`: nothing kept).
     pub retain: String,
+    /// `[[tenants]]` configured (`t0` ... with [`tenant_secret`]); 0: none.
+    pub tenants: usize,
+}
+
+/// Tenant `i`'s name and its host name.
+pub fn tenant(i: usize) -> (String, String) {
+    (format!("t{i}"), format!("t{i}.sl.example.com"))
+}
+
+/// Tenant `i`'s secret.
+pub fn tenant_secret(i: usize) -> String {
+    format!("tenant-{i:05}-secret-of-the-load")
 }
 
 pub struct Relay {
     pub api: SocketAddr,
+    /// With tenants, [`Relay::create_hook`] registers tenant 0's hooks.
+    tenants: usize,
     child: Child,
     _dir: tempfile::TempDir,
     _plugins: Option<support::PluginDir>,
@@ -74,10 +88,19 @@ impl Relay {
             "attempt_log = {}\nretain = \"{}\"\n",
             setup.attempt_log, setup.retain
         );
+        let tenants: String = (0..setup.tenants)
+            .map(|i| {
+                format!(
+                    "[[tenants]]\nname = \"{}\"\nsecrets = [\"{}\"]\n",
+                    tenant(i).0,
+                    tenant_secret(i)
+                )
+            })
+            .collect();
         std::fs::write(
             &config,
             format!(
-                "[bbb]\nsecret = \"{SECRET}\"\n[api]\nbind = \"{api}\"\n[redis]\nurl = \"{}\"\n[metrics]\nenabled = false\n[admin]\nbind = \"127.0.0.1:{admin}\"\n[delivery]\nmax_unacked = {}\n{insight}{delivery}\n[delivery.ssrf]\nallow_cidrs = [\"127.0.0.1/32\"]\n{plugin_dir}{fleet}",
+                "[bbb]\nsecret = \"{SECRET}\"\n[api]\nbind = \"{api}\"\n[redis]\nurl = \"{}\"\n[metrics]\nenabled = false\n[admin]\nbind = \"127.0.0.1:{admin}\"\n[delivery]\nmax_unacked = {}\n{insight}{delivery}\n[delivery.ssrf]\nallow_cidrs = [\"127.0.0.1/32\"]\n{plugin_dir}{fleet}{tenants}",
                 redis.url(),
                 setup.max_unacked,
             ),
@@ -108,6 +131,7 @@ impl Relay {
         }
         let relay = Self {
             api,
+            tenants: setup.tenants,
             child,
             _dir: dir,
             _plugins: plugins,
@@ -119,8 +143,47 @@ impl Relay {
         self.child.id().expect("running")
     }
 
+    /// Registers a hook: the operator's, or with tenants tenant 0's (whose meeting the
+    /// scenarios' events are then of, [`Relay::tenant_meeting`]).
     pub async fn create_hook(&self, url: &str) -> u64 {
+        if self.tenants > 0 {
+            return self.create_tenant_hook(0, url).await;
+        }
         support::relay::create_hook(&support::relay::http_client(), self.api, url, "").await
+    }
+
+    /// With tenants, makes the scenarios' meeting (`int-load`) tenant 0's: its creation is
+    /// published before any hook exists (no hook gets it).
+    pub async fn tenant_meeting(&self, redis: &TestRedis) {
+        if self.tenants == 0 {
+            return;
+        }
+        let (name, _) = tenant(0);
+        let created = support::meeting_created_with_metadata(
+            "int-load",
+            "ext-load",
+            &serde_json::json!({"tenant-id": name}),
+        );
+        redis.publish(&created).await;
+        // The meeting is made before the hooks and the burst (one message; it is processed
+        // in well under this).
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+
+    /// Registers a hook of tenant `i` (at its host, signed with its secret).
+    pub async fn create_tenant_hook(&self, i: usize, url: &str) -> u64 {
+        let (_, host) = tenant(i);
+        let q = format!("callbackURL={}", hookrelay::base::form::form_encode(url));
+        let xml = support::relay::signed_call_at(
+            &support::relay::http_client(),
+            self.api,
+            Some(&host),
+            "create",
+            &q,
+            (hookrelay::base::digest::Algorithm::Sha1, &tenant_secret(i)),
+        )
+        .await;
+        support::relay::hook_id_of(&xml).unwrap_or_else(|| panic!("create failed: {xml}"))
     }
 
     pub async fn kill9(mut self) {

@@ -11,6 +11,8 @@
 //! target/release/examples/load restart --hooks 1000 --events 100
 //! target/release/examples/load idle --seconds 10
 //! target/release/examples/load api --hooks 1000
+//! target/release/examples/load api --hooks 10000 --tenants 1000
+//! target/release/examples/load burst --hooks 100 --events 2000 --tenants 1000
 //! target/release/examples/load outage --hooks 10 --events 10000
 //! target/release/examples/load meetings --meetings 1000 --users 10
 //! target/release/examples/load fanout --hooks 2000 --events 5
@@ -75,6 +77,11 @@ struct Args {
     /// `delivery.retain`: how long sent callbacks are kept for redelivery ("0s": none).
     #[arg(long, default_value = "1h", global = true)]
     retain: String,
+    /// `[[tenants]]` configured (`t0`, `t1`, ...): `burst` registers its hooks as tenant
+    /// t0's, whose meeting its events are of; `api` spreads its hooks over the tenants and
+    /// measures a tenant's calls beside the operator's. 0: no tenants.
+    #[arg(long, default_value_t = 0, global = true)]
+    tenants: usize,
 }
 
 #[derive(Subcommand, Clone)]
@@ -248,6 +255,7 @@ async fn scenarios(args: Args) {
                 cluster_store: args.cluster_store,
                 attempt_log: args.attempt_log,
                 retain: args.retain.clone(),
+                tenants: args.tenants,
             };
             let figures = scenario::run(&scenario, &setup).await;
             println!("run {} {}: {}", run + 1, bin.display(), figures.line());

@@ -194,6 +194,7 @@ async fn burst(
     for _ in 1..setup.instances {
         others.push(Relay::start(setup, &redis, &extra).await.0);
     }
+    relay.tenant_meeting(&redis).await;
     let fast = sinks(&relay, hooks, Duration::ZERO, "fast").await;
     let slow = sinks(&relay, slow_hooks, Duration::from_millis(slow_ms), "slow").await;
     if setup.instances > 1 && setup.spread {

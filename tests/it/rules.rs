@@ -362,3 +362,44 @@ fn plugin_check_names_the_rule_and_the_key_of_a_mistake() {
         check("[config]\n[[config.rules]]\naction = \"drop\"\npattern.data.id = [\"user-left\"]\n");
     assert!(ok, "{said}");
 }
+
+/// Rules see a meeting's tenant (`docs/tenants.md`) as `meeting.tenant`: `{"id", "name"}` as its
+/// metadata said.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rules_see_the_meetings_tenant() {
+    let redis = TestRedis::start().await;
+    let dir = PluginDir::new();
+    let rules = "[config]\ndefault = \"drop\"\n\n[[config.rules]]\nname = \"acme\"\naction = \"keep\"\npattern.meeting.tenant.name = [\"acme\"]\n\n[[config.rules]]\nname = \"by-id\"\naction = \"keep\"\npattern.meeting.tenant.id = [\"u-9\"]\n";
+    dir.add("30-rules", "rules", Some(rules));
+    let relay = start(&redis, &dir).await;
+    let r = TestReceiver::start().await;
+    relay
+        .create_hook(&r.url("/cb"), "eventID=user-joined")
+        .await;
+    for (mid, metadata) in [
+        (
+            "int-g",
+            json!({"bbb-origin-server-name": "lms.globex.example"}),
+        ),
+        (
+            "int-n",
+            json!({"tenant-name": "globex", "tenant-id": "u-1"}),
+        ),
+        ("int-i", json!({"tenant-id": "u-9"})),
+        ("int-a", json!({"tenant-name": "acme", "tenant-id": "u-2"})),
+    ] {
+        redis
+            .publish(&meeting_created_with_metadata(
+                mid,
+                &format!("e-{mid}"),
+                &metadata,
+            ))
+            .await;
+        redis
+            .publish(&user_joined(mid, "u", &format!("in-{mid}")))
+            .await;
+    }
+    // Anything of the other meetings would have come before the last one's join.
+    assert_eq!(names_once(&r, 2).await, ["in-int-i", "in-int-a"]);
+    relay.stop().await;
+}

@@ -183,10 +183,13 @@ pub async fn create_hook(
         q.push_str(extra);
     }
     let xml = signed_call(http, api, "create", &q, Algorithm::Sha1, SECRET).await;
-    let id = xml
-        .split("<hookID>")
+    hook_id_of(&xml).unwrap_or_else(|| panic!("create failed: {xml}"))
+}
+
+/// The `hookID` of a `hooks/create` answer.
+pub fn hook_id_of(xml: &str) -> Option<u64> {
+    xml.split("<hookID>")
         .nth(1)
         .and_then(|s| s.split("</hookID>").next())
-        .and_then(|s| s.parse().ok());
-    id.unwrap_or_else(|| panic!("create failed: {xml}"))
+        .and_then(|s| s.parse().ok())
 }
