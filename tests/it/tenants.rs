@@ -725,7 +725,7 @@ async fn a_fleet_takeover_in_the_middle_of_a_tenants_meeting_keeps_it_the_tenant
             "-c",
             cfg,
         ]);
-        match out.starts_with(&format!("queued 0 ")) {
+        match out.starts_with("queued 0 ") {
             false => Ok(()),
             true => Err(out),
         }
