@@ -23,7 +23,8 @@ const CLAIM_POLL: Duration = Duration::from_millis(20);
 
 /// The claim on a registration (by digest: a URL may carry tokens).
 fn claim_key(registration: Registration<'_>) -> String {
-    let digest = crate::base::digest::Algorithm::Sha256.hex_digest(&[&registration.claim_bytes()]);
+    let digest =
+        crate::base::digest::Algorithm::Sha256.hex_digest(&[registration.key().as_bytes()]);
     format!("hookrelay:hooks:claim:{digest}")
 }
 

@@ -58,18 +58,19 @@ pub struct Registration<'a> {
     pub url: &'a str,
 }
 
-impl Registration<'_> {
+impl<'a> Registration<'a> {
     /// As owned strings, for an index.
     pub fn owned(self) -> (Option<String>, String) {
         (self.tenant.map(String::from), self.url.to_string())
     }
 
-    /// The bytes a claim on it is named by: the URL alone for the operator (as before
-    /// tenants), the tenant id and the URL apart by a NUL otherwise.
-    pub fn claim_bytes(self) -> Vec<u8> {
+    /// One text naming it: the URL alone for the operator (as before tenants, so that an
+    /// index of the operator's hooks costs what it did), the tenant id and the URL apart by a
+    /// NUL otherwise (a URL holds no NUL). Also what a claim on it is named by.
+    pub fn key(self) -> std::borrow::Cow<'a, str> {
         match self.tenant {
-            None => self.url.as_bytes().to_vec(),
-            Some(t) => [t.as_bytes(), b"\0", self.url.as_bytes()].concat(),
+            None => std::borrow::Cow::Borrowed(self.url),
+            Some(t) => std::borrow::Cow::Owned(format!("{t}\0{}", self.url)),
         }
     }
 }

@@ -36,7 +36,8 @@ pub struct Snapshot {
     /// Ids per registration (callback URL within its tenant): one, but stores written by
     /// concurrent tools can hold two hooks of one URL, and the URL stays found while either
     /// exists.
-    by_registration: HashMap<(Option<String>, String), OrdSet<HookId>>,
+    /// Keyed by [`Registration::key`].
+    by_registration: HashMap<String, OrdSet<HookId>>,
     globals: ById,
     by_meeting: HashMap<String, ById>,
     /// Each tenant's hooks (the operator's are not in it).
@@ -49,7 +50,7 @@ impl Snapshot {
     fn with(&self, hook: Arc<Hook>) -> Self {
         let mut s = self.without(hook.id);
         s.by_registration
-            .entry(hook.registration().owned())
+            .entry(hook.registration().key().into_owned())
             .or_default()
             .insert(hook.id);
         match &hook.meeting_id {
@@ -80,11 +81,11 @@ impl Snapshot {
         let Some(old) = s.by_id.remove(&id) else {
             return s;
         };
-        let registration = old.registration().owned();
-        if let Some(ids) = s.by_registration.get_mut(&registration) {
+        let registration = old.registration().key();
+        if let Some(ids) = s.by_registration.get_mut(registration.as_ref()) {
             ids.remove(&id);
             if ids.is_empty() {
-                s.by_registration.remove(&registration);
+                s.by_registration.remove(registration.as_ref());
             }
         }
         match &old.meeting_id {
@@ -119,7 +120,7 @@ impl Snapshot {
     /// The hook of this registration (the lowest id, should there be two).
     pub fn by_registration(&self, registration: Registration<'_>) -> Option<&Arc<Hook>> {
         self.by_registration
-            .get(&registration.owned())
+            .get(registration.key().as_ref())
             .and_then(OrdSet::get_min)
             .and_then(|id| self.by_id.get(id))
     }

@@ -92,3 +92,103 @@ async fn no_secret_or_checksum_in_logs_or_metrics() {
         );
     }
 }
+
+/// Tenants' secrets (`docs/tenants.md`), Scalelite's and configured ones, never appear in logs
+/// or metrics either: a run at debug level with their API calls (good and bad checksums),
+/// their callbacks, a bad record of Scalelite's and Scalelite's Redis gone.
+#[tokio::test]
+async fn no_tenant_secret_in_logs_or_metrics() {
+    use crate::support::{
+        meeting_created_with_metadata,
+        relay::signed_call_at,
+        scalelite::{save_tenant, set_field},
+    };
+    const SL_SECRETS: [&str; 2] = ["scalelite-tenant-secret-1", "scalelite-tenant-secret-2"];
+    const TOML_SECRET: &str = "configured-tenant-secret";
+    let (redis, mut scalelite) = (TestRedis::start().await, TestRedis::start().await);
+    save_tenant(&scalelite, "u-1", "acme", &SL_SECRETS).await;
+    save_tenant(&scalelite, "u-2", "beta", &["beta-tenant-secret-000"]).await;
+    let config = format!(
+        "[scalelite]\nredis_url = '{}'\nrefresh_ms = 200\n[[tenants]]\nname = 'gamma'\nsecrets = ['{TOML_SECRET}']\n",
+        scalelite.url()
+    );
+    let relay = RelayProcess::start_logging(&redis, &config, "debug").await;
+    let rx = TestReceiver::start().await;
+    let http = http_client();
+    let q = format!(
+        "callbackURL={}",
+        hookrelay::base::form::form_encode(&rx.url("/t"))
+    );
+    for (host, secret, ok) in [
+        ("acme.sl.example.com", SL_SECRETS[1], true),
+        ("gamma.sl.example.com", TOML_SECRET, true),
+        ("acme.sl.example.com", TOML_SECRET, false),
+    ] {
+        let answer = until("the tenant is known", async || {
+            let a = signed_call_at(
+                &http,
+                relay.api,
+                Some(host),
+                "create",
+                &q,
+                (Algorithm::Sha256, secret),
+            )
+            .await;
+            match a.contains("SUCCESS") == ok {
+                true => Ok(a),
+                false => Err(a),
+            }
+        })
+        .await;
+        assert!(answer.contains("SUCCESS") == ok, "{answer}");
+    }
+    redis
+        .publish(&meeting_created_with_metadata(
+            "m1",
+            "e1",
+            &serde_json::json!({"tenant-id": "u-1"}),
+        ))
+        .await;
+    rx.wait_delivered(1).await;
+    // Beta's secrets emptied (a bad record), then Scalelite's Redis gone.
+    set_field(&scalelite, "tenant:u-2", "secrets", "").await;
+    until("the bad record is told", async || {
+        let log = std::fs::read_to_string(&relay.log).unwrap_or_default();
+        match log.contains("no_secrets") {
+            true => Ok(()),
+            false => Err(log.lines().count()),
+        }
+    })
+    .await;
+    scalelite.kill().await;
+    until("the failed read is told", async || {
+        let log = std::fs::read_to_string(&relay.log).unwrap_or_default();
+        match log.contains("cannot read Scalelite's tenants") {
+            true => Ok(()),
+            false => Err(log.lines().count()),
+        }
+    })
+    .await;
+    let metrics = relay.metrics().await;
+    let log = relay.terminate().await;
+    let checksums: Vec<String> = rx
+        .received()
+        .iter()
+        .map(|r| {
+            r.uri
+                .rsplit_once("checksum=")
+                .map_or(String::new(), |(_, s)| s.to_string())
+        })
+        .collect();
+    for (what, text) in [("log", &log), ("metrics", &metrics)] {
+        for secret in SL_SECRETS
+            .iter()
+            .chain(&[TOML_SECRET, "beta-tenant-secret-000"])
+        {
+            assert!(!text.contains(secret), "a tenant's secret is in the {what}");
+        }
+        for sum in &checksums {
+            assert!(!text.contains(sum.as_str()), "a checksum is in the {what}");
+        }
+    }
+}

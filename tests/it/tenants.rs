@@ -75,6 +75,12 @@ fn hook_id(xml: &str) -> u64 {
     crate::support::relay::hook_id_of(xml).unwrap_or_else(|| panic!("no hook id: {xml}"))
 }
 
+/// Registers `url` as a hook of the tenant named `at` (the operator's without), signed with
+/// `secret`; its id.
+async fn create(relay: &TestRelay, at: Option<&str>, url: &str, secret: &str) -> u64 {
+    hook_id(&call(relay, at, "create", &create_query(url), secret).await)
+}
+
 fn create_query(url: &str) -> String {
     format!("callbackURL={}", hookrelay::base::form::form_encode(url))
 }
@@ -141,48 +147,12 @@ async fn each_tenant_gets_its_own_hooks_meetings_and_signatures() {
     );
 
     // Any of a tenant's secrets signs its calls at its host; the operator's anywhere.
-    let a = hook_id(
-        &call(
-            &relay,
-            Some("acme"),
-            "create",
-            &create_query(&acme_url),
-            ACME_SECRETS[1],
-        )
-        .await,
-    );
-    let b = hook_id(
-        &call(
-            &relay,
-            Some("beta"),
-            "create",
-            &create_query(&beta_url),
-            BETA_SECRET,
-        )
-        .await,
-    );
-    let op = hook_id(&call(&relay, None, "create", &create_query(&op_url), SECRET).await);
+    let a = create(&relay, Some("acme"), &acme_url, ACME_SECRETS[1]).await;
+    let b = create(&relay, Some("beta"), &beta_url, BETA_SECRET).await;
+    let op = create(&relay, None, &op_url, SECRET).await;
     // One URL for two tenants: two hooks; again for one tenant: its own hook, a duplicate.
-    let sa = hook_id(
-        &call(
-            &relay,
-            Some("acme"),
-            "create",
-            &create_query(&shared),
-            ACME_SECRETS[0],
-        )
-        .await,
-    );
-    let sb = hook_id(
-        &call(
-            &relay,
-            Some("beta"),
-            "create",
-            &create_query(&shared),
-            BETA_SECRET,
-        )
-        .await,
-    );
+    let sa = create(&relay, Some("acme"), &shared, ACME_SECRETS[0]).await;
+    let sb = create(&relay, Some("beta"), &shared, BETA_SECRET).await;
     assert_ne!(sa, sb);
     let again = call(
         &relay,
@@ -712,6 +682,37 @@ async fn a_fleet_takeover_in_the_middle_of_a_tenants_meeting_keeps_it_the_tenant
         ]
     );
     assert_eq!(admin("?tenant=beta").await, []);
+    // The status page: a tenant's hook says whose it is, and `/?tenant=` lists its hooks only.
+    let page = async |query: &str| {
+        http_client()
+            .get(format!("http://{}/{query}", other.admin))
+            .bearer_auth(token.trim())
+            .send()
+            .await
+            .expect("status page")
+            .text()
+            .await
+            .expect("HTML")
+    };
+    let everyone = page("").await;
+    assert!(
+        everyone.contains(&format!("id=\"hook-{op_hook}\"")),
+        "{everyone}"
+    );
+    assert!(
+        everyone.contains("<dt>Tenant</dt><dd><a href=\"/?tenant=acme\">acme</a></dd>"),
+        "{everyone}"
+    );
+    let acmes = page("?tenant=acme").await;
+    assert!(
+        acmes.contains(&format!("id=\"hook-{acme_hook}\"")),
+        "{acmes}"
+    );
+    assert!(
+        !acmes.contains(&format!("id=\"hook-{op_hook}\"")),
+        "{acmes}"
+    );
+    assert!(acmes.contains("<p>Tenant acme's hooks."), "{acmes}");
 
     // A redelivery of the tenant's hook is signed with the tenant's secret too: its callbacks
     // kept since just before the last join (the last one among them, delivered and kept by
