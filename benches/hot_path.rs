@@ -50,6 +50,7 @@ fn matching(c: &mut Criterion) {
         get_raw: false,
         permanent: false,
         tenant: None,
+        disabled: false,
     }));
     let snapshot = registry.load();
     c.bench_function("match among 1,000 hooks", |b| {

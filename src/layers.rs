@@ -5,7 +5,7 @@
 
 /// Each delivery file's layer, bottom first.
 const DELIVERY: &[&[&str]] = &[
-    &["retry", "sign", "ssrf", "budget", "incident"],
+    &["retry", "sign", "ssrf", "budget", "incident", "circuit"],
     &["client"],
     &["lanes"],
     &["journal"],

@@ -99,6 +99,7 @@ pub fn hooks(urls: &[String], raw_urls: &[String]) -> Vec<Hook> {
             get_raw,
             permanent: false,
             tenant: None,
+            disabled: false,
         })
         .collect()
 }

@@ -275,6 +275,7 @@ mod tests {
             get_raw,
             permanent: false,
             tenant: None,
+            disabled: false,
         }
     }
 

@@ -12,6 +12,7 @@ pub fn hook() -> Hook {
         get_raw: false,
         permanent: false,
         tenant: None,
+        disabled: false,
     }
 }
 

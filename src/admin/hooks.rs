@@ -48,6 +48,13 @@ pub enum HooksCommand {
         /// The hook's id (also a hook removed after failures, for 7 days).
         hook_id: u64,
     },
+    /// Enable a hook disabled after its callbacks kept failing (`delivery.on_give_up =
+    /// "disable"`): it sends its kept callbacks, in order, then the new ones (through the
+    /// admin API).
+    Enable {
+        /// The hook's id, as hooks list shows it.
+        hook_id: u64,
+    },
 }
 
 #[derive(Args)]
@@ -142,6 +149,7 @@ pub fn hooks(args: &HooksArgs) -> ExitCode {
         ),
         HooksCommand::Destroy { hook_id } => ("destroy", format!("hookID={hook_id}")),
         HooksCommand::Show { hook_id } => return show(&admin, *hook_id, args.json),
+        HooksCommand::Enable { hook_id } => return enable(&admin, *hook_id, args.json),
     };
     let url = signed_url(&config, &base, call, &query);
     let answer = match fetch(&url) {
@@ -249,7 +257,7 @@ fn print_answer(args: &HooksArgs, admin: &AdminClient, answer: Answer) -> ExitCo
             print_json(&serde_json::json!({ "hook_id": hook_id, "removed": true }));
         }
         HooksCommand::Destroy { hook_id } => println!("removed hook {hook_id}"),
-        HooksCommand::Show { .. } => {}
+        HooksCommand::Show { .. } | HooksCommand::Enable { .. } => {}
     }
     ExitCode::SUCCESS
 }
@@ -259,6 +267,19 @@ fn show(admin: &AdminClient, id: u64, json: bool) -> ExitCode {
     match admin.get(&format!("/v1/hooks/{id}")) {
         Ok(h) if json => print_json(&h),
         Ok(h) => print_hook(&h),
+        Err((code, why)) => return fail(code, &why),
+    }
+    ExitCode::SUCCESS
+}
+
+/// `hooks enable ID`.
+fn enable(admin: &AdminClient, id: u64, json: bool) -> ExitCode {
+    match admin.post(&format!("/v1/hooks/{id}/enable"), &[]) {
+        Ok(v) if json => print_json(&v),
+        Ok(v) if v["enabled"] == true => {
+            println!("enabled hook {id}: its kept callbacks are sent, in order")
+        }
+        Ok(_) => println!("hook {id} was not disabled"),
         Err((code, why)) => return fail(code, &why),
     }
     ExitCode::SUCCESS

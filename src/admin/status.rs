@@ -360,7 +360,14 @@ pub fn deliveries(args: &DeliveriesArgs) -> std::process::ExitCode {
 pub struct RedeliverArgs {
     /// The hook's id, as hooks list shows it: a registered hook (for a hook removed after
     /// failures, register its URL again and give the new id).
-    hook_id: u64,
+    #[arg(required_unless_present = "all", conflicts_with = "all")]
+    hook_id: Option<u64>,
+    /// Every registered hook, each its own kept callbacks in their original order.
+    #[arg(long)]
+    all: bool,
+    /// Only the events of this meeting (its external id).
+    #[arg(long, value_name = "EXTERNAL_ID")]
+    meeting: Option<String>,
     /// From TIME: RFC 3339 (2026-11-26T08:00:00Z) or a duration back from now (15m).
     #[arg(long, value_name = "TIME")]
     since: String,
@@ -374,7 +381,7 @@ pub struct RedeliverArgs {
     target: AdminTarget,
 }
 
-/// `hookrelay redeliver ID --since TIME`: queues the kept callbacks of the window again.
+/// `hookrelay redeliver ID|--all --since TIME`: queues the kept callbacks of the window again.
 pub fn redeliver(args: &RedeliverArgs) -> std::process::ExitCode {
     let client = match args.target.client() {
         Ok(c) => c,
@@ -397,21 +404,46 @@ pub fn redeliver(args: &RedeliverArgs) -> std::process::ExitCode {
     if let Some(e) = &args.event_id {
         form.push(("event_id", e));
     }
-    let answer = match client.post(&format!("/v1/hooks/{}/redeliver", args.hook_id), &form) {
+    if let Some(m) = &args.meeting {
+        form.push(("meeting", m));
+    }
+    let path = match args.hook_id {
+        Some(id) => format!("/v1/hooks/{id}/redeliver"),
+        None => "/v1/redeliver".into(),
+    };
+    let answer = match client.post(&path, &form) {
         Ok(a) => a,
         Err((code, why)) => return fail(code, &why),
     };
     if args.target.json {
         print_json(&answer);
-    } else {
-        let n = answer["queued"].as_u64().unwrap_or(0);
+        return std::process::ExitCode::SUCCESS;
+    }
+    let plural = |n: u64| if n == 1 { "" } else { "s" };
+    let queued_for = |r: &Value| {
+        let n = r["queued"].as_u64().unwrap_or(0);
         println!(
             "queued {n} callback{} again for hook {} (from {} to {})",
-            if n == 1 { "" } else { "s" },
-            args.hook_id,
-            text(&answer, "since").unwrap_or("?"),
-            text(&answer, "until").unwrap_or("?"),
+            plural(n),
+            r["hook"].as_u64().unwrap_or_default(),
+            text(r, "since").unwrap_or("?"),
+            text(r, "until").unwrap_or("?"),
         );
+    };
+    match answer["hooks"].as_array() {
+        None => queued_for(&answer),
+        Some(hooks) => {
+            for r in hooks {
+                queued_for(r);
+            }
+            let n = answer["queued"].as_u64().unwrap_or(0);
+            println!(
+                "queued {n} callback{} again for {} hook{}",
+                plural(n),
+                hooks.len(),
+                plural(hooks.len() as u64)
+            );
+        }
     }
     std::process::ExitCode::SUCCESS
 }

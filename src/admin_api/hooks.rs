@@ -73,10 +73,10 @@ impl HookView {
             permanent: hook.is_some_and(|h| h.permanent),
             // Gone from the registry: removed (by hooks/destroy, or its failures before the
             // mark is written).
-            state: if hook.is_none() {
-                Word::Removed
-            } else {
-                s.state()
+            state: match hook {
+                None => Word::Removed,
+                Some(h) if h.disabled => Word::Disabled,
+                Some(_) => s.state(),
             },
             queued: s.queued,
             oldest_queued: time(s.oldest_queued),
@@ -169,6 +169,43 @@ pub async fn view(admin: &AdminState, id: u64) -> Result<HookView, AdminError> {
         now_ms(),
         &admin.tenants.load(),
     ))
+}
+
+/// What `POST /v1/hooks/{id}/enable` did.
+#[derive(Serialize)]
+pub struct Enabled {
+    hook_id: u64,
+    /// `false` when it was not disabled.
+    enabled: bool,
+}
+
+/// `POST /v1/hooks/{id}/enable`: a disabled hook resumes, its kept callbacks first.
+pub async fn enable(
+    State(admin): State<Arc<AdminState>>,
+    Path(id): Path<u64>,
+) -> Result<Json<Enabled>, AdminError> {
+    enable_hook(&admin, id).await.map(Json)
+}
+
+/// Enables hook `id`.
+pub async fn enable_hook(admin: &AdminState, id: u64) -> Result<Enabled, AdminError> {
+    if admin.store.registry().load().get(HookId(id)).is_none() {
+        return Err(AdminError::NotRegistered(id));
+    }
+    let enabled = admin
+        .store
+        .set_disabled(HookId(id), false)
+        .await
+        .map_err(|e| match e {
+            crate::hooks::record::StoreError::Redis(e) => AdminError::Store(e),
+        })?;
+    if enabled {
+        tracing::info!(hook_id = id, "hook enabled (admin API)");
+    }
+    Ok(Enabled {
+        hook_id: id,
+        enabled,
+    })
 }
 
 pub async fn show(

@@ -163,6 +163,8 @@ pub async fn list(
 pub struct Done {
     /// Callbacks a redelivery just queued.
     queued: Option<usize>,
+    /// The hook was just enabled.
+    enabled: Option<u8>,
 }
 
 /// One hook's page, with `message` or `problem` said on top.
@@ -198,13 +200,27 @@ pub async fn hook(
     Path(id): Path<u64>,
     Query(done): Query<Done>,
 ) -> Response {
-    let message = done.queued.map(|n| {
-        format!(
-            "Queued {n} callback{} again; they are sent after what was queued.",
-            if n == 1 { "" } else { "s" }
-        )
-    });
+    let message = done
+        .queued
+        .map(|n| {
+            format!(
+                "Queued {n} callback{} again; they are sent after what was queued.",
+                if n == 1 { "" } else { "s" }
+            )
+        })
+        .or_else(|| {
+            done.enabled
+                .map(|_| "Enabled: its kept callbacks are sent, in order.".to_string())
+        });
     hook_page(&admin, id, message, None).await
+}
+
+/// `POST /hooks/{id}/enable` (the button of a disabled hook): back to its page.
+pub async fn enable(State(admin): State<Arc<AdminState>>, Path(id): Path<u64>) -> Response {
+    match hooks::enable_hook(&admin, id).await {
+        Ok(_) => Redirect::to(&format!("/hooks/{id}?enabled=1")).into_response(),
+        Err(e) => hook_page(&admin, id, None, Some(e)).await,
+    }
 }
 
 /// `POST /hooks/{id}/redeliver` (the form): back to the hook's page, saying what was queued.

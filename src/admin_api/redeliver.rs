@@ -33,6 +33,9 @@ pub struct Window {
     pub until: Option<String>,
     /// Only these event ids, comma-separated.
     pub event_id: Option<String>,
+    /// Only the events of this meeting (its external id), as the processed events say (a
+    /// raw hook's bus messages do not say it: none of them is sent again).
+    pub meeting: Option<String>,
 }
 
 /// What was queued again.
@@ -45,6 +48,52 @@ pub struct Redelivery {
     /// The first and last callbacks' timestamps.
     pub first_timestamp: Option<u64>,
     pub last_timestamp: Option<u64>,
+}
+
+/// What a redelivery to every hook queued.
+#[derive(Debug, Serialize)]
+pub struct Bulk {
+    /// Callbacks queued again, in all.
+    pub queued: usize,
+    /// Each hook that got some, in id order, as [`Redelivery`].
+    pub hooks: Vec<Redelivery>,
+}
+
+/// `POST /v1/redeliver`: the window's kept callbacks to every registered hook, each hook's in
+/// its original order. A hook whose URL has nothing kept that far back is left out.
+pub async fn redeliver_all(
+    State(admin): State<Arc<AdminState>>,
+    Form(window): Form<Window>,
+) -> Result<Json<Bulk>, AdminError> {
+    times(&window, now_ms())?;
+    let ids: Vec<u64> = admin
+        .store
+        .registry()
+        .load()
+        .all()
+        .map(|h| h.id.0)
+        .collect();
+    let mut bulk = Bulk {
+        queued: 0,
+        hooks: Vec::new(),
+    };
+    for id in ids {
+        match ask(&admin, id, &window).await {
+            Ok(r) if r.queued > 0 => {
+                bulk.queued += r.queued;
+                bulk.hooks.push(r);
+            }
+            // Gone meanwhile, or nothing kept that far back for its URL.
+            Ok(_) | Err(AdminError::NotRegistered(_) | AdminError::BeforeWindow { .. }) => {}
+            Err(e) => return Err(e),
+        }
+    }
+    tracing::info!(
+        callbacks = bulk.queued,
+        hooks = bulk.hooks.len(),
+        "redelivery to every hook asked for"
+    );
+    Ok(Json(bulk))
 }
 
 /// Checks `window` for hook `id` and asks for its redelivery.
@@ -72,7 +121,9 @@ pub async fn ask(admin: &AdminState, id: u64, window: &Window) -> Result<Redeliv
     };
     let now = now_ms();
     let (since, until) = times(window, now)?;
-    let oldest = retain::oldest(&admin.conn, &hook.callback_url).await?;
+    // What is kept for the hook's registration (its URL within its tenant).
+    let kept_for = hook.registration().key().into_owned();
+    let oldest = retain::oldest(&admin.conn, &kept_for).await?;
     let window_start = now.saturating_sub(bounds.window_ms);
     if since < window_start && oldest.is_none_or(|o| since < o) {
         return Err(AdminError::BeforeWindow {
@@ -85,7 +136,7 @@ pub async fn ask(admin: &AdminState, id: u64, window: &Window) -> Result<Redeliv
             ),
         });
     }
-    let found = kept(admin, &hook.callback_url, since, until, window).await?;
+    let found = kept(admin, &kept_for, since, until, window).await?;
     let bytes: u64 = found.iter().map(|f| f.bytes).sum();
     let most = admin.max_queue.min(MAX_CALLBACKS);
     if found.len() > most {
@@ -102,7 +153,7 @@ pub async fn ask(admin: &AdminState, id: u64, window: &Window) -> Result<Redeliv
             &admin.conn,
             &Request {
                 hook: hook.id,
-                url: hook.callback_url.clone(),
+                url: kept_for.clone(),
                 ids: sorted.iter().map(|f| f.id.clone()).collect(),
             },
         )
@@ -120,6 +171,25 @@ pub async fn ask(admin: &AdminState, id: u64, window: &Window) -> Result<Redeliv
         first_timestamp: sorted.first().map(|f| f.stored.ts),
         last_timestamp: sorted.last().map(|f| f.stored.ts),
     })
+}
+
+/// The external meeting id of a kept callback: what its plugin chain kept, else its processed
+/// event's `data.attributes.meeting.external-meeting-id`.
+fn meeting_of(stored: &crate::delivery::journal::Stored) -> Option<String> {
+    if let Some(m) = stored
+        .chain
+        .as_ref()
+        .and_then(|c| c.external_meeting_id.clone())
+    {
+        return Some(m);
+    }
+    let crate::delivery::journal::StoredBody::Inline(text) = &stored.body else {
+        return None;
+    };
+    let v: serde_json::Value = serde_json::from_str(text).ok()?;
+    v.pointer("/data/attributes/meeting/external-meeting-id")?
+        .as_str()
+        .map(String::from)
 }
 
 /// A request's parameter that cannot be used, and why.
@@ -170,6 +240,7 @@ async fn kept(
                 .collect::<HashSet<_>>()
         })
         .filter(|set| !set.is_empty());
+    let meeting = window.meeting.as_deref().filter(|m| !m.is_empty());
     let mut seen = HashSet::new();
     Ok(retain::read(&admin.conn, url, since, until)
         .await?
@@ -179,6 +250,7 @@ async fn kept(
                 .as_ref()
                 .is_none_or(|e| e.contains(&*f.stored.event_id))
         })
+        .filter(|f| meeting.is_none_or(|m| meeting_of(&f.stored).as_deref() == Some(m)))
         // One copy of each callback (a round written twice keeps it twice).
         .filter(|f| seen.insert((f.stored.ts, f.stored.event_id.clone())))
         .collect())

@@ -310,9 +310,11 @@ mod tests {
             get_raw: false,
             permanent: false,
             tenant: Some("u-1".into()),
+            disabled: false,
         };
         let operators = Hook {
             tenant: None,
+            disabled: false,
             ..mine.clone()
         };
         let tenant = Caller::Tenant(acme);

@@ -156,6 +156,7 @@ mod tests {
             get_raw: true,
             permanent: false,
             tenant: None,
+            disabled: false,
         });
         let xml = list(std::slice::from_ref(&h), None);
         assert_eq!(

@@ -229,6 +229,50 @@ pub struct PermanentHook {
 /// The most attempts `delivery.attempt_log` may keep per hook.
 pub const MAX_ATTEMPT_LOG: usize = 10_000;
 
+/// `delivery.on_give_up`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum OnGiveUp {
+    /// The hook is removed with its queue (the specification's behaviour).
+    #[default]
+    Remove,
+    /// The hook stays registered, disabled, its queue kept.
+    Disable,
+}
+
+/// One `[[delivery.receivers]]` entry.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ReceiverConfig {
+    /// Callback URLs starting with this are this receiver's (`https://lms.example.com/`).
+    pub url_prefix: String,
+    /// Its name in the metrics (`receiver` label); default: the prefix's host.
+    pub name: String,
+    /// Callbacks per second to it, all its hooks together; 0: no rate limit.
+    pub rate_per_s: u32,
+    /// Callbacks it may get at once after a quiet spell; 0: one second's worth (the rate).
+    pub burst: u32,
+    /// Most callbacks in flight to it at once; 0: `max_connections_per_receiver`, per host
+    /// and port as without this entry.
+    pub max_connections: usize,
+}
+
+impl ReceiverConfig {
+    /// The `receiver` label: `name`, else the prefix's host.
+    pub fn label(&self) -> String {
+        if !self.name.is_empty() {
+            return self.name.clone();
+        }
+        self.url_prefix
+            .split_once("://")
+            .map_or(self.url_prefix.as_str(), |(_, rest)| rest)
+            .split(['/', '?', '#'])
+            .next()
+            .unwrap_or_default()
+            .to_string()
+    }
+}
+
 /// How callbacks are sent.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -236,6 +280,25 @@ pub struct DeliveryConfig {
     /// Wait before retry k (after the k-th failure). When it runs out the hook is removed.
     pub retry_intervals_ms: Vec<u64>,
     pub request_timeout_ms: u64,
+    /// A 429 or 503 answer with `Retry-After` delays the hook's next attempt as asked, up to
+    /// this many seconds; asked within it, the answer does not count toward the hook's removal
+    /// (`docs/receivers.md`).
+    pub max_retry_after_s: u64,
+    /// What happens to a hook whose retry schedule ran out: `remove` (as the specification
+    /// says) or `disable` (it stays, keeps its callbacks, and resumes with `hooks enable` or a
+    /// `hooks/create` of its URL).
+    pub on_give_up: OnGiveUp,
+    /// `[[delivery.receivers]]`: limits per receiver, each matching callback URLs by prefix
+    /// (the first that matches applies): a rate shared by every hook of that receiver, and its
+    /// own connection cap.
+    pub receivers: Vec<ReceiverConfig>,
+    /// After this many attempts in a row to one receiver (host and port) failed to connect,
+    /// timed out or broke off, its hooks stop sending and one probe at a time tries again,
+    /// 1 s later, then twice as long each time up to `circuit_max_open_s`; all resume when a
+    /// probe gets an answer. 0 (the default, the specification's behaviour): off.
+    pub circuit_after: u32,
+    /// The longest wait between two probes of an unreachable receiver.
+    pub circuit_max_open_s: u64,
     /// Most callbacks in flight at once to one receiver (host and port), across its hooks;
     /// the others wait their turn. Bounds the sockets and memory of a fan-out to many hooks
     /// on one receiver.
@@ -338,6 +401,11 @@ impl Default for DeliveryConfig {
                 100, 500, 1000, 2000, 4000, 8000, 10000, 30000, 60000, 60000, 60000, 60000,
             ],
             request_timeout_ms: 5000,
+            max_retry_after_s: 600,
+            on_give_up: OnGiveUp::Remove,
+            receivers: Vec::new(),
+            circuit_after: 0,
+            circuit_max_open_s: 60,
             max_connections_per_receiver: 256,
             checksum_algorithm: Algorithm::Sha1,
             compat: None,

@@ -157,6 +157,12 @@ impl Config {
         if self.delivery.max_queue == 0 {
             return fail("delivery.max_queue", "must be greater than 0");
         }
+        for (i, r) in self.delivery.receivers.iter().enumerate() {
+            let key = |k: &str| format!("delivery.receivers[{i}].{k}");
+            if !super::sources::is_http_url(&r.url_prefix) {
+                return fail(&key("url_prefix"), "must be an http(s) URL prefix");
+            }
+        }
         if self.delivery.max_connections_per_receiver == 0 {
             return fail(
                 "delivery.max_connections_per_receiver",

@@ -1,6 +1,7 @@
 //! Giving a hook up when its retry schedule ran out: what its queue still holds (the callback
 //! that failed first) is kept for `redeliver`, up to the bytes kept per URL, and the hook is
-//! removed (its queue goes with it).
+//! removed (its queue goes with it); or, with `delivery.on_give_up = "disable"`, the hook is
+//! disabled, its queue kept, until it is enabled again ([`wait_enabled`]).
 
 use super::{
     client::DeliveryError,
@@ -30,6 +31,51 @@ pub async fn give_up(
     }
     let hooks = store.registry().load();
     books.metrics().count_hooks(hooks.len(), hooks.counts());
+}
+
+/// Disables `hook`, whose callback failed `failures` times (the last with `error`): it stays
+/// registered and keeps its queue. `false` when it could not be disabled (gone meanwhile, or
+/// Redis failed: the worker then stops, and the next start tries again).
+pub async fn disable(
+    ctx: &DeliveryContext,
+    hook: &Hook,
+    failures: usize,
+    error: &DeliveryError,
+) -> bool {
+    let (books, store) = (ctx.books(), ctx.control().store());
+    match store.set_disabled(hook.id, true).await {
+        Ok(_) => {
+            tracing::warn!(hook_id = hook.id.0, failures, error = %error, "callbacks keep failing; the hook is disabled (hookrelay hooks enable, or a hooks/create of its URL, resumes it)");
+            books.metrics().hooks_disabled.inc();
+            let hooks = store.registry().load();
+            books.metrics().count_hooks(hooks.len(), hooks.counts());
+            true
+        }
+        Err(e) => {
+            tracing::error!(hook_id = hook.id.0, error = %e, "could not disable the failed hook");
+            false
+        }
+    }
+}
+
+/// Waits while hook `id` is disabled: `true` once it is enabled, `false` when it is gone or
+/// the worker must stop.
+pub async fn wait_enabled(ctx: &DeliveryContext, id: crate::base::ids::HookId) -> bool {
+    /// How often a disabled hook's worker looks whether it was enabled (here, or by another
+    /// instance of a fleet, whose change reaches the registry).
+    const LOOK_EVERY: std::time::Duration = std::time::Duration::from_millis(200);
+    let control = ctx.control();
+    loop {
+        match control.store().registry().load().get(id) {
+            None => return false,
+            Some(h) if !h.disabled => return true,
+            Some(_) => {}
+        }
+        tokio::select! {
+            () = tokio::time::sleep(LOOK_EVERY) => {}
+            () = control.token().cancelled() => return false,
+        }
+    }
 }
 
 /// Keeps what a hook removed after failures leaves queued, the callback that failed first,
@@ -78,5 +124,5 @@ async fn keep_abandoned(ctx: &DeliveryContext, hook: &Hook, failed: &Entry) {
         callbacks = kept.len(),
         "the removed hook's undelivered callbacks are kept for redelivery"
     );
-    insight.keep(&hook.callback_url, kept);
+    insight.keep(&hook.registration().key(), kept);
 }

@@ -36,8 +36,20 @@ pub enum Verdict {
     GiveUp,
 }
 
+/// Whether an attempt's outcome counts as a failure toward the hook's removal: every failure
+/// but a busy receiver's `Retry-After` within the bound (it asked for time, and is given it).
+pub fn counts(outcome: &Result<u16, DeliveryError>, policy: &RetryPolicy) -> bool {
+    match outcome {
+        Ok(_) | Err(DeliveryError::CircuitOpen { .. }) => false,
+        Err(e) => !matches!(
+            e.retry_after().and_then(|asked| policy.asked(asked)),
+            Some(Ok(_))
+        ),
+    }
+}
+
 /// What an attempt's outcome means: `failures` is how many attempts of this callback have
-/// failed, this one included.
+/// failed and counted ([`counts`]), this one included if it does.
 pub fn judge(
     outcome: &Result<u16, DeliveryError>,
     failures: usize,
@@ -46,8 +58,17 @@ pub fn judge(
     let Err(error) = outcome else {
         return Verdict::Delivered;
     };
+    // Not tried: the receiver's circuit says when to look again.
+    if let DeliveryError::CircuitOpen { retry_in } = error {
+        return Verdict::RetryAfter(*retry_in);
+    }
+    let asked = error.retry_after().and_then(|asked| policy.asked(asked));
+    if let Some(Ok(wait)) = asked {
+        return Verdict::RetryAfter(wait);
+    }
     match policy.next_delay(failures).filter(|_| error.should_retry()) {
-        Some(wait) => Verdict::RetryAfter(wait),
+        // Asked for more than the bound: the bound, as long as the schedule goes on.
+        Some(wait) => Verdict::RetryAfter(asked.map_or(wait, |a| a.unwrap_or_else(|max| max))),
         None => Verdict::GiveUp,
     }
 }
@@ -286,6 +307,41 @@ mod tests {
             );
             assert_eq!(judge(&outcome, 4, &p), Verdict::GiveUp);
         }
+    }
+
+    #[test]
+    fn a_busy_receiver_gets_the_time_it_asks_for_and_is_not_given_up_for_asking() {
+        let p = policy(false).with_max_retry_after(Duration::from_secs(600));
+        let busy = |s| {
+            Err(DeliveryError::AskedToWait {
+                status: 429,
+                retry_after: Duration::from_secs(s),
+            })
+        };
+        // Within the bound: the wait asked, not counted, never a reason to give up.
+        assert!(!counts(&busy(30), &p));
+        for failures in [0, 3, 10] {
+            assert_eq!(
+                judge(&busy(30), failures, &p),
+                Verdict::RetryAfter(Duration::from_secs(30))
+            );
+        }
+        // Beyond it: counted, the bound as the wait while the schedule goes on.
+        assert!(counts(&busy(3600), &p));
+        assert_eq!(
+            judge(&busy(3600), 1, &p),
+            Verdict::RetryAfter(Duration::from_secs(600))
+        );
+        assert_eq!(judge(&busy(3600), 4, &p), Verdict::GiveUp);
+        // Without a bound (0), an ordinary failure on the schedule.
+        let off = policy(false).with_max_retry_after(Duration::ZERO);
+        assert!(counts(&busy(30), &off));
+        assert_eq!(
+            judge(&busy(30), 1, &off),
+            Verdict::RetryAfter(Duration::from_millis(100))
+        );
+        assert!(counts(&Err(DeliveryError::Status(503)), &p));
+        assert!(!counts(&Ok(200), &p));
     }
 
     #[test]

@@ -3,9 +3,19 @@
 
 use std::{sync::Arc, time::Duration};
 
-use super::ssrf::GuardedResolver;
-use crate::base::callback_url::Guard;
-use crate::base::standard_webhooks::Headers;
+use prometheus_client::metrics::counter::Counter;
+
+use std::time::Instant;
+
+use super::{
+    circuit::{Change, Circuit, Pass, Seen},
+    ssrf::GuardedResolver,
+};
+use crate::{
+    base::{callback_url::Guard, standard_webhooks::Headers},
+    config::ReceiverConfig,
+    metrics::{Metrics, ReceiverLabel},
+};
 
 /// Most of a receiver's answer the relay reads (it is thrown away; reading a little lets the
 /// connection be reused).
@@ -16,6 +26,12 @@ const MAX_RESPONSE_BYTES: usize = 4 * 1024;
 pub enum DeliveryError {
     #[error("receiver answered HTTP {0}")]
     Status(u16),
+    /// Not tried: the receiver's circuit is open ([`super::circuit`]); look again after this.
+    #[error("not tried: the receiver is unreachable, its circuit is open (next look in {} s)", retry_in.as_secs_f64())]
+    CircuitOpen { retry_in: Duration },
+    /// A 429 or 503 whose `Retry-After` asked for this wait.
+    #[error("receiver answered HTTP {status} and asked to wait {} s", retry_after.as_secs_f64())]
+    AskedToWait { status: u16, retry_after: Duration },
     #[error("no answer within the request timeout")]
     Timeout,
     #[error("could not connect: {0}")]
@@ -37,11 +53,25 @@ impl DeliveryError {
     /// A bounded metric label.
     pub fn reason(&self) -> String {
         match self {
-            Self::Status(code) => code.to_string(),
+            Self::Status(code) | Self::AskedToWait { status: code, .. } => code.to_string(),
             Self::Timeout => "timeout".into(),
             Self::Connect(_) => "connect".into(),
             Self::Request(_) => "request".into(),
             Self::Blocked(_) => "blocked".into(),
+            Self::CircuitOpen { .. } => "circuit_open".into(),
+        }
+    }
+
+    /// Whether it says the receiver could not be reached (for its circuit).
+    fn unreachable(&self) -> bool {
+        matches!(self, Self::Timeout | Self::Connect(_) | Self::Request(_))
+    }
+
+    /// The wait a busy receiver asked for (`Retry-After` of a 429 or 503).
+    pub fn retry_after(&self) -> Option<Duration> {
+        match self {
+            Self::AskedToWait { retry_after, .. } => Some(*retry_after),
+            _ => None,
         }
     }
 
@@ -89,6 +119,41 @@ pub struct CallbackClient {
     http: reqwest::Client,
     receivers: Arc<Receivers>,
     settings: Settings,
+    /// `[[delivery.receivers]]`: the first whose prefix a callback URL has applies.
+    rules: Arc<[Rule]>,
+    /// Each receiver's circuit (host and port), when `delivery.circuit_after` is set.
+    circuits: Option<Arc<Circuits>>,
+}
+
+/// The receivers' circuits, by host and port.
+struct Circuits {
+    after: u32,
+    max_open: Duration,
+    open: std::sync::Mutex<std::collections::HashMap<String, Arc<Circuit>>>,
+    /// `hookrelay_receiver_circuit_open{receiver}`.
+    gauges: prometheus_client::metrics::family::Family<
+        ReceiverLabel,
+        prometheus_client::metrics::gauge::Gauge,
+    >,
+}
+
+/// One receiver's circuit, with its name and gauge.
+#[derive(Clone)]
+struct Guarded {
+    circuit: Arc<Circuit>,
+    receiver: String,
+    gauge: prometheus_client::metrics::gauge::Gauge,
+}
+
+/// The limits of one `[[delivery.receivers]]` entry, shared by every hook it matches.
+struct Rule {
+    prefix: String,
+    /// Its rate (a token bucket: `rate_per_s`, `burst`).
+    limiter: Option<Arc<governor::DefaultDirectRateLimiter>>,
+    /// Its own turns (`max_connections`), instead of those per host and port.
+    turns: Option<Arc<tokio::sync::Semaphore>>,
+    /// Time its callbacks waited for the rate, in seconds.
+    waited: Counter<f64, std::sync::atomic::AtomicU64>,
 }
 
 /// What a client is built with.
@@ -105,6 +170,26 @@ struct Settings {
 pub struct Receiver {
     http: reqwest::Client,
     turns: Arc<tokio::sync::Semaphore>,
+    /// Its `[[delivery.receivers]]` rate, and where the time waited for it is counted.
+    rate: Option<(
+        Arc<governor::DefaultDirectRateLimiter>,
+        Counter<f64, std::sync::atomic::AtomicU64>,
+    )>,
+    circuit: Option<Guarded>,
+}
+
+/// The host and port of `url` (the key of its receiver's turns and circuit).
+fn host_port(url: &str) -> String {
+    reqwest::Url::parse(url).map_or_else(
+        |_| url.to_string(),
+        |u| {
+            format!(
+                "{}:{}",
+                u.host_str().unwrap_or(""),
+                u.port_or_known_default().unwrap_or(0)
+            )
+        },
+    )
 }
 
 /// At most so many requests at once to one receiver (host and port), each on its own
@@ -117,16 +202,7 @@ struct Receivers {
 
 impl Receivers {
     fn of(&self, url: &str) -> Arc<tokio::sync::Semaphore> {
-        let key = reqwest::Url::parse(url).map_or_else(
-            |_| url.to_string(),
-            |u| {
-                format!(
-                    "{}:{}",
-                    u.host_str().unwrap_or(""),
-                    u.port_or_known_default().unwrap_or(0)
-                )
-            },
-        );
+        let key = host_port(url);
         let mut open = self.open.lock().unwrap_or_else(|e| e.into_inner());
         if open.len() >= 1024 && open.len().is_power_of_two() {
             // Receivers no request waits on or uses.
@@ -159,7 +235,53 @@ impl CallbackClient {
                 open: std::sync::Mutex::default(),
             }),
             settings,
+            rules: Arc::new([]),
+            circuits: None,
         })
+    }
+
+    /// This client with a circuit per receiver ([`super::circuit`]): open after `after`
+    /// unreachable attempts in a row (0: none), probes at most `max_open` apart; open ones
+    /// shown in `metrics`.
+    pub fn with_circuits(self, after: u32, max_open: Duration, metrics: &Metrics) -> Self {
+        let circuits = (after > 0).then(|| {
+            Arc::new(Circuits {
+                after,
+                max_open,
+                open: std::sync::Mutex::default(),
+                gauges: metrics.receiver_circuit_open.clone(),
+            })
+        });
+        Self { circuits, ..self }
+    }
+
+    /// This client with the limits of `[[delivery.receivers]]`; the time callbacks wait for a
+    /// receiver's rate is counted in `metrics`.
+    pub fn with_receivers(self, receivers: &[ReceiverConfig], metrics: &Metrics) -> Self {
+        let rules = receivers
+            .iter()
+            .map(|r| {
+                let limiter = std::num::NonZeroU32::new(r.rate_per_s).map(|rate| {
+                    let burst = std::num::NonZeroU32::new(r.burst).unwrap_or(rate);
+                    Arc::new(governor::RateLimiter::direct(
+                        governor::Quota::per_second(rate).allow_burst(burst),
+                    ))
+                });
+                Rule {
+                    prefix: r.url_prefix.clone(),
+                    limiter,
+                    turns: (r.max_connections > 0)
+                        .then(|| Arc::new(tokio::sync::Semaphore::new(r.max_connections))),
+                    waited: metrics
+                        .receiver_rate_wait
+                        .get_or_create(&ReceiverLabel {
+                            receiver: r.label(),
+                        })
+                        .clone(),
+                }
+            })
+            .collect();
+        Self { rules, ..self }
     }
 
     /// A client with the same settings and the same turns per receiver, whose connections are
@@ -172,14 +294,21 @@ impl CallbackClient {
             http: http_client(&self.settings)?,
             receivers: self.receivers.clone(),
             settings: self.settings.clone(),
+            rules: self.rules.clone(),
+            circuits: self.circuits.clone(),
         })
     }
 
-    /// The receiver that callbacks to `url` go to, whose turns they take.
+    /// The receiver that callbacks to `url` go to, whose turns (and rate) they take.
     pub fn receiver(&self, url: &str) -> Receiver {
+        let rule = self.rules.iter().find(|r| url.starts_with(&r.prefix));
         Receiver {
             http: self.http.clone(),
-            turns: self.receivers.of(url),
+            turns: rule
+                .and_then(|r| r.turns.clone())
+                .unwrap_or_else(|| self.receivers.of(url)),
+            rate: rule.and_then(|r| Some((r.limiter.clone()?, r.waited.clone()))),
+            circuit: self.circuits.as_ref().map(|c| c.of(url)),
         }
     }
 }
@@ -203,13 +332,89 @@ fn http_client(s: &Settings) -> Result<reqwest::Client, reqwest::Error> {
         .build()
 }
 
+impl Circuits {
+    fn of(&self, url: &str) -> Guarded {
+        let receiver = host_port(url);
+        let mut open = self.open.lock().unwrap_or_else(|e| e.into_inner());
+        if open.len() >= 1024 && open.len().is_power_of_two() {
+            // Closed circuits no hook holds.
+            open.retain(|_, c| Arc::strong_count(c) > 1 || c.is_open());
+        }
+        let circuit = open
+            .entry(receiver.clone())
+            .or_insert_with(|| Arc::new(Circuit::new(self.after, self.max_open)))
+            .clone();
+        let gauge = self
+            .gauges
+            .get_or_create(&ReceiverLabel {
+                receiver: receiver.clone(),
+            })
+            .clone();
+        Guarded {
+            circuit,
+            receiver,
+            gauge,
+        }
+    }
+}
+
+/// A probe let through: if it is dropped unfinished (its task cancelled), the next may go.
+struct Probing<'a>(Option<&'a Circuit>);
+
+impl Drop for Probing<'_> {
+    fn drop(&mut self) {
+        if let Some(c) = self.0 {
+            c.abandon_probe();
+        }
+    }
+}
+
 impl Receiver {
     /// POSTs one body to `url` (of this receiver), in one of its turns, as
-    /// `content_type`, with the headers `headers` says; `Ok` only for a 2xx answer.
+    /// `content_type`, with the headers `headers` says; `Ok` only for a 2xx answer. While
+    /// the receiver's circuit is open, nothing is sent ([`DeliveryError::CircuitOpen`]).
     ///
     /// # Errors
     /// Any other status, a timeout, or a connection or protocol error.
     pub async fn post(
+        &self,
+        url: impl reqwest::IntoUrl,
+        body: bytes::Bytes,
+        content_type: &'static str,
+        headers: CallbackHeaders<'_>,
+    ) -> Result<u16, DeliveryError> {
+        let Some(g) = &self.circuit else {
+            return self.send(url, body, content_type, headers).await;
+        };
+        let pass = g
+            .circuit
+            .enter(Instant::now())
+            .map_err(|retry_in| DeliveryError::CircuitOpen { retry_in })?;
+        let mut probing = Probing((pass == Pass::Probe).then_some(&*g.circuit));
+        let outcome = self.send(url, body, content_type, headers).await;
+        probing.0 = None;
+        let seen = match &outcome {
+            Err(e) if e.unreachable() => Seen::Unreachable,
+            // Refused by the SSRF guard before any connection: says nothing of the receiver.
+            Err(DeliveryError::Blocked(_)) => return outcome,
+            _ => Seen::Answer,
+        };
+        match g.circuit.record(pass, seen, Instant::now()) {
+            Change::Opened => {
+                g.gauge.set(1);
+                tracing::warn!(receiver = %g.receiver, "a receiver is unreachable: its hooks stop sending, one probe at a time tries again (its circuit is open)");
+            }
+            Change::Closed => {
+                g.gauge.set(0);
+                tracing::info!(receiver = %g.receiver, "a receiver answers again: its hooks resume (its circuit is closed)");
+            }
+            Change::None => {}
+        }
+        outcome
+    }
+
+    /// [`Receiver::post`] past the circuit.
+    async fn send(
         &self,
         url: impl reqwest::IntoUrl,
         body: bytes::Bytes,
@@ -223,6 +428,13 @@ impl Receiver {
             redelivery,
             timestamp,
         } = headers;
+        // The receiver's rate first (the callback waits in its queue meanwhile, which the queue
+        // age shows), then a turn.
+        if let Some((limiter, waited)) = &self.rate {
+            let started = std::time::Instant::now();
+            limiter.until_ready().await;
+            waited.inc_by(started.elapsed().as_secs_f64());
+        }
         // Never closed: a permit always comes.
         let _turn = self
             .turns
@@ -259,6 +471,11 @@ impl Receiver {
             // The URL carries the checksum (and maybe a token): never in an error message.
             .map_err(|e| DeliveryError::from_reqwest(&e.without_url()))?;
         let status = resp.status().as_u16();
+        let retry_after = matches!(status, 429 | 503)
+            .then(|| resp.headers().get(reqwest::header::RETRY_AFTER))
+            .flatten()
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| retry_after(v, std::time::SystemTime::now()));
         // Read a little of the answer so the connection can go back to the pool; a longer
         // answer is cut off (the connection is then closed).
         let mut read = 0;
@@ -268,10 +485,51 @@ impl Receiver {
                 Ok(None) | Err(_) => break,
             }
         }
-        if (200..300).contains(&status) {
-            Ok(status)
-        } else {
-            Err(DeliveryError::Status(status))
+        match retry_after {
+            _ if (200..300).contains(&status) => Ok(status),
+            Some(retry_after) => Err(DeliveryError::AskedToWait {
+                status,
+                retry_after,
+            }),
+            None => Err(DeliveryError::Status(status)),
         }
+    }
+}
+
+/// The wait a `Retry-After` value asks for at `now`: seconds, or an HTTP date (a date past is
+/// no wait). `None` for anything else.
+pub fn retry_after(value: &str, now: std::time::SystemTime) -> Option<Duration> {
+    let value = value.trim();
+    if let Ok(seconds) = value.parse::<u64>() {
+        return Some(Duration::from_secs(seconds));
+    }
+    let at = httpdate::parse_http_date(value).ok()?;
+    Some(at.duration_since(now).unwrap_or(Duration::ZERO))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+    use super::retry_after;
+
+    #[test]
+    fn retry_after_takes_seconds_and_http_dates() {
+        let now = UNIX_EPOCH + Duration::from_secs(1_445_412_480); // 2015-10-21 07:28:00 GMT
+        assert_eq!(retry_after("120", now), Some(Duration::from_secs(120)));
+        assert_eq!(retry_after(" 0 ", now), Some(Duration::ZERO));
+        assert_eq!(
+            retry_after("Wed, 21 Oct 2015 07:28:30 GMT", now),
+            Some(Duration::from_secs(30))
+        );
+        assert_eq!(
+            retry_after("Wed, 21 Oct 2015 07:27:00 GMT", now),
+            Some(Duration::ZERO),
+            "a date past"
+        );
+        for bad in ["", "-5", "1.5", "soon", "Wed, 21 Oct 2015"] {
+            assert_eq!(retry_after(bad, now), None, "{bad:?}");
+        }
+        assert!(retry_after("1", SystemTime::now()).is_some());
     }
 }

@@ -25,7 +25,7 @@ use super::{
 };
 use crate::{
     base::{callback_url::Guard, sources::SourceTable},
-    config::DeliveryConfig,
+    config::{DeliveryConfig, OnGiveUp},
     fleet::lease::Fence,
     hooks::HookStore,
     metrics::Metrics,
@@ -49,6 +49,10 @@ pub struct Sending {
     signer: Signer,
     guard: Arc<Guard>,
     retry_intervals_ms: Vec<u64>,
+    /// `delivery.max_retry_after_s`.
+    max_retry_after: Duration,
+    /// `delivery.on_give_up`.
+    on_give_up: OnGiveUp,
     plugins: Arc<Plugins>,
 }
 
@@ -70,6 +74,12 @@ impl Sending {
     /// The retry schedule of a hook (`permanent`: never given up).
     pub fn retry_policy(&self, permanent: bool) -> RetryPolicy {
         RetryPolicy::new(&self.retry_intervals_ms, permanent)
+            .with_max_retry_after(self.max_retry_after)
+    }
+
+    /// What becomes of a hook whose schedule ran out.
+    pub fn on_give_up(&self) -> OnGiveUp {
+        self.on_give_up
     }
 
     /// The plugin set in force, for the callbacks whose chain runs when they are sent.
@@ -211,7 +221,13 @@ impl DeliveryContext {
             Duration::from_millis(config.request_timeout_ms),
             wiring.guard.clone(),
             config.max_connections_per_receiver,
-        )?;
+        )?
+        .with_receivers(&config.receivers, &wiring.metrics)
+        .with_circuits(
+            config.circuit_after,
+            Duration::from_secs(config.circuit_max_open_s),
+            &wiring.metrics,
+        );
         Ok(Self {
             queues: QueueStore {
                 conn: wiring.conn,
@@ -225,6 +241,8 @@ impl DeliveryContext {
                 signer,
                 guard: wiring.guard,
                 retry_intervals_ms: config.retry_intervals_ms.clone(),
+                max_retry_after: Duration::from_secs(config.max_retry_after_s),
+                on_give_up: config.on_give_up,
                 plugins: wiring.plugins,
             },
             books: Books {

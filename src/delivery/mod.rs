@@ -3,7 +3,8 @@
 //!
 //! 1. Parts: the retry schedule ([`retry`]), signing ([`sign`], pure), the address check at
 //!    connection time ([`ssrf`]), the byte budget of all queues ([`budget`]), what the log says
-//!    of a hook's troubles ([`incident`]); then the HTTP client ([`client`]) and the threads
+//!    of a hook's troubles ([`incident`]), each receiver's circuit ([`circuit`]); then the
+//!    HTTP client ([`client`], with the receivers' rates and circuits) and the threads
 //!    workers run on, each with its own connections ([`lanes`]).
 //! 2. Redis: each hook's queue as a stream ([`journal`]); beside it, the callbacks sent to each
 //!    URL kept a while in the same form ([`retain`]); on them, delivered callbacks marked in
@@ -24,6 +25,7 @@ pub mod abandon;
 pub mod ack;
 pub mod attempt;
 pub mod budget;
+pub mod circuit;
 pub mod client;
 pub mod context;
 pub mod dispatch;

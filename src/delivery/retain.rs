@@ -1,6 +1,7 @@
 //! Sent callbacks kept a while (`delivery.retain`), to be sent again (`hookrelay redeliver`):
-//! per callback URL, so that a hook removed after failures and registered again with the same
-//! URL finds them, a Redis stream of the callbacks sent to it (the payload as sent), and of
+//! per registration (the callback URL, within its tenant: [`crate::hooks::model::Registration::key`],
+//! named `url` below), so that a hook removed after failures and registered again with the
+//! same URL finds them, and a tenant's never reach another tenant's hook of that URL, a Redis stream of the callbacks sent to it (the payload as sent), and of
 //! those still queued when its hook was removed after failures (as they were queued). Each
 //! entry has the journal's fields ([`super::journal`]: `e`, `p`, `o`, and the plugin chain's
 //! `c`, `im`, `xm`, `q`, `mf`) with the callback's own timestamp (`r`) and its size (`z`). One

@@ -8,6 +8,9 @@ pub struct RetryPolicy {
     intervals: Vec<Duration>,
     /// Permanent hooks never give up: they go on at the last interval.
     permanent: bool,
+    /// The longest `Retry-After` honoured without counting the answer as a failure
+    /// (`delivery.max_retry_after_s`); `None`: every such answer counts, on the schedule.
+    max_retry_after: Option<Duration>,
 }
 
 impl RetryPolicy {
@@ -18,7 +21,25 @@ impl RetryPolicy {
                 .map(|ms| Duration::from_millis(*ms))
                 .collect(),
             permanent,
+            max_retry_after: None,
         }
+    }
+
+    /// This policy, honouring a receiver's `Retry-After` up to `max` (zero: not at all).
+    pub fn with_max_retry_after(self, max: Duration) -> Self {
+        Self {
+            max_retry_after: (!max.is_zero()).then_some(max),
+            ..self
+        }
+    }
+
+    /// What a receiver's `Retry-After` of `asked` means: `Ok(wait)` when it is honoured as
+    /// asked (within the bound: not a failure toward the hook's removal), `Err(wait)` when
+    /// it asks for more (a failure like any other, waiting the bound, if the schedule goes
+    /// on). Without a bound, `None`.
+    pub fn asked(&self, asked: Duration) -> Option<Result<Duration, Duration>> {
+        let max = self.max_retry_after?;
+        Some(if asked <= max { Ok(asked) } else { Err(max) })
     }
 
     /// The wait before the next attempt after `failures` failed attempts (1-based), or `None`
@@ -68,6 +89,25 @@ mod tests {
         assert_eq!(p.left_after(3), Some(Duration::from_millis(300)));
         assert_eq!(p.left_after(4), Some(Duration::ZERO));
         assert_eq!(RetryPolicy::new(&[100], true).left_after(1), None);
+    }
+
+    #[test]
+    fn a_retry_after_within_the_bound_is_honoured_and_beyond_it_is_cut() {
+        let p = RetryPolicy::new(&[100], false).with_max_retry_after(Duration::from_secs(600));
+        assert_eq!(
+            p.asked(Duration::from_secs(5)),
+            Some(Ok(Duration::from_secs(5)))
+        );
+        assert_eq!(
+            p.asked(Duration::from_secs(600)),
+            Some(Ok(Duration::from_secs(600)))
+        );
+        assert_eq!(
+            p.asked(Duration::from_secs(3600)),
+            Some(Err(Duration::from_secs(600)))
+        );
+        let off = RetryPolicy::new(&[100], false).with_max_retry_after(Duration::ZERO);
+        assert_eq!(off.asked(Duration::from_secs(5)), None);
     }
 
     #[test]

@@ -10,13 +10,14 @@ use std::{sync::Arc, time::Instant};
 
 use super::{
     abandon,
-    attempt::{HookSender, Verdict, judge, record},
+    attempt::{HookSender, Verdict, counts, judge, record},
+    client::DeliveryError,
     context::DeliveryContext,
     hook_queue::HookQueue,
     incident::{Failures, Line},
     journal::{self, Entry},
 };
-use crate::{hooks::Hook, route};
+use crate::{config::OnGiveUp, hooks::Hook, route};
 
 /// What became of one entry.
 enum Outcome {
@@ -87,7 +88,9 @@ async fn run(hook: Arc<Hook>, queue: Arc<HookQueue>, ctx: Arc<DeliveryContext>) 
         match deliver(&ctx, &sender, &queue, &entry, &mut failures).await {
             Outcome::Delivered => {
                 acks.delivered(entry.removal());
-                books.insight().keep(&hook.callback_url, [entry]);
+                // Kept per registration: a tenant's callbacks never go to another tenant's
+                // hook of the same URL.
+                books.insight().keep(&hook.registration().key(), [entry]);
             }
             Outcome::GaveUp | Outcome::Stopped => return,
         }
@@ -144,23 +147,31 @@ async fn deliver(
 ) -> Outcome {
     let (hook, control) = (sender.hook, ctx.control());
     let policy = ctx.sending().retry_policy(hook.permanent);
+    // A disabled hook (here or by another instance) sends nothing until it is enabled.
+    if !abandon::wait_enabled(ctx, hook.id).await || !control.may_send(hook.id, queue) {
+        return Outcome::Stopped;
+    }
     let prepared = sender.prepare(entry);
     let mut failures = 0;
     loop {
         let started = Instant::now();
         let outcome = sender.send(&prepared).await;
-        if outcome.is_err() {
+        if counts(&outcome, &policy) {
             failures += 1;
         }
         let verdict = judge(&outcome, failures, &policy);
-        record(
-            ctx.books(),
-            hook,
-            entry,
-            &outcome,
-            (failures, &policy),
-            started,
-        );
+        // A callback held back by its receiver's open circuit was not tried: no attempt.
+        let tried = !matches!(outcome, Err(DeliveryError::CircuitOpen { .. }));
+        if tried {
+            record(
+                ctx.books(),
+                hook,
+                entry,
+                &outcome,
+                (failures, &policy),
+                started,
+            );
+        }
         let error = match outcome {
             Ok(_) => {
                 if let Line::Recovered { failed, lasted } = failures_log.succeeded(Instant::now()) {
@@ -181,12 +192,34 @@ async fn deliver(
                 if !control.may_send(hook.id, queue) {
                     return Outcome::Stopped;
                 }
-                abandon::give_up(ctx, hook, entry, failures, &error).await;
-                return Outcome::GaveUp;
+                if ctx.sending().on_give_up() == OnGiveUp::Remove {
+                    abandon::give_up(ctx, hook, entry, failures, &error).await;
+                    return Outcome::GaveUp;
+                }
+                // Disabled: this callback, and the queue behind it, wait until it is enabled;
+                // then its schedule starts again.
+                if !abandon::disable(ctx, hook, failures, &error).await
+                    || !abandon::wait_enabled(ctx, hook.id).await
+                    || !control.may_send(hook.id, queue)
+                {
+                    return Outcome::Stopped;
+                }
+                tracing::info!(
+                    hook_id = hook.id.0,
+                    "the hook is enabled again: sending its kept callbacks"
+                );
+                failures = 0;
+                continue;
             }
         };
         let retry_in_ms = u64::try_from(wait.as_millis()).unwrap_or(u64::MAX);
-        if let Line::Failed { before } = failures_log.failed(Instant::now()) {
+        if !tried {
+            tracing::debug!(
+                hook_id = hook.id.0,
+                retry_in_ms,
+                "held back: the receiver's circuit is open"
+            );
+        } else if let Line::Failed { before } = failures_log.failed(Instant::now()) {
             tracing::info!(
                 hook_id = hook.id.0,
                 event = %entry.event_id,

@@ -39,6 +39,7 @@ mod tests {
             get_raw: false,
             permanent: false,
             tenant: None,
+            disabled: false,
         }
     }
 

@@ -20,6 +20,9 @@ pub struct Hook {
     /// The id of the tenant that registered it (`docs/tenants.md`): it gets that tenant's
     /// meetings only, signed with that tenant's secret. `None`: the operator's hook.
     pub tenant: Option<String>,
+    /// Given up on with `delivery.on_give_up = "disable"`: it gets its events (queued, within
+    /// the bounds) but sends none until it is enabled again.
+    pub disabled: bool,
 }
 
 impl Hook {
@@ -109,6 +112,7 @@ mod tests {
             get_raw: false,
             permanent: false,
             tenant: None,
+            disabled: false,
         };
         assert!(hook.wants("USER-JOINED"));
         assert!(!hook.wants("user-left"));

@@ -34,6 +34,9 @@ pub(super) fn fields(h: &Hook) -> Vec<(&'static str, String)> {
     if let Some(t) = &h.tenant {
         fields.push(("tenantID", t.clone()));
     }
+    if h.disabled {
+        fields.push(("disabled", "true".into()));
+    }
     fields
 }
 
@@ -80,6 +83,7 @@ pub(super) fn parse_hook(f: &HashMap<String, String>) -> Option<Hook> {
         get_raw: f.get("getRaw").is_some_and(|v| v == "true"),
         permanent: f.get("permanent").is_some_and(|v| v == "true"),
         tenant: f.get("tenantID").filter(|t| !t.is_empty()).cloned(),
+        disabled: f.get("disabled").is_some_and(|v| v == "true"),
     })
 }
 

@@ -23,6 +23,7 @@ impl Counts {
         }
         self.raw += sign * i64::from(h.get_raw);
         self.permanent += sign * i64::from(h.permanent);
+        self.disabled += sign * i64::from(h.disabled);
     }
 }
 
@@ -232,6 +233,7 @@ mod tests {
             get_raw: false,
             permanent: false,
             tenant: None,
+            disabled: false,
         }
     }
 
@@ -277,7 +279,8 @@ mod tests {
                 global: 2,
                 meeting: 0,
                 raw: 1,
-                permanent: 1
+                permanent: 1,
+                disabled: 0,
             }
         );
         // The snapshot taken before is unchanged.

@@ -236,6 +236,7 @@ impl HookStore {
                         get_raw: p.get_raw,
                         permanent: true,
                         tenant: None,
+                        disabled: false,
                     };
                     write_hook(&mut conn, &h).await?;
                     changed.push(h.id);
@@ -319,6 +320,7 @@ impl HookStore {
             .fleet
             .claim_url(&mut conn, &self.registry, new.registration());
         if let Claim::Existing(id) = claim.await? {
+            self.enable_if_disabled(id).await?;
             return Ok(CreateOutcome::Duplicate(id));
         }
         let (tenant, url) = new.registration().owned();
@@ -341,7 +343,11 @@ impl HookStore {
         let stripe = self.url_hasher.hash_one(new.registration()) as usize % URL_LOCKS;
         let _url = self.url_locks[stripe].lock().await;
         if let Some(existing) = self.registry.load().by_registration(new.registration()) {
-            return Ok(CreateOutcome::Duplicate(existing.id));
+            // What the specification tells integrators to do every few minutes brings a
+            // disabled hook back.
+            let id = existing.id;
+            self.enable_if_disabled(id).await?;
+            return Ok(CreateOutcome::Duplicate(id));
         }
         let mut hook = Hook {
             id: HookId(0),
@@ -352,6 +358,7 @@ impl HookStore {
             event_ids: new.event_ids,
             get_raw: new.get_raw,
             tenant: new.tenant,
+            disabled: false,
         };
         let max_id = self.registry.load().max_id().unwrap_or_default();
         let mut conn = self.conn.clone();
@@ -371,6 +378,50 @@ impl HookStore {
         self.registry.upsert(hook.clone());
         self.fleet.announce(&mut self.conn.clone(), hook.id).await;
         Ok(CreateOutcome::Created(hook))
+    }
+
+    /// Disables hook `id` (its retries ran out, `delivery.on_give_up = "disable"`) or enables it
+    /// again; `Ok(false)` when there is no such hook or it already was so.
+    ///
+    /// # Errors
+    /// When Redis fails; the hook stays as it was then.
+    pub async fn set_disabled(&self, id: HookId, disabled: bool) -> Result<bool, StoreError> {
+        let Some(hook) = self.registry.load().get(id).cloned() else {
+            return Ok(false);
+        };
+        if hook.disabled == disabled {
+            return Ok(false);
+        }
+        let mut conn = self.conn.clone();
+        let key = hook_key(id);
+        // Only a hook that still exists: a destroy in between must not leave a stray hash.
+        let exists: bool = conn.exists(&key).await?;
+        if !exists {
+            return Ok(false);
+        }
+        if disabled {
+            let () = conn.hset(&key, "disabled", "true").await?;
+        } else {
+            let () = conn.hdel(&key, "disabled").await?;
+        }
+        self.registry.upsert(Hook {
+            disabled,
+            ..(*hook).clone()
+        });
+        self.fleet.announce(&mut conn, id).await;
+        Ok(true)
+    }
+
+    /// Enables hook `id` again if it is disabled.
+    async fn enable_if_disabled(&self, id: HookId) -> Result<(), StoreError> {
+        if self.registry.load().get(id).is_some_and(|h| h.disabled) {
+            self.set_disabled(id, false).await?;
+            tracing::info!(
+                hook_id = id.0,
+                "hooks/create of a disabled hook's URL: enabled again"
+            );
+        }
+        Ok(())
     }
 
     /// Removes a hook through the API. Permanent and unknown hooks are not removed: `Ok(false)`.

@@ -92,3 +92,10 @@ pub struct ApiCallLabels {
     pub endpoint: String,
     pub parameters: String,
 }
+
+/// A `[[delivery.receivers]]` entry (its name, or its prefix's host): bounded by the
+/// configuration.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ReceiverLabel {
+    pub receiver: String,
+}

@@ -30,8 +30,8 @@ pub use endpoint::router;
 pub use histograms::{ApiLatency, LatencyHistogram, PluginCallTime};
 pub use labels::{
     ApiCallLabels, ApiLabels, HookLabel, KindLabel, PluginActionLabels, PluginErrorLabels,
-    PluginLabel, PluginRuleLabels, ReasonLabel, ResultLabel, SourceLabel, SourceResultLabels,
-    VersionLabel,
+    PluginLabel, PluginRuleLabels, ReasonLabel, ReceiverLabel, ResultLabel, SourceLabel,
+    SourceResultLabels, VersionLabel,
 };
 
 /// How many hooks of each kind there are (for `hookrelay_hooks{kind}`).
@@ -41,6 +41,7 @@ pub struct HookCounts {
     pub meeting: i64,
     pub raw: i64,
     pub permanent: i64,
+    pub disabled: i64,
 }
 
 /// Every series the relay exports. Labels are bounded: never a URL (it may carry tokens), never
@@ -56,6 +57,12 @@ pub struct Metrics {
     pub callbacks_delivered: Counter,
     pub callback_failures: Family<ReasonLabel, Counter>,
     pub hooks_removed: Counter,
+    /// Hooks disabled after their retries ran out (`delivery.on_give_up = "disable"`).
+    pub hooks_disabled: Counter,
+    /// Time callbacks waited for their receiver's rate (`[[delivery.receivers]]`), seconds.
+    pub receiver_rate_wait: Family<ReceiverLabel, Counter<f64, std::sync::atomic::AtomicU64>>,
+    /// 1 while a receiver's circuit is open (`delivery.circuit_after`), by host and port.
+    pub receiver_circuit_open: Family<ReceiverLabel, Gauge>,
     /// Rounds of hooks' attempts and states that could not be written to the store.
     pub insight_write_failures: Counter,
     /// Callbacks queued again by `hookrelay redeliver`.
@@ -164,6 +171,7 @@ impl Metrics {
             ("meeting", c.meeting),
             ("raw", c.raw),
             ("permanent", c.permanent),
+            ("disabled", c.disabled),
         ] {
             self.hooks_by_kind.get_or_create(&KindLabel { kind }).set(n);
         }

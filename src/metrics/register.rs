@@ -24,6 +24,21 @@ impl Metrics {
             self.hooks_removed.clone(),
         );
         r.register(
+            "hookrelay_hooks_disabled",
+            "Hooks disabled after their retry schedule ran out (delivery.on_give_up = \"disable\")",
+            self.hooks_disabled.clone(),
+        );
+        r.register(
+            "hookrelay_receiver_rate_wait_seconds",
+            "Time callbacks waited for their receiver's rate ([[delivery.receivers]]), by receiver",
+            self.receiver_rate_wait.clone(),
+        );
+        r.register(
+            "hookrelay_receiver_circuit_open",
+            "1 while a receiver's circuit is open (its hooks wait, one probe at a time tries it), by host and port",
+            self.receiver_circuit_open.clone(),
+        );
+        r.register(
             "hookrelay_redelivered",
             "Callbacks queued again by hookrelay redeliver (the admin API)",
             self.redelivered.clone(),

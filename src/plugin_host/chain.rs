@@ -204,6 +204,7 @@ mod tests {
             get_raw,
             permanent: false,
             tenant: None,
+            disabled: false,
         }
     }
 

@@ -120,6 +120,7 @@ fn time_calls(plugin: &Arc<Plugin>) -> CallTimes {
         get_raw: false,
         permanent: false,
         tenant: None,
+        disabled: false,
     };
     let stages = std::slice::from_ref(plugin);
     let mut times = CallTimes::default();

@@ -144,6 +144,7 @@ mod tests {
             get_raw: false,
             permanent: false,
             tenant: None,
+            disabled: false,
             event_ids: None,
         }
     }

@@ -117,6 +117,7 @@ fn render() -> String {
         get_raw: false,
         permanent: false,
         tenant: None,
+        disabled: false,
     };
     let out = replay::run(
         &messages,

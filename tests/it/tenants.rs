@@ -610,17 +610,9 @@ async fn a_fleet_takeover_in_the_middle_of_a_tenants_meeting_keeps_it_the_tenant
     // admin API (`?tenant=`).
     let cfg = other.config.to_str().expect("path");
     let cli = |args: &[&str]| {
-        let out = std::process::Command::new(crate::support::process::binary())
-            .args(args)
-            .env_remove("HOOKRELAY_CONFIG")
-            .output()
-            .expect("hookrelay");
-        assert!(
-            out.status.success(),
-            "{args:?}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8(out.stdout).expect("utf-8")
+        let (code, out, err) = crate::support::process::cli(args);
+        assert_eq!(code, 0, "{args:?}: {err}");
+        out
     };
     let all = cli(&["hooks", "list", "-c", cfg]);
     let lines: Vec<&str> = all.lines().collect();
@@ -750,5 +742,66 @@ async fn a_fleet_takeover_in_the_middle_of_a_tenants_meeting_keeps_it_the_tenant
     for again in &again {
         assert!(signed_with(again, &url, ACME_SECRETS[0]));
         assert!(!signed_with(again, &url, SECRET));
+    }
+}
+
+/// Callbacks are kept for redelivery per registration: two tenants' hooks of one URL, and a
+/// redelivery of one of them sends that tenant's callbacks only, signed with its secret.
+#[tokio::test]
+async fn a_redelivery_to_one_tenants_hook_of_a_shared_url_sends_its_own_callbacks_only() {
+    use crate::support::RelayProcess;
+    let redis = TestRedis::start().await;
+    let rx = TestReceiver::start().await;
+    let config = format!(
+        "[[tenants]]\nname = 'acme'\nsecrets = ['{}']\n[[tenants]]\nname = 'beta'\nsecrets = ['{BETA_SECRET}']\n",
+        ACME_SECRETS[0]
+    );
+    let relay = RelayProcess::start(&redis, &config).await;
+    let url = rx.url("/shared");
+    let query = create_query(&url);
+    let a = hook_id(&call_at(relay.api, Some("acme"), "create", &query, ACME_SECRETS[0]).await);
+    let b = hook_id(&call_at(relay.api, Some("beta"), "create", &query, BETA_SECRET).await);
+    assert_ne!(a, b);
+    for (mid, tenant) in [("ma", "acme"), ("mb", "beta")] {
+        redis
+            .publish(&meeting_created_with_metadata(
+                mid,
+                &format!("e-{mid}"),
+                &json!({"tenant-id": tenant}),
+            ))
+            .await;
+        redis.publish(&user_joined(mid, "u1", "Ann")).await;
+    }
+    rx.wait_delivered(4).await;
+    let cfg = relay.config.to_str().expect("path");
+    let queued = wait::until("beta's two callbacks kept and queued again", async || {
+        let (code, out, err) = crate::support::process::cli(&[
+            "redeliver",
+            &b.to_string(),
+            "--since",
+            "10m",
+            "-c",
+            cfg,
+        ]);
+        match (code, out.starts_with("queued 2 callbacks again")) {
+            (0, true) => Ok(out),
+            _ => Err(format!("{code} {out} {err}")),
+        }
+    })
+    .await;
+    assert!(queued.contains(&format!("for hook {b}")), "{queued}");
+    let all = rx.wait_delivered(6).await;
+    let again: Vec<&Received> = all
+        .iter()
+        .filter(|r| r.headers.get("x-hookrelay-redelivery").is_some())
+        .collect();
+    assert_eq!(again.len(), 2);
+    for r in again {
+        assert_eq!(
+            events(std::slice::from_ref(r))[0].0,
+            "e-mb",
+            "beta's meeting only"
+        );
+        assert!(signed_with(r, &url, BETA_SECRET) && !signed_with(r, &url, ACME_SECRETS[0]));
     }
 }

@@ -57,6 +57,7 @@ pub fn run(file: &CaseFile, plugins: &PluginSet, filter: EventFilter) -> Vec<Cas
         get_raw: s.get_raw,
         permanent: false,
         tenant: None,
+        disabled: false,
     });
     let registry = Registry::default();
     registry.replace_all(hooks);

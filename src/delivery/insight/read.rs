@@ -50,6 +50,9 @@ pub enum State {
     Failing,
     /// Removed after its callbacks kept failing.
     Removed,
+    /// Disabled after its callbacks kept failing (`delivery.on_give_up = "disable"`): it keeps
+    /// its callbacks until it is enabled again.
+    Disabled,
 }
 
 impl State {
@@ -59,6 +62,7 @@ impl State {
             Self::Ok => "ok",
             Self::Failing => "failing",
             Self::Removed => "removed",
+            Self::Disabled => "disabled",
         }
     }
 }

@@ -33,6 +33,9 @@ pub struct BadReceiver {
     pub connections: Arc<AtomicU64>,
     /// Bytes written to the relay.
     pub written: Arc<AtomicU64>,
+    /// Set: it behaves, answering every request `200 OK` (counted in `answered`).
+    pub healed: Arc<std::sync::atomic::AtomicBool>,
+    pub answered: Arc<AtomicU64>,
 }
 
 impl BadReceiver {
@@ -41,22 +44,54 @@ impl BadReceiver {
         let addr = listener.local_addr().expect("addr");
         let connections = Arc::new(AtomicU64::new(0));
         let written = Arc::new(AtomicU64::new(0));
-        let (c, w) = (connections.clone(), written.clone());
+        let healed = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let answered = Arc::new(AtomicU64::new(0));
+        let (c, w, h, a) = (
+            connections.clone(),
+            written.clone(),
+            healed.clone(),
+            answered.clone(),
+        );
         tokio::spawn(async move {
             while let Ok((stream, _)) = listener.accept().await {
                 c.fetch_add(1, Ordering::SeqCst);
-                tokio::spawn(serve(stream, mode, w.clone()));
+                if h.load(Ordering::SeqCst) {
+                    tokio::spawn(behave(stream, a.clone()));
+                } else {
+                    tokio::spawn(serve(stream, mode, w.clone()));
+                }
             }
         });
         Self {
             addr,
             connections,
             written,
+            healed,
+            answered,
         }
     }
 
     pub fn url(&self) -> String {
         format!("http://{}/bad", self.addr)
+    }
+}
+
+/// Answers each request on the connection `200 OK` (keep-alive).
+async fn behave(mut stream: TcpStream, answered: Arc<AtomicU64>) {
+    let mut buf = vec![0u8; 64 * 1024];
+    loop {
+        match stream.read(&mut buf).await {
+            Ok(0) | Err(_) => return,
+            Ok(_) => {}
+        }
+        answered.fetch_add(1, Ordering::SeqCst);
+        if stream
+            .write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 0\r\n\r\n")
+            .await
+            .is_err()
+        {
+            return;
+        }
     }
 }
 

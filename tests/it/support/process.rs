@@ -303,3 +303,22 @@ impl RelayProcess {
         log
     }
 }
+
+/// Runs the binary's command `args` (no `HOOKRELAY_CONFIG` from the environment): its exit
+/// code, standard output and standard error.
+#[allow(dead_code)]
+pub fn cli(args: &[&str]) -> (i32, String, String) {
+    let out = std::process::Command::new(binary())
+        .args(args)
+        .env_remove("HOOKRELAY_CONFIG")
+        .env_remove("HOOKRELAY_ADMIN__BEARER_TOKEN")
+        .stdin(Stdio::null())
+        .output()
+        .expect("hookrelay");
+    let text = |b: Vec<u8>| String::from_utf8_lossy(&b).into_owned();
+    (
+        out.status.code().unwrap_or(-1),
+        text(out.stdout),
+        text(out.stderr),
+    )
+}

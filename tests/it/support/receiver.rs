@@ -27,6 +27,8 @@ pub enum Reply {
     Delay(Duration, u16),
     /// 302 to this location.
     Redirect(String),
+    /// The status (429, 503) with this `Retry-After`.
+    Busy(u16, String),
 }
 
 /// One request as received.
@@ -39,6 +41,8 @@ pub struct Received {
     pub body: String,
     /// The status the receiver answered.
     pub status: u16,
+    /// When it arrived.
+    pub at: std::time::Instant,
 }
 
 impl Received {
@@ -259,7 +263,7 @@ async fn handle(
         .or_else(|| inner.default.lock().unwrap().clone())
         .unwrap_or(Reply::Status(200));
     let status = match &reply {
-        Reply::Status(s) | Reply::Delay(_, s) => *s,
+        Reply::Status(s) | Reply::Delay(_, s) | Reply::Busy(s, _) => *s,
         Reply::Redirect(_) => 302,
     };
     inner.received.lock().unwrap().push(Received {
@@ -268,6 +272,7 @@ async fn handle(
         headers,
         body: String::from_utf8_lossy(&body).into_owned(),
         status,
+        at: std::time::Instant::now(),
     });
     match reply {
         Reply::Status(s) => StatusCode::from_u16(s).unwrap().into_response(),
@@ -277,5 +282,10 @@ async fn handle(
             StatusCode::from_u16(s).unwrap().into_response()
         }
         Reply::Redirect(to) => (StatusCode::FOUND, [(header::LOCATION, to)]).into_response(),
+        Reply::Busy(s, after) => (
+            StatusCode::from_u16(s).unwrap(),
+            [(header::RETRY_AFTER, after)],
+        )
+            .into_response(),
     }
 }
