@@ -29,6 +29,8 @@ pub struct Setup {
     pub retain: String,
     /// `[[tenants]]` configured (`t0` ... with [`tenant_secret`]); 0: none.
     pub tenants: usize,
+    /// A `[[delivery.receivers]]` rule for every receiver (loopback) with this rate; 0: none.
+    pub receiver_rate: u32,
 }
 
 /// Tenant `i`'s name and its host name.
@@ -97,10 +99,16 @@ impl Relay {
                 )
             })
             .collect();
+        let receivers = match setup.receiver_rate {
+            0 => String::new(),
+            rate => format!(
+                "[[delivery.receivers]]\nurl_prefix = \"http://127.0.0.1\"\nrate_per_s = {rate}\n"
+            ),
+        };
         std::fs::write(
             &config,
             format!(
-                "[bbb]\nsecret = \"{SECRET}\"\n[api]\nbind = \"{api}\"\n[redis]\nurl = \"{}\"\n[metrics]\nenabled = false\n[admin]\nbind = \"127.0.0.1:{admin}\"\n[delivery]\nmax_unacked = {}\n{insight}{delivery}\n[delivery.ssrf]\nallow_cidrs = [\"127.0.0.1/32\"]\n{plugin_dir}{fleet}{tenants}",
+                "[bbb]\nsecret = \"{SECRET}\"\n[api]\nbind = \"{api}\"\n[redis]\nurl = \"{}\"\n[metrics]\nenabled = false\n[admin]\nbind = \"127.0.0.1:{admin}\"\n[delivery]\nmax_unacked = {}\n{insight}{delivery}\n[delivery.ssrf]\nallow_cidrs = [\"127.0.0.1/32\"]\n{plugin_dir}{fleet}{tenants}{receivers}",
                 redis.url(),
                 setup.max_unacked,
             ),

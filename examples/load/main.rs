@@ -82,6 +82,10 @@ struct Args {
     /// measures a tenant's calls beside the operator's. 0: no tenants.
     #[arg(long, default_value_t = 0, global = true)]
     tenants: usize,
+    /// A `[[delivery.receivers]]` rule matching every receiver, with this rate (callbacks/s);
+    /// 0: no rule. A rate above what is reached measures a rule's cost per callback.
+    #[arg(long, default_value_t = 0, global = true)]
+    receiver_rate: u32,
 }
 
 #[derive(Subcommand, Clone)]
@@ -256,6 +260,7 @@ async fn scenarios(args: Args) {
                 attempt_log: args.attempt_log,
                 retain: args.retain.clone(),
                 tenants: args.tenants,
+                receiver_rate: args.receiver_rate,
             };
             let figures = scenario::run(&scenario, &setup).await;
             println!("run {} {}: {}", run + 1, bin.display(), figures.line());

@@ -50,6 +50,9 @@ pub const REMOVED_HOOKS: &str = "hookrelay:removed-hooks";
 /// List of redeliveries asked for (`hookrelay redeliver`), each a JSON record, newest first;
 /// the instance that processes the bus queues them.
 pub const REDELIVERIES: &str = "hookrelay:redeliveries";
+/// The events about hooks told by the workers, waiting for the instance that processes the bus
+/// (a list, JSON).
+pub const HOOK_NOTICES: &str = "hookrelay:hook-notices";
 /// Hash of one user mapping: `{USER_PREFIX}{meeting}:{user}`.
 pub const USER_PREFIX: &str = "bigbluebutton:webhooks:proc:userMap:";
 /// Hash: internal meeting id -> that meeting's room without its users (JSON; rooms written by

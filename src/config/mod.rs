@@ -299,6 +299,9 @@ pub struct DeliveryConfig {
     pub circuit_after: u32,
     /// The longest wait between two probes of an unreachable receiver.
     pub circuit_max_open_s: u64,
+    /// After this many failed attempts in a row a hook is `hook-failing` (an event for the
+    /// hooks that ask for it, `docs/receivers.md`).
+    pub failing_after: u32,
     /// Most callbacks in flight at once to one receiver (host and port), across its hooks;
     /// the others wait their turn. Bounds the sockets and memory of a fan-out to many hooks
     /// on one receiver.
@@ -406,6 +409,7 @@ impl Default for DeliveryConfig {
             receivers: Vec::new(),
             circuit_after: 0,
             circuit_max_open_s: 60,
+            failing_after: 3,
             max_connections_per_receiver: 256,
             checksum_algorithm: Algorithm::Sha1,
             compat: None,

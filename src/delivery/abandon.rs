@@ -8,6 +8,7 @@ use super::{
     context::DeliveryContext,
     hook_queue::PAGE,
     journal::{self, Entry},
+    notices::{self, Notice},
     payloads::resolve,
 };
 use crate::hooks::Hook;
@@ -22,6 +23,7 @@ pub async fn give_up(
     error: &DeliveryError,
 ) {
     tracing::warn!(hook_id = hook.id.0, failures, error = %error, "callbacks keep failing; removing the hook");
+    tell(ctx, "hook-removed", hook, failures, error).await;
     keep_abandoned(ctx, hook, failed).await;
     let (books, store) = (ctx.books(), ctx.control().store());
     books.metrics().hooks_removed.inc();
@@ -47,6 +49,7 @@ pub async fn disable(
         Ok(_) => {
             tracing::warn!(hook_id = hook.id.0, failures, error = %error, "callbacks keep failing; the hook is disabled (hookrelay hooks enable, or a hooks/create of its URL, resumes it)");
             books.metrics().hooks_disabled.inc();
+            tell(ctx, "hook-disabled", hook, failures, error).await;
             let hooks = store.registry().load();
             books.metrics().count_hooks(hooks.len(), hooks.counts());
             true
@@ -56,6 +59,23 @@ pub async fn disable(
             false
         }
     }
+}
+
+/// Tells event `id` about `hook` after `failures` failed attempts, the last with `error`.
+pub async fn tell(
+    ctx: &DeliveryContext,
+    id: &str,
+    hook: &Hook,
+    failures: usize,
+    error: &DeliveryError,
+) {
+    let notice = Notice::new(
+        id,
+        hook,
+        failures,
+        (error.status(), Some(error.to_string())),
+    );
+    notices::tell(ctx.queues().conn(), ctx.books().metrics(), &notice).await;
 }
 
 /// Waits while hook `id` is disabled: `true` once it is enabled, `false` when it is gone or

@@ -62,6 +62,14 @@ impl DeliveryError {
         }
     }
 
+    /// The HTTP status it was, if any.
+    pub fn status(&self) -> Option<u16> {
+        match self {
+            Self::Status(code) | Self::AskedToWait { status: code, .. } => Some(*code),
+            _ => None,
+        }
+    }
+
     /// Whether it says the receiver could not be reached (for its circuit).
     fn unreachable(&self) -> bool {
         matches!(self, Self::Timeout | Self::Connect(_) | Self::Request(_))

@@ -53,6 +53,8 @@ pub struct Sending {
     max_retry_after: Duration,
     /// `delivery.on_give_up`.
     on_give_up: OnGiveUp,
+    /// `delivery.failing_after`.
+    failing_after: usize,
     plugins: Arc<Plugins>,
 }
 
@@ -75,6 +77,11 @@ impl Sending {
     pub fn retry_policy(&self, permanent: bool) -> RetryPolicy {
         RetryPolicy::new(&self.retry_intervals_ms, permanent)
             .with_max_retry_after(self.max_retry_after)
+    }
+
+    /// After how many failed attempts in a row a hook is `hook-failing`.
+    pub fn failing_after(&self) -> usize {
+        self.failing_after
     }
 
     /// What becomes of a hook whose schedule ran out.
@@ -243,6 +250,7 @@ impl DeliveryContext {
                 retry_intervals_ms: config.retry_intervals_ms.clone(),
                 max_retry_after: Duration::from_secs(config.max_retry_after_s),
                 on_give_up: config.on_give_up,
+                failing_after: config.failing_after.max(1) as usize,
                 plugins: wiring.plugins,
             },
             books: Books {

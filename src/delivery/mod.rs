@@ -7,7 +7,8 @@
 //!    HTTP client ([`client`], with the receivers' rates and circuits) and the threads
 //!    workers run on, each with its own connections ([`lanes`]).
 //! 2. Redis: each hook's queue as a stream ([`journal`]); beside it, the callbacks sent to each
-//!    URL kept a while in the same form ([`retain`]); on them, delivered callbacks marked in
+//!    URL kept a while in the same form ([`retain`]); store lists used as inboxes ([`inbox`]),
+//!    the events about hooks told through one ([`notices`]); on them, delivered callbacks marked in
 //!    batches ([`ack`]), each hook's attempts and state and the callbacks to keep written in
 //!    batches ([`insight`]), streams of earlier versions moved at start ([`migrate`]) and idle empty
 //!    streams removed ([`tidy`]).
@@ -31,11 +32,13 @@ pub mod context;
 pub mod dispatch;
 pub mod held;
 pub mod hook_queue;
+pub mod inbox;
 pub mod incident;
 pub mod insight;
 pub mod journal;
 pub mod lanes;
 pub mod migrate;
+pub mod notices;
 pub mod pager;
 pub mod payloads;
 pub mod plan;

@@ -249,12 +249,7 @@ pub struct Request {
 /// # Errors
 /// When Redis fails.
 pub async fn ask(conn: &StoreConn, request: &Request) -> Result<(), redis::RedisError> {
-    let json = serde_json::to_string(request).unwrap_or_default();
-    redis::cmd("LPUSH")
-        .arg(REDELIVERIES)
-        .arg(json)
-        .query_async(&mut conn.clone())
-        .await
+    super::inbox::put(conn, REDELIVERIES, request).await
 }
 
 /// The oldest redeliveries asked for, up to `n`, oldest first; they stay asked for until
@@ -263,17 +258,7 @@ pub async fn ask(conn: &StoreConn, request: &Request) -> Result<(), redis::Redis
 /// # Errors
 /// When Redis fails. A record that does not parse is skipped (and dropped by [`taken`]).
 pub async fn asked(conn: &StoreConn, n: usize) -> Result<Vec<Option<Request>>, redis::RedisError> {
-    let lines: Vec<String> = redis::cmd("LRANGE")
-        .arg(REDELIVERIES)
-        .arg(-(n as i64))
-        .arg(-1)
-        .query_async(&mut conn.clone())
-        .await?;
-    Ok(lines
-        .iter()
-        .rev()
-        .map(|l| serde_json::from_str(l).ok())
-        .collect())
+    super::inbox::oldest(conn, REDELIVERIES, n).await
 }
 
 /// Removes the `n` oldest redeliveries asked for (those [`asked`] gave).
@@ -281,10 +266,5 @@ pub async fn asked(conn: &StoreConn, n: usize) -> Result<Vec<Option<Request>>, r
 /// # Errors
 /// When Redis fails.
 pub async fn taken(conn: &StoreConn, n: usize) -> Result<(), redis::RedisError> {
-    redis::cmd("LTRIM")
-        .arg(REDELIVERIES)
-        .arg(0)
-        .arg(-(n as i64) - 1)
-        .query_async(&mut conn.clone())
-        .await
+    super::inbox::drop_oldest(conn, REDELIVERIES, n).await
 }

@@ -16,6 +16,7 @@ use super::{
     hook_queue::HookQueue,
     incident::{Failures, Line},
     journal::{self, Entry},
+    notices::{self, Notice},
 };
 use crate::{config::OnGiveUp, hooks::Hook, route};
 
@@ -153,10 +154,13 @@ async fn deliver(
     }
     let prepared = sender.prepare(entry);
     let mut failures = 0;
+    // Whether `hook-failing` was told in this spell (then its end is `hook-recovered`).
+    let mut told_failing = false;
     loop {
         let started = Instant::now();
         let outcome = sender.send(&prepared).await;
-        if counts(&outcome, &policy) {
+        let counted = counts(&outcome, &policy);
+        if counted {
             failures += 1;
         }
         let verdict = judge(&outcome, failures, &policy);
@@ -173,7 +177,12 @@ async fn deliver(
             );
         }
         let error = match outcome {
-            Ok(_) => {
+            Ok(status) => {
+                if told_failing {
+                    let notice =
+                        Notice::new("hook-recovered", hook, failures, (Some(status), None));
+                    notices::tell(ctx.queues().conn(), ctx.books().metrics(), &notice).await;
+                }
                 if let Line::Recovered { failed, lasted } = failures_log.succeeded(Instant::now()) {
                     tracing::info!(
                         hook_id = hook.id.0,
@@ -186,6 +195,10 @@ async fn deliver(
             }
             Err(e) => e,
         };
+        if counted && failures == ctx.sending().failing_after() && !told_failing {
+            told_failing = true;
+            abandon::tell(ctx, "hook-failing", hook, failures, &error).await;
+        }
         let wait = match verdict {
             Verdict::RetryAfter(wait) => wait,
             Verdict::GiveUp | Verdict::Delivered => {

@@ -99,3 +99,9 @@ pub struct ApiCallLabels {
 pub struct ReceiverLabel {
     pub receiver: String,
 }
+
+/// An event about hooks (`hook-failing`, ...): four values.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct EventIdLabel {
+    pub event: String,
+}

@@ -29,9 +29,9 @@ use prometheus_client::{
 pub use endpoint::router;
 pub use histograms::{ApiLatency, LatencyHistogram, PluginCallTime};
 pub use labels::{
-    ApiCallLabels, ApiLabels, HookLabel, KindLabel, PluginActionLabels, PluginErrorLabels,
-    PluginLabel, PluginRuleLabels, ReasonLabel, ReceiverLabel, ResultLabel, SourceLabel,
-    SourceResultLabels, VersionLabel,
+    ApiCallLabels, ApiLabels, EventIdLabel, HookLabel, KindLabel, PluginActionLabels,
+    PluginErrorLabels, PluginLabel, PluginRuleLabels, ReasonLabel, ReceiverLabel, ResultLabel,
+    SourceLabel, SourceResultLabels, VersionLabel,
 };
 
 /// How many hooks of each kind there are (for `hookrelay_hooks{kind}`).
@@ -61,6 +61,8 @@ pub struct Metrics {
     pub hooks_disabled: Counter,
     /// Time callbacks waited for their receiver's rate (`[[delivery.receivers]]`), seconds.
     pub receiver_rate_wait: Family<ReceiverLabel, Counter<f64, std::sync::atomic::AtomicU64>>,
+    /// Events about hooks told (`hook-failing`, ...), by event id.
+    pub hook_notices: Family<EventIdLabel, Counter>,
     /// 1 while a receiver's circuit is open (`delivery.circuit_after`), by host and port.
     pub receiver_circuit_open: Family<ReceiverLabel, Gauge>,
     /// Rounds of hooks' attempts and states that could not be written to the store.
@@ -175,6 +177,15 @@ impl Metrics {
         ] {
             self.hooks_by_kind.get_or_create(&KindLabel { kind }).set(n);
         }
+    }
+
+    /// Counts one event about a hook (`hook-failing`, ...).
+    pub fn count_hook_notice(&self, id: &str) {
+        self.hook_notices
+            .get_or_create(&EventIdLabel {
+                event: id.to_string(),
+            })
+            .inc();
     }
 
     /// The text exposition.

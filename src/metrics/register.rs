@@ -39,6 +39,11 @@ impl Metrics {
             self.receiver_circuit_open.clone(),
         );
         r.register(
+            "hookrelay_hook_notices",
+            "Events about hooks told (hook-failing, hook-disabled, hook-removed, hook-recovered)",
+            self.hook_notices.clone(),
+        );
+        r.register(
             "hookrelay_redelivered",
             "Callbacks queued again by hookrelay redeliver (the admin API)",
             self.redelivered.clone(),

@@ -2,12 +2,13 @@
 //! matcher, plugins) -> per-hook queues -> signed delivery, plus the API and metrics servers.
 //! The only module that knows them all; [`start`] holds the phases of the start, [`sources`]
 //! starts each source's subscriber and reads its state back, [`stage`] is the processing task,
-//! [`recover`] reads the queues back at start, [`redeliver`] queues the redeliveries asked for, [`fleet`] and [`share`] are an instance's part
+//! [`recover`] reads the queues back at start, [`redeliver`] queues the redeliveries asked for, [`notices`] the events about hooks, [`fleet`] and [`share`] are an instance's part
 //! in a fleet.
 
 mod fleet;
 mod listen;
 mod mode;
+mod notices;
 mod recover;
 mod redeliver;
 mod share;

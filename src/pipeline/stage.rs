@@ -123,7 +123,7 @@ impl ProcessStage {
                     }
                 }
                 _ = redeliveries.tick() => {
-                    if !self.redeliver().await {
+                    if !self.redeliver().await || !self.hook_notices().await {
                         break;
                     }
                 }

@@ -212,3 +212,67 @@ async fn a_bulk_redelivery_by_meeting_reaches_every_hook_in_order() {
     let (code, _, err) = cli(&["redeliver", "--since", "10m", "-c", cfg]);
     assert_eq!(code, 2, "{err}");
 }
+
+/// Events about hooks: a hook whose eventID names them gets `hook-failing` (after
+/// `delivery.failing_after` = 3 failures), `hook-disabled` and, once it delivers again,
+/// `hook-recovered`, in that order; a hook without an eventID list gets none of them.
+#[tokio::test]
+async fn events_about_a_failing_hook_reach_the_hooks_that_ask_for_them_only() {
+    let redis = TestRedis::start().await;
+    let (bad, rx) = (TestReceiver::start().await, TestReceiver::start().await);
+    bad.set_default(Reply::Status(500));
+    let relay = RelayProcess::start(&redis, "on_give_up = \"disable\"\n").await;
+    let cfg = relay.config.to_str().expect("path");
+    let http = http_client();
+    let failing = create_hook(&http, relay.api, &bad.url("/f"), "").await;
+    let ids = "eventID=hook-failing,hook-disabled,hook-removed,hook-recovered";
+    create_hook(&http, relay.api, &rx.url("/watch"), ids).await;
+    create_hook(&http, relay.api, &rx.url("/plain"), "").await;
+    joins(&redis, 0..1).await;
+    shown_when(cfg, failing, |h| h["state"] == "disabled").await;
+    bad.set_default(Reply::Status(200));
+    let (code, _, err) = cli(&["hooks", "enable", &failing.to_string(), "-c", cfg]);
+    assert_eq!(code, 0, "{err}");
+    bad.wait_delivered(1).await;
+    // The watcher: three events about the failing hook; the plain hook: the join only.
+    let got = rx.wait_delivered(4).await;
+    let about: Vec<(String, Value)> = got
+        .iter()
+        .filter(|r| r.uri.starts_with("/watch"))
+        .map(|r| {
+            let v: Value = serde_json::from_str(&r.event()).expect("JSON");
+            (
+                v["data"]["id"].as_str().unwrap_or("").to_string(),
+                v["data"]["attributes"]["hook"].clone(),
+            )
+        })
+        .collect();
+    let names: Vec<&str> = about.iter().map(|(id, _)| id.as_str()).collect();
+    assert_eq!(names, ["hook-failing", "hook-disabled", "hook-recovered"]);
+    for (_, hook) in &about {
+        assert_eq!(hook["id"], failing);
+        assert_eq!(hook["callback-url"], bad.url("/f").as_str());
+    }
+    assert_eq!(about[0].1["failures"], 3);
+    assert_eq!(about[0].1["last-status"], 500);
+    assert_eq!(about[1].1["failures"], 4);
+    assert_eq!(about[2].1["last-status"], 200);
+    let plain: Vec<String> = got
+        .iter()
+        .filter(|r| r.uri.starts_with("/plain"))
+        .map(|r| user_name(&r.event()))
+        .collect();
+    assert_eq!(plain, ["n0"]);
+    let m = relay.metrics().await;
+    assert_eq!(
+        metric_value(&m, r#"hookrelay_hook_notices_total{event="hook-failing"}"#),
+        1.0
+    );
+    assert_eq!(
+        metric_value(
+            &m,
+            r#"hookrelay_hook_notices_total{event="hook-recovered"}"#
+        ),
+        1.0
+    );
+}

@@ -1,0 +1,73 @@
+//! The processing stage's part in the events about hooks ([`crate::delivery::notices`]):
+//! between batches, it takes the notices the workers (of any instance) told, and queues each
+//! as an event for the hooks that ask for it, stamped by the same per-hook clock as every
+//! other callback, so that each queue keeps one writer.
+
+use std::sync::Arc;
+
+use super::stage::ProcessStage;
+use crate::{
+    base::time::now_ms,
+    delivery::notices,
+    event::{Event, Payload},
+    route::Callback,
+};
+
+/// Notices taken at once.
+const AT_ONCE: usize = 64;
+
+impl ProcessStage {
+    /// Queues the events about hooks told, if any. `false` when the relay stopped first.
+    pub async fn hook_notices(&mut self) -> bool {
+        if !self.fence.holds() {
+            return true;
+        }
+        let conn = self.dispatcher.conn();
+        let told = match notices::told(&conn, AT_ONCE).await {
+            Ok(t) if t.is_empty() => return true,
+            Ok(t) => t,
+            Err(e) => {
+                tracing::debug!(error = %e, "cannot read the events about hooks");
+                return true;
+            }
+        };
+        let snapshot = self.registry.load();
+        let mut callbacks = Vec::new();
+        for notice in told.iter().flatten() {
+            let payload = Arc::new(Payload::new(notice.event_json()));
+            let event = Arc::new(Event {
+                source: 0,
+                id: notice.id.clone(),
+                internal_meeting_id: None,
+                external_meeting_id: None,
+                processed: payload.clone(),
+                raw: None,
+                meeting: None,
+                tenant: None,
+                filtered: false,
+            });
+            for hook in snapshot.all().filter(|h| notice.goes_to(h)) {
+                callbacks.push(Callback {
+                    ts: self.router.clock.stamp(hook.id, now_ms()),
+                    hook: hook.clone(),
+                    event: event.clone(),
+                    payload: payload.clone(),
+                    message: 0,
+                    chain: None,
+                    original: None,
+                });
+            }
+        }
+        if !self
+            .dispatcher
+            .accept(redis::pipe(), None, callbacks, &[])
+            .await
+        {
+            return false;
+        }
+        if let Err(e) = notices::taken(&conn, told.len()).await {
+            tracing::warn!(error = %e, "cannot mark events about hooks as queued: they may be sent twice");
+        }
+        true
+    }
+}
