@@ -69,6 +69,26 @@ pub struct Event {
 }
 
 impl Event {
+    /// An event of no meeting that is only its processed payload (a callback sent again, an
+    /// event about a hook).
+    pub fn of_payload(
+        source: crate::base::sources::SourceId,
+        id: &str,
+        processed: Arc<Payload>,
+    ) -> Self {
+        Self {
+            source,
+            id: id.to_string(),
+            internal_meeting_id: None,
+            external_meeting_id: None,
+            processed,
+            raw: None,
+            meeting: None,
+            tenant: None,
+            filtered: false,
+        }
+    }
+
     /// What a hook gets: the bus message for a getRaw hook (none for a synthesized event), else
     /// the processed event.
     pub fn payload(&self, get_raw: bool) -> Option<&Arc<Payload>> {

@@ -35,17 +35,7 @@ impl ProcessStage {
         let mut callbacks = Vec::new();
         for notice in told.iter().flatten() {
             let payload = Arc::new(Payload::new(notice.event_json()));
-            let event = Arc::new(Event {
-                source: 0,
-                id: notice.id.clone(),
-                internal_meeting_id: None,
-                external_meeting_id: None,
-                processed: payload.clone(),
-                raw: None,
-                meeting: None,
-                tenant: None,
-                filtered: false,
-            });
+            let event = Arc::new(Event::of_payload(0, &notice.id, payload.clone()));
             for hook in snapshot.all().filter(|h| notice.goes_to(h)) {
                 callbacks.push(Callback {
                     ts: self.router.clock.stamp(hook.id, now_ms()),
@@ -58,16 +48,11 @@ impl ProcessStage {
                 });
             }
         }
-        if !self
-            .dispatcher
-            .accept(redis::pipe(), None, callbacks, &[])
-            .await
-        {
-            return false;
-        }
-        if let Err(e) = notices::taken(&conn, told.len()).await {
-            tracing::warn!(error = %e, "cannot mark events about hooks as queued: they may be sent twice");
-        }
-        true
+        self.queue_taken(
+            callbacks,
+            notices::taken(&conn, told.len()),
+            "events about hooks",
+        )
+        .await
     }
 }

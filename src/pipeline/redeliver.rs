@@ -59,17 +59,11 @@ impl ProcessStage {
                     .find_stored(f.stored.source.as_deref())
                     .unwrap_or(0);
                 let payload = Arc::new(Payload::new(text));
-                let event = Arc::new(Event {
+                let event = Arc::new(Event::of_payload(
                     source,
-                    id: f.stored.event_id.to_string(),
-                    internal_meeting_id: None,
-                    external_meeting_id: None,
-                    processed: payload.clone(),
-                    raw: None,
-                    meeting: None,
-                    tenant: None,
-                    filtered: false,
-                });
+                    &f.stored.event_id,
+                    payload.clone(),
+                ));
                 callbacks.push(Callback {
                     ts: self.router.clock.stamp(hook.id, now_ms()),
                     hook: hook.clone(),
@@ -89,6 +83,19 @@ impl ProcessStage {
             );
             self.metrics.redelivered.inc_by(queued);
         }
+        self.queue_taken(callbacks, retain::taken(&conn, asked.len()), "redeliveries")
+            .await
+    }
+
+    /// Queues `callbacks`, made from records of an inbox, then drops those records with
+    /// `taken` (a crash in between makes them again: at least once). `false` when the relay
+    /// stopped first.
+    pub(super) async fn queue_taken(
+        &mut self,
+        callbacks: Vec<Callback>,
+        taken: impl std::future::Future<Output = redis::RedisResult<()>>,
+        what: &str,
+    ) -> bool {
         if !self
             .dispatcher
             .accept(redis::pipe(), None, callbacks, &[])
@@ -96,8 +103,8 @@ impl ProcessStage {
         {
             return false;
         }
-        if let Err(e) = retain::taken(&conn, asked.len()).await {
-            tracing::warn!(error = %e, "cannot mark redeliveries as queued: they may be queued twice");
+        if let Err(e) = taken.await {
+            tracing::warn!(error = %e, "cannot mark {what} as queued: they may be queued twice");
         }
         true
     }
