@@ -206,6 +206,13 @@ pub fn print_hook(h: &Value) {
             (s, _) => s.to_string(),
         },
     );
+    if h["receiver_circuit"] == "open" {
+        row(
+            "receiver:",
+            "unreachable: its circuit is open, its callbacks wait while one probe at a time tries it"
+                .to_string(),
+        );
+    }
     let events = h["event_ids"].as_array().map_or("(all)".to_string(), |a| {
         a.iter()
             .filter_map(Value::as_str)

@@ -21,7 +21,6 @@ use crate::{
         read::{self, HookState, State as Word},
     },
     hooks::Hook,
-    tenants::View,
 };
 
 /// One hook as the API shows it.
@@ -50,11 +49,22 @@ pub struct HookView {
     /// The tenant whose hook it is (its name; its id when no longer known); none for the
     /// operator's.
     pub tenant: Option<String>,
+    /// Its receiver's circuit on this instance: `open` (its callbacks wait, one probe at a
+    /// time tries it) or `closed`; none without circuits (`delivery.circuit_after`).
+    pub receiver_circuit: Option<&'static str>,
 }
 
 impl HookView {
-    fn new(id: HookId, hook: Option<&Hook>, s: HookState, now: u64, tenants: &View) -> Self {
+    fn new(id: HookId, hook: Option<&Hook>, s: HookState, now: u64, admin: &AdminState) -> Self {
         let time = |t: Option<u64>| t.map(rfc3339);
+        let tenants = admin.tenants.load();
+        let receiver_circuit = admin.circuits.as_ref().zip(hook).map(|(c, h)| {
+            if c.is_open(&h.callback_url) {
+                "open"
+            } else {
+                "closed"
+            }
+        });
         let tenant = hook.and_then(|h| h.tenant.as_deref()).map(|t| {
             tenants
                 .by_id(t)
@@ -62,6 +72,7 @@ impl HookView {
         });
         Self {
             tenant,
+            receiver_circuit,
             id: id.0,
             callback_url: hook
                 .map(|h| h.callback_url.clone())
@@ -139,8 +150,7 @@ pub async fn all(admin: &AdminState, filter: &ListFilter) -> Result<Vec<HookView
         .filter_map(|(id, s)| {
             let hook = snapshot.get(id).map(|h| &**h);
             // A removed hook whose state expired meanwhile is left out.
-            (hook.is_some() || s.removed.is_some())
-                .then(|| HookView::new(id, hook, s, now, &tenants))
+            (hook.is_some() || s.removed.is_some()).then(|| HookView::new(id, hook, s, now, admin))
         })
         .collect();
     Ok(hooks)
@@ -162,13 +172,7 @@ pub async fn view(admin: &AdminState, id: u64) -> Result<HookView, AdminError> {
     {
         return Err(AdminError::UnknownHook(id));
     }
-    Ok(HookView::new(
-        hook,
-        registered,
-        state,
-        now_ms(),
-        &admin.tenants.load(),
-    ))
+    Ok(HookView::new(hook, registered, state, now_ms(), admin))
 }
 
 /// What `POST /v1/hooks/{id}/enable` did.

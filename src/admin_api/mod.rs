@@ -34,6 +34,8 @@ pub struct AdminState {
     pub max_queue: usize,
     /// The tenants, whose names the hooks show and are filtered by.
     pub tenants: Arc<Tenants>,
+    /// The receivers' circuits, whose state each hook shows (`None`: off).
+    pub circuits: Option<Arc<crate::delivery::client::Circuits>>,
 }
 
 /// Why a call fails.

@@ -313,7 +313,12 @@ impl Reconciler {
                 _ = tick.tick() => false,
                 () = token.cancelled() => return,
             };
-            let result = self.once(&client).await;
+            // A BBB API that never answers must not hold the relay's stop up for the calls'
+            // timeouts (10 s each, getMeetings then getRecordings).
+            let result = tokio::select! {
+                r = self.once(&client) => r,
+                () = token.cancelled() => return,
+            };
             let up = result.is_ok();
             let was = self
                 .conference

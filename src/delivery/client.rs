@@ -133,8 +133,9 @@ pub struct CallbackClient {
     circuits: Option<Arc<Circuits>>,
 }
 
-/// The receivers' circuits, by host and port.
-struct Circuits {
+/// The receivers' circuits, by host and port ([`super::circuit`]), shared by the delivery
+/// lanes' clients and read by the admin API.
+pub struct Circuits {
     after: u32,
     max_open: Duration,
     open: std::sync::Mutex<std::collections::HashMap<String, Arc<Circuit>>>,
@@ -248,18 +249,8 @@ impl CallbackClient {
         })
     }
 
-    /// This client with a circuit per receiver ([`super::circuit`]): open after `after`
-    /// unreachable attempts in a row (0: none), probes at most `max_open` apart; open ones
-    /// shown in `metrics`.
-    pub fn with_circuits(self, after: u32, max_open: Duration, metrics: &Metrics) -> Self {
-        let circuits = (after > 0).then(|| {
-            Arc::new(Circuits {
-                after,
-                max_open,
-                open: std::sync::Mutex::default(),
-                gauges: metrics.receiver_circuit_open.clone(),
-            })
-        });
+    /// This client with the receivers' circuits (`None`: none).
+    pub fn with_circuits(self, circuits: Option<Arc<Circuits>>) -> Self {
         Self { circuits, ..self }
     }
 
@@ -341,6 +332,25 @@ fn http_client(s: &Settings) -> Result<reqwest::Client, reqwest::Error> {
 }
 
 impl Circuits {
+    /// A circuit per receiver: open after `after` unreachable attempts in a row (0: no
+    /// circuits, `None`), probes at most `max_open` apart; open ones shown in `metrics`.
+    pub fn new(after: u32, max_open: Duration, metrics: &Metrics) -> Option<Arc<Self>> {
+        (after > 0).then(|| {
+            Arc::new(Self {
+                after,
+                max_open,
+                open: std::sync::Mutex::default(),
+                gauges: metrics.receiver_circuit_open.clone(),
+            })
+        })
+    }
+
+    /// Whether the circuit of the receiver of `url` is open now.
+    pub fn is_open(&self, url: &str) -> bool {
+        let open = self.open.lock().unwrap_or_else(|e| e.into_inner());
+        open.get(&host_port(url)).is_some_and(|c| c.is_open())
+    }
+
     fn of(&self, url: &str) -> Guarded {
         let receiver = host_port(url);
         let mut open = self.open.lock().unwrap_or_else(|e| e.into_inner());

@@ -14,7 +14,7 @@ use tokio_util::{sync::CancellationToken, task::TaskTracker};
 use super::{
     ack::Acker,
     budget::Budget,
-    client::CallbackClient,
+    client::{CallbackClient, Circuits},
     hook_queue::HookQueue,
     insight::Insight,
     journal::{self, Removal},
@@ -209,6 +209,8 @@ pub struct Wiring {
     pub plugins: Arc<Plugins>,
     /// Where the workers record their attempts.
     pub insight: Arc<Insight>,
+    /// The receivers' circuits (`delivery.circuit_after`; `None`: off).
+    pub circuits: Option<Arc<Circuits>>,
 }
 
 impl DeliveryContext {
@@ -230,11 +232,7 @@ impl DeliveryContext {
             config.max_connections_per_receiver,
         )?
         .with_receivers(&config.receivers, &wiring.metrics)
-        .with_circuits(
-            config.circuit_after,
-            Duration::from_secs(config.circuit_max_open_s),
-            &wiring.metrics,
-        );
+        .with_circuits(wiring.circuits.clone());
         Ok(Self {
             queues: QueueStore {
                 conn: wiring.conn,

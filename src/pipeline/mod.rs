@@ -46,12 +46,18 @@ pub async fn run(config: Config, listeners: Listeners, shutdown: Shutdown) -> an
     let sources = sources::configured(&config);
     let metrics = start::metrics(&config, &sources);
     let tenants = crate::tenants::Tenants::new(&config.tenants);
+    let circuits = crate::delivery::client::Circuits::new(
+        config.delivery.circuit_after,
+        std::time::Duration::from_secs(config.delivery.circuit_max_open_s),
+        &metrics,
+    );
     let start = start::Start {
         config: &config,
         metrics: &metrics,
         token: &token,
         tracker: &tracker,
         tenants: &tenants,
+        circuits: &circuits,
     };
     start.tenants().await;
     let (plugins, _watcher) = start.plugins().await?;

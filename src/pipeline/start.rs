@@ -69,6 +69,9 @@ pub struct Start<'a> {
     pub tracker: &'a TaskTracker,
     /// The tenants in force, followed in Scalelite's Redis when `[scalelite]` is set.
     pub tenants: &'a Arc<Tenants>,
+    /// The receivers' circuits (`delivery.circuit_after`), shared by delivery and the admin
+    /// API.
+    pub circuits: &'a Option<Arc<crate::delivery::client::Circuits>>,
 }
 
 /// The hooks, and how this instance runs.
@@ -239,6 +242,7 @@ impl Start<'_> {
             retain: retain_bounds(&config.delivery),
             max_queue: config.delivery.max_queue,
             tenants: self.tenants.clone(),
+            circuits: self.circuits.clone(),
         });
         if let Some(l) = listeners.admin {
             let access = Arc::new(Access::bearer(
@@ -334,6 +338,7 @@ impl Start<'_> {
             tracker: self.tracker.clone(),
             fence: own_fence,
             plugins: plugins.clone(),
+            circuits: self.circuits.clone(),
         };
         let delivery = Arc::new(DeliveryContext::new(
             &config.delivery,

@@ -177,6 +177,9 @@ async fn a_down_receiver_with_many_hooks_gets_one_probe_at_a_time_and_all_resume
         if open == 1.0 { Ok(()) } else { Err(open) }
     })
     .await;
+    // `hooks show` (the admin API) says so for each of its hooks.
+    let shown = relay.admin_get("/v1/hooks/1").await;
+    assert_eq!(shown["receiver_circuit"], "open", "{shown}");
     let before = bad.connections.load(Ordering::SeqCst);
     // Proves how few attempts happen while it is open: 3.5 s of probes, one a second (the 50
     // hooks' own schedules would make about 1,750).
@@ -199,6 +202,10 @@ async fn a_down_receiver_with_many_hooks_gets_one_probe_at_a_time_and_all_resume
     .await;
     let m = relay.metrics().await;
     assert_eq!(crate::support::metric_value(&m, &series), 0.0, "closed");
+    assert_eq!(
+        relay.admin_get("/v1/hooks/1").await["receiver_circuit"],
+        "closed"
+    );
     assert_eq!(
         crate::support::metric_value(&m, "hookrelay_hooks_removed_total"),
         0.0

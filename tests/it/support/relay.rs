@@ -11,6 +11,9 @@ use super::{SECRET, TestRedis};
 pub struct TestRelay {
     pub api: SocketAddr,
     pub metrics: SocketAddr,
+    /// The admin API (its token: the one derived from the secret, or the configured one).
+    pub admin: SocketAddr,
+    admin_token: String,
     shutdown: Shutdown,
     handle: tokio::task::JoinHandle<anyhow::Result<()>>,
     http: reqwest::Client,
@@ -46,18 +49,23 @@ impl TestRelay {
         let metrics = TcpListener::bind("127.0.0.1:0")
             .await
             .expect("bind metrics");
+        let admin = TcpListener::bind("127.0.0.1:0").await.expect("bind admin");
         let (api_addr, metrics_addr) = (api.local_addr().unwrap(), metrics.local_addr().unwrap());
+        let admin_addr = admin.local_addr().unwrap();
+        let admin_token = config.admin.token(&config.bbb.secret).expose().to_string();
         let shutdown = Shutdown::new();
         let listeners = Listeners {
             api,
             metrics: Some(metrics),
-            admin: None,
+            admin: Some(admin),
             admin_socket: None,
         };
         let handle = tokio::spawn(hookrelay::run(config, listeners, shutdown.clone()));
         let relay = Self {
             api: api_addr,
             metrics: metrics_addr,
+            admin: admin_addr,
+            admin_token,
             shutdown,
             handle,
             http: http_client(),
@@ -104,6 +112,22 @@ impl TestRelay {
     /// Registers a hook; returns its id.
     pub async fn create_hook(&self, callback_url: &str, extra: &str) -> u64 {
         create_hook(&self.http, self.api, callback_url, extra).await
+    }
+
+    /// `GET {path}` of the admin API, as JSON.
+    #[allow(dead_code)]
+    pub async fn admin_get(&self, path: &str) -> serde_json::Value {
+        let text = self
+            .http
+            .get(format!("http://{}{path}", self.admin))
+            .bearer_auth(&self.admin_token)
+            .send()
+            .await
+            .expect("admin API answers")
+            .text()
+            .await
+            .expect("body");
+        serde_json::from_str(&text).unwrap_or_else(|e| panic!("{path}: {e}: {text}"))
     }
 
     /// The metrics text.
