@@ -18,25 +18,37 @@ pub fn query_without_checksum(query: &str) -> String {
     params.join("&")
 }
 
-/// Whether `supplied` is the right checksum for `call` and `raw_query`.
-pub fn verify(
+/// Which of `secrets` (its index, the first that matches) `supplied` is the checksum of
+/// `call` and `raw_query` with; the query is cut once, whatever the number of secrets.
+pub fn matching_secret<'s>(
     call: &str,
     raw_query: &str,
     supplied: &str,
-    secret: &str,
+    secrets: impl IntoIterator<Item = &'s str>,
     allowed: &[Algorithm],
-) -> bool {
-    let Some(alg) = Algorithm::from_hex_len(supplied.len()).filter(|a| allowed.contains(a)) else {
-        return false;
-    };
+) -> Option<usize> {
+    let alg = Algorithm::from_hex_len(supplied.len()).filter(|a| allowed.contains(a))?;
     let stripped = query_without_checksum(raw_query);
-    let expected = alg.hex_digest(&[call.as_bytes(), stripped.as_bytes(), secret.as_bytes()]);
-    expected.as_bytes().ct_eq(supplied.as_bytes()).into()
+    secrets.into_iter().position(|secret| {
+        let expected = alg.hex_digest(&[call.as_bytes(), stripped.as_bytes(), secret.as_bytes()]);
+        expected.as_bytes().ct_eq(supplied.as_bytes()).into()
+    })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Whether `supplied` is the right checksum for `call` and `raw_query` with `secret`.
+    fn verify(
+        call: &str,
+        raw_query: &str,
+        supplied: &str,
+        secret: &str,
+        allowed: &[Algorithm],
+    ) -> bool {
+        matching_secret(call, raw_query, supplied, [secret], allowed).is_some()
+    }
 
     #[test]
     fn reference_test_vectors() {

@@ -145,14 +145,16 @@ pub fn authenticate_caller<'a>(
     if checksums.next().is_some() {
         return Err(ApiError::Checksum);
     }
-    let signed_with =
-        |secret: &str| checksum::verify(call_name, query, &supplied, secret, algorithms);
-    let caller = if signed_with(operator) {
-        Caller::Operator
-    } else if let Some(t) = tenant.filter(|t| t.secrets().iter().any(|s| signed_with(s.expose()))) {
-        Caller::Tenant(t.clone())
-    } else {
-        return Err(ApiError::Checksum);
+    // The operator's secret first, then the tenant's: one digest per secret, the query cut once.
+    let tenant_secrets = tenant
+        .into_iter()
+        .flat_map(|t| t.secrets().iter().map(|s| s.expose()));
+    let secrets = std::iter::once(operator).chain(tenant_secrets);
+    let caller = match checksum::matching_secret(call_name, query, &supplied, secrets, algorithms) {
+        None => return Err(ApiError::Checksum),
+        Some(0) => Caller::Operator,
+        // Past the operator's: one of the tenant's.
+        Some(_) => Caller::Tenant(tenant.cloned().ok_or(ApiError::Checksum)?),
     };
     Ok((Params::parse(query)?, caller))
 }

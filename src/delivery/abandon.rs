@@ -86,10 +86,10 @@ pub async fn wait_enabled(ctx: &DeliveryContext, id: crate::base::ids::HookId) -
     const LOOK_EVERY: std::time::Duration = std::time::Duration::from_millis(200);
     let control = ctx.control();
     loop {
-        match control.store().registry().load().get(id) {
+        match control.store().registry().is_disabled(id) {
             None => return false,
-            Some(h) if !h.disabled => return true,
-            Some(_) => {}
+            Some(false) => return true,
+            Some(true) => {}
         }
         tokio::select! {
             () = tokio::time::sleep(LOOK_EVERY) => {}

@@ -126,11 +126,6 @@ impl Snapshot {
             .and_then(|id| self.by_id.get(id))
     }
 
-    /// The operator's hook with this callback URL.
-    pub fn by_url(&self, url: &str) -> Option<&Arc<Hook>> {
-        self.by_registration(Registration { tenant: None, url })
-    }
-
     /// Every hook in id order.
     pub fn all(&self) -> impl Iterator<Item = &Arc<Hook>> {
         self.by_id.values()
@@ -198,6 +193,12 @@ impl Registry {
         self.current.load().get(id).is_some()
     }
 
+    /// Whether hook `id` is disabled; `None` when there is no such hook. Without a copy of
+    /// the snapshot: delivery asks it before every callback.
+    pub fn is_disabled(&self, id: HookId) -> Option<bool> {
+        self.current.load().get(id).map(|h| h.disabled)
+    }
+
     /// Replaces every hook.
     pub fn replace_all(&self, hooks: impl IntoIterator<Item = Hook>) {
         let s = hooks
@@ -234,6 +235,17 @@ mod tests {
             permanent: false,
             tenant: None,
             disabled: false,
+        }
+    }
+
+    /// The operator's hook registered for `url`.
+    trait ByUrl {
+        fn by_url(&self, url: &str) -> Option<&Arc<Hook>>;
+    }
+
+    impl ByUrl for Snapshot {
+        fn by_url(&self, url: &str) -> Option<&Arc<Hook>> {
+            self.by_registration(Registration { tenant: None, url })
         }
     }
 

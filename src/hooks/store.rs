@@ -414,7 +414,7 @@ impl HookStore {
 
     /// Enables hook `id` again if it is disabled.
     async fn enable_if_disabled(&self, id: HookId) -> Result<(), StoreError> {
-        if self.registry.load().get(id).is_some_and(|h| h.disabled) {
+        if self.registry.is_disabled(id) == Some(true) {
             self.set_disabled(id, false).await?;
             tracing::info!(
                 hook_id = id.0,

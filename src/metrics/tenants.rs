@@ -39,18 +39,12 @@ impl TenantMetrics {
         );
     }
 
-    /// Sets the problem gauges to `counts` (reason, count); reasons not named go to 0.
-    pub fn set_problems(&self, counts: &[(&'static str, i64)]) {
-        for reason in ["no_record", "no_name", "no_secrets", "name_index"] {
-            let n = counts
-                .iter()
-                .find(|(r, _)| *r == reason)
-                .map_or(0, |(_, n)| *n);
-            self.problems
-                .get_or_create(&ReasonLabel {
-                    reason: reason.into(),
-                })
-                .set(n);
-        }
+    /// Sets the count of problems of `reason`.
+    pub fn set_problems(&self, reason: &'static str, n: i64) {
+        self.problems
+            .get_or_create(&ReasonLabel {
+                reason: reason.into(),
+            })
+            .set(n);
     }
 }

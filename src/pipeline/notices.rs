@@ -19,17 +19,10 @@ const AT_ONCE: usize = 64;
 impl ProcessStage {
     /// Queues the events about hooks told, if any. `false` when the relay stopped first.
     pub async fn hook_notices(&mut self) -> bool {
-        if !self.fence.holds() {
-            return true;
-        }
         let conn = self.dispatcher.conn();
-        let told = match notices::told(&conn, AT_ONCE).await {
-            Ok(t) if t.is_empty() => return true,
-            Ok(t) => t,
-            Err(e) => {
-                tracing::debug!(error = %e, "cannot read the events about hooks");
-                return true;
-            }
+        let read = notices::told(&conn, AT_ONCE);
+        let Some(told) = self.take_inbox(read, "the events about hooks").await else {
+            return true;
         };
         let snapshot = self.registry.load();
         let mut callbacks = Vec::new();

@@ -20,17 +20,10 @@ const AT_ONCE: usize = 16;
 impl ProcessStage {
     /// Queues the redeliveries asked for, if any. `false` when the relay stopped first.
     pub async fn redeliver(&mut self) -> bool {
-        if !self.fence.holds() {
-            return true;
-        }
         let conn = self.dispatcher.conn();
-        let asked = match retain::asked(&conn, AT_ONCE).await {
-            Ok(a) if a.is_empty() => return true,
-            Ok(a) => a,
-            Err(e) => {
-                tracing::debug!(error = %e, "cannot read the redeliveries asked for");
-                return true;
-            }
+        let read = retain::asked(&conn, AT_ONCE);
+        let Some(asked) = self.take_inbox(read, "the redeliveries asked for").await else {
+            return true;
         };
         let snapshot = self.registry.load();
         let mut callbacks = Vec::new();
@@ -85,6 +78,27 @@ impl ProcessStage {
         }
         self.queue_taken(callbacks, retain::taken(&conn, asked.len()), "redeliveries")
             .await
+    }
+
+    /// The records `read` takes from an inbox, when this instance processes the bus and there
+    /// are any; `None` otherwise, and when the store cannot be read now (they are taken at a
+    /// later round).
+    pub(super) async fn take_inbox<T>(
+        &self,
+        read: impl std::future::Future<Output = redis::RedisResult<Vec<Option<T>>>>,
+        what: &str,
+    ) -> Option<Vec<Option<T>>> {
+        if !self.fence.holds() {
+            return None;
+        }
+        match read.await {
+            Ok(records) if records.is_empty() => None,
+            Ok(records) => Some(records),
+            Err(e) => {
+                tracing::debug!(error = %e, "cannot read {what}");
+                None
+            }
+        }
     }
 
     /// Queues `callbacks`, made from records of an inbox, then drops those records with

@@ -60,11 +60,8 @@ impl Deferred {
             processed,
             raw,
             meeting: self.meeting.clone(),
-            tenant: self
-                .meeting
-                .as_deref()
-                .and_then(crate::event::facts::MeetingTenant::of_facts)
-                .map(Arc::new),
+            // Matched already: plugins see the tenant in the meeting's facts.
+            tenant: None,
             filtered: false,
         }
     }

@@ -30,6 +30,9 @@ pub enum Problem {
 }
 
 impl Problem {
+    /// Every `reason`, for the metric's series.
+    pub const REASONS: [&'static str; 4] = ["no_record", "no_name", "no_secrets", "name_index"];
+
     /// The metric's `reason`.
     pub fn reason(&self) -> &'static str {
         match self {
@@ -238,17 +241,15 @@ impl Told {
     }
 
     fn problems(&mut self, problems: &[Problem], metrics: &Metrics) {
-        let mut counts: Vec<(&'static str, i64)> = Vec::new();
-        for p in problems {
-            match counts.iter_mut().find(|(r, _)| *r == p.reason()) {
-                Some((_, n)) => *n += 1,
-                None => counts.push((p.reason(), 1)),
-            }
-            if !self.problems.contains(p) {
-                tracing::warn!(problem = ?p, reason = p.reason(), "a tenant record of Scalelite's cannot be used as it is: its last good version (if any) stays in force");
-            }
+        for p in problems.iter().filter(|p| !self.problems.contains(p)) {
+            tracing::warn!(problem = ?p, reason = p.reason(), "a tenant record of Scalelite's cannot be used as it is: its last good version (if any) stays in force");
         }
-        metrics.tenants.set_problems(&counts);
+        for reason in Problem::REASONS {
+            let n = problems.iter().filter(|p| p.reason() == reason).count();
+            metrics
+                .tenants
+                .set_problems(reason, i64::try_from(n).unwrap_or(i64::MAX));
+        }
         self.problems = problems.iter().cloned().collect();
     }
 }

@@ -11,7 +11,7 @@ use crate::{
     fleet::FLEET,
     support::{
         RelayProcess, Reply, TestReceiver, TestRedis, metric_value,
-        process::binary,
+        process::{binary, show_until},
         relay::{create_hook, http_client},
         user_joined, user_name,
         wait::{until, until_within},
@@ -51,18 +51,6 @@ fn refused(result: (i32, String, String), code: i32, what: &str) {
     assert_eq!(got, code, "stdout {out} stderr {err}");
     assert_eq!(err.lines().count(), 1, "{err}");
     assert!(err.contains(what), "{err}");
-}
-
-/// Polls `hooks show ID` until `done` holds for it.
-async fn show_until(cfg: &str, id: u64, done: impl Fn(&Value) -> bool) -> Value {
-    until(&format!("hook {id} as awaited"), async || {
-        let h = json(&["hooks", "show", &id.to_string(), "-c", cfg]);
-        match done(&h) {
-            true => Ok(h),
-            false => Err(h),
-        }
-    })
-    .await
 }
 
 #[tokio::test]

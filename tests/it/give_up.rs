@@ -9,7 +9,7 @@ use serde_json::Value;
 
 use crate::support::{
     RelayProcess, Reply, TestReceiver, TestRedis, metric_value,
-    process::cli,
+    process::{cli, show_until},
     relay::{create_hook, http_client},
     user_joined, user_name,
     wait::until,
@@ -24,20 +24,6 @@ async fn joins(redis: &TestRedis, range: std::ops::Range<usize>) {
     }
 }
 
-/// `hooks show ID --json`, once `done` holds for it.
-async fn shown_when(cfg: &str, id: u64, done: impl Fn(&Value) -> bool) -> Value {
-    until(&format!("hook {id} as awaited"), async || {
-        let (code, out, err) = cli(&["hooks", "show", &id.to_string(), "-c", cfg, "--json"]);
-        let h: Value =
-            serde_json::from_str(&out).unwrap_or(Value::String(format!("{code}: {err}")));
-        match done(&h) {
-            true => Ok(h),
-            false => Err(h),
-        }
-    })
-    .await
-}
-
 #[tokio::test]
 async fn a_disabled_hook_keeps_its_callbacks_and_resumes_in_order() {
     let redis = TestRedis::start().await;
@@ -49,7 +35,7 @@ async fn a_disabled_hook_keeps_its_callbacks_and_resumes_in_order() {
     let id = create_hook(&http_client(), relay.api, &url, "").await;
     joins(&redis, 0..5).await;
     // Four failed attempts of n0 (the schedule: 50, 100, 150 ms), then disabled, not removed.
-    shown_when(cfg, id, |h| h["state"] == "disabled").await;
+    show_until(cfg, id, |h| h["state"] == "disabled").await;
     assert!(relay.call("list", "").await.contains(&url), "still listed");
     let (code, list, _) = cli(&["hooks", "list", "-c", cfg]);
     assert_eq!(code, 0);
@@ -76,13 +62,13 @@ async fn a_disabled_hook_keeps_its_callbacks_and_resumes_in_order() {
         .collect();
     let want: Vec<String> = (0..10).map(|i| format!("n{i}")).collect();
     assert_eq!(names, want, "every kept callback once, in order");
-    shown_when(cfg, id, |h| h["state"] == "ok").await;
+    show_until(cfg, id, |h| h["state"] == "ok").await;
 
     // Disabled again; this time `hooks/create` of its URL (what the specification tells
     // integrators to do) brings it back, with its id.
     rx.set_default(Reply::Status(503));
     joins(&redis, 10..13).await;
-    shown_when(cfg, id, |h| h["state"] == "disabled").await;
+    show_until(cfg, id, |h| h["state"] == "disabled").await;
     rx.set_default(Reply::Status(200));
     assert_eq!(create_hook(&http_client(), relay.api, &url, "").await, id);
     let got = rx.wait_delivered(13).await;
@@ -229,7 +215,7 @@ async fn events_about_a_failing_hook_reach_the_hooks_that_ask_for_them_only() {
     create_hook(&http, relay.api, &rx.url("/watch"), ids).await;
     create_hook(&http, relay.api, &rx.url("/plain"), "").await;
     joins(&redis, 0..1).await;
-    shown_when(cfg, failing, |h| h["state"] == "disabled").await;
+    show_until(cfg, failing, |h| h["state"] == "disabled").await;
     bad.set_default(Reply::Status(200));
     let (code, _, err) = cli(&["hooks", "enable", &failing.to_string(), "-c", cfg]);
     assert_eq!(code, 0, "{err}");

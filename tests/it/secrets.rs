@@ -152,23 +152,11 @@ async fn no_tenant_secret_in_logs_or_metrics() {
     rx.wait_delivered(1).await;
     // Beta's secrets emptied (a bad record), then Scalelite's Redis gone.
     set_field(&scalelite, "tenant:u-2", "secrets", "").await;
-    until("the bad record is told", async || {
-        let log = std::fs::read_to_string(&relay.log).unwrap_or_default();
-        match log.contains("no_secrets") {
-            true => Ok(()),
-            false => Err(log.lines().count()),
-        }
-    })
-    .await;
+    relay.wait_log("the bad record is told", "no_secrets").await;
     scalelite.kill().await;
-    until("the failed read is told", async || {
-        let log = std::fs::read_to_string(&relay.log).unwrap_or_default();
-        match log.contains("cannot read Scalelite's tenants") {
-            true => Ok(()),
-            false => Err(log.lines().count()),
-        }
-    })
-    .await;
+    relay
+        .wait_log("the failed read is told", "cannot read Scalelite's tenants")
+        .await;
     let metrics = relay.metrics().await;
     let log = relay.terminate().await;
     let checksums: Vec<String> = rx

@@ -57,14 +57,12 @@ async fn an_unreachable_bbb_api_with_debug_logging_leaves_no_checksum_in_the_log
             ("HOOKRELAY_BBB__RECONCILE_INTERVAL_S", "1"),
         ];
         let relay = RelayProcess::start_env(&redis, "", "debug", &env).await;
-        until("the API's failure is logged", async || {
-            let log = std::fs::read_to_string(&relay.log).unwrap_or_default();
-            match log.contains("cannot read the conference state from BBB's API") {
-                true => Ok(()),
-                false => Err(log.lines().count()),
-            }
-        })
-        .await;
+        relay
+            .wait_log(
+                "the API's failure is logged",
+                "cannot read the conference state from BBB's API",
+            )
+            .await;
         let log = relay.terminate().await;
         assert!(
             !log.contains("checksum="),

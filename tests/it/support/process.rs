@@ -63,6 +63,19 @@ pub fn example(name: &str) -> PathBuf {
 }
 
 impl RelayProcess {
+    /// Waits until the relay's log contains `text` (`what` names the wait).
+    #[allow(dead_code)]
+    pub async fn wait_log(&self, what: &str, text: &str) {
+        super::wait::until(what, async || {
+            let log = std::fs::read_to_string(&self.log).unwrap_or_default();
+            match log.contains(text) {
+                true => Ok(()),
+                false => Err(log.lines().count()),
+            }
+        })
+        .await;
+    }
+
     /// Starts the binary against `redis` with `extra` TOML appended to a minimal configuration
     /// (fast retries, 127.0.0.1 allowed as a callback address), and waits until it is subscribed.
     pub async fn start(redis: &TestRedis, extra: &str) -> Self {
@@ -321,4 +334,25 @@ pub fn cli(args: &[&str]) -> (i32, String, String) {
         text(out.stdout),
         text(out.stderr),
     )
+}
+
+/// Polls `hookrelay hooks show ID --json` (configuration `cfg`) until `done` holds for it;
+/// returns it.
+#[allow(dead_code)]
+pub async fn show_until(
+    cfg: &str,
+    id: u64,
+    done: impl Fn(&serde_json::Value) -> bool,
+) -> serde_json::Value {
+    super::wait::until(&format!("hook {id} as awaited"), async || {
+        let (code, out, err) = cli(&["hooks", "show", &id.to_string(), "-c", cfg, "--json"]);
+        assert_eq!(code, 0, "hooks show {id}: {err}");
+        let h: serde_json::Value =
+            serde_json::from_str(&out).unwrap_or_else(|e| panic!("hooks show printed {out}: {e}"));
+        match done(&h) {
+            true => Ok(h),
+            false => Err(h),
+        }
+    })
+    .await
 }
