@@ -1,11 +1,12 @@
 //! The Redis pub/sub subscriber of one source (conference server): one connection on its
 //! channels, messages handed on in bus order, each marked with its source; when Redis goes away it reconnects with backoff (50 ms growing to 1 s: whatever
-//! is published while it is away is lost, so it retries often) and subscribes again.
+//! is published while it is away is lost, so it retries often) and subscribes again. At the
+//! relay's stop it unsubscribes and hands on what was published before.
 
 use std::{sync::Arc, time::Duration};
 
 use backon::{BackoffBuilder, ExponentialBuilder};
-use futures_util::StreamExt;
+use futures_util::{FutureExt, StreamExt};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
@@ -13,6 +14,10 @@ use crate::{
     base::sources::SourceId,
     metrics::{Metrics, bus::SourceMetrics},
 };
+
+/// How long the stop may take to unsubscribe and hand on what came before: Redis answers an
+/// UNSUBSCRIBE at once, so this bounds only an unanswering server.
+pub const DRAIN_WITHIN: Duration = Duration::from_secs(2);
 
 /// One message as it came off the bus.
 #[derive(Debug, Clone)]
@@ -101,6 +106,8 @@ impl Subscriber {
     }
 
     /// Forwards until the connection ends (`true`: reconnect) or the relay stops (`false`).
+    /// On the stop it unsubscribes and forwards what came before Redis confirmed it: a
+    /// message published before the stop is processed, not lost with the connection.
     async fn forward(
         &self,
         pubsub: redis::aio::PubSub,
@@ -108,38 +115,90 @@ impl Subscriber {
         tx: &mpsc::Sender<BusMessage>,
         token: &CancellationToken,
     ) -> bool {
-        let mut stream = pubsub.into_on_message();
+        let (mut sink, mut stream) = pubsub.split();
         loop {
             let msg = tokio::select! {
                 m = stream.next() => m,
-                () = token.cancelled() => return false,
+                () = token.cancelled() => {
+                    self.drain(&mut sink, &mut stream, epoch, tx).await;
+                    return false;
+                }
             };
             let Some(msg) = msg else { return true };
-            let arrived = std::time::Instant::now();
-            self.series.messages.inc();
-            self.series.clock.tick();
-            let bytes = msg.get_payload_bytes();
-            if bytes.len() > self.max_message_bytes {
-                self.metrics.bus.skip(&self.name, "oversized");
-                tracing::debug!(source = %self.name, bytes = bytes.len(), "skipping an oversized bus message");
+            let Some(m) = self.taken(&msg, epoch) else {
                 continue;
-            }
-            let Ok(text) = std::str::from_utf8(bytes) else {
-                self.metrics.bus.skip(&self.name, "not_utf8");
-                tracing::debug!(source = %self.name, "skipping a bus message that is not UTF-8");
-                continue;
-            };
-            let m = BusMessage {
-                source: self.source,
-                channel: msg.get_channel_name().to_string(),
-                payload: Arc::from(text),
-                arrived,
-                epoch,
             };
             tokio::select! {
-                r = tx.send(m) => if r.is_err() { return false },
-                () = token.cancelled() => return false,
+                permit = tx.reserve() => match permit {
+                    Ok(permit) => permit.send(m),
+                    Err(_) => return false,
+                },
+                () = token.cancelled() => {
+                    // The stage takes what comes until the subscribers are gone.
+                    let _ = tx.send_timeout(m, DRAIN_WITHIN).await;
+                    self.drain(&mut sink, &mut stream, epoch, tx).await;
+                    return false;
+                }
             }
         }
+    }
+
+    /// At the stop: unsubscribes, then forwards every message that came before Redis
+    /// confirmed it (they are ahead of the confirmation on the connection). Bounded by
+    /// [`DRAIN_WITHIN`], so that an unanswering Redis does not hold the stop.
+    async fn drain(
+        &self,
+        sink: &mut redis::aio::PubSubSink,
+        stream: &mut redis::aio::PubSubStream,
+        epoch: u64,
+        tx: &mpsc::Sender<BusMessage>,
+    ) {
+        let deadline = tokio::time::Instant::now() + DRAIN_WITHIN;
+        let unsubscribed =
+            tokio::time::timeout_at(deadline, sink.unsubscribe(&self.channels)).await;
+        if !matches!(unsubscribed, Ok(Ok(()))) {
+            tracing::debug!(source = %self.name, "no confirmation of the unsubscription at the stop");
+        }
+        let mut forwarded = 0_usize;
+        // Unconstrained: a receiver polled past the task's budget says "pending" with
+        // messages waiting, and those would be lost.
+        while let Some(Some(msg)) = tokio::task::unconstrained(stream.next()).now_or_never() {
+            let Some(m) = self.taken(&msg, epoch) else {
+                continue;
+            };
+            if tokio::time::timeout_at(deadline, tx.send(m)).await.is_err() {
+                break;
+            }
+            forwarded += 1;
+        }
+        if forwarded > 0 {
+            tracing::debug!(source = %self.name, forwarded, "messages taken off the bus at the stop");
+        }
+    }
+
+    /// The bus message of `msg`, counted; `None` (skipped and counted) when it is too large or
+    /// not UTF-8.
+    fn taken(&self, msg: &redis::Msg, epoch: u64) -> Option<BusMessage> {
+        let arrived = std::time::Instant::now();
+        self.series.messages.inc();
+        self.series.clock.tick();
+        let bytes = msg.get_payload_bytes();
+        if bytes.len() > self.max_message_bytes {
+            self.metrics.bus.skip(&self.name, "oversized");
+            tracing::debug!(source = %self.name, bytes = bytes.len(), "skipping an oversized bus message");
+            return None;
+        }
+        let Ok(text) = std::str::from_utf8(bytes) else {
+            self.metrics.bus.skip(&self.name, "not_utf8");
+            tracing::debug!(source = %self.name, "skipping a bus message that is not UTF-8");
+            return None;
+        };
+        Some(BusMessage {
+            source: self.source,
+            channel: msg.get_channel_name().to_string(),
+            payload: Arc::from(text),
+            arrived,
+            epoch,
+        })
     }
 }

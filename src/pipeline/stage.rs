@@ -100,10 +100,16 @@ impl ProcessStage {
             tokio::select! {
                 biased;
                 () = token.cancelled() => {
-                    // Messages already taken off the bus are processed and persisted once more.
-                    while let Ok(m) = rx.try_recv() {
-                        batch.push(m);
+                    // Messages already taken off the bus, and those the subscribers hand on as
+                    // they unsubscribe, are processed and persisted once more: until the last
+                    // subscriber is gone (the channel closes), within its bound.
+                    let deadline = tokio::time::Instant::now() + crate::bus::DRAIN_WITHIN * 2;
+                    while let Ok(n) = tokio::time::timeout_at(deadline, rx.recv_many(&mut batch, BATCH)).await {
+                        if n == 0 {
+                            break;
+                        }
                     }
+                    tracing::debug!(messages = batch.len(), "processed at the stop");
                     self.handle(&batch).await;
                     return;
                 }

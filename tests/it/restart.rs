@@ -205,3 +205,28 @@ async fn stored_hooks_that_hooks_create_would_refuse_are_not_loaded() {
     );
     relay.stop().await;
 }
+
+/// What was published before a SIGTERM is processed before the relay exits (it unsubscribes
+/// and takes what came before Redis confirmed it), and delivered after the restart: none lost,
+/// none twice. Before, the messages not yet read off the connection at the stop were lost (in
+/// one of three runs, 446 of these 500).
+#[tokio::test]
+async fn messages_published_right_before_a_sigterm_are_delivered_after_the_restart() {
+    use crate::support::{RelayProcess, check_no_loss, relay::create_hook, relay::http_client};
+    let redis = TestRedis::start().await;
+    let rx = TestReceiver::start().await;
+    let relay = RelayProcess::start(&redis, "").await;
+    create_hook(&http_client(), relay.api, &rx.url("/all"), "").await;
+    redis.publish(&meeting_created("int-1", "ext-1")).await;
+    // 500 joins in pipelines, and SIGTERM the moment the last is published.
+    redis.publish_users(0..500).await;
+    relay.terminate().await;
+    let relay = RelayProcess::start(&redis, "").await;
+    let got = rx.wait_delivered(501).await;
+    let names: Vec<String> = got[1..]
+        .iter()
+        .map(|r| crate::support::user_name(&r.event()))
+        .collect();
+    assert_eq!(check_no_loss(&names, 500), 0, "a join came twice");
+    relay.terminate().await;
+}
