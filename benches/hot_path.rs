@@ -54,7 +54,13 @@ fn matching(c: &mut Criterion) {
     }));
     let snapshot = registry.load();
     c.bench_function("match among 1,000 hooks", |b| {
-        b.iter(|| matcher::matching(&snapshot, "user-joined", Some("meeting-42"), None).count())
+        let wanted = matcher::Wanted {
+            event_id: "user-joined",
+            named_only: false,
+            external_meeting_id: Some("meeting-42"),
+            tenant: None,
+        };
+        b.iter(|| matcher::matching(&snapshot, wanted).count())
     });
 }
 

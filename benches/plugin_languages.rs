@@ -33,6 +33,7 @@ fn event(id: &str) -> Event {
         meeting: None,
         tenant: None,
         filtered: false,
+        named_only: false,
     }
 }
 

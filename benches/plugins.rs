@@ -46,6 +46,7 @@ fn event() -> Event {
         ),
         tenant: None,
         filtered: false,
+        named_only: false,
     }
 }
 

@@ -61,6 +61,10 @@ for p in event-filter meeting-metadata redact rules slack-format; do
   done
 done
 grep -q " ./usr/share/doc/hookrelay/plugins/README.md\$" <<<"$contents" || fail "the plugin guide is missing"
+# Every event's JSON Schema, as docs/schemas/ holds them (what `hookrelay events schema` prints).
+for f in docs/schemas/*.json; do
+  grep -q " ./usr/share/hookrelay/schemas/$(basename "$f")\$" <<<"$contents" || fail "schema $(basename "$f") missing"
+done
 echo "package: contents ok ($(basename "$deb"))"
 
 # A plugin from the package, enabled as the README says (a link to its .wasm and a copy of its
@@ -74,6 +78,12 @@ cp "$out/root/usr/share/hookrelay/plugins/redact.toml" "$out/enabled/10-redact.t
 grep -q '"name":"\[redacted\]"' "$out/replay.txt" || { cat "$out/replay.txt"; fail "the packaged redact did not redact"; }
 if grep -q '"name":"[^[]' "$out/replay.txt"; then fail "the packaged redact left a name"; fi
 echo "package: the packaged redact plugin loads in the packaged binary and redacts names"
+# The installed schemas are the ones the packaged binary prints.
+"$out/root/usr/bin/hookrelay" events schema user-role-changed >"$out/schema.json"
+cmp -s <(python3 -m json.tool "$out/schema.json") \
+  <(python3 -m json.tool "$out/root/usr/share/hookrelay/schemas/user-role-changed.schema.json") \
+  || fail "the packaged binary's schema of user-role-changed is not the installed one"
+echo "package: the installed event schemas are the binary's"
 
 # Installing starts the service where systemd runs, against the machine's own Redis: only on a
 # machine without systemd (a container, as in CI).

@@ -29,10 +29,13 @@ if [ -z "$quick" ]; then
   scripts/ensure-ralph.sh
   scripts/ensure-chromium.sh
   scripts/ensure-standard-webhooks.sh
+  scripts/ensure-schema-tools.sh
   # The dashboard tests must then evaluate bbb-exporter's and hookrelay's queries in a real
   # Prometheus, the xAPI tests send to a real LRS, the status page is tried in a real browser,
-  # and JSON callbacks are verified by the official Standard Webhooks libraries.
+  # JSON callbacks are verified by the official Standard Webhooks libraries, and types are
+  # generated from the events' schemas as docs/integrators.md says.
   export TEST_REQUIRE_PROMETHEUS=1 TEST_REQUIRE_RALPH=1 TEST_REQUIRE_CHROMIUM=1 TEST_REQUIRE_STANDARD_WEBHOOKS=1
+  export TEST_REQUIRE_SCHEMA_TOOLS=1
 fi
 scripts/build-plugins.sh
 # nextest's output, and cargo test's (whose "test result:" lines are counted; nextest prints

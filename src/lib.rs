@@ -62,7 +62,7 @@
 //! (`check-config`, `plugin check`, `replay`), `src/plugin_cli.rs` (`plugin new`, `build`,
 //! `test`, `deploy`, and `record`, over [`authoring`]) and `src/admin/` (`hooks`,
 //! `deliveries`, `redeliver`, `import-reference`, `fleet status`, `sign`, `verify`,
-//! `admin-token`).
+//! `admin-token`) and `src/events_cli.rs` (`events list`, `events schema`).
 
 pub(crate) mod admin_api;
 pub(crate) mod api;
@@ -116,6 +116,7 @@ pub use event::{
     catalogue::OUTPUT_IDS,
     mapping::Mappings,
     process::{EventFilter, Processor},
+    schema as event_schema,
 };
 pub use fleet::status as fleet_status;
 pub use hooks::{Hook, Registry, matcher};

@@ -5,6 +5,7 @@
 use std::{path::PathBuf, process::ExitCode};
 
 mod admin;
+mod events_cli;
 mod plugin_cli;
 mod tools;
 
@@ -101,6 +102,12 @@ enum Command {
     /// Several instances on one store: show who holds the fleet lease, how far back each
     /// instance's kept messages reach and who delivers each hook (read from the store).
     Fleet(admin::FleetArgs),
+    /// The events hookrelay sends: list their ids and who gets them, or print the JSON Schema
+    /// of one (docs/schemas/).
+    Events {
+        #[command(subcommand)]
+        command: events_cli::EventsCommand,
+    },
 }
 
 #[derive(Subcommand)]
@@ -218,6 +225,7 @@ fn main() -> ExitCode {
         Command::Verify(args) => return admin::verify(&args),
         Command::ImportReference(args) => return admin::import_reference(&args),
         Command::Fleet(args) => return admin::fleet(&args),
+        Command::Events { command } => return events_cli::run(&command),
         Command::AdminToken(args) => return admin::admin_token(&args),
     };
     let config = match Config::load_with_reference(path.as_deref(), &reference) {

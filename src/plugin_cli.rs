@@ -194,10 +194,7 @@ fn run_file(
     tally: &mut Tally,
 ) -> Result<(), AuthoringError> {
     let file = &cases.path;
-    let filter = EventFilter {
-        include: config.delivery.include_events.clone(),
-        exclude: config.delivery.exclude_events.clone(),
-    };
+    let filter = EventFilter::of(config);
     let results = cases::run(cases, chain, filter);
     if update {
         cases::update(file, &results)?;

@@ -192,12 +192,7 @@ impl MessageRouter {
                     .as_ref()
                     .zip(tenants.as_ref())
                     .and_then(|(t, view)| view.resolve(t.id.as_deref(), t.name.as_deref()));
-                let hooks = matcher::matching(
-                    snapshot,
-                    &event.id,
-                    event.external_meeting_id.as_deref(),
-                    tenant,
-                );
+                let hooks = matcher::matching(snapshot, matcher::Wanted::of(&event, tenant));
                 for hook in hooks {
                     // A raw hook gets nothing for an event the relay synthesized.
                     if event.payload(hook.get_raw).is_none() {

@@ -213,10 +213,7 @@ pub fn replay(args: &ReplayArgs) -> ExitCode {
             Err(code) => return code,
         },
     };
-    let filter = EventFilter {
-        include: config.delivery.include_events.clone(),
-        exclude: config.delivery.exclude_events.clone(),
-    };
+    let filter = EventFilter::of(&config);
     let hooks = replay::hooks(&args.hooks, &args.raw_hooks);
     let result = replay::run(&messages, hooks, &set, filter);
     let sent = if args.send {

@@ -36,6 +36,8 @@ pub struct Config {
     pub redis: RedisConfig,
     pub delivery: DeliveryConfig,
     pub mapping: MappingConfig,
+    /// `[events]`: which events go to hooks that did not name them.
+    pub events: EventsConfig,
     pub metrics: MetricsConfig,
     pub plugins: PluginsConfig,
     /// `[[sources]]`: the conference servers listened to; none: `[redis]` and `[bbb]`.
@@ -445,6 +447,16 @@ impl Default for MappingConfig {
             inactivity_timeout_s: 86_400,
         }
     }
+}
+
+/// `[events]`: the events beyond the reference's catalogue (`docs/events.md`).
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct EventsConfig {
+    /// `false`: the events the reference never sends (breakout rooms, why a meeting ended, role
+    /// and away changes, timers) go only to hooks whose eventID names them; `true`: to every
+    /// matching hook, like the others.
+    pub beyond_reference: bool,
 }
 
 /// The Prometheus endpoint.

@@ -16,12 +16,7 @@ use crate::{
 };
 
 /// The event ids, in the order a hook's troubles go.
-pub const IDS: [&str; 4] = [
-    "hook-failing",
-    "hook-disabled",
-    "hook-removed",
-    "hook-recovered",
-];
+pub use crate::event::catalogue::ABOUT_HOOKS as IDS;
 
 /// One event about a hook.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

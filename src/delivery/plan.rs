@@ -109,6 +109,7 @@ mod tests {
             meeting: None,
             tenant: None,
             filtered: false,
+            named_only: false,
         })
     }
 

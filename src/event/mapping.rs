@@ -122,8 +122,17 @@ impl UserAttributes {
 
     /// Sets `presenter` (the key keeps its place, or comes last when it was missing).
     pub fn set_presenter(&mut self, on: bool) {
+        self.set("presenter", on.into());
+    }
+
+    /// Sets `role` (after a role change), as [`Self::set_presenter`] does.
+    pub fn set_role(&mut self, role: &str) {
+        self.set("role", role.into());
+    }
+
+    fn set(&mut self, key: &str, value: Value) {
         let mut map = self.to_map();
-        map.insert("presenter".into(), on.into());
+        map.insert(key.into(), value);
         *self = Self::new(&map);
     }
 }

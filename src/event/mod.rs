@@ -1,7 +1,8 @@
 //! Events: [`decode`] turns a bus message into a [`decode::Message`], [`catalogue`] maps it to a
 //! processed webhook event, [`mapping`] keeps the internal -> external id tables those events
 //! need (persisted by [`persist`]) with what plugins are told of each meeting ([`facts`]), and
-//! [`process`] runs them for one message, with the state changes and synthesized events.
+//! [`process`] runs them for one message, with the state changes and synthesized events;
+//! [`schema`] describes each processed event as a JSON Schema.
 
 pub mod catalogue;
 pub mod decode;
@@ -11,6 +12,7 @@ pub mod persist;
 pub mod process;
 #[cfg(test)]
 mod proptests;
+pub mod schema;
 
 use std::sync::{Arc, OnceLock};
 
@@ -66,6 +68,9 @@ pub struct Event {
     /// Kept from hooks by `[delivery]`'s include / exclude lists, and made only for the other
     /// outputs (xAPI), which see every event as the reference's do.
     pub filtered: bool,
+    /// Goes only to hooks whose eventID names it: an event beyond the reference's catalogue
+    /// (`[events] beyond_reference = false`) or about a hook.
+    pub named_only: bool,
 }
 
 impl Event {
@@ -86,6 +91,7 @@ impl Event {
             meeting: None,
             tenant: None,
             filtered: false,
+            named_only: false,
         }
     }
 

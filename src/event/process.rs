@@ -38,14 +38,25 @@ impl Skip {
     }
 }
 
-/// The global filters of `[delivery]`: ids compared case-insensitively.
+/// The global filters of `[delivery]` (ids compared case-insensitively), and whether the
+/// events beyond the reference go to every hook (`[events] beyond_reference`).
 #[derive(Debug, Clone, Default)]
 pub struct EventFilter {
     pub include: Vec<String>,
     pub exclude: Vec<String>,
+    pub beyond_reference: bool,
 }
 
 impl EventFilter {
+    /// The filter a configuration sets.
+    pub fn of(config: &crate::config::Config) -> Self {
+        Self {
+            include: config.delivery.include_events.clone(),
+            exclude: config.delivery.exclude_events.clone(),
+            beyond_reference: config.events.beyond_reference,
+        }
+    }
+
     pub fn allows(&self, id: &str) -> bool {
         let listed = |list: &[String]| list.iter().any(|e| e.eq_ignore_ascii_case(id));
         (self.include.is_empty() || listed(&self.include)) && !listed(&self.exclude)
@@ -175,6 +186,17 @@ impl Processor {
                 let on = id == "user-presenter-assigned";
                 m.update_user(mid, uid, |u| u.user.set_presenter(on));
             }
+            ("user-role-changed", Some(mid), Some(uid)) => {
+                // The user's stored attributes carry the new role (a later user-left says it).
+                if let Some(role) = mapped
+                    .attributes
+                    .get("user")
+                    .and_then(|u| u.get("role"))
+                    .and_then(Value::as_str)
+                {
+                    m.update_user(mid, uid, |u| u.user.set_role(role));
+                }
+            }
             (
                 id @ ("meeting-screenshare-started" | "meeting-screenshare-stopped"),
                 Some(mid),
@@ -219,6 +241,7 @@ impl Processor {
         let facts = mid.and_then(|mid| self.mappings.facts(mid));
         let tenant = mid.and_then(|mid| self.mappings.tenant(mid));
         for e in out.iter_mut() {
+            e.named_only = !self.filter.beyond_reference && catalogue::beyond_reference(&e.id);
             e.source = self.source;
             e.meeting = facts.cloned();
             e.tenant = tenant.cloned();
@@ -271,6 +294,7 @@ fn event(mapped: &Mapped, json: String, raw: Option<Arc<str>>) -> Event {
         meeting: None,
         tenant: None,
         filtered: false,
+        named_only: false,
     }
 }
 

@@ -126,6 +126,23 @@ proptest! {
 
 /// A well-formed message of kind `name` carrying everything any kind needs.
 fn well_formed(name: &str) -> Value {
+    let mut m = shared_parts(name);
+    let body = &mut m["core"]["body"];
+    match name {
+        // The user whose role changes is the body's (the header's changed it).
+        "UserRoleChangedEvtMsg" => {
+            body["userId"] = "u2".into();
+            body["role"] = "MODERATOR".into();
+        }
+        "BreakoutRoomStartedEvtMsg" => body["breakout"] = serde_json::json!({"breakoutId": "b1"}),
+        "BreakoutRoomEndedEvtMsg" => body["breakoutId"] = "b1".into(),
+        _ => {}
+    }
+    m
+}
+
+/// What every kind of the reference's catalogue needs.
+fn shared_parts(name: &str) -> Value {
     serde_json::json!({
         "envelope": {"name": name, "routing": {"meetingId": "m1"}},
         "core": {

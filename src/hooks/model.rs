@@ -28,10 +28,15 @@ pub struct Hook {
 impl Hook {
     /// Whether the hook's eventID filter lets `event_id` through (case-insensitive).
     pub fn wants(&self, event_id: &str) -> bool {
-        match &self.event_ids {
-            None => true,
-            Some(ids) => ids.iter().any(|id| id.eq_ignore_ascii_case(event_id)),
-        }
+        self.event_ids.is_none() || self.names(event_id)
+    }
+
+    /// Whether the hook's eventID lists `event_id` (case-insensitive): what an event that goes
+    /// only to hooks asking for it needs ([`crate::event::Event::named_only`]).
+    pub fn names(&self, event_id: &str) -> bool {
+        self.event_ids
+            .as_ref()
+            .is_some_and(|ids| ids.iter().any(|id| id.eq_ignore_ascii_case(event_id)))
     }
 
     /// What the one-hook-per-callback-URL rule is about: the URL within its owner.

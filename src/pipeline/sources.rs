@@ -55,10 +55,7 @@ pub async fn restore(
     config: &Config,
     token: &CancellationToken,
 ) -> Option<Vec<Processor>> {
-    let filter = EventFilter {
-        include: config.delivery.include_events.clone(),
-        exclude: config.delivery.exclude_events.clone(),
-    };
+    let filter = EventFilter::of(config);
     let mut processors = Vec::with_capacity(sources.len());
     for s in sources {
         let keys = &s.keys;

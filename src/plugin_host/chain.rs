@@ -192,6 +192,7 @@ mod tests {
             meeting: None,
             tenant: None,
             filtered: false,
+            named_only: false,
         }
     }
 

@@ -63,6 +63,7 @@ impl Deferred {
             // Matched already: plugins see the tenant in the meeting's facts.
             tenant: None,
             filtered: false,
+            named_only: false,
         }
     }
 
@@ -91,6 +92,7 @@ mod tests {
             meeting: Some(r#"{"metadata":{"k":"v"}}"#.into()),
             tenant: None,
             filtered: false,
+            named_only: false,
         }
     }
 

@@ -7,6 +7,8 @@ use std::{collections::BTreeMap, sync::Arc};
 use hookrelay::{EventFilter, Hook, OUTPUT_IDS, PluginSet, replay};
 use serde_json::{Value, json};
 
+use crate::support::bbb3;
+
 const FILE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/docs/events.md");
 
 const MID: &str = "8043c8452ae9830aac14c517adff3839dbd9228f-1698771157700";
@@ -79,6 +81,7 @@ fn recording_messages() -> Vec<Value> {
         })
     })
     .collect();
+    out.extend(bbb3::POST_EVENTS.map(bbb3::message));
     for name in [
         "PublishedRecordingSysMsg",
         "UnpublishedRecordingSysMsg",
@@ -103,6 +106,11 @@ fn render() -> String {
     // Before the users leave (the last three lines): the ids the recorded meeting lacks.
     let end = messages.split_off(messages.len() - 3);
     messages.extend(more_messages().iter().map(|m| Arc::from(m.to_string())));
+    messages.extend(
+        bbb3::MESSAGES
+            .iter()
+            .map(|n| Arc::from(bbb3::message(n).to_string())),
+    );
     messages.extend(end);
     messages.extend(
         recording_messages()
@@ -123,10 +131,17 @@ fn render() -> String {
         &messages,
         vec![hook],
         &PluginSet::default(),
-        EventFilter::default(),
+        // The events beyond the reference too, for their examples.
+        EventFilter {
+            beyond_reference: true,
+            ..EventFilter::default()
+        },
     );
     let mut examples: BTreeMap<&str, Value> = BTreeMap::new();
     for cb in &out.hooks[0].callbacks {
+        crate::support::schema::assert_meets_schema(
+            &serde_json::from_str(cb.payload.text()).expect("json"),
+        );
         let id = OUTPUT_IDS
             .iter()
             .find(|i| **i == cb.event_id)
@@ -148,16 +163,31 @@ fn render() -> String {
          `body = \"json\"`, the whole body). `data.event.ts` is when the relay processed the bus message \
          (fixed here). Field by field, the events follow the reference service \
          (`bbb-events.md`); [differences.md](differences.md) lists where \
-         hookrelay deliberately differs.\n\n",
+         hookrelay deliberately differs.\n\n\
+         Beyond the reference's catalogue, hookrelay maps BigBlueButton 3.x's breakout rooms, \
+         why a meeting ends, role and away changes and the timer (their bus messages, built \
+         from BigBlueButton's case classes, are in `tests/fixtures/bbb-3x/`, whose README cites \
+         the sources). A receiver that did not ask sees nothing new: these go only to hooks \
+         whose `eventID` names them, unless the operator sets `[events] beyond_reference = \
+         true` (then to every matching hook, raw hooks included, like the others). \
+         `rap-post-events-started` and `rap-post-events-ended` are the reference 3.7's own, \
+         and go to every matching hook. Every id has a JSON Schema (draft 2020-12) in \
+         [schemas/](schemas/) (`hookrelay events schema ID` prints it; the package installs \
+         them in `/usr/share/hookrelay/schemas/`); [integrators.md](integrators.md) shows how \
+         to generate types from them.\n\n",
     );
-    md.push_str("| event id | example |\n| --- | --- |\n");
+    md.push_str("| event id | who gets it | example | schema |\n| --- | --- | --- | --- |\n");
     for id in OUTPUT_IDS {
         let cell = if examples.contains_key(id) {
             format!("[below](#{id})")
         } else {
             "no example: the fixtures have no such message".to_string()
         };
-        md.push_str(&format!("| `{id}` | {cell} |\n"));
+        let audience = hookrelay::event_schema::audience(id);
+        let schema = hookrelay::event_schema::file_name(id);
+        md.push_str(&format!(
+            "| `{id}` | {audience} | {cell} | [{schema}](schemas/{schema}) |\n"
+        ));
     }
     for id in OUTPUT_IDS {
         if let Some(v) = examples.get(id) {
@@ -184,4 +214,37 @@ fn the_event_catalogue_in_docs_is_current() {
         .filter(|id| !now.contains(&format!("\n## {id}\n")))
         .collect();
     assert!(missing.is_empty(), "no example of {missing:?}");
+}
+
+/// `docs/schemas/` holds what `hookrelay events schema --out` writes, file for file.
+#[test]
+fn the_schemas_in_docs_are_current() {
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/docs/schemas");
+    let files = hookrelay::event_schema::files();
+    if std::env::var_os("UPDATE_DOCS").is_some() {
+        std::fs::create_dir_all(dir).expect("docs/schemas");
+        for (name, text) in &files {
+            std::fs::write(format!("{dir}/{name}"), text).expect("write a schema");
+        }
+    }
+    let mut on_disk: Vec<String> = std::fs::read_dir(dir)
+        .map(|d| {
+            d.filter_map(|e| e.ok()?.file_name().into_string().ok())
+                .collect()
+        })
+        .unwrap_or_default();
+    on_disk.sort();
+    let mut names: Vec<String> = files.iter().map(|(n, _)| n.clone()).collect();
+    names.sort();
+    assert_eq!(
+        on_disk, names,
+        "docs/schemas: run UPDATE_DOCS=1 cargo test --test it docs"
+    );
+    for (name, text) in &files {
+        let disk = std::fs::read_to_string(format!("{dir}/{name}")).unwrap_or_default();
+        assert!(
+            &disk == text,
+            "docs/schemas/{name} is stale: run UPDATE_DOCS=1 cargo test --test it docs"
+        );
+    }
 }

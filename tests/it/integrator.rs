@@ -123,11 +123,17 @@ async fn one_real_callback(redis: &TestRedis) -> Got {
 /// The code block of docs/integrators.md that starts with ```` ```lang ```` in its "Verifying
 /// callbacks" section.
 fn readme_snippet(lang: &str) -> String {
+    doc_snippet("Verifying callbacks", lang)
+}
+
+/// The first code block that starts with ```` ```lang ```` in section `title` of
+/// docs/integrators.md.
+pub fn doc_snippet(title: &str, lang: &str) -> String {
     let readme =
         std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/integrators.md"))
             .expect("docs/integrators.md");
     let section = readme
-        .split("\n## Verifying callbacks")
+        .split(&format!("\n## {title}"))
         .nth(1)
         .and_then(|s| s.split("\n## ").next())
         .expect("the section");

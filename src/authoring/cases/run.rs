@@ -9,7 +9,7 @@ use super::{Case, CaseFile, HookSpec, Input, Outcome};
 use crate::{
     base::ids::HookId,
     event::{
-        Event, Payload,
+        Event, Payload, catalogue,
         mapping::Mappings,
         process::{EventFilter, Processor},
     },
@@ -62,6 +62,7 @@ pub fn run(file: &CaseFile, plugins: &PluginSet, filter: EventFilter) -> Vec<Cas
     let registry = Registry::default();
     registry.replace_all(hooks);
     let snapshot = registry.load();
+    let beyond_reference = filter.beyond_reference;
     let mut router = MessageRouter::new(Processor::new(Mappings::new(u64::MAX, false), filter));
     let unplugged = PluginSet::default();
     let mut results = Vec::with_capacity(file.cases.len());
@@ -82,17 +83,14 @@ pub fn run(file: &CaseFile, plugins: &PluginSet, filter: EventFilter) -> Vec<Cas
                 .map(|c| (c.hook, c.event, c.ts))
                 .collect(),
             Input::Event(v) => {
-                let event = Arc::new(processed_event(v, case.meeting.as_ref()));
+                let mut event = processed_event(v, case.meeting.as_ref());
+                event.named_only = !beyond_reference && catalogue::beyond_reference(&event.id);
+                let event = Arc::new(event);
                 let ts = now;
-                matcher::matching(
-                    &snapshot,
-                    &event.id,
-                    event.external_meeting_id.as_deref(),
-                    None,
-                )
-                .filter(|h| !h.get_raw)
-                .map(|h| (h.clone(), event.clone(), ts))
-                .collect()
+                matcher::matching(&snapshot, matcher::Wanted::of(&event, None))
+                    .filter(|h| !h.get_raw)
+                    .map(|h| (h.clone(), event.clone(), ts))
+                    .collect()
             }
         };
         let mut actual = Vec::new();
@@ -144,5 +142,6 @@ fn processed_event(v: &Value, facts: Option<&Value>) -> Event {
         meeting: facts.map(|m| Arc::from(m.to_string())),
         tenant: None,
         filtered: false,
+        named_only: false,
     }
 }

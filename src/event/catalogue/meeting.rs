@@ -1,8 +1,9 @@
-//! Meeting events: created, ended, recording status, screen share, presentation.
+//! Meeting events: created, ended, recording status, screen share, presentation; and beyond the
+//! reference's catalogue, why a meeting ends and its breakout rooms.
 
 use serde_json::{Map, Value};
 
-use super::{MapError, Mapped, put, with_meeting};
+use super::{MapError, Mapped, put, user::user_ids, with_meeting};
 use crate::event::{
     decode::{Message, path},
     mapping::Mappings,
@@ -130,4 +131,64 @@ pub(super) fn presentation_changed(
         "meeting-presentation-changed",
         attributes,
     )))
+}
+
+/// `MeetingEndingEvtMsg`: the meeting is about to end, and why (`reason`: akka-apps'
+/// `MeetingEndReason`, e.g. `ENDED_FROM_API`, `ENDED_WHEN_LAST_USER_LEFT`). `ended-by`: the
+/// user who ended it, when a user did (the header's user; `system` and `not-used` are none).
+pub(super) fn ending(msg: &Message, mappings: &Mappings) -> Result<Option<Mapped>, MapError> {
+    let mut attributes = with_meeting(msg, mappings);
+    put(&mut attributes, "reason", msg.body_field("reason"));
+    if let Some(uid) = msg.user_id().filter(|u| *u != "system") {
+        attributes.insert(
+            "ended-by".into(),
+            Value::Object(user_ids(msg, mappings, Some(uid))),
+        );
+    }
+    Ok(Some(Mapped::new("meeting-ending", attributes)))
+}
+
+/// `BreakoutRoomStartedEvtMsg` (on the parent meeting): `meeting` is the parent, `breakout`
+/// the room. The room's join URLs (`html5JoinUrls`) are left out: each lets its user in.
+pub(super) fn breakout_started(
+    msg: &Message,
+    mappings: &Mappings,
+) -> Result<Option<Mapped>, MapError> {
+    let room = path(&msg.value, &["core", "body", "breakout"]).and_then(Value::as_object);
+    let field = |k: &str| room.and_then(|r| r.get(k));
+    let mut b = Map::new();
+    put(&mut b, "internal-meeting-id", field("breakoutId"));
+    put(&mut b, "external-meeting-id", field("externalId"));
+    for (key, source) in [
+        ("name", "name"),
+        ("short-name", "shortName"),
+        ("sequence", "sequence"),
+        ("is-default-name", "isDefaultName"),
+        ("free-join", "freeJoin"),
+        ("capture-notes", "captureNotes"),
+        ("capture-slides", "captureSlides"),
+    ] {
+        put(&mut b, key, field(source));
+    }
+    let mut attributes = with_meeting(msg, mappings);
+    attributes.insert("breakout".into(), Value::Object(b));
+    Ok(Some(Mapped::new("breakout-room-started", attributes)))
+}
+
+/// `BreakoutRoomEndedEvtMsg` (on the parent meeting): the room's external id is the one its
+/// own `meeting-created` gave, omitted when the relay did not see it.
+pub(super) fn breakout_ended(
+    msg: &Message,
+    mappings: &Mappings,
+) -> Result<Option<Mapped>, MapError> {
+    let mut b = Map::new();
+    if let Some(room) = msg.body_field("breakoutId").and_then(Value::as_str) {
+        b.insert("internal-meeting-id".into(), room.into());
+        if let Some(ext) = mappings.external_meeting(room) {
+            b.insert("external-meeting-id".into(), ext.into());
+        }
+    }
+    let mut attributes = with_meeting(msg, mappings);
+    attributes.insert("breakout".into(), Value::Object(b));
+    Ok(Some(Mapped::new("breakout-room-ended", attributes)))
 }

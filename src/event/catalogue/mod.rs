@@ -6,13 +6,17 @@ mod content;
 mod meeting;
 mod needs;
 mod recording;
+mod timer;
 mod user;
 
 use std::{borrow::Cow, collections::HashMap, sync::LazyLock};
 
 use serde_json::{Map, Value, json};
 
-use self::needs::{CHAT, CORE, Needs, POLL_RESPONDED, POLL_STARTED, USER};
+use self::needs::{
+    BREAKOUT_ENDED, BREAKOUT_STARTED, CHAT, CORE, Needs, POLL_RESPONDED, POLL_STARTED,
+    ROLE_CHANGED, USER,
+};
 use super::{
     decode::{Message, path},
     mapping::Mappings,
@@ -162,6 +166,28 @@ const TABLE: &[(&str, Needs, MapFn)] = &[
     ("PublishedRecordingSysMsg", CORE, recording::sys_msg),
     ("UnpublishedRecordingSysMsg", CORE, recording::sys_msg),
     ("DeletedRecordingSysMsg", CORE, recording::sys_msg),
+    // Beyond the reference's catalogue (BBB 3.x; [`BEYOND_REFERENCE`]).
+    ("MeetingEndingEvtMsg", CORE, meeting::ending),
+    (
+        "BreakoutRoomStartedEvtMsg",
+        BREAKOUT_STARTED,
+        meeting::breakout_started,
+    ),
+    (
+        "BreakoutRoomEndedEvtMsg",
+        BREAKOUT_ENDED,
+        meeting::breakout_ended,
+    ),
+    ("UserRoleChangedEvtMsg", ROLE_CHANGED, user::role_changed),
+    ("UserAwayChangedEvtMsg", USER, user::away_changed),
+    ("ActivateTimerRespMsg", USER, timer::changed),
+    ("DeactivateTimerRespMsg", USER, timer::changed),
+    ("StartTimerRespMsg", USER, timer::changed),
+    ("StopTimerRespMsg", USER, timer::changed),
+    ("SwitchTimerRespMsg", USER, timer::changed),
+    ("SetTimerRespMsg", USER, timer::changed),
+    ("ResetTimerRespMsg", USER, timer::changed),
+    ("TimerEndedEvtMsg", CORE, timer::changed),
 ];
 
 static BY_NAME: LazyLock<HashMap<&'static str, (&'static str, Needs, MapFn)>> =
@@ -185,6 +211,9 @@ pub const OUTPUT_IDS: &[&str] = &[
     "meeting-screenshare-started",
     "meeting-screenshare-stopped",
     "meeting-presentation-changed",
+    "meeting-ending",
+    "breakout-room-started",
+    "breakout-room-ended",
     "user-joined",
     "user-left",
     "user-audio-voice-enabled",
@@ -198,11 +227,21 @@ pub const OUTPUT_IDS: &[&str] = &[
     "user-presenter-unassigned",
     "user-emoji-changed",
     "user-raise-hand-changed",
+    "user-role-changed",
+    "user-away-changed",
     "chat-group-message-sent",
     "poll-started",
     "poll-responded",
     "pad-content",
     "transcript-updated",
+    "timer-activated",
+    "timer-started",
+    "timer-stopped",
+    "timer-switched",
+    "timer-set",
+    "timer-reset",
+    "timer-ended",
+    "timer-deactivated",
     "rap-published",
     "rap-unpublished",
     "rap-deleted",
@@ -220,7 +259,42 @@ pub const OUTPUT_IDS: &[&str] = &[
     "rap-publish-ended",
     "rap-post-publish-started",
     "rap-post-publish-ended",
+    "rap-post-events-started",
+    "rap-post-events-ended",
 ];
+
+/// The events about hooks (`docs/receivers.md`), in the order a hook's troubles go: made by
+/// delivery, not from the bus, and sent only to hooks naming them.
+pub const ABOUT_HOOKS: [&str; 4] = [
+    "hook-failing",
+    "hook-disabled",
+    "hook-removed",
+    "hook-recovered",
+];
+
+/// The ids of [`OUTPUT_IDS`] that the reference service never sends (BBB 3.x's breakout rooms,
+/// why a meeting ends, role and away changes, the timer): they go only to hooks whose eventID
+/// names them, unless the operator sets `[events] beyond_reference = true`.
+pub const BEYOND_REFERENCE: &[&str] = &[
+    "meeting-ending",
+    "breakout-room-started",
+    "breakout-room-ended",
+    "user-role-changed",
+    "user-away-changed",
+    "timer-activated",
+    "timer-started",
+    "timer-stopped",
+    "timer-switched",
+    "timer-set",
+    "timer-reset",
+    "timer-ended",
+    "timer-deactivated",
+];
+
+/// Whether `id` is one of [`BEYOND_REFERENCE`].
+pub fn beyond_reference(id: &str) -> bool {
+    BEYOND_REFERENCE.contains(&id)
+}
 
 /// Maps one message; `Ok(None)` when the relay does not deliver that message.
 ///

@@ -18,6 +18,8 @@ pub(super) struct Needs {
     poll_id: bool,
     /// Dotted paths that must hold JSON objects.
     objects: &'static [&'static str],
+    /// Dotted paths that must hold strings (not empty).
+    strings: &'static [&'static str],
 }
 
 impl Needs {
@@ -33,6 +35,7 @@ pub(super) const CORE: Needs = Needs {
     user: false,
     poll_id: false,
     objects: &["core.body"],
+    strings: &[],
 };
 
 /// A user event: also the user.
@@ -63,6 +66,25 @@ pub(super) const RAP_STEP: Needs = Needs {
     ..CORE
 };
 
+/// A breakout room started: also the room and its internal id.
+pub(super) const BREAKOUT_STARTED: Needs = Needs {
+    objects: &["core.body", "core.body.breakout"],
+    strings: &["core.body.breakout.breakoutId"],
+    ..CORE
+};
+
+/// A breakout room ended: also the room's internal id.
+pub(super) const BREAKOUT_ENDED: Needs = Needs {
+    strings: &["core.body.breakoutId"],
+    ..CORE
+};
+
+/// A role changed: the user is the body's (the header names who changed it), and the role.
+pub(super) const ROLE_CHANGED: Needs = Needs {
+    strings: &["core.body.userId", "core.body.role"],
+    ..CORE
+};
+
 /// Checks `msg` (of kind `kind`) against `needs`.
 ///
 /// # Errors
@@ -75,6 +97,10 @@ pub(super) fn check(msg: &Message, kind: &'static str, needs: Needs) -> Result<(
             None | Some(Value::Null) => return Err(MapError::missing(kind, field)),
             Some(_) => return Err(MapError::wrong_type(kind, field, "an object")),
         }
+    }
+    for &field in needs.strings {
+        let keys: Vec<&str> = field.split('.').collect();
+        string_id(kind, field, path(&msg.value, &keys))?;
     }
     if needs.meeting {
         string_id(kind, "meeting id", msg.meeting_id_value())?;
@@ -158,6 +184,29 @@ mod tests {
             r#"{"pollId":"","poll":{"id":"p"}}"#,
         );
         assert_eq!(checked(&poll, POLL_STARTED), Ok(()));
+        let role = msg(
+            r#"{"meetingId":"m"}"#,
+            r#"{"userId":"changer"}"#,
+            r#"{"role":"MODERATOR"}"#,
+        );
+        assert_eq!(
+            checked(&role, ROLE_CHANGED),
+            Err("X: no core.body.userId".into())
+        );
+        let role = msg(r#"{"meetingId":"m"}"#, "{}", r#"{"userId":"u","role":1}"#);
+        assert_eq!(
+            checked(&role, ROLE_CHANGED),
+            Err("X: core.body.role is not a string".into())
+        );
+        let room = msg(
+            r#"{"meetingId":"m"}"#,
+            "{}",
+            r#"{"breakout":{"breakoutId":""}}"#,
+        );
+        assert_eq!(
+            checked(&room, BREAKOUT_STARTED),
+            Err("X: no core.body.breakout.breakoutId".into())
+        );
         assert_eq!(
             checked(
                 r#"{"header":{"name":"archive_ended"},"payload":[]}"#,

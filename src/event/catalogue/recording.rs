@@ -27,6 +27,9 @@ const STEPS: &[(&str, &str)] = &[
     ("publish_ended", "rap-publish-ended"),
     ("post_publish_started", "rap-post-publish-started"),
     ("post_publish_ended", "rap-post-publish-ended"),
+    // The post-scripts of the events step (bbb-webhooks 3.7's own addition).
+    ("post_events_started", "rap-post-events-started"),
+    ("post_events_ended", "rap-post-events-ended"),
     ("published", "rap-published"),
     ("unpublished", "rap-unpublished"),
     ("deleted", "rap-deleted"),

@@ -1,5 +1,6 @@
 //! User events: joined, left, audio, camera, presenter, emoji and raise-hand (the user template of
-//! bbb-events.md 2.4.3 plus per-event keys).
+//! bbb-events.md 2.4.3 plus per-event keys); beyond the reference's catalogue, role and away
+//! changes.
 
 use serde_json::{Map, Value};
 
@@ -169,5 +170,30 @@ pub(super) fn emoji_changed(msg: &Message, m: &Mappings) -> Result<Option<Mapped
 pub(super) fn raise_hand_changed(msg: &Message, m: &Mappings) -> Result<Option<Mapped>, MapError> {
     event("user-raise-hand-changed", msg, m, |u| {
         put(u, "raise-hand", msg.body_field("raiseHand"));
+    })
+}
+
+/// `UserRoleChangedEvtMsg`: the user is the body's (its header names who changed the role),
+/// with the new role; `changed-by` the one who changed it.
+pub(super) fn role_changed(msg: &Message, m: &Mappings) -> Result<Option<Mapped>, MapError> {
+    let uid = msg.body_field("userId").and_then(Value::as_str);
+    let mut user = user_ids(msg, m, uid);
+    put(&mut user, "role", msg.body_field("role"));
+    let mut attributes = with_meeting(msg, m);
+    attributes.insert("user".into(), Value::Object(user));
+    let by = truthy_str(msg.body_field("changedBy")).or_else(|| msg.user_id());
+    if let Some(by) = by {
+        attributes.insert(
+            "changed-by".into(),
+            Value::Object(user_ids(msg, m, Some(by))),
+        );
+    }
+    Ok(Some(Mapped::new("user-role-changed", attributes)))
+}
+
+/// `UserAwayChangedEvtMsg`: a user set or cleared their away status.
+pub(super) fn away_changed(msg: &Message, m: &Mappings) -> Result<Option<Mapped>, MapError> {
+    event("user-away-changed", msg, m, |u| {
+        put(u, "away", msg.body_field("away"));
     })
 }

@@ -121,6 +121,7 @@ fn state_follows_events_even_when_filtered() {
     let filter = EventFilter {
         include: vec![],
         exclude: vec!["MEETING-CREATED".into(), "user-joined".into()],
+        ..EventFilter::default()
     };
     let mut p = Processor::new(Mappings::new(86_400_000, false), filter);
     assert!(p.process(&created(), 1).unwrap().is_empty());
@@ -149,7 +150,7 @@ fn state_follows_events_even_when_filtered() {
     );
     let only = EventFilter {
         include: vec!["user-left".into()],
-        exclude: vec![],
+        ..EventFilter::default()
     };
     assert!(only.allows("User-Left") && !only.allows("user-joined"));
 }
@@ -216,4 +217,61 @@ fn screenshare_tracking_feeds_the_stop_event() {
         ),
         Err(Skip::Map(_))
     ));
+}
+
+#[test]
+fn a_role_change_is_kept_for_the_users_later_events() {
+    let mut p = processor();
+    p.process(&created(), 1).unwrap();
+    p.process(
+        &msg(
+            "UserJoinedMeetingEvtMsg",
+            "a",
+            json!({"extId": "xa", "name": "A", "role": "VIEWER"}),
+        ),
+        2,
+    )
+    .unwrap();
+    let out = p
+        .process(
+            &msg(
+                "UserRoleChangedEvtMsg",
+                "mod",
+                json!({"userId": "a", "role": "MODERATOR", "changedBy": "mod"}),
+            ),
+            3,
+        )
+        .unwrap();
+    assert_eq!(ids(&out), ["user-role-changed"]);
+    let left = p.process(&ended(), 4).unwrap();
+    assert_eq!(ids(&left), ["user-left", "meeting-ended"]);
+    let v: Value = serde_json::from_str(left[0].processed.text()).unwrap();
+    assert_eq!(v["data"]["attributes"]["user"]["role"], "MODERATOR");
+    assert_eq!(v["data"]["attributes"]["user"]["external-user-id"], "xa");
+}
+
+#[test]
+fn events_beyond_the_reference_are_for_hooks_naming_them_unless_the_operator_says_all() {
+    let role = msg(
+        "UserRoleChangedEvtMsg",
+        "mod",
+        json!({"userId": "a", "role": "MODERATOR", "changedBy": "mod"}),
+    );
+    let joined = msg("UserJoinedMeetingEvtMsg", "a", json!({"extId": "xa"}));
+    let mut p = processor();
+    let marks = |p: &mut Processor, m: &Arc<str>| {
+        p.process(m, 1)
+            .unwrap()
+            .iter()
+            .map(|e| e.named_only)
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(marks(&mut p, &joined), [false]);
+    assert_eq!(marks(&mut p, &role), [true]);
+    let all = EventFilter {
+        beyond_reference: true,
+        ..EventFilter::default()
+    };
+    let mut p = Processor::new(Mappings::new(86_400_000, false), all);
+    assert_eq!(marks(&mut p, &role), [false]);
 }

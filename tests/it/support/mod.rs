@@ -2,6 +2,7 @@
 //! ([`TestReceiver`]) and the relay run through the same `run` as the binary ([`TestRelay`]).
 
 pub mod bad_receiver;
+pub mod bbb3;
 pub mod bbb_api;
 pub mod browser;
 pub mod cluster;
@@ -15,6 +16,7 @@ pub mod receiver;
 pub mod redis;
 pub mod relay;
 pub mod scalelite;
+pub mod schema;
 pub mod sentinel;
 pub mod wait;
 
