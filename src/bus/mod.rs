@@ -120,7 +120,8 @@ impl Subscriber {
             let msg = tokio::select! {
                 m = stream.next() => m,
                 () = token.cancelled() => {
-                    self.drain(&mut sink, &mut stream, epoch, tx).await;
+                    let deadline = tokio::time::Instant::now() + DRAIN_WITHIN;
+                    self.drain(&mut sink, &mut stream, epoch, tx, deadline).await;
                     return false;
                 }
             };
@@ -135,8 +136,9 @@ impl Subscriber {
                 },
                 () = token.cancelled() => {
                     // The stage takes what comes until the subscribers are gone.
-                    let _ = tx.send_timeout(m, DRAIN_WITHIN).await;
-                    self.drain(&mut sink, &mut stream, epoch, tx).await;
+                    let deadline = tokio::time::Instant::now() + DRAIN_WITHIN;
+                    let _ = tokio::time::timeout_at(deadline, tx.send(m)).await;
+                    self.drain(&mut sink, &mut stream, epoch, tx, deadline).await;
                     return false;
                 }
             }
@@ -145,15 +147,17 @@ impl Subscriber {
 
     /// At the stop: unsubscribes, then forwards every message that came before Redis
     /// confirmed it (they are ahead of the confirmation on the connection). Bounded by
-    /// [`DRAIN_WITHIN`], so that an unanswering Redis does not hold the stop.
+    /// `deadline` ([`DRAIN_WITHIN`] after the stop), so that an unanswering Redis does not
+    /// hold the stop: what was not read off the connection by then is lost, as with any
+    /// subscriber that goes.
     async fn drain(
         &self,
         sink: &mut redis::aio::PubSubSink,
         stream: &mut redis::aio::PubSubStream,
         epoch: u64,
         tx: &mpsc::Sender<BusMessage>,
+        deadline: tokio::time::Instant,
     ) {
-        let deadline = tokio::time::Instant::now() + DRAIN_WITHIN;
         let unsubscribed =
             tokio::time::timeout_at(deadline, sink.unsubscribe(&self.channels)).await;
         if !matches!(unsubscribed, Ok(Ok(()))) {

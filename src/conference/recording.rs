@@ -61,8 +61,30 @@ impl RecordingState {
             {
                 Some(Self::Unprocessed)
             }
+            // The events step's post-scripts run apart from processing and publishing, and
+            // may end after the recording was published: they change nothing.
+            "rap-post-events-started" | "rap-post-events-ended" => None,
             id if id.starts_with("rap-") => Some(Self::Processing),
             _ => None,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::RecordingState;
+
+    #[test]
+    fn the_events_steps_post_scripts_leave_a_published_recording_published() {
+        assert_eq!(
+            RecordingState::after("rap-post-publish-ended"),
+            Some(RecordingState::Published)
+        );
+        assert_eq!(RecordingState::after("rap-post-events-started"), None);
+        assert_eq!(RecordingState::after("rap-post-events-ended"), None);
+        assert_eq!(
+            RecordingState::after("rap-process-started"),
+            Some(RecordingState::Processing)
+        );
     }
 }

@@ -100,16 +100,7 @@ impl ProcessStage {
             tokio::select! {
                 biased;
                 () = token.cancelled() => {
-                    // Messages already taken off the bus, and those the subscribers hand on as
-                    // they unsubscribe, are processed and persisted once more: until the last
-                    // subscriber is gone (the channel closes), within its bound.
-                    let deadline = tokio::time::Instant::now() + crate::bus::DRAIN_WITHIN * 2;
-                    while let Ok(n) = tokio::time::timeout_at(deadline, rx.recv_many(&mut batch, BATCH)).await {
-                        if n == 0 {
-                            break;
-                        }
-                    }
-                    tracing::debug!(messages = batch.len(), "processed at the stop");
+                    self.drain_at_stop(&mut rx, &mut batch).await;
                     self.handle(&batch).await;
                     return;
                 }
@@ -149,6 +140,32 @@ impl ProcessStage {
 
     /// Routes a batch, then persists its callbacks and mapping changes and queues the
     /// callbacks. `false` when the relay stopped first.
+    /// At the stop: the messages already taken off the bus, and (alone) those the subscribers
+    /// hand on as they unsubscribe, until the last subscriber is gone (the channel closes),
+    /// within the subscribers' bound. In a fleet the lease goes at the stop and the others
+    /// keep what this instance had not processed, so only what is here already is taken.
+    async fn drain_at_stop(
+        &self,
+        rx: &mut mpsc::Receiver<BusMessage>,
+        batch: &mut Vec<BusMessage>,
+    ) {
+        if self.fence.is_fleet() {
+            while let Ok(m) = rx.try_recv() {
+                batch.push(m);
+            }
+            return;
+        }
+        // A little longer than the subscribers' own bound, which starts at the same stop.
+        let deadline =
+            tokio::time::Instant::now() + crate::bus::DRAIN_WITHIN + Duration::from_millis(500);
+        while let Ok(n) = tokio::time::timeout_at(deadline, rx.recv_many(batch, BATCH)).await {
+            if n == 0 {
+                break;
+            }
+        }
+        tracing::debug!(messages = batch.len(), "processed at the stop");
+    }
+
     async fn handle(&mut self, batch: &[BusMessage]) -> bool {
         let routed = self.route(batch);
         self.persist(batch, routed).await

@@ -51,6 +51,7 @@ async fn fixture_replay_matches_line_for_line() {
     for (i, r) in got.iter().enumerate() {
         let line = i + 1;
         r.assert_signed(&url);
+        crate::support::schema::assert_meets_schema(&serde_json::from_str(&r.event()).unwrap());
         let reference: Value = serde_json::from_str(&without_ts(&fixture(line).1)).unwrap();
         let expected = if DIFFERENCES.iter().any(|(l, _)| *l == line) {
             let c = corrected(line, reference.clone());

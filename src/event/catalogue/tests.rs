@@ -65,6 +65,9 @@ fn cases() -> Vec<(String, Option<(&'static str, Value)>)> {
         // Older servers: `not-used`, the presenter is taken.
         (akka("ScreenshareRtmpBroadcastStartedEvtMsg", "not-used", json!({})), Some(("meeting-screenshare-started", u1(json!({}))))),
         (akka("ScreenshareRtmpBroadcastStoppedEvtMsg", "not-used", json!({})), Some(("meeting-screenshare-stopped", u1(json!({}))))),
+        // A user the relay did not see join: no external id.
+        (akka("ScreenshareRtmpBroadcastStartedEvtMsg", "u9", json!({})),
+         Some(("meeting-screenshare-started", json!({"meeting": meeting(), "user": {"internal-user-id": "u9"}})))),
         (akka("SetCurrentPresentationEvtMsg", "u1", json!({"presentationId": "p1"})),
          Some(("meeting-presentation-changed", json!({"meeting": {"internal-meeting-id": MID, "external-meeting-id": "ext-1", "presentation-id": "p1"}})))),
         (akka("UserJoinedMeetingEvtMsg", "u2", json!({"extId": "x2", "name": "N", "role": "VIEWER", "presenter": false, "ipAddress": "10.0.0.1", "userAgent": "UA", "referer": "R", "sessionToken": ["t"], "userdata": null, "userMetadata": {"k": "v"}, "guest": "true"})),
@@ -126,6 +129,9 @@ fn cases() -> Vec<(String, Option<(&'static str, Value)>)> {
         // The header names who changed the role; the user is the body's.
         (akka("UserRoleChangedEvtMsg", "changer", json!({"userId": "u1", "role": "MODERATOR", "changedBy": "changer"})),
          Some(("user-role-changed", json!({"meeting": meeting(), "user": {"internal-user-id": "u1", "external-user-id": "x1", "role": "MODERATOR"}, "changed-by": {"internal-user-id": "changer", "external-user-id": ""}})))),
+        // No changedBy: the header's user changed it.
+        (akka("UserRoleChangedEvtMsg", "changer", json!({"userId": "u1", "role": "VIEWER"})),
+         Some(("user-role-changed", json!({"meeting": meeting(), "user": {"internal-user-id": "u1", "external-user-id": "x1", "role": "VIEWER"}, "changed-by": {"internal-user-id": "changer", "external-user-id": ""}})))),
         (akka("UserAwayChangedEvtMsg", "u1", json!({"userId": "u1", "away": true})),
          Some(("user-away-changed", u1(json!({"away": true}))))),
         (timer("ActivateTimerRespMsg", json!({"userId": "u1", "stopwatch": false, "running": false, "time": 300_000, "accumulated": 0, "track": "noTrack"})),

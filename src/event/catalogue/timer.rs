@@ -6,7 +6,10 @@
 use serde_json::{Map, Value};
 
 use super::{MapError, Mapped, put, user::user_ids, with_meeting};
-use crate::event::{decode::Message, mapping::Mappings};
+use crate::event::{
+    decode::{Message, truthy_str},
+    mapping::Mappings,
+};
 
 /// Bus message -> event id and the body fields it carries into `timer`.
 const KINDS: &[(&str, &str, &[&str])] = &[
@@ -30,7 +33,9 @@ pub(super) fn changed(msg: &Message, m: &Mappings) -> Result<Option<Mapped>, Map
         return Ok(None);
     };
     let mut attributes = with_meeting(msg, m);
-    if let Some(uid) = msg.body_field("userId").and_then(Value::as_str) {
+    // The body's user acted (akka-apps' header has none); a header's user otherwise.
+    let uid = truthy_str(msg.body_field("userId")).or_else(|| msg.user_id());
+    if let Some(uid) = uid {
         attributes.insert("user".into(), Value::Object(user_ids(msg, m, Some(uid))));
     }
     if !fields.is_empty() {

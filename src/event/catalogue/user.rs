@@ -6,7 +6,7 @@ use serde_json::{Map, Value};
 
 use super::{MapError, Mapped, put, with_meeting};
 use crate::event::{
-    decode::{Message, flag, truthy, truthy_str},
+    decode::{Message, flag, path, truthy, truthy_str},
     mapping::Mappings,
 };
 
@@ -181,7 +181,9 @@ pub(super) fn role_changed(msg: &Message, m: &Mappings) -> Result<Option<Mapped>
     put(&mut user, "role", msg.body_field("role"));
     let mut attributes = with_meeting(msg, m);
     attributes.insert("user".into(), Value::Object(user));
-    let by = truthy_str(msg.body_field("changedBy")).or_else(|| msg.user_id());
+    // The header's user changed it (never the body's: that is whose role changed).
+    let by = truthy_str(msg.body_field("changedBy"))
+        .or_else(|| truthy_str(path(&msg.value, &["core", "header", "userId"])));
     if let Some(by) = by {
         attributes.insert(
             "changed-by".into(),

@@ -6,24 +6,24 @@ use serde_json::{Map, Value, json};
 
 use super::object;
 
-fn string() -> Value {
+pub(super) fn string() -> Value {
     json!({"type": "string"})
 }
 
-fn integer() -> Value {
+pub(super) fn integer() -> Value {
     json!({"type": "integer"})
 }
 
-fn boolean() -> Value {
+pub(super) fn boolean() -> Value {
     json!({"type": "boolean"})
 }
 
-fn def(name: &str) -> Value {
+pub(super) fn def(name: &str) -> Value {
     json!({"$ref": format!("#/$defs/{name}")})
 }
 
 /// A `$defs` part with `required` added for one event.
-fn def_requiring(name: &str, required: &[&str]) -> Value {
+pub(super) fn def_requiring(name: &str, required: &[&str]) -> Value {
     json!({"$ref": format!("#/$defs/{name}"), "required": required})
 }
 
@@ -43,7 +43,7 @@ fn defs() -> Map<String, Value> {
     d.insert(
         "user".into(),
         object(
-            &["external-user-id"],
+            &[],
             json!({
                 "internal-user-id": {"type": "string", "description": "BigBlueButton's internal user id."},
                 "external-user-id": {"type": "string", "description": "The userID given at join (from the user's user-joined), else the internal id's external form, else empty."},
@@ -92,7 +92,7 @@ pub(super) fn defs_used(schema: &Value) -> Map<String, Value> {
 }
 
 /// Attributes of a meeting (and `more`), each of `required` present.
-fn with_meeting(required: &[&str], more: Value) -> Value {
+pub(super) fn with_meeting(required: &[&str], more: Value) -> Value {
     let mut props = json!({"meeting": def("meeting")});
     if let (Some(p), Some(m)) = (props.as_object_mut(), more.as_object()) {
         p.extend(m.clone());
@@ -103,7 +103,7 @@ fn with_meeting(required: &[&str], more: Value) -> Value {
 }
 
 /// A meeting and a user, the user holding `user_required`.
-fn user_event(user_required: &[&str]) -> Value {
+pub(super) fn user_event(user_required: &[&str]) -> Value {
     with_meeting(
         &["user"],
         json!({"user": def_requiring("user", user_required)}),
@@ -197,11 +197,11 @@ pub(super) fn of(id: &str) -> Option<(&'static str, Value)> {
             with_meeting(&[], json!({})),
         ),
         "meeting-screenshare-started" => (
-            "A user started sharing their screen.",
+            "A user started sharing their screen (external-user-id when the relay saw the user join).",
             user_event(&["internal-user-id"]),
         ),
         "meeting-screenshare-stopped" => (
-            "A user stopped sharing their screen.",
+            "A user stopped sharing their screen (external-user-id when the relay saw the user join).",
             user_event(&["internal-user-id"]),
         ),
         "meeting-presentation-changed" => (
@@ -216,55 +216,61 @@ pub(super) fn of(id: &str) -> Option<(&'static str, Value)> {
         ),
         "user-joined" => (
             "A user joined the meeting.",
-            user_event(&["internal-user-id", "guest"]),
+            user_event(&["internal-user-id", "external-user-id", "guest"]),
         ),
         "user-left" => (
             "A user left the meeting.",
-            user_event(&["internal-user-id", "guest"]),
+            user_event(&["internal-user-id", "external-user-id", "guest"]),
         ),
         "user-audio-voice-enabled" => (
             "A user joined the audio (microphone or listen only).",
-            user_event(&["internal-user-id", "sharing-mic"]),
+            user_event(&["internal-user-id", "external-user-id", "sharing-mic"]),
         ),
         "user-audio-voice-disabled" => (
             "A user left the audio.",
-            user_event(&["internal-user-id", "listening-only", "sharing-mic", "muted"]),
+            user_event(&[
+                "internal-user-id",
+                "external-user-id",
+                "listening-only",
+                "sharing-mic",
+                "muted",
+            ]),
         ),
         "user-audio-muted" => (
             "A user was muted.",
-            user_event(&["internal-user-id", "muted"]),
+            user_event(&["internal-user-id", "external-user-id", "muted"]),
         ),
         "user-audio-unmuted" => (
             "A user was unmuted.",
-            user_event(&["internal-user-id", "muted"]),
+            user_event(&["internal-user-id", "external-user-id", "muted"]),
         ),
         "user-audio-unhandled" => (
             "A user's mute state changed to something neither muted nor unmuted.",
-            user_event(&["internal-user-id"]),
+            user_event(&["internal-user-id", "external-user-id"]),
         ),
         "user-cam-broadcast-start" => (
             "A user started their camera.",
-            user_event(&["internal-user-id"]),
+            user_event(&["internal-user-id", "external-user-id"]),
         ),
         "user-cam-broadcast-end" => (
             "A user stopped their camera.",
-            user_event(&["internal-user-id"]),
+            user_event(&["internal-user-id", "external-user-id"]),
         ),
         "user-presenter-assigned" => (
             "A user became the presenter.",
-            user_event(&["internal-user-id"]),
+            user_event(&["internal-user-id", "external-user-id"]),
         ),
         "user-presenter-unassigned" => (
             "A user stopped being the presenter.",
-            user_event(&["internal-user-id"]),
+            user_event(&["internal-user-id", "external-user-id"]),
         ),
         "user-emoji-changed" => (
             "A user's status emoji or reaction changed (none: cleared).",
-            user_event(&["internal-user-id", "emoji"]),
+            user_event(&["internal-user-id", "external-user-id", "emoji"]),
         ),
         "user-raise-hand-changed" => (
             "A user raised or lowered their hand.",
-            user_event(&["internal-user-id"]),
+            user_event(&["internal-user-id", "external-user-id"]),
         ),
         "chat-group-message-sent" => (
             "A message was sent to the meeting's public chat.",
@@ -290,7 +296,7 @@ pub(super) fn of(id: &str) -> Option<(&'static str, Value)> {
             with_meeting(
                 &["user", "poll"],
                 json!({
-                    "user": def("user"),
+                    "user": def_requiring("user", &["external-user-id"]),
                     "poll": object(&[], json!({
                         "id": string(),
                         "question": string(),
@@ -304,7 +310,7 @@ pub(super) fn of(id: &str) -> Option<(&'static str, Value)> {
             with_meeting(
                 &["user", "poll"],
                 json!({
-                    "user": def("user"),
+                    "user": def_requiring("user", &["external-user-id"]),
                     "poll": object(&[], json!({
                         "id": string(),
                         "answerIds": {"type": "array", "items": integer()},
@@ -331,7 +337,7 @@ pub(super) fn of(id: &str) -> Option<(&'static str, Value)> {
             with_meeting(
                 &["user", "transcript"],
                 json!({
-                    "user": def("user"),
+                    "user": def_requiring("user", &["external-user-id"]),
                     "transcript": object(&[], json!({
                         "id": string(),
                         "transcript": string(),
@@ -352,108 +358,6 @@ pub(super) fn of(id: &str) -> Option<(&'static str, Value)> {
             "A step of the recording's processing (bigbluebutton:from-rap) started or ended.",
             rap_step(id),
         ),
-        _ => return beyond(id),
-    })
-}
-
-/// The events beyond the reference's catalogue.
-fn beyond(id: &str) -> Option<(&'static str, Value)> {
-    let timer = |required: &[&str]| {
-        object(
-            required,
-            json!({
-                "stopwatch": {"type": "boolean", "description": "true: a stopwatch (counts up); false: a countdown."},
-                "running": boolean(),
-                "time": {"type": "integer", "description": "The countdown's length, in milliseconds."},
-                "accumulated": {"type": "integer", "description": "Milliseconds run before the current run; in timer-stopped, all the time it ran."},
-                "track": {"type": "string", "description": "The music track played with it (noTrack: none)."},
-            }),
-        )
-    };
-    let acted = |description, timer_required: Option<&[&str]>| {
-        let mut more = json!({"user": def("user")});
-        let mut required = vec!["user"];
-        if let Some(t) = timer_required {
-            more["timer"] = timer(t);
-            required.push("timer");
-        }
-        (description, with_meeting(&required, more))
-    };
-    let room = |required: &[&str]| {
-        object(
-            required,
-            json!({
-                "internal-meeting-id": {"type": "string", "description": "The room's internal meeting id (its own meeting-created has it)."},
-                "external-meeting-id": {"type": "string", "description": "The room's meetingID."},
-                "name": string(),
-                "short-name": string(),
-                "sequence": {"type": "integer", "description": "The room's number, from 1."},
-                "is-default-name": boolean(),
-                "free-join": {"type": "boolean", "description": "Users may pick the room themselves."},
-                "capture-notes": boolean(),
-                "capture-slides": boolean(),
-            }),
-        )
-    };
-    Some(match id {
-        "meeting-ending" => (
-            "The meeting is ending, and why (meeting-ended follows).",
-            with_meeting(
-                &[],
-                json!({
-                    "reason": {"type": "string", "description": "akka-apps' MeetingEndReason: ENDED_FROM_API, ENDED_WHEN_NOT_JOINED, ENDED_WHEN_LAST_USER_LEFT, ENDED_AFTER_USER_LOGGED_OUT, ENDED_AFTER_EXCEEDING_DURATION, BREAKOUT_ENDED_EXCEEDING_DURATION, BREAKOUT_ENDED_BY_MOD, ENDED_DUE_TO_NO_AUTHED_USER, ENDED_DUE_TO_NO_MODERATOR, ..."},
-                    "ended-by": def("user"),
-                }),
-            ),
-        ),
-        "breakout-room-started" => (
-            "A breakout room of the meeting started (meeting: the parent meeting).",
-            with_meeting(
-                &["breakout"],
-                json!({"breakout": room(&["internal-meeting-id"])}),
-            ),
-        ),
-        "breakout-room-ended" => (
-            "A breakout room of the meeting ended (meeting: the parent meeting).",
-            with_meeting(
-                &["breakout"],
-                json!({"breakout": room(&["internal-meeting-id"])}),
-            ),
-        ),
-        "user-role-changed" => (
-            "A user's role changed (user: whose role, with the new one; changed-by: who changed it).",
-            with_meeting(
-                &["user"],
-                json!({
-                    "user": def_requiring("user", &["internal-user-id", "role"]),
-                    "changed-by": def("user"),
-                }),
-            ),
-        ),
-        "user-away-changed" => (
-            "A user set or cleared their away status.",
-            user_event(&["internal-user-id", "away"]),
-        ),
-        "timer-activated" => acted(
-            "The meeting's timer was shown, with its settings.",
-            Some(&["stopwatch", "running", "time", "accumulated"]),
-        ),
-        "timer-started" => acted("The meeting's timer was started.", None),
-        "timer-stopped" => acted(
-            "The meeting's timer was stopped (timer.accumulated: how long it ran).",
-            Some(&["accumulated"]),
-        ),
-        "timer-switched" => acted(
-            "The meeting's timer was switched between stopwatch and countdown.",
-            Some(&["stopwatch"]),
-        ),
-        "timer-set" => acted("The countdown's length was set.", Some(&["time"])),
-        "timer-reset" => acted("The meeting's timer was reset.", None),
-        "timer-deactivated" => acted("The meeting's timer was hidden.", None),
-        "timer-ended" => (
-            "The meeting's countdown reached zero.",
-            with_meeting(&[], json!({})),
-        ),
-        _ => return None,
+        _ => return super::beyond::of(id),
     })
 }

@@ -4,6 +4,7 @@
 //! meeting or a user describe it alike. Pure.
 
 mod attributes;
+mod beyond;
 
 use serde_json::{Map, Value, json};
 
