@@ -80,9 +80,7 @@ impl Notice {
 
     /// Whether `hook` gets it: its `eventID` names it, and it may see the hook it is about.
     pub fn goes_to(&self, hook: &Hook) -> bool {
-        hook.event_ids
-            .as_ref()
-            .is_some_and(|ids| ids.contains(&self.id))
+        hook.names(&self.id)
             && IDS.contains(&self.id.as_str())
             && !hook.get_raw
             && hook.owns(self.tenant.as_deref())

@@ -57,6 +57,12 @@ impl EventFilter {
         }
     }
 
+    /// Whether an event `id` goes only to hooks whose eventID names it: one beyond the
+    /// reference's catalogue, unless `beyond_reference` sends those to all.
+    pub fn named_only(&self, id: &str) -> bool {
+        !self.beyond_reference && catalogue::beyond_reference(id)
+    }
+
     pub fn allows(&self, id: &str) -> bool {
         let listed = |list: &[String]| list.iter().any(|e| e.eq_ignore_ascii_case(id));
         (self.include.is_empty() || listed(&self.include)) && !listed(&self.exclude)
@@ -241,7 +247,7 @@ impl Processor {
         let facts = mid.and_then(|mid| self.mappings.facts(mid));
         let tenant = mid.and_then(|mid| self.mappings.tenant(mid));
         for e in out.iter_mut() {
-            e.named_only = !self.filter.beyond_reference && catalogue::beyond_reference(&e.id);
+            e.named_only = self.filter.named_only(&e.id);
             e.source = self.source;
             e.meeting = facts.cloned();
             e.tenant = tenant.cloned();

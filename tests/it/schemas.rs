@@ -93,12 +93,8 @@ fn catalogue_example(id: &str) -> String {
 
 /// A command of the npm packages scripts/ensure-schema-tools.sh installs.
 fn npm_tool(name: &str) -> String {
-    let dir = std::env::var("SCHEMA_TOOLS_NPM").unwrap_or_else(|_| {
-        let cache = std::env::var("XDG_CACHE_HOME")
-            .unwrap_or_else(|_| format!("{}/.cache", std::env::var("HOME").unwrap_or_default()));
-        format!("{cache}/hookrelay/npm-schema-tools")
-    });
-    format!("{dir}/node_modules/.bin/{name}")
+    let dir = crate::support::tool_dir("SCHEMA_TOOLS_NPM", "npm-schema-tools");
+    format!("{}/node_modules/.bin/{name}", dir.display())
 }
 
 /// The sh block of the section, run in `dir` with the schemas where the package puts them

@@ -9,7 +9,7 @@ use super::{Case, CaseFile, HookSpec, Input, Outcome};
 use crate::{
     base::ids::HookId,
     event::{
-        Event, Payload, catalogue,
+        Event, Payload,
         mapping::Mappings,
         process::{EventFilter, Processor},
     },
@@ -62,7 +62,8 @@ pub fn run(file: &CaseFile, plugins: &PluginSet, filter: EventFilter) -> Vec<Cas
     let registry = Registry::default();
     registry.replace_all(hooks);
     let snapshot = registry.load();
-    let beyond_reference = filter.beyond_reference;
+    // Events given as processed ones are marked as the processor marks those it makes.
+    let marks = filter.clone();
     let mut router = MessageRouter::new(Processor::new(Mappings::new(u64::MAX, false), filter));
     let unplugged = PluginSet::default();
     let mut results = Vec::with_capacity(file.cases.len());
@@ -84,7 +85,7 @@ pub fn run(file: &CaseFile, plugins: &PluginSet, filter: EventFilter) -> Vec<Cas
                 .collect(),
             Input::Event(v) => {
                 let mut event = processed_event(v, case.meeting.as_ref());
-                event.named_only = !beyond_reference && catalogue::beyond_reference(&event.id);
+                event.named_only = marks.named_only(&event.id);
                 let event = Arc::new(event);
                 let ts = now;
                 matcher::matching(&snapshot, matcher::Wanted::of(&event, None))

@@ -91,16 +91,14 @@ pub(super) const ROLE_CHANGED: Needs = Needs {
 /// The first required field that is missing or of the wrong type.
 pub(super) fn check(msg: &Message, kind: &'static str, needs: Needs) -> Result<(), MapError> {
     for &field in needs.objects {
-        let keys: Vec<&str> = field.split('.').collect();
-        match path(&msg.value, &keys) {
+        match dotted(msg, field) {
             Some(Value::Object(_)) => {}
             None | Some(Value::Null) => return Err(MapError::missing(kind, field)),
             Some(_) => return Err(MapError::wrong_type(kind, field, "an object")),
         }
     }
     for &field in needs.strings {
-        let keys: Vec<&str> = field.split('.').collect();
-        string_id(kind, field, path(&msg.value, &keys))?;
+        string_id(kind, field, dotted(msg, field))?;
     }
     if needs.meeting {
         string_id(kind, "meeting id", msg.meeting_id_value())?;
@@ -116,6 +114,12 @@ pub(super) fn check(msg: &Message, kind: &'static str, needs: Needs) -> Result<(
         string_id(kind, "poll id", id)?;
     }
     Ok(())
+}
+
+/// The value at dotted path `field` of `msg`.
+fn dotted<'a>(msg: &'a Message, field: &str) -> Option<&'a Value> {
+    let keys: Vec<&str> = field.split('.').collect();
+    path(&msg.value, &keys)
 }
 
 fn string_id(kind: &'static str, field: &'static str, v: Option<&Value>) -> Result<(), MapError> {

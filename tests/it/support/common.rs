@@ -46,6 +46,20 @@ pub fn without_ts(json: &str) -> String {
     v.to_string()
 }
 
+/// Where a `scripts/ensure-*.sh` installs tools: `$env` when set, else `hookrelay/name` in
+/// `$XDG_CACHE_HOME` or `~/.cache`.
+pub fn tool_dir(env: &str, name: &str) -> std::path::PathBuf {
+    if let Ok(v) = std::env::var(env) {
+        return v.into();
+    }
+    let cache = std::env::var("XDG_CACHE_HOME")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|_| {
+            std::path::PathBuf::from(std::env::var("HOME").unwrap_or_default()).join(".cache")
+        });
+    cache.join("hookrelay").join(name)
+}
+
 /// A `UserJoinedMeetingEvtMsg` of meeting `mid` for user `uid`.
 pub fn user_joined(mid: &str, uid: &str, name: &str) -> String {
     serde_json::json!({

@@ -23,15 +23,7 @@ pub const PASSWORD: &str = "lrs-pass-7Yq";
 
 /// The virtual environment `scripts/ensure-ralph.sh` installs Ralph in.
 fn venv() -> PathBuf {
-    if let Ok(v) = std::env::var("HOOKRELAY_RALPH_VENV") {
-        return v.into();
-    }
-    let cache = std::env::var("XDG_CACHE_HOME")
-        .map(PathBuf::from)
-        .unwrap_or_else(|_| {
-            PathBuf::from(std::env::var("HOME").unwrap_or_default()).join(".cache")
-        });
-    cache.join("hookrelay/ralph-venv")
+    super::tool_dir("HOOKRELAY_RALPH_VENV", "ralph-venv")
 }
 
 pub struct Ralph {
