@@ -61,9 +61,11 @@ for p in event-filter meeting-metadata redact rules slack-format; do
   done
 done
 grep -q " ./usr/share/doc/hookrelay/plugins/README.md\$" <<<"$contents" || fail "the plugin guide is missing"
-# Every event's JSON Schema, as docs/schemas/ holds them (what `hookrelay events schema` prints).
+# Every event's JSON Schema, as docs/schemas/ holds them (what `hookrelay events schema` prints),
+# owned by root (0/0), mode 0644.
 for f in docs/schemas/*.json; do
-  grep -q " ./usr/share/hookrelay/schemas/$(basename "$f")\$" <<<"$contents" || fail "schema $(basename "$f") missing"
+  grep -q "^-rw-r--r-- 0/0 .* ./usr/share/hookrelay/schemas/$(basename "$f")\$" <<<"$contents" \
+    || fail "schema $(basename "$f") missing, or not root's 0644"
 done
 echo "package: contents ok ($(basename "$deb"))"
 
