@@ -9,14 +9,21 @@
 #
 # scripts/test.sh --quick: the unit tests and the core integration tests (API, delivery,
 # durability, plugins), nothing installed, no package: the contributors' loop.
+# scripts/test.sh --build-only: only the one build the tests run (.ci/run builds it while the
+# tests' tools are still being installed).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# One build of everything the tests run (the package check reuses it): the test binaries, the
+# relay, the examples the tests start. The tests then build nothing themselves.
+build() {
+  cargo test --all-targets --no-run "$@" && cargo build --examples --bins "$@"
+}
 quick=""
-if [ "${1:-}" = "--quick" ]; then
-  quick=1
-  shift
-fi
+case "${1:-}" in
+  --quick) quick=1; shift ;;
+  --build-only) shift; build "$@"; exit ;;
+esac
 
 scripts/ensure-redis.sh
 if ! cargo nextest --version >/dev/null 2>&1; then
@@ -52,11 +59,12 @@ step() {
   "$@" || status=$?
   echo "    $name: $((SECONDS - start))" >>"$times"
 }
-# One build of everything the tests run (the package check reuses it): the test binaries, the
-# relay, the examples the tests start. The tests then build nothing themselves.
-step build bash -c 'cargo test --all-targets --no-run "$@" && cargo build --examples --bins "$@"' _ "$@"
+step build build "$@"
 export TEST_PLUGINS_BUILT=1 TEST_EXAMPLES_BUILT=1
-target=${CARGO_TARGET_DIR:-$PWD/target}
+# nextest's JUnit report (in its store, target/nextest under the workspace whatever
+# CARGO_TARGET_DIR says): each test binary's time, the sum of its tests'.
+junit="target/nextest/default/junit.xml"
+rm -f "$junit"
 if [ -n "$quick" ]; then
   filter='kind(lib) | test(/^(api|delivery|durability|plugins)::/)'
   step rust-tests bash -c 'cargo nextest run --lib --test it -E "$1" 2>&1 | tee "$0"; exit "${PIPESTATUS[0]}"' "$log" "$filter"
@@ -69,8 +77,6 @@ else
   step plugin-examples bash -c 'scripts/test-plugin-examples.sh 2>&1 | tee -a "$0"; exit "${PIPESTATUS[0]}"' "$cargo_log"
   step package scripts/check-package.sh
 fi
-# Each test binary's time (the sum of its tests'), from nextest's JUnit report.
-junit="$target/nextest/default/junit.xml"
 if [ -f "$junit" ]; then
   python3 - "$junit" >>"$times" <<'PY' || true
 import sys, xml.etree.ElementTree as ET
