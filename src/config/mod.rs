@@ -550,6 +550,8 @@ pub struct PluginsConfig {
     pub on_error: OnError,
     /// Deadline (wall-clock time) of one plugin call.
     pub timeout_ms: u64,
+    /// Deadline (wall-clock time) of making an instance: instantiation and `init`.
+    pub init_timeout_ms: u64,
     /// Memory limit of one plugin instance, in MiB.
     pub memory_mib: u64,
     /// Failures in a row after which a plugin is marked failed.
@@ -593,6 +595,7 @@ impl Default for PluginsConfig {
             reload_debounce_ms: 300,
             on_error: d.on_error,
             timeout_ms: d.timeout_ms,
+            init_timeout_ms: d.init_timeout_ms,
             memory_mib: d.memory_mib,
             max_failures: d.max_failures,
             failed_cooldown_ms: d.failed_cooldown_ms,
@@ -608,6 +611,7 @@ impl PluginsConfig {
         PluginDefaults {
             on_error: self.on_error,
             timeout_ms: self.timeout_ms,
+            init_timeout_ms: self.init_timeout_ms,
             memory_mib: self.memory_mib,
             max_failures: self.max_failures,
             failed_cooldown_ms: self.failed_cooldown_ms,
@@ -633,8 +637,12 @@ pub enum OnError {
 #[serde(default, deny_unknown_fields)]
 pub struct PluginDefaults {
     pub on_error: OnError,
-    /// Deadline (wall-clock time) of one call, in milliseconds.
+    /// Deadline (wall-clock time) of one `on-event` call, in milliseconds.
     pub timeout_ms: u64,
+    /// Deadline (wall-clock time) of making an instance (instantiation and `init`), in
+    /// milliseconds: longer than a call's, as an instance is made once and then reused, and a
+    /// busy machine must not fail a plugin's load by pausing it for a few milliseconds.
+    pub init_timeout_ms: u64,
     /// Memory limit of one instance, in MiB.
     pub memory_mib: u64,
     /// Consecutive failures after which the plugin is marked failed.
@@ -650,6 +658,7 @@ impl Default for PluginDefaults {
         Self {
             on_error: OnError::Drop,
             timeout_ms: 10,
+            init_timeout_ms: 1000,
             memory_mib: 32,
             max_failures: 5,
             failed_cooldown_ms: 30_000,
@@ -664,6 +673,9 @@ impl PluginDefaults {
     pub fn validate(&self) -> Result<(), String> {
         if !(1..=60_000).contains(&self.timeout_ms) {
             return Err("timeout_ms must be between 1 and 60000".into());
+        }
+        if !(1..=60_000).contains(&self.init_timeout_ms) {
+            return Err("init_timeout_ms must be between 1 and 60000".into());
         }
         if !(1..=4096).contains(&self.memory_mib) {
             return Err("memory_mib must be between 1 and 4096".into());

@@ -162,8 +162,12 @@ impl Plugin {
     }
 
     fn deadline_ticks(&self) -> u64 {
-        let tick = TICK.as_millis().max(1) as u64;
-        self.settings.limits.timeout_ms.div_ceil(tick)
+        ticks(self.settings.limits.timeout_ms)
+    }
+
+    /// A new instance's deadline: instantiation and `init` (`init_timeout_ms`).
+    fn init_deadline_ticks(&self) -> u64 {
+        ticks(self.settings.limits.init_timeout_ms)
     }
 
     /// A new store and instance, with `init` run. Returns the ids `init` asked for.
@@ -179,10 +183,17 @@ impl Plugin {
         );
         let mut store = Store::new(pre.engine(), state);
         store.limiter(|s| &mut s.limits);
-        store.set_epoch_deadline(self.deadline_ticks());
-        let fail = |e: wasmtime::Error| PluginError::Init(describe(&e));
+        let init_timeout_ms = self.settings.limits.init_timeout_ms;
+        let fail = |e: wasmtime::Error| match e.downcast_ref::<wasmtime::Trap>() {
+            Some(wasmtime::Trap::Interrupt) => PluginError::Init(format!(
+                "it ran past its deadline (init_timeout_ms = {init_timeout_ms}): {}",
+                describe(&e)
+            )),
+            _ => PluginError::Init(describe(&e)),
+        };
+        store.set_epoch_deadline(self.init_deadline_ticks());
         let bindings = pre.instantiate(&mut store).map_err(fail)?;
-        store.set_epoch_deadline(self.deadline_ticks());
+        store.set_epoch_deadline(self.init_deadline_ticks());
         let wants = bindings
             .call_init(&mut store)
             .map_err(fail)?
@@ -331,4 +342,9 @@ impl Plugin {
 fn pool_size(settings: &Settings) -> usize {
     let cores = std::thread::available_parallelism().map_or(1, usize::from);
     (settings.limits.max_instances as usize).clamp(1, cores.max(1))
+}
+
+/// `ms` of wall-clock time in epoch ticks, rounded up.
+fn ticks(ms: u64) -> u64 {
+    ms.div_ceil(TICK.as_millis().max(1) as u64)
 }

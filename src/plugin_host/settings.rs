@@ -45,6 +45,7 @@ impl Scope {
 struct File {
     on_error: Option<OnError>,
     timeout_ms: Option<u64>,
+    init_timeout_ms: Option<u64>,
     memory_mib: Option<u64>,
     max_failures: Option<u32>,
     failed_cooldown_ms: Option<u64>,
@@ -77,6 +78,7 @@ impl Settings {
         let limits = Defaults {
             on_error: file.on_error.unwrap_or(defaults.on_error),
             timeout_ms: file.timeout_ms.unwrap_or(defaults.timeout_ms),
+            init_timeout_ms: file.init_timeout_ms.unwrap_or(defaults.init_timeout_ms),
             memory_mib: file.memory_mib.unwrap_or(defaults.memory_mib),
             max_failures: file.max_failures.unwrap_or(defaults.max_failures),
             failed_cooldown_ms: file
@@ -161,6 +163,8 @@ mod tests {
         .expect("valid");
         assert_eq!(s.limits.on_error, OnError::Pass);
         assert_eq!(s.limits.timeout_ms, 5);
+        // Making an instance keeps its own, longer deadline unless the file sets it.
+        assert_eq!(s.limits.init_timeout_ms, 1000);
         assert_eq!(s.limits.memory_mib, 32);
         assert_eq!(s.config["allow"], r#"["a","b"]"#);
         assert_eq!(s.config["name"], "x");
@@ -217,6 +221,15 @@ mod tests {
         assert!(Settings::parse(Some("on_eror = \"drop\""), &d).is_err());
         assert!(Settings::parse(Some("on_error = \"explode\""), &d).is_err());
         assert!(Settings::parse(Some("timeout_ms = 0"), &d).is_err());
+        assert!(Settings::parse(Some("init_timeout_ms = 0"), &d).is_err());
+        assert!(Settings::parse(Some("init_timeout_ms = 60001"), &d).is_err());
+        assert_eq!(
+            Settings::parse(Some("init_timeout_ms = 250"), &d)
+                .expect("valid")
+                .limits
+                .init_timeout_ms,
+            250
+        );
         assert!(Settings::parse(Some("memory_mib = 100000"), &d).is_err());
     }
 }

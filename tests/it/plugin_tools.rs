@@ -91,6 +91,37 @@ fn plugin_check_accepts_a_plugin_and_says_why_it_refuses_others() {
     assert_eq!(err.lines().count(), 1, "one line: {err}");
 }
 
+/// Making an instance has its own deadline, longer than a call's: an `init` that works well
+/// past `timeout_ms` loads (it failed the load before, whenever a busy machine paused it for a
+/// few milliseconds), and one past `init_timeout_ms` is interrupted, with the reason.
+#[test]
+fn init_has_a_deadline_of_its_own_longer_than_a_calls() {
+    // 35,000,000 counts in init: about 50 ms, ten times the calls' 5 ms.
+    let slow_start = "timeout_ms = 5\n[config]\nspins = 0\ninit_spins = 35000000\n";
+    let dir = PluginDir::new();
+    dir.add("slow-start", "testing_spin", Some(slow_start));
+    let path = dir.path().join("slow-start.wasm");
+    let (ok, out, err) = run(&["plugin", "check", path.to_str().expect("path")]);
+    assert!(ok, "{out}{err}");
+    assert!(
+        out.starts_with("ok: slow-start is a bbb:relay/plugin@"),
+        "{out}"
+    );
+
+    dir.add(
+        "too-slow",
+        "testing_spin",
+        Some(&format!("init_timeout_ms = 5\n{slow_start}")),
+    );
+    let path = dir.path().join("too-slow.wasm");
+    let (ok, out, err) = run(&["plugin", "check", path.to_str().expect("path")]);
+    assert!(!ok, "{out}");
+    assert!(
+        err.contains("init failed: it ran past its deadline (init_timeout_ms = 5)"),
+        "{err}"
+    );
+}
+
 #[test]
 fn replay_prints_what_each_hook_would_get_through_the_chain() {
     let dir = PluginDir::new();

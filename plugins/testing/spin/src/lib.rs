@@ -1,6 +1,7 @@
 //! Test plugin: on every event, counts to config `spins` (default 7,000,000: about 10 ms on
 //! the benchmark machine), then keeps the event. A plugin that costs CPU on every call without
-//! ever reaching its deadline, unlike `loop`, whose every call ends in a trap.
+//! ever reaching its deadline, unlike `loop`, whose every call ends in a trap. `init` counts to
+//! config `init_spins` (default 0) first: a plugin slow to start.
 
 wit_bindgen::generate!({ world: "plugin", path: "../../../wit" });
 
@@ -19,17 +20,25 @@ impl Guest for Spin {
             .and_then(|s| s.parse().ok())
             .unwrap_or(7_000_000);
         let _ = SPINS.set(spins);
+        count_to(
+            get_config("init_spins")
+                .and_then(|s| s.parse().ok())
+                .unwrap_or(0),
+        );
         Ok(Vec::new())
     }
 
     fn on_event(_event: Event, _hook: Hook) -> Action {
-        let n = SPINS.get().copied().unwrap_or(0);
-        let mut spins: u64 = 0;
-        while spins < n {
-            // black_box keeps the optimizer from reasoning the loop away.
-            spins = core::hint::black_box(spins.wrapping_add(1));
-        }
+        count_to(SPINS.get().copied().unwrap_or(0));
         Action::Keep
+    }
+}
+
+fn count_to(n: u64) {
+    let mut spins: u64 = 0;
+    while spins < n {
+        // black_box keeps the optimizer from reasoning the loop away.
+        spins = core::hint::black_box(spins.wrapping_add(1));
     }
 }
 
