@@ -288,4 +288,35 @@ impl TestRedis {
             .await
             .expect("smembers")
     }
+
+    /// Every callback the relay keeps for redelivery (`hookrelay:retained:{..}` streams), each
+    /// as its fields' values, form-decoded, one per line. Read-only: a test waits on it before
+    /// asking for a redelivery once (asking again would queue the callbacks again).
+    pub async fn kept_callbacks(&self) -> Vec<String> {
+        let mut conn = self.must_conn().await;
+        let keys: Vec<String> = redis::cmd("KEYS")
+            .arg("hookrelay:retained:*")
+            .query_async(&mut conn)
+            .await
+            .expect("keys");
+        let mut kept = Vec::new();
+        for key in keys.iter().filter(|k| !k.ends_with(":bytes")) {
+            let entries: Vec<(String, Vec<(String, String)>)> = redis::cmd("XRANGE")
+                .arg(key)
+                .arg("-")
+                .arg("+")
+                .query_async(&mut conn)
+                .await
+                .expect("xrange");
+            kept.extend(entries.into_iter().map(|(_, fields)| {
+                fields
+                    .iter()
+                    .flat_map(|(_, v)| form_urlencoded::parse(v.as_bytes()))
+                    .map(|(k, v)| format!("{k}{v}"))
+                    .collect::<Vec<_>>()
+                    .join("\n")
+            }));
+        }
+        kept
+    }
 }
