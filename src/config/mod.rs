@@ -548,7 +548,7 @@ pub struct PluginsConfig {
     pub reload_debounce_ms: u64,
     /// What happens to an event a plugin fails on, unless its `NAME.toml` says otherwise.
     pub on_error: OnError,
-    /// Deadline (wall-clock time) of one plugin call.
+    /// Deadline (wall-clock time) of one plugin `on-event` call.
     pub timeout_ms: u64,
     /// Deadline (wall-clock time) of making an instance: instantiation and `init`.
     pub init_timeout_ms: u64,

@@ -138,8 +138,6 @@ impl ProcessStage {
         }
     }
 
-    /// Routes a batch, then persists its callbacks and mapping changes and queues the
-    /// callbacks. `false` when the relay stopped first.
     /// At the stop: the messages already taken off the bus, and (alone) those the subscribers
     /// hand on as they unsubscribe, until the last subscriber is gone (the channel closes),
     /// within the subscribers' bound. In a fleet the lease goes at the stop and the others
@@ -166,6 +164,8 @@ impl ProcessStage {
         tracing::debug!(messages = batch.len(), "processed at the stop");
     }
 
+    /// Routes a batch, then persists its callbacks and mapping changes and queues the
+    /// callbacks. `false` when the relay stopped first.
     async fn handle(&mut self, batch: &[BusMessage]) -> bool {
         let routed = self.route(batch);
         self.persist(batch, routed).await

@@ -116,10 +116,15 @@ pub(super) fn check(msg: &Message, kind: &'static str, needs: Needs) -> Result<(
     Ok(())
 }
 
-/// The value at dotted path `field` of `msg`.
+/// The value at dotted path `field` of `msg` (as `path` walks it, without collecting the keys:
+/// this runs for every required field of every bus message).
 fn dotted<'a>(msg: &'a Message, field: &str) -> Option<&'a Value> {
-    let keys: Vec<&str> = field.split('.').collect();
-    path(&msg.value, &keys)
+    let mut keys = field.split('.');
+    let mut cur = msg.value.get(keys.next()?)?;
+    for k in keys {
+        cur = cur.as_object()?.get(k)?;
+    }
+    Some(cur)
 }
 
 fn string_id(kind: &'static str, field: &'static str, v: Option<&Value>) -> Result<(), MapError> {
