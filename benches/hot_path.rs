@@ -50,7 +50,8 @@ fn matching(c: &mut Criterion) {
         get_raw: false,
         permanent: false,
         tenant: None,
-        disabled: false,
+        disabled: None,
+        signing: None,
     }));
     let snapshot = registry.load();
     c.bench_function("match among 1,000 hooks", |b| {

@@ -26,7 +26,7 @@ const HOOKS: &[&[&str]] = &[
     &["record", "registry"],
     &["matcher", "fleet", "import", "takeover"],
     &["store"],
-    &["sync"],
+    &["sync", "orphans"],
 ];
 
 fn layer(layers: &[&[&str]], name: &str) -> Option<usize> {
@@ -151,7 +151,7 @@ const CRATE: &[&[&str]] = &[
     &["base", "redis_conn", "shutdown", "systemd"],
     &["config"],
     &["store_conn"],
-    &["redis_index", "metrics"],
+    &["redis_index", "metrics", "audit"],
     &["bus", "tenants"],
     &["fleet"],
     &["event"],

@@ -34,6 +34,8 @@
 //! - [`tenants`]: the tenants of a hosted cluster (Scalelite's, read from its Redis, or
 //!   configured): the API finds a call's tenant by its host, matching keeps a tenant's hooks to
 //!   its meetings, and delivery signs with its secret.
+//! - [`audit`]: the record of every change asked of the relay (hooks created, destroyed,
+//!   enabled, disabled, removed, secrets rotated, redeliveries), kept in the store.
 //! - [`fleet`]: several instances on one store: the lease, the messages kept while not holding
 //!   it, the cursors and delivery spread over the instances.
 //! - [`pipeline`]: wires the stages at start (sources, recovery of queues, the processing
@@ -47,8 +49,9 @@
 //!
 //! Layers, bottom first, each importing only from those before it (`src/layers.rs` tests it):
 //! `base`, `redis_conn`, `shutdown`, `systemd`; `config`; `store_conn`; `redis_index`,
-//! `metrics`; `bus`, `tenants`; `fleet`; `event`; `hooks`; `conference`, `plugin_host`; `route`;
-//! `delivery`; `admin_api`, `api`, `authoring`, `replay`, `xapi`; `pipeline`. Where a lower
+//! `metrics`, `audit`; `bus`, `tenants`; `fleet`; `event`; `hooks`; `conference`,
+//! `plugin_host`; `route`; `delivery`; `admin_api`, `api`, `authoring`, `replay`, `xapi`;
+//! `pipeline`. Where a lower
 //! layer must reach a higher one it defines the interface: [`event::process::Observer`] (the
 //! conference follows the events), [`hooks::store::QueueRemover`] (a removed hook's queue goes
 //! too).
@@ -66,6 +69,7 @@
 
 pub(crate) mod admin_api;
 pub(crate) mod api;
+pub(crate) mod audit;
 pub mod authoring;
 pub mod base;
 pub(crate) mod bus;

@@ -99,6 +99,12 @@ enum Command {
     /// Print the token the admin API's TCP listener (`admin.bind`) wants: admin.bearer_token,
     /// or the one derived from the shared secret (a browser's password for user admin).
     AdminToken(admin::AdminTokenArgs),
+    /// The tenants in force (configured and Scalelite's), each with its hooks; the ones
+    /// refused for their secrets; how Scalelite's were last read (from the admin API).
+    Tenants(admin::TenantsArgs),
+    /// Who changed what, when: every hooks/create and hooks/destroy, enable, disable, removal,
+    /// secret rotation and redelivery, oldest first (from the admin API).
+    Audit(admin::AuditArgs),
     /// Several instances on one store: show who holds the fleet lease, how far back each
     /// instance's kept messages reach and who delivers each hook (read from the store).
     Fleet(admin::FleetArgs),
@@ -225,6 +231,8 @@ fn main() -> ExitCode {
         Command::Verify(args) => return admin::verify(&args),
         Command::ImportReference(args) => return admin::import_reference(&args),
         Command::Fleet(args) => return admin::fleet(&args),
+        Command::Tenants(args) => return admin::tenants(&args),
+        Command::Audit(args) => return admin::audit(&args),
         Command::Events { command } => return events_cli::run(&command),
         Command::AdminToken(args) => return admin::admin_token(&args),
     };

@@ -99,7 +99,8 @@ pub fn hooks(urls: &[String], raw_urls: &[String]) -> Vec<Hook> {
             get_raw,
             permanent: false,
             tenant: None,
-            disabled: false,
+            disabled: None,
+            signing: None,
         })
         .collect()
 }

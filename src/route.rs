@@ -270,7 +270,8 @@ mod tests {
             get_raw,
             permanent: false,
             tenant: None,
-            disabled: false,
+            disabled: None,
+            signing: None,
         }
     }
 

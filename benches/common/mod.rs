@@ -12,7 +12,8 @@ pub fn hook() -> Hook {
         get_raw: false,
         permanent: false,
         tenant: None,
-        disabled: false,
+        disabled: None,
+        signing: None,
     }
 }
 

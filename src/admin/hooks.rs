@@ -50,8 +50,15 @@ pub enum HooksCommand {
     },
     /// Enable a hook disabled after its callbacks kept failing (`delivery.on_give_up =
     /// "disable"`): it sends its kept callbacks, in order, then the new ones (through the
-    /// admin API).
+    /// admin API). A hook whose tenant is gone is enabled when its tenant is back.
     Enable {
+        /// The hook's id, as hooks list shows it.
+        hook_id: u64,
+    },
+    /// Give a hook a new signing secret (`delivery.hook_secrets`) and print it; the old one
+    /// signs too for delivery.hook_secret_overlap_s, while its receiver moves to the new one
+    /// (through the admin API).
+    RotateSecret {
         /// The hook's id, as hooks list shows it.
         hook_id: u64,
     },
@@ -150,6 +157,9 @@ pub fn hooks(args: &HooksArgs) -> ExitCode {
         HooksCommand::Destroy { hook_id } => ("destroy", format!("hookID={hook_id}")),
         HooksCommand::Show { hook_id } => return show(&admin, *hook_id, args.json),
         HooksCommand::Enable { hook_id } => return enable(&admin, *hook_id, args.json),
+        HooksCommand::RotateSecret { hook_id } => {
+            return rotate_secret(&admin, *hook_id, args.json);
+        }
     };
     let url = signed_url(&config, &base, call, &query);
     let answer = match fetch(&url) {
@@ -257,7 +267,9 @@ fn print_answer(args: &HooksArgs, admin: &AdminClient, answer: Answer) -> ExitCo
             print_json(&serde_json::json!({ "hook_id": hook_id, "removed": true }));
         }
         HooksCommand::Destroy { hook_id } => println!("removed hook {hook_id}"),
-        HooksCommand::Show { .. } | HooksCommand::Enable { .. } => {}
+        HooksCommand::Show { .. }
+        | HooksCommand::Enable { .. }
+        | HooksCommand::RotateSecret { .. } => {}
     }
     ExitCode::SUCCESS
 }
@@ -280,6 +292,24 @@ fn enable(admin: &AdminClient, id: u64, json: bool) -> ExitCode {
             println!("enabled hook {id}: its kept callbacks are sent, in order")
         }
         Ok(_) => println!("hook {id} was not disabled"),
+        Err((code, why)) => return fail(code, &why),
+    }
+    ExitCode::SUCCESS
+}
+
+/// `hooks rotate-secret ID`: prints the new secret (the only command that shows one).
+fn rotate_secret(admin: &AdminClient, id: u64, json: bool) -> ExitCode {
+    match admin.post(&format!("/v1/hooks/{id}/rotate-secret"), &[]) {
+        Ok(v) if json => print_json(&v),
+        Ok(v) => {
+            println!("{}", v["signing_secret"].as_str().unwrap_or_default());
+            match v["previous_secret_until"].as_str() {
+                Some(t) => eprintln!(
+                    "hook {id}: new signing secret above; the old one signs too until {t}"
+                ),
+                None => eprintln!("hook {id}: new signing secret above"),
+            }
+        }
         Err((code, why)) => return fail(code, &why),
     }
     ExitCode::SUCCESS
@@ -337,8 +367,26 @@ fn print_list(hooks: &[ListedHook], states: Option<&serde_json::Value>) {
         (false, _) => String::new(),
         (true, t) => format!("{:<12}  ", t.as_deref().unwrap_or("(operator)")),
     };
+    let state_of_hook = |id: u64| {
+        let shown = state_of(states, id);
+        match (
+            shown.and_then(|s| s["state"].as_str()),
+            shown.and_then(|s| s["disabled_reason"].as_str()),
+        ) {
+            (Some("disabled"), Some(why)) => format!("disabled ({why})"),
+            (Some(s), _) => s.to_string(),
+            (None, _) => "?".to_string(),
+        }
+    };
+    // As wide as the widest state (`disabled (tenant_unknown)`), at least 7.
+    let w = hooks
+        .iter()
+        .map(|h| state_of_hook(h.id).len())
+        .max()
+        .unwrap_or(0)
+        .max(7);
     println!(
-        "{:>6}  {:<7}  {:<9}  {}{:<12}  {:<20}  callback URL",
+        "{:>6}  {:<w$}  {:<9}  {}{:<12}  {:<20}  callback URL",
         "id",
         "state",
         "kind",
@@ -347,9 +395,7 @@ fn print_list(hooks: &[ListedHook], states: Option<&serde_json::Value>) {
         "events"
     );
     for h in hooks {
-        let state = state_of(states, h.id)
-            .and_then(|s| s["state"].as_str())
-            .unwrap_or("?");
+        let state = state_of_hook(h.id);
         let kind = match (h.permanent, h.raw) {
             (true, true) => "perm,raw",
             (true, false) => "permanent",
@@ -357,7 +403,7 @@ fn print_list(hooks: &[ListedHook], states: Option<&serde_json::Value>) {
             (false, false) => "-",
         };
         println!(
-            "{:>6}  {:<7}  {:<9}  {}{:<12}  {:<20}  {}",
+            "{:>6}  {:<w$}  {:<9}  {}{:<12}  {:<20}  {}",
             h.id,
             state,
             kind,
@@ -369,7 +415,7 @@ fn print_list(hooks: &[ListedHook], states: Option<&serde_json::Value>) {
     }
     for h in removed {
         println!(
-            "{:>6}  {:<7}  {:<9}  {}{:<12}  {:<20}  {}",
+            "{:>6}  {:<w$}  {:<9}  {}{:<12}  {:<20}  {}",
             h["id"].as_u64().unwrap_or_default(),
             "removed",
             "-",

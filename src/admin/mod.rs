@@ -1,5 +1,5 @@
 //! The commands for people: administrators' `hooks` ([`hooks`]), `deliveries` ([`status`],
-//! which reads the admin API), `import-reference`
+//! which reads the admin API), `tenants` and `audit` ([`tenancy`]), `import-reference`
 //! ([`import`]) and `fleet status` ([`fleet`]), integrators' `sign` and `verify` ([`callback`]). Each prints for people and
 //! answers a wrong argument, an unreachable relay or a refused call with one line on stderr and
 //! a non-zero exit: 2 for arguments and configuration, 1 for a refusal or a mismatch, 3 for
@@ -10,6 +10,7 @@ mod fleet;
 mod hooks;
 mod import;
 mod status;
+mod tenancy;
 
 use std::process::ExitCode;
 
@@ -19,6 +20,7 @@ use hookrelay::Config;
 pub use hooks::{HooksArgs, hooks};
 pub use import::{ImportArgs, import_reference};
 pub use status::{DeliveriesArgs, RedeliverArgs, deliveries, redeliver};
+pub use tenancy::{AuditArgs, TenantsArgs, audit, tenants};
 
 /// Exit code of a call the relay refused, or a callback that does not verify.
 const REFUSED: u8 = 1;

@@ -201,11 +201,28 @@ pub fn print_hook(h: &Value) {
     let failures = h["failures_in_row"].as_u64().unwrap_or(0);
     row(
         "state:",
-        match (state, failures) {
-            ("failing", n) => format!("failing ({n} failed attempts in a row)"),
-            (s, _) => s.to_string(),
+        match (state, failures, text(h, "disabled_reason")) {
+            ("failing", n, _) => format!("failing ({n} failed attempts in a row)"),
+            ("disabled", _, Some("tenant_unknown")) => {
+                "disabled (tenant_unknown): its tenant is not known; enabled again when it is back"
+                    .to_string()
+            }
+            ("disabled", _, Some(why)) => format!("disabled ({why})"),
+            (s, _, _) => s.to_string(),
         },
     );
+    if let Some(t) = text(h, "disabled_since") {
+        row("disabled:", format!("since {t}"));
+    }
+    if h["own_secret"] == true {
+        row(
+            "signing:",
+            match text(h, "previous_secret_until") {
+                Some(t) => format!("its own secret (the previous one signs too until {t})"),
+                None => "its own secret".to_string(),
+            },
+        );
+    }
     if h["receiver_circuit"] == "open" {
         row(
             "receiver:",
@@ -255,7 +272,13 @@ pub fn print_hook(h: &Value) {
         },
     );
     if let Some(t) = text(h, "removal_due") {
-        row("removal due:", format!("{t}, if the failures go on"));
+        match text(h, "disabled_reason") {
+            Some("tenant_unknown") => row(
+                "removal due:",
+                format!("{t}, if its tenant does not come back"),
+            ),
+            _ => row("removal due:", format!("{t}, if the failures go on")),
+        }
     }
     if let Some(t) = text(h, "removed") {
         row("removed:", format!("{t}, after its callbacks kept failing"));
@@ -270,7 +293,7 @@ pub fn print_hook(h: &Value) {
 pub struct AdminTarget {
     /// Print JSON (for scripts) instead of lines.
     #[arg(long)]
-    json: bool,
+    pub(super) json: bool,
     /// The relay's configuration: where its admin API listens, and its token.
     #[arg(long, short, env = "HOOKRELAY_CONFIG")]
     config: Option<std::path::PathBuf>,
@@ -281,7 +304,7 @@ pub struct AdminTarget {
 
 impl AdminTarget {
     /// The client of the relay's admin API; the exit code when the configuration is bad.
-    fn client(&self) -> Result<AdminClient, std::process::ExitCode> {
+    pub(super) fn client(&self) -> Result<AdminClient, std::process::ExitCode> {
         let config = super::load(self.config.as_deref())?;
         Ok(AdminClient::new(&config, self.admin_url.as_deref()))
     }

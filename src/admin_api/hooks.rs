@@ -5,13 +5,14 @@
 use std::sync::Arc;
 
 use axum::{
-    Json,
+    Extension, Json,
     extract::{Path, Query, State},
 };
 use serde::{Deserialize, Serialize};
 
-use super::{AdminError, AdminState};
+use super::{AdminError, AdminState, Caller};
 use crate::{
+    audit::{Action, Record},
     base::{
         ids::HookId,
         time::{now_ms, parse_since, rfc3339},
@@ -20,7 +21,7 @@ use crate::{
         AttemptRecord,
         read::{self, HookState, State as Word},
     },
-    hooks::Hook,
+    hooks::{Hook, model::DisabledReason},
 };
 
 /// One hook as the API shows it.
@@ -52,6 +53,15 @@ pub struct HookView {
     /// Its receiver's circuit on this instance: `open` (its callbacks wait, one probe at a
     /// time tries it) or `closed`; none without circuits (`delivery.circuit_after`).
     pub receiver_circuit: Option<&'static str>,
+    /// Why it is disabled: `failures` (its retries ran out) or `tenant_unknown` (its tenant is
+    /// gone); none while enabled.
+    pub disabled_reason: Option<&'static str>,
+    /// Since when it is disabled.
+    pub disabled_since: Option<String>,
+    /// Whether it has its own signing secret (`delivery.hook_secrets`; never the secret).
+    pub own_secret: bool,
+    /// Until when the secret it had before its last rotation signs too.
+    pub previous_secret_until: Option<String>,
 }
 
 impl HookView {
@@ -86,9 +96,20 @@ impl HookView {
             // mark is written).
             state: match hook {
                 None => Word::Removed,
-                Some(h) if h.disabled => Word::Disabled,
+                Some(h) if h.disabled.is_some() => Word::Disabled,
                 Some(_) => s.state(),
             },
+            disabled_reason: hook.and_then(|h| h.disabled).map(|d| d.reason.as_str()),
+            disabled_since: hook
+                .and_then(|h| h.disabled)
+                .filter(|d| d.since > 0)
+                .map(|d| rfc3339(d.since)),
+            own_secret: hook.is_some_and(|h| h.signing.is_some()),
+            previous_secret_until: hook
+                .and_then(|h| h.signing.as_ref())
+                .and_then(|s| s.previous.as_ref())
+                .filter(|(_, until)| *until > now)
+                .map(|(_, until)| rfc3339(*until)),
             queued: s.queued,
             oldest_queued: time(s.oldest_queued),
             oldest_queued_age_s: s.oldest_queued.map(|t| now.saturating_sub(t) as f64 / 1e3),
@@ -96,7 +117,12 @@ impl HookView {
             last_failure: time(s.last_failure),
             last_error: s.last_error,
             failures_in_row: s.failures_in_row,
-            removal_due: time(s.removal_due),
+            removal_due: match hook.and_then(|h| h.disabled) {
+                Some(d) if d.reason == DisabledReason::TenantUnknown && d.since > 0 => {
+                    Some(rfc3339(d.since.saturating_add(admin.removed_grace_ms)))
+                }
+                _ => time(s.removal_due),
+            },
             removed: time(s.removed),
             delivered_by: s.instance,
         }
@@ -186,30 +212,92 @@ pub struct Enabled {
 /// `POST /v1/hooks/{id}/enable`: a disabled hook resumes, its kept callbacks first.
 pub async fn enable(
     State(admin): State<Arc<AdminState>>,
+    Extension(caller): Extension<Caller>,
     Path(id): Path<u64>,
 ) -> Result<Json<Enabled>, AdminError> {
-    enable_hook(&admin, id).await.map(Json)
+    enable_hook(&admin, &caller, id).await.map(Json)
 }
 
-/// Enables hook `id`.
-pub async fn enable_hook(admin: &AdminState, id: u64) -> Result<Enabled, AdminError> {
-    if admin.store.registry().load().get(HookId(id)).is_none() {
+/// An audit record of `action` on `hook` made by `caller` through the admin API.
+pub fn record_of(admin: &AdminState, caller: &Caller, action: Action, hook: &Hook) -> Record {
+    let tenants = admin.tenants.load();
+    let tenant = hook.tenant.as_deref().map(|id| {
+        let name = tenants.by_id(id).map_or(id, |t| t.name.as_str());
+        (id, name)
+    });
+    Record::now(action, caller.0.as_str())
+        .of_tenant(tenant)
+        .hook(hook.id.0, &hook.callback_url)
+}
+
+/// Enables hook `id` (asked by `caller`). A hook whose tenant is gone stays disabled until the
+/// tenant is back.
+pub async fn enable_hook(
+    admin: &AdminState,
+    caller: &Caller,
+    id: u64,
+) -> Result<Enabled, AdminError> {
+    let Some(hook) = admin.store.registry().load().get(HookId(id)).cloned() else {
         return Err(AdminError::NotRegistered(id));
+    };
+    if hook
+        .disabled
+        .is_some_and(|d| d.reason == DisabledReason::TenantUnknown)
+    {
+        return Err(AdminError::TenantGone(id));
     }
-    let enabled = admin
-        .store
-        .set_disabled(HookId(id), false)
-        .await
-        .map_err(|e| match e {
-            crate::hooks::record::StoreError::Redis(e) => AdminError::Store(e),
-        })?;
+    let enabled = admin.store.set_disabled(HookId(id), None).await?;
     if enabled {
-        tracing::info!(hook_id = id, "hook enabled (admin API)");
+        tracing::info!(hook_id = id, caller = caller.0, "hook enabled (admin API)");
+        admin
+            .audit
+            .record(record_of(admin, caller, Action::Enable, &hook))
+            .await;
     }
     Ok(Enabled {
         hook_id: id,
         enabled,
     })
+}
+
+/// What `POST /v1/hooks/{id}/rotate-secret` did: the hook's new signing secret (the only
+/// answer that carries one), and until when the old one signs too.
+#[derive(Serialize)]
+pub struct Rotated {
+    hook_id: u64,
+    signing_secret: String,
+    previous_secret_until: Option<String>,
+}
+
+/// `POST /v1/hooks/{id}/rotate-secret`: a new signing secret for the hook; its old one signs
+/// too for `delivery.hook_secret_overlap_s`.
+pub async fn rotate_secret(
+    State(admin): State<Arc<AdminState>>,
+    Extension(caller): Extension<Caller>,
+    Path(id): Path<u64>,
+) -> Result<Json<Rotated>, AdminError> {
+    let Some(hook) = admin.store.registry().load().get(HookId(id)).cloned() else {
+        return Err(AdminError::NotRegistered(id));
+    };
+    let secrets = admin
+        .store
+        .rotate_secret(HookId(id), admin.hook_secret_overlap_ms)
+        .await?
+        .ok_or(AdminError::NotRegistered(id))?;
+    tracing::info!(
+        hook_id = id,
+        caller = caller.0,
+        "hook's signing secret rotated (admin API)"
+    );
+    admin
+        .audit
+        .record(record_of(&admin, &caller, Action::RotateSecret, &hook))
+        .await;
+    Ok(Json(Rotated {
+        hook_id: id,
+        signing_secret: secrets.current.expose().to_string(),
+        previous_secret_until: secrets.previous.map(|(_, until)| rfc3339(until)),
+    }))
 }
 
 pub async fn show(

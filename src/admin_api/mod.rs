@@ -1,18 +1,22 @@
-//! The admin API: JSON about each hook's delivery (its state, its last attempts) and
-//! redelivery, on a listener of its own (`[admin]`, never under the BBB API's path), behind
-//! `[admin] bearer_token`. The `hooks show`, `hooks list`, `deliveries` and `redeliver` commands
-//! use it; [`hooks`] and [`redeliver`] hold the calls, [`page`] the status page for people.
-//! Errors are typed here and answered as `{"error": "..."}` with their status.
+//! The admin API: JSON about each hook's delivery (its state, its last attempts), redelivery,
+//! the tenants and the audit, on a listener of its own (`[admin]`, never under the BBB API's
+//! path), behind `[admin] bearer_token`. The `hooks show`, `hooks list`, `hooks enable`,
+//! `hooks rotate-secret`, `deliveries`, `redeliver`, `tenants` and `audit` commands use it;
+//! [`hooks`], [`redeliver`], [`tenants`] and [`audit`] hold the calls, [`page`] the status page
+//! for people. Every change is recorded in the audit with its caller ([`Caller`]). Errors are
+//! typed here and answered as `{"error": "..."}` with their status.
 
+mod audit;
 mod hooks;
 mod page;
 mod redeliver;
+mod tenants;
 
 use std::sync::Arc;
 
 use axum::{
     Json, Router,
-    extract::Request,
+    extract::{Request, State},
     http::{Method, StatusCode, header},
     middleware::Next,
     response::{IntoResponse, Response},
@@ -20,8 +24,8 @@ use axum::{
 };
 
 use crate::{
-    delivery::retain::Bounds, hooks::HookStore, metrics::auth, store_conn::StoreConn,
-    tenants::Tenants,
+    audit::Audit, base::forwarded, delivery::retain::Bounds, hooks::HookStore, metrics::auth,
+    store_conn::StoreConn, tenants::Tenants,
 };
 
 /// What the calls read: the hooks registered, and the store.
@@ -36,6 +40,32 @@ pub struct AdminState {
     pub tenants: Arc<Tenants>,
     /// The receivers' circuits, whose state each hook shows (`None`: off).
     pub circuits: Option<Arc<crate::delivery::client::Circuits>>,
+    /// Where every change made through it is recorded.
+    pub audit: Audit,
+    /// `api.trusted_proxies`: whose `X-Forwarded-For` names the caller.
+    pub trusted_proxies: Vec<ipnet::IpNet>,
+    /// Whether Scalelite's tenants are read (`[scalelite]`).
+    pub scalelite: bool,
+    /// `delivery.hook_secret_overlap_s`, in ms.
+    pub hook_secret_overlap_ms: u64,
+    /// `tenancy.removed_grace_s`, in ms: when a gone tenant's hook is removed.
+    pub removed_grace_ms: u64,
+}
+
+/// Who made a request, for the audit: its address (or `unix-socket`), put in the request's
+/// extensions by [`router`].
+#[derive(Debug, Clone)]
+pub struct Caller(pub String);
+
+/// Puts the request's [`Caller`] in its extensions.
+async fn with_caller(
+    State(admin): State<Arc<AdminState>>,
+    mut req: Request,
+    next: Next,
+) -> Response {
+    let caller = forwarded::caller_of(req.extensions(), req.headers(), &admin.trusted_proxies);
+    req.extensions_mut().insert(Caller(caller));
+    next.run(req).await
 }
 
 /// Why a call fails.
@@ -57,8 +87,24 @@ pub enum AdminError {
     },
     #[error("{0}")]
     BadParameter(String),
+    #[error(
+        "hook {0}'s tenant is not known: it is enabled again when its tenant is back (or removed after tenancy.removed_grace_s)"
+    )]
+    TenantGone(u64),
     #[error("the store cannot be read: {0}")]
     Store(#[from] redis::RedisError),
+    /// What is not the caller's doing (no random bytes for a secret).
+    #[error("{0}")]
+    Internal(String),
+}
+
+impl From<crate::hooks::record::StoreError> for AdminError {
+    fn from(e: crate::hooks::record::StoreError) -> Self {
+        match e {
+            crate::hooks::record::StoreError::Redis(e) => Self::Store(e),
+            other => Self::Internal(other.to_string()),
+        }
+    }
 }
 
 impl AdminError {
@@ -67,7 +113,9 @@ impl AdminError {
         match self {
             Self::UnknownHook(_) | Self::NotRegistered(_) => StatusCode::NOT_FOUND,
             Self::BadParameter(_) | Self::BeforeWindow { .. } => StatusCode::BAD_REQUEST,
+            Self::TenantGone(_) => StatusCode::CONFLICT,
             Self::Store(_) => StatusCode::SERVICE_UNAVAILABLE,
+            Self::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }
 }
@@ -107,11 +155,18 @@ pub fn router(state: Arc<AdminState>, access: Arc<auth::Access>) -> Router {
         .route("/v1/hooks/{id}/deliveries", get(hooks::deliveries))
         .route("/v1/hooks/{id}/redeliver", post(redeliver::redeliver))
         .route("/v1/hooks/{id}/enable", post(hooks::enable))
+        .route("/v1/hooks/{id}/rotate-secret", post(hooks::rotate_secret))
         .route("/v1/redeliver", post(redeliver::redeliver_all))
+        .route("/v1/tenants", get(tenants::list))
+        .route("/v1/audit", get(audit::list))
         .route("/", get(page::list))
         .route("/hooks/{id}", get(page::hook))
         .route("/hooks/{id}/redeliver", post(page::redeliver))
         .route("/hooks/{id}/enable", post(page::enable))
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            with_caller,
+        ))
         .with_state(state)
         .layer(axum::middleware::from_fn(same_origin))
         .layer(axum::middleware::from_fn_with_state(access, auth::require))

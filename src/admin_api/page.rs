@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use askama::Template;
 use axum::{
-    Form,
+    Extension, Form,
     extract::{Path, Query, State},
     http::{StatusCode, header},
     response::{Html, IntoResponse, Redirect, Response},
@@ -16,7 +16,7 @@ use axum::{
 use serde::Deserialize;
 
 use super::{
-    AdminError, AdminState,
+    AdminError, AdminState, Caller,
     hooks::{self, AttemptView, Filter, HookView},
     redeliver::{self, Window},
 };
@@ -33,6 +33,10 @@ struct Shown {
     delivered_by: String,
     /// The tenant's name, empty for the operator's hooks.
     tenant: String,
+    /// Why it is disabled, for people; empty while enabled.
+    disabled_why: String,
+    /// Whether it may be enabled by hand (disabled for its failures, not for its tenant).
+    enable: bool,
 }
 
 impl From<HookView> for Shown {
@@ -46,10 +50,23 @@ impl From<HookView> for Shown {
             (Some(t), None) => t,
             _ => "never".into(),
         };
+        let tenant_gone = h.disabled_reason == Some("tenant_unknown");
         let removal = match (h.removed, h.removal_due) {
             (Some(t), _) => format!("{t}, after its callbacks kept failing"),
+            (None, Some(t)) if tenant_gone => format!("due {t} if its tenant does not come back"),
             (None, Some(t)) => format!("due {t} if the failures go on"),
             (None, None) => String::new(),
+        };
+        let since = h
+            .disabled_since
+            .map(|t| format!(" (since {t})"))
+            .unwrap_or_default();
+        let disabled_why = match h.disabled_reason {
+            Some("tenant_unknown") => format!(
+                "its tenant is not known{since}: it is enabled again when the tenant is back; its callbacks are kept"
+            ),
+            Some(_) => format!("its callbacks kept failing{since}; its callbacks are kept"),
+            None => String::new(),
         };
         Self {
             id: h.id,
@@ -61,6 +78,8 @@ impl From<HookView> for Shown {
             removal,
             delivered_by: h.delivered_by.unwrap_or_default(),
             tenant: h.tenant.unwrap_or_default(),
+            disabled_why,
+            enable: h.disabled_reason == Some("failures"),
         }
     }
 }
@@ -216,8 +235,12 @@ pub async fn hook(
 }
 
 /// `POST /hooks/{id}/enable` (the button of a disabled hook): back to its page.
-pub async fn enable(State(admin): State<Arc<AdminState>>, Path(id): Path<u64>) -> Response {
-    match hooks::enable_hook(&admin, id).await {
+pub async fn enable(
+    State(admin): State<Arc<AdminState>>,
+    Extension(caller): Extension<Caller>,
+    Path(id): Path<u64>,
+) -> Response {
+    match hooks::enable_hook(&admin, &caller, id).await {
         Ok(_) => Redirect::to(&format!("/hooks/{id}?enabled=1")).into_response(),
         Err(e) => hook_page(&admin, id, None, Some(e)).await,
     }
@@ -226,10 +249,11 @@ pub async fn enable(State(admin): State<Arc<AdminState>>, Path(id): Path<u64>) -
 /// `POST /hooks/{id}/redeliver` (the form): back to the hook's page, saying what was queued.
 pub async fn redeliver(
     State(admin): State<Arc<AdminState>>,
+    Extension(caller): Extension<Caller>,
     Path(id): Path<u64>,
     Form(window): Form<Window>,
 ) -> Response {
-    match redeliver::ask(&admin, id, &window).await {
+    match redeliver::ask(&admin, &caller, id, &window).await {
         Ok(r) => Redirect::to(&format!("/hooks/{id}?queued={}", r.queued)).into_response(),
         Err(e) => hook_page(&admin, id, None, Some(e)).await,
     }

@@ -7,13 +7,14 @@
 use std::{collections::HashSet, sync::Arc};
 
 use axum::{
-    Form, Json,
+    Extension, Form, Json,
     extract::{Path, State},
 };
 use serde::{Deserialize, Serialize};
 
-use super::{AdminError, AdminState};
+use super::{AdminError, AdminState, Caller, hooks::record_of};
 use crate::{
+    audit::Action,
     base::{
         ids::HookId,
         time::{now_ms, parse_since, rfc3339},
@@ -63,6 +64,7 @@ pub struct Bulk {
 /// its original order. A hook whose URL has nothing kept that far back is left out.
 pub async fn redeliver_all(
     State(admin): State<Arc<AdminState>>,
+    Extension(caller): Extension<Caller>,
     Form(window): Form<Window>,
 ) -> Result<Json<Bulk>, AdminError> {
     times(&window, now_ms())?;
@@ -78,7 +80,7 @@ pub async fn redeliver_all(
         hooks: Vec::new(),
     };
     for id in ids {
-        match ask(&admin, id, &window).await {
+        match ask(&admin, &caller, id, &window).await {
             Ok(r) if r.queued > 0 => {
                 bulk.queued += r.queued;
                 bulk.hooks.push(r);
@@ -99,14 +101,21 @@ pub async fn redeliver_all(
 /// Checks `window` for hook `id` and asks for its redelivery.
 pub async fn redeliver(
     State(admin): State<Arc<AdminState>>,
+    Extension(caller): Extension<Caller>,
     Path(id): Path<u64>,
     Form(window): Form<Window>,
 ) -> Result<Json<Redelivery>, AdminError> {
-    ask(&admin, id, &window).await.map(Json)
+    ask(&admin, &caller, id, &window).await.map(Json)
 }
 
-/// Asks for the redelivery of `window` to hook `id` (the status page's form does too).
-pub async fn ask(admin: &AdminState, id: u64, window: &Window) -> Result<Redelivery, AdminError> {
+/// Asks, for `caller`, the redelivery of `window` to hook `id` (the status page's form does
+/// too), recorded in the audit with what it queued.
+pub async fn ask(
+    admin: &AdminState,
+    caller: &Caller,
+    id: u64,
+    window: &Window,
+) -> Result<Redelivery, AdminError> {
     let hook = admin
         .store
         .registry()
@@ -159,6 +168,9 @@ pub async fn ask(admin: &AdminState, id: u64, window: &Window) -> Result<Redeliv
         )
         .await?;
     }
+    let record = record_of(admin, caller, Action::Redeliver, &hook)
+        .detail(format!("{} callbacks", sorted.len()));
+    admin.audit.record(record).await;
     Ok(Redelivery {
         hook: id,
         queued: sorted.len(),

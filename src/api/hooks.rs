@@ -1,15 +1,19 @@
-//! The create, destroy and list calls: checked parameters ([`super::params`]) to the store, and
-//! the XML answer.
+//! The create, destroy and list calls: checked parameters ([`super::params`]) and the
+//! tenant's limits ([`super::limits`]) to the store, the change recorded in the audit, and the
+//! XML answer.
 
-use std::sync::Arc;
+use std::{sync::Arc, time::Duration};
 
 use super::{
     ApiState, Call,
+    limits::retry_after_s,
     params::{ApiError, Caller, Params, authenticate_caller, hook_id, new_hook},
     xml,
 };
 use crate::{
-    hooks::{CreateOutcome, Snapshot},
+    audit::{Action, Record},
+    base::secret::Secret,
+    hooks::{CreateOutcome, Hook, Snapshot},
     tenants::View,
 };
 
@@ -21,21 +25,70 @@ pub struct Asked<'a> {
     pub query: &'a str,
     /// The host it was made to: its first label may name a tenant.
     pub host: Option<&'a str>,
+    /// Who made it, for the audit (an address).
+    pub caller: String,
 }
 
-/// Runs one call: (returncode, messageKey for metrics, XML body).
-pub async fn answer(state: &ApiState, asked: Asked<'_>) -> (&'static str, &'static str, String) {
-    match run(state, asked).await {
-        Ok((key, body)) => ("SUCCESS", key, body),
-        Err(e) => (
-            "FAILED",
-            e.message_key(),
-            xml::failed(e.message_key(), &e.to_string()),
-        ),
+/// What a call was answered.
+pub struct Answered {
+    pub returncode: &'static str,
+    /// For the metrics.
+    pub message_key: &'static str,
+    pub body: String,
+    /// The tenant that made it (its id), for the metrics; `None`: the operator, or a call
+    /// whose checksum matched no one.
+    pub tenant: Option<String>,
+    /// Over its tenant's rate: how long until it may call again (HTTP 429, `Retry-After`).
+    pub retry_after: Option<Duration>,
+}
+
+/// Runs one call.
+pub async fn answer(state: &ApiState, asked: Asked<'_>) -> Answered {
+    let mut tenant = None;
+    let result = run(state, asked, &mut tenant).await;
+    match result {
+        Ok((key, body)) => Answered {
+            returncode: "SUCCESS",
+            message_key: key,
+            body,
+            tenant,
+            retry_after: None,
+        },
+        Err(e) => Answered {
+            returncode: "FAILED",
+            message_key: e.message_key(),
+            body: xml::failed(e.message_key(), &e.to_string()),
+            tenant,
+            retry_after: match e {
+                ApiError::TooManyRequests(s) => Some(Duration::from_secs(s)),
+                _ => None,
+            },
+        },
     }
 }
 
-async fn run(state: &ApiState, asked: Asked<'_>) -> Result<(&'static str, String), ApiError> {
+/// Who made a call: the tenant (or the operator) its checksum says, and its address.
+struct Who<'a> {
+    caller: Caller,
+    address: &'a str,
+}
+
+impl Who<'_> {
+    /// An audit record of `action` made by this caller.
+    fn record(&self, action: Action) -> Record {
+        let tenant = match &self.caller {
+            Caller::Operator => None,
+            Caller::Tenant(t) => Some((t.id.as_str(), t.name.as_str())),
+        };
+        Record::now(action, self.address).of_tenant(tenant)
+    }
+}
+
+async fn run(
+    state: &ApiState,
+    asked: Asked<'_>,
+    tenant_of_call: &mut Option<String>,
+) -> Result<(&'static str, String), ApiError> {
     let tenants = state.tenants.load();
     let tenant = asked.host.and_then(|h| tenants.of_host(h));
     let (params, caller) = authenticate_caller(
@@ -45,10 +98,20 @@ async fn run(state: &ApiState, asked: Asked<'_>) -> Result<(&'static str, String
         tenant,
         &state.algorithms,
     )?;
+    if let Caller::Tenant(t) = &caller {
+        *tenant_of_call = Some(t.id.clone());
+        if let Err(wait) = state.limits.take_call(&t.id) {
+            return Err(ApiError::TooManyRequests(retry_after_s(wait)));
+        }
+    }
+    let who = Who {
+        caller,
+        address: &asked.caller,
+    };
     match asked.call {
-        Call::Create => create(state, &params, &caller).await,
-        Call::Destroy => destroy(state, &params, &caller).await,
-        Call::List => Ok(("", list(state, &params, &caller))),
+        Call::Create => create(state, &params, &who).await,
+        Call::Destroy => destroy(state, &params, &who).await,
+        Call::List => Ok(("", list(state, &params, &who.caller))),
         Call::Ping => Ok(("", String::new())),
     }
 }
@@ -56,22 +119,68 @@ async fn run(state: &ApiState, asked: Asked<'_>) -> Result<(&'static str, String
 async fn create(
     state: &ApiState,
     p: &Params<'_>,
-    caller: &Caller,
+    who: &Who<'_>,
 ) -> Result<(&'static str, String), ApiError> {
     let mut new = new_hook(p, &state.guard)?;
-    new.tenant = caller.tenant_id().map(String::from);
+    new.tenant = who.caller.tenant_id().map(String::from);
+    new.max_hooks = new.tenant.as_ref().and(state.limits.max_hooks);
+    new.own_secret = state.hook_secrets;
+    let url = new.callback_url.clone();
     match state.store.create(new).await {
         Ok(CreateOutcome::Created(hook)) => {
-            tracing::info!(hook_id = hook.id.0, meeting = ?hook.meeting_id, raw = hook.get_raw, tenant = hook.tenant.as_deref(), "hook created");
-            {
-                let hooks = state.store.registry().load();
-                state.metrics.count_hooks(hooks.len(), hooks.counts());
-            }
-            Ok(("", xml::created(&hook)))
+            tracing::info!(hook_id = hook.id.0, meeting = ?hook.meeting_id, raw = hook.get_raw, tenant = hook.tenant.as_deref(), caller = who.address, "hook created");
+            state.count_hooks();
+            state
+                .audit
+                .record(who.record(Action::Create).hook(hook.id.0, &url))
+                .await;
+            let secret = hook.signing.as_ref().map(|s| &s.current);
+            Ok(("", xml::created(&hook, secret)))
         }
-        Ok(CreateOutcome::Duplicate(id)) => Ok(("duplicateWarning", xml::duplicate(id))),
+        Ok(CreateOutcome::Duplicate(id)) => {
+            // The same caller asking again gets the hook's secret again (it is given one if
+            // it was made before hooks had their own).
+            let secret = match state.hook_secrets {
+                true => duplicate_secret(state, id).await?,
+                false => None,
+            };
+            state
+                .audit
+                .record(
+                    who.record(Action::Create)
+                        .hook(id.0, &url)
+                        .detail("duplicate"),
+                )
+                .await;
+            Ok(("duplicateWarning", xml::duplicate(id, secret.as_ref())))
+        }
+        Ok(CreateOutcome::QuotaExceeded(max)) => {
+            state
+                .audit
+                .record(
+                    who.record(Action::Create)
+                        .detail("quotaExceeded")
+                        .with_url(&url),
+                )
+                .await;
+            Err(ApiError::QuotaExceeded(max))
+        }
         Err(e) => {
             tracing::error!(error = %e, "could not create a hook");
+            Err(ApiError::CreateFailed)
+        }
+    }
+}
+
+/// The signing secret of hook `id`, given one now if it has none.
+async fn duplicate_secret(
+    state: &ApiState,
+    id: crate::base::ids::HookId,
+) -> Result<Option<Secret>, ApiError> {
+    match state.store.ensure_secret(id).await {
+        Ok(s) => Ok(s.map(|s| s.current)),
+        Err(e) => {
+            tracing::error!(hook_id = id.0, error = %e, "could not give a hook its signing secret");
             Err(ApiError::CreateFailed)
         }
     }
@@ -80,21 +189,28 @@ async fn create(
 async fn destroy(
     state: &ApiState,
     p: &Params<'_>,
-    caller: &Caller,
+    who: &Who<'_>,
 ) -> Result<(&'static str, String), ApiError> {
     let id = hook_id(p)?;
     // Another tenant's hook is answered as an unknown one: its existence is not told.
-    let seen = state.store.registry().load().get(id).cloned();
-    if seen.is_some_and(|h| !caller.sees(&h)) {
+    let seen: Option<Arc<Hook>> = state.store.registry().load().get(id).cloned();
+    if seen.as_ref().is_some_and(|h| !who.caller.sees(h)) {
         return Err(ApiError::DestroyMissingHook);
     }
     match state.store.destroy(id).await {
         Ok(true) => {
-            tracing::info!(hook_id = id.0, "hook destroyed");
-            {
-                let hooks = state.store.registry().load();
-                state.metrics.count_hooks(hooks.len(), hooks.counts());
-            }
+            tracing::info!(
+                hook_id = id.0,
+                tenant = seen.as_ref().and_then(|h| h.tenant.as_deref()),
+                caller = who.address,
+                "hook destroyed"
+            );
+            state.count_hooks();
+            let url = seen.as_ref().map_or("", |h| h.callback_url.as_str());
+            state
+                .audit
+                .record(who.record(Action::Destroy).hook(id.0, url))
+                .await;
             Ok(("", xml::removed()))
         }
         Ok(false) => Err(ApiError::DestroyMissingHook),

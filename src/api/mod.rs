@@ -1,9 +1,11 @@
 //! The hooks API (axum): `{path}/hooks/create|destroy|list|ping` over GET, HEAD and POST
-//! (parameters in the query string), authenticated by [`checksum`], answered in BBB XML
-//! ([`xml`]) with HTTP 200 whatever the outcome.
+//! (parameters in the query string), authenticated by [`checksum`], a tenant's calls within
+//! its [`limits`], answered in BBB XML ([`xml`]) with HTTP 200 whatever the outcome (429 for a
+//! tenant calling too fast).
 
 pub mod checksum;
 pub mod hooks;
+pub mod limits;
 pub mod params;
 pub mod xml;
 
@@ -11,13 +13,14 @@ use std::sync::Arc;
 
 use axum::{
     Router,
-    extract::State,
-    http::{HeaderMap, Method, StatusCode, Uri, header},
+    extract::{Request, State},
+    http::{HeaderMap, Method, StatusCode, header},
     response::{IntoResponse, Response},
 };
 
 use crate::{
-    base::{callback_url::Guard, digest::Algorithm, secret::Secret},
+    audit::Audit,
+    base::{callback_url::Guard, digest::Algorithm, forwarded, secret::Secret},
     hooks::HookStore,
     metrics::Metrics,
     tenants::Tenants,
@@ -40,6 +43,22 @@ pub struct ApiState {
     pub list_cache: hooks::ListCache,
     /// The tenants whose calls (by host, with their own secrets) see their own hooks only.
     pub tenants: Arc<Tenants>,
+    /// What each tenant may do (`[tenancy]`).
+    pub limits: limits::TenantLimits,
+    /// Where every change is recorded.
+    pub audit: Audit,
+    /// `delivery.hook_secrets`: each hook created gets its own signing secret.
+    pub hook_secrets: bool,
+    /// `api.trusted_proxies`: whose `X-Forwarded-For` names the caller.
+    pub trusted_proxies: Vec<ipnet::IpNet>,
+}
+
+impl ApiState {
+    /// Counts the hooks in the metrics after a change.
+    fn count_hooks(&self) {
+        let hooks = self.store.registry().load();
+        self.metrics.count_hooks(hooks.len(), hooks.counts());
+    }
 }
 
 /// The API router. One fallback handler matches paths the way the reference does
@@ -79,12 +98,13 @@ fn host(headers: &HeaderMap) -> Option<&str> {
         .map(str::trim)
 }
 
-async fn handle(
-    State(state): State<Arc<ApiState>>,
-    method: Method,
-    uri: Uri,
-    headers: HeaderMap,
-) -> Response {
+async fn handle(State(state): State<Arc<ApiState>>, request: Request) -> Response {
+    let caller = forwarded::caller_of(
+        request.extensions(),
+        request.headers(),
+        &state.trusted_proxies,
+    );
+    let (method, uri, headers) = (request.method(), request.uri(), request.headers());
     let path = uri.path();
     let call_name = path
         .get(..state.path.len())
@@ -103,7 +123,7 @@ async fn handle(
     let (Some(call), Some(call_name), true) = (
         call,
         call_name,
-        matches!(method, Method::GET | Method::HEAD | Method::POST),
+        matches!(*method, Method::GET | Method::HEAD | Method::POST),
     ) else {
         return (StatusCode::NOT_FOUND, format!("Cannot {method} {path}")).into_response();
     };
@@ -115,17 +135,29 @@ async fn handle(
         call,
         call_name,
         query,
-        host: host(&headers),
+        host: host(headers),
+        caller,
     };
-    let (returncode, message_key, body) = hooks::answer(&state, asked).await;
+    let answered = hooks::answer(&state, asked).await;
     state
         .metrics
         .api_requests
         .get_or_create(&crate::metrics::ApiLabels {
             call: call.label().into(),
-            returncode: returncode.into(),
-            message_key: message_key.into(),
+            returncode: answered.returncode.into(),
+            message_key: answered.message_key.into(),
+            tenant: answered.tenant.unwrap_or_default(),
         })
         .inc();
-    ([(header::CONTENT_TYPE, "text/xml; charset=utf-8")], body).into_response()
+    let xml = [(header::CONTENT_TYPE, "text/xml; charset=utf-8")];
+    match answered.retry_after {
+        Some(wait) => (
+            StatusCode::TOO_MANY_REQUESTS,
+            [(header::RETRY_AFTER, wait.as_secs().to_string())],
+            xml,
+            answered.body,
+        )
+            .into_response(),
+        None => (xml, answered.body).into_response(),
+    }
 }

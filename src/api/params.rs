@@ -30,6 +30,13 @@ pub enum ApiError {
     CreateFailed,
     #[error("An error happened while removing your hook. Check the logs.")]
     DestroyFailed,
+    /// The tenant has its most hooks (`tenancy.max_hooks`).
+    #[error("You have {0} hooks, the most you may have: destroy one first.")]
+    QuotaExceeded(usize),
+    /// The tenant called faster than `tenancy.api_rate_per_s`; it may call again in this many
+    /// seconds (`Retry-After`).
+    #[error("Too many calls: call again in {0} s.")]
+    TooManyRequests(u64),
     /// A parameter that is present but unusable.
     #[error("{message}")]
     Invalid {
@@ -47,6 +54,8 @@ impl ApiError {
             Self::DestroyMissingHook => "destroyMissingHook",
             Self::CreateFailed => "createHookError",
             Self::DestroyFailed => "destroyHookError",
+            Self::QuotaExceeded(_) => "quotaExceeded",
+            Self::TooManyRequests(_) => "tooManyRequests",
             Self::Invalid { key, .. } => key,
         }
     }
@@ -203,6 +212,8 @@ pub fn new_hook(p: &Params<'_>, guard: &Guard) -> Result<NewHook, ApiError> {
         event_ids,
         get_raw,
         tenant: None,
+        max_hooks: None,
+        own_secret: false,
     })
 }
 
@@ -312,11 +323,13 @@ mod tests {
             get_raw: false,
             permanent: false,
             tenant: Some("u-1".into()),
-            disabled: false,
+            disabled: None,
+            signing: None,
         };
         let operators = Hook {
             tenant: None,
-            disabled: false,
+            disabled: None,
+            signing: None,
             ..mine.clone()
         };
         let tenant = Caller::Tenant(acme);

@@ -10,7 +10,7 @@ use quick_xml::{
     events::{BytesCData, BytesEnd, BytesStart, BytesText, Event},
 };
 
-use crate::{hooks::Hook, tenants::View};
+use crate::{base::secret::Secret, hooks::Hook, tenants::View};
 
 /// Builds one `<response>` document.
 struct Doc {
@@ -56,21 +56,29 @@ impl Doc {
     }
 }
 
-/// `hooks/create` registered a new hook.
-pub fn created(hook: &Hook) -> String {
+/// `hooks/create` registered a new hook; with its own signing secret when it has one
+/// (`delivery.hook_secrets`).
+pub fn created(hook: &Hook, secret: Option<&Secret>) -> String {
     let mut d = Doc::new("SUCCESS");
     d.text("hookID", &hook.id.to_string());
     d.text("permanentHook", bool_str(hook.permanent));
     d.text("rawData", bool_str(hook.get_raw));
+    if let Some(s) = secret {
+        d.text("signingSecret", s.expose());
+    }
     d.finish()
 }
 
-/// `hooks/create` for a URL that already has a hook.
-pub fn duplicate(id: HookId) -> String {
+/// `hooks/create` for a URL that already has a hook (its signing secret again, when hooks have
+/// their own).
+pub fn duplicate(id: HookId, secret: Option<&Secret>) -> String {
     let mut d = Doc::new("SUCCESS");
     d.text("hookID", &id.to_string());
     d.text("messageKey", "duplicateWarning");
     d.text("message", "There is already a hook for this callback URL.");
+    if let Some(s) = secret {
+        d.text("signingSecret", s.expose());
+    }
     d.finish()
 }
 
@@ -156,7 +164,8 @@ mod tests {
             get_raw: true,
             permanent: false,
             tenant: None,
-            disabled: false,
+            disabled: None,
+            signing: None,
         });
         let xml = list(std::slice::from_ref(&h), None);
         assert_eq!(

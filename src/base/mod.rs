@@ -6,6 +6,7 @@
 pub mod callback_url;
 pub mod digest;
 pub mod form;
+pub mod forwarded;
 pub mod ids;
 pub mod redis_keys;
 pub mod secret;

@@ -44,6 +44,12 @@ pub const REFERENCE_SEEN: &str = "hookrelay:reference-seen";
 /// (`hookrelay import-reference --finish`).
 pub const REFERENCE_FINISHED: &str = "hookrelay:reference-finished";
 pub const PAYLOAD_SEQ: &str = "bigbluebutton:webhooks:out:payloadSeq";
+/// String: the last good view of Scalelite's tenants (JSON, their secrets in it), taken at a
+/// start while Scalelite's Redis cannot be read (`tenants::kept`).
+pub const TENANTS_KEPT: &str = "hookrelay:tenants:scalelite";
+/// Stream of the audit records (`audit`): one entry per change asked of the relay, trimmed to
+/// `audit.keep_days`.
+pub const AUDIT: &str = "hookrelay:audit";
 /// Sorted set of the hooks removed after failures: id, scored by the time of removal (ms);
 /// trimmed to the time their state is kept.
 pub const REMOVED_HOOKS: &str = "hookrelay:removed-hooks";

@@ -101,9 +101,21 @@ impl StandardSigner {
     /// A signer of one key: the raw bytes of a tenant's secret (`docs/tenants.md`: the
     /// tenant's Standard Webhooks secret is `whsec_` and its API secret in base64).
     pub fn of_raw_key(key: &[u8]) -> Self {
+        Self::of_raw_keys([key])
+    }
+
+    /// A signer of several raw keys, one signature each (a tenant's new and old secret).
+    pub fn of_raw_keys<'k>(keys: impl IntoIterator<Item = &'k [u8]>) -> Self {
         Self {
-            keys: vec![key.to_vec()],
+            keys: keys.into_iter().map(<[u8]>::to_vec).collect(),
         }
+    }
+
+    /// This signer's keys followed by `other`'s (a hook's own secrets, then the ones it would
+    /// be signed with otherwise).
+    pub fn and(mut self, other: &StandardSigner) -> Self {
+        self.keys.extend(other.keys.iter().cloned());
+        self
     }
 
     /// The headers of one attempt at callback `ts` of hook `hook`: the id is the same for every
@@ -122,6 +134,20 @@ impl StandardSigner {
             signature,
         }
     }
+}
+
+/// A new signing secret: `whsec_` and 32 random bytes (the operating system's generator) in
+/// base64, as Standard Webhooks secrets are written.
+///
+/// # Errors
+/// When the operating system gives no random bytes.
+pub fn new_secret() -> Result<Secret, getrandom::Error> {
+    let mut key = [0u8; 32];
+    getrandom::fill(&mut key)?;
+    Ok(Secret::new(format!(
+        "{SECRET_PREFIX}{}",
+        STANDARD.encode(key)
+    )))
 }
 
 /// `msg_<hook>_<timestamp>`: one callback's id, unique per hook (timestamps strictly increase).

@@ -13,6 +13,7 @@ mod origins;
 pub mod reference;
 pub mod reference_files;
 mod sources;
+pub mod tenancy;
 pub mod tenants;
 mod validate;
 pub mod xapi;
@@ -25,7 +26,7 @@ use crate::base::digest::Algorithm;
 pub use crate::base::secret::{Secret, SecretUrl};
 pub use load::ConfigError;
 pub use sources::{DEFAULT_SOURCE, FleetConfig, MAX_SOURCES, SourceConfig, StoreConfig};
-pub use validate::callback_guard;
+pub use validate::{callback_guard, weak_secret};
 
 /// The whole configuration of one relay.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
@@ -51,6 +52,10 @@ pub struct Config {
     pub scalelite: Option<tenants::ScaleliteConfig>,
     /// `[[tenants]]`: tenants listed here (without Scalelite, or beside its own).
     pub tenants: Vec<tenants::TenantConfig>,
+    /// `[tenancy]`: limits per tenant, and how long a removed tenant's hooks wait for it.
+    pub tenancy: tenancy::TenancyConfig,
+    /// `[audit]`: how long the record of every change is kept.
+    pub audit: tenancy::AuditConfig,
     /// The reference's configuration files read under this one, in the order they apply: the
     /// ones given with `--reference-config`, else those installed on this server.
     #[serde(skip)]
@@ -149,6 +154,9 @@ pub struct ApiConfig {
     pub path: String,
     /// Digests accepted for the API checksum (chosen by the checksum's length).
     pub checksum_algorithms: Vec<Algorithm>,
+    /// Proxies (addresses or networks, e.g. `["127.0.0.1/32"]`) whose `X-Forwarded-For` names
+    /// the caller the audit records; from any other peer, the peer itself.
+    pub trusted_proxies: Vec<ipnet::IpNet>,
 }
 
 impl Default for ApiConfig {
@@ -157,6 +165,7 @@ impl Default for ApiConfig {
             bind: SocketAddr::from(([127, 0, 0, 1], 3005)),
             path: "/bigbluebutton/api".into(),
             checksum_algorithms: Algorithm::ALL.to_vec(),
+            trusted_proxies: Vec::new(),
         }
     }
 }
@@ -351,6 +360,12 @@ pub struct DeliveryConfig {
     /// attempt number), for `hookrelay deliveries` and the admin API; 0 keeps none. Each
     /// attempt takes at most 512 bytes.
     pub attempt_log: usize,
+    /// Give each hook created its own Standard Webhooks signing secret, answered by
+    /// `hooks/create` (`<signingSecret>`): its callbacks carry a `webhook-signature` made with
+    /// it, so that a receiver verifies them without holding an API secret.
+    pub hook_secrets: bool,
+    /// After `hookrelay hooks rotate-secret`, the old secret signs too for this many seconds.
+    pub hook_secret_overlap_s: u64,
 }
 
 /// Standard Webhooks signature headers, sent beside the BBB checksum when a secret is set.
@@ -429,6 +444,8 @@ impl Default for DeliveryConfig {
             attempt_log: 100,
             retain: std::time::Duration::from_secs(3600),
             retain_max_mib: 256,
+            hook_secrets: false,
+            hook_secret_overlap_s: 86_400,
         }
     }
 }

@@ -63,7 +63,7 @@ pub fn is_host_label(name: &str) -> bool {
 pub fn validate(
     scalelite: Option<&ScaleliteConfig>,
     tenants: &[TenantConfig],
-    operator: &Secret,
+    operator: &[Secret],
 ) -> Result<(), ConfigError> {
     let fail = |key: String, why: &str| Err(ConfigError(format!("{key}: {why}")));
     if let Some(s) = scalelite {
@@ -107,10 +107,10 @@ pub fn validate(
             if let Some(why) = weak_secret(s.expose()) {
                 return fail(format!("tenants[{i}].secrets[{j}]"), why);
             }
-            if s == operator {
+            if operator.contains(s) {
                 return fail(
                     format!("tenants[{i}].secrets[{j}]"),
-                    "is bbb.secret: a tenant must never hold the operator's secret",
+                    "is bbb.secret or a source's secret: a tenant must never hold the operator's secret",
                 );
             }
         }
@@ -132,13 +132,14 @@ mod tests {
 
     #[test]
     fn names_ids_and_secrets_are_checked() {
-        let op = Secret::new("operator-secret-0123");
+        let op = [Secret::new("operator-secret-0123")];
+        let op = &op[..];
         let ok = [
             tenant("acme", &["acme-secret-0123"]),
             tenant("beta", &["beta-secret-0123"]),
         ];
-        assert!(validate(None, &ok, &op).is_ok());
-        let err = |t: &[TenantConfig]| validate(None, t, &op).expect_err("refused").0;
+        assert!(validate(None, &ok, op).is_ok());
+        let err = |t: &[TenantConfig]| validate(None, t, op).expect_err("refused").0;
         assert!(err(&[tenant("a.b", &["acme-secret-0123"])]).starts_with("tenants[0].name"));
         assert!(
             err(&[ok[0].clone(), tenant("ACME", &["x-secret-0123456"])])
@@ -162,7 +163,7 @@ mod tests {
             ..ScaleliteConfig::default()
         };
         assert!(
-            validate(Some(&slow), &[], &op)
+            validate(Some(&slow), &[], op)
                 .expect_err("refused")
                 .0
                 .starts_with("scalelite.refresh_ms")

@@ -1,7 +1,7 @@
 //! What types alone cannot check: required values, ranges, and the permanent hooks against the
 //! callback URL policy that the configuration itself describes.
 
-use super::{CallbackAuth, Config, ConfigError, DeliveryConfig};
+use super::{CallbackAuth, Config, ConfigError, DeliveryConfig, Secret};
 use crate::base::callback_url::Guard;
 
 /// The callback URL policy of `[delivery]`: `[delivery.ssrf]`, `allow_url_credentials`, and
@@ -19,7 +19,7 @@ const PLACEHOLDER: &str = "change-me";
 pub const MIN_SECRET_CHARS: usize = 12;
 
 /// Why `secret` cannot be a shared secret, if it cannot.
-pub(super) fn weak_secret(secret: &str) -> Option<&'static str> {
+pub fn weak_secret(secret: &str) -> Option<&'static str> {
     if secret == PLACEHOLDER {
         return Some(
             "is still the example's placeholder change-me: set the server's shared secret (bbb-conf --secret)",
@@ -68,11 +68,26 @@ impl Config {
         self.validate_merge()?;
         self.validate_plugins()?;
         self.validate_permanent_hooks()?;
-        super::tenants::validate(self.scalelite.as_ref(), &self.tenants, &self.bbb.secret)?;
+        super::tenants::validate(
+            self.scalelite.as_ref(),
+            &self.tenants,
+            &self.operator_secrets(),
+        )?;
+        super::tenancy::validate(&self.tenancy, &self.audit)?;
         if self.mapping.inactivity_timeout_s == 0 {
             return fail("mapping.inactivity_timeout_s", "must be greater than 0");
         }
         self.xapi.validate().map_err(ConfigError)
+    }
+
+    /// The secrets only the operator may hold, which no tenant may be given: `bbb.secret` and
+    /// each source's server secret.
+    pub fn operator_secrets(&self) -> Vec<Secret> {
+        std::iter::once(&self.bbb.secret)
+            .chain(self.sources.iter().map(|s| &s.secret))
+            .filter(|s| !s.is_empty())
+            .cloned()
+            .collect()
     }
 
     /// The shared secrets: `bbb.secret` set and strong, and every source's own strong.

@@ -1,7 +1,8 @@
 //! Giving a hook up when its retry schedule ran out: what its queue still holds (the callback
 //! that failed first) is kept for `redeliver`, up to the bytes kept per URL, and the hook is
 //! removed (its queue goes with it); or, with `delivery.on_give_up = "disable"`, the hook is
-//! disabled, its queue kept, until it is enabled again ([`wait_enabled`]).
+//! disabled, its queue kept, until it is enabled again ([`wait_enabled`]). A hook whose tenant
+//! is gone is disabled too, and waits for it ([`wait_for_tenant`]).
 
 use super::{
     client::DeliveryError,
@@ -10,8 +11,24 @@ use super::{
     journal::{self, Entry},
     notices::{self, Notice},
     payloads::resolve,
+    sign::UnknownTenant,
 };
-use crate::hooks::Hook;
+use crate::{
+    audit::{Action, RELAY, Record},
+    hooks::{Hook, model::DisabledReason},
+    metrics::TenantReasonLabels,
+};
+
+/// An audit record of `action` the relay took on `hook`, for `reason`.
+fn record_of(ctx: &DeliveryContext, action: Action, hook: &Hook, reason: DisabledReason) -> Record {
+    let tenants = &ctx.sending().signer().tenants;
+    let name = hook.tenant.as_deref().map(|id| tenants.name_of(id));
+    let tenant = hook.tenant.as_deref().zip(name.as_deref());
+    Record::now(action, RELAY)
+        .of_tenant(tenant)
+        .hook(hook.id.0, &hook.callback_url)
+        .detail(reason.as_str())
+}
 
 /// Removes `hook`, whose callback `failed` failed `failures` times (the last with `error`),
 /// keeping what it leaves queued.
@@ -26,7 +43,19 @@ pub async fn give_up(
     tell(ctx, "hook-removed", hook, failures, error).await;
     keep_abandoned(ctx, hook, failed).await;
     let (books, store) = (ctx.books(), ctx.control().store());
-    books.metrics().hooks_removed.inc();
+    let reason = DisabledReason::Failures;
+    books
+        .metrics()
+        .hooks_removed
+        .get_or_create(&TenantReasonLabels::of(
+            hook.tenant.as_deref(),
+            reason.as_str(),
+        ))
+        .inc();
+    books
+        .audit()
+        .record(record_of(ctx, Action::Remove, hook, reason))
+        .await;
     books.insight().removed(hook.id, &hook.callback_url);
     if let Err(e) = store.remove_failed(hook.id).await {
         tracing::error!(hook_id = hook.id.0, error = %e, "could not remove the failed hook from Redis");
@@ -35,34 +64,84 @@ pub async fn give_up(
     books.metrics().count_hooks(hooks.len(), hooks.counts());
 }
 
-/// Disables `hook`, whose callback failed `failures` times (the last with `error`): it stays
-/// registered and keeps its queue. `false` when it could not be disabled (gone meanwhile, or
-/// Redis failed: the worker then stops, and the next start tries again).
+/// Disables `hook` for `reason` after `failures` failed attempts, the last with `error`
+/// (`None`: its tenant is gone, and nothing was tried): it stays registered and keeps its
+/// queue. Whether it is disabled now; `false` when it could not be disabled (gone meanwhile,
+/// or Redis failed: the worker then stops, or tries again).
 pub async fn disable(
     ctx: &DeliveryContext,
     hook: &Hook,
+    reason: DisabledReason,
     failures: usize,
-    error: &DeliveryError,
+    error: Option<&DeliveryError>,
 ) -> bool {
     let (books, store) = (ctx.books(), ctx.control().store());
-    match store.set_disabled(hook.id, true).await {
-        Ok(_) => {
-            tracing::warn!(hook_id = hook.id.0, failures, error = %error, "callbacks keep failing; the hook is disabled (hookrelay hooks enable, or a hooks/create of its URL, resumes it)");
-            books.metrics().hooks_disabled.inc();
-            tell(ctx, "hook-disabled", hook, failures, error).await;
+    match store.set_disabled(hook.id, Some(reason)).await {
+        Ok(true) => {
+            match (reason, error) {
+                (DisabledReason::TenantUnknown, _) => tracing::warn!(
+                    hook_id = hook.id.0,
+                    tenant = hook.tenant.as_deref(),
+                    "the hook's tenant is not known: the hook is disabled, its callbacks kept until the tenant is back (or tenancy.removed_grace_s passes)"
+                ),
+                (_, Some(error)) => {
+                    tracing::warn!(hook_id = hook.id.0, failures, error = %error, "callbacks keep failing; the hook is disabled (hookrelay hooks enable, or a hooks/create of its URL, resumes it)")
+                }
+                (_, None) => tracing::warn!(hook_id = hook.id.0, "the hook is disabled"),
+            }
+            books
+                .metrics()
+                .hooks_disabled
+                .get_or_create(&TenantReasonLabels::of(
+                    hook.tenant.as_deref(),
+                    reason.as_str(),
+                ))
+                .inc();
+            books
+                .audit()
+                .record(record_of(ctx, Action::Disable, hook, reason))
+                .await;
+            let (status, text) = match error {
+                Some(e) => (e.status(), e.to_string()),
+                None => (None, reason.as_str().to_string()),
+            };
+            let notice = Notice::new("hook-disabled", hook, failures, (status, Some(text)));
+            notices::tell(ctx.queues().conn(), books.metrics(), &notice).await;
             let hooks = store.registry().load();
             books.metrics().count_hooks(hooks.len(), hooks.counts());
             true
         }
+        Ok(false) => store.registry().is_disabled(hook.id) == Some(true),
         Err(e) => {
-            tracing::error!(hook_id = hook.id.0, error = %e, "could not disable the failed hook");
+            tracing::error!(hook_id = hook.id.0, error = %e, "could not disable the hook");
             false
         }
     }
 }
 
+/// Waits for `hook`'s tenant, which is not known (`unknown`): while the tenants in force may
+/// only not be read yet, until they are; then the hook is disabled (`tenant_unknown`) until
+/// its tenant is back and the hook enabled again. `true` to try again, `false` when the worker
+/// must stop (the hook is gone, or the relay stops).
+pub async fn wait_for_tenant(ctx: &DeliveryContext, hook: &Hook, unknown: &UnknownTenant) -> bool {
+    let (tenants, token) = (&ctx.sending().signer().tenants, ctx.control().token());
+    if !tenants.settled() {
+        tracing::debug!(hook_id = hook.id.0, %unknown, "waiting for the tenants to be read");
+        tenants.wait_settled(token).await;
+        return !token.is_cancelled();
+    }
+    if !disable(ctx, hook, DisabledReason::TenantUnknown, 0, None).await {
+        // Redis failed: a while before trying again.
+        tokio::select! {
+            () = tokio::time::sleep(std::time::Duration::from_secs(1)) => return true,
+            () = token.cancelled() => return false,
+        }
+    }
+    wait_enabled(ctx, hook.id).await
+}
+
 /// Tells event `id` about `hook` after `failures` failed attempts, the last with `error`.
-pub async fn tell(
+pub(super) async fn tell(
     ctx: &DeliveryContext,
     id: &str,
     hook: &Hook,

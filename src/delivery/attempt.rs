@@ -1,13 +1,11 @@
-//! One callback's attempts, as steps: [`HookSender::prepare`] signs it once and fixes its
-//! headers; [`HookSender::send`] posts it; [`judge`], a pure function, says what the outcome
+//! One callback's attempts, as steps: [`HookSender::prepare`] signs it with the secrets in
+//! force (anew at each attempt, so that a rotation applies to the next one); [`HookSender::send`]
+//! posts it; [`judge`], a pure function, says what the outcome
 //! means under the hook's retry schedule; [`record`] writes the attempt down (the hook's
 //! attempts for people, the metrics). The worker ([`super::worker`]) loops over these steps;
 //! giving a hook up is [`super::abandon`].
 
-use std::{
-    sync::Arc,
-    time::{Duration, Instant},
-};
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 
@@ -17,13 +15,12 @@ use super::{
     insight::AttemptRecord,
     journal::Entry,
     retry::RetryPolicy,
-    sign::{SignedCallback, UnknownTenant, signed_parsed},
+    sign::{HookKeys, SignedCallback, UnknownTenant, signed_parsed},
 };
 use crate::{
-    base::{secret::Secret, time::now_ms},
+    base::time::now_ms,
     hooks::Hook,
-    metrics::ReasonLabel,
-    tenants::Tenant,
+    metrics::{TenantLabel, TenantReasonLabels},
 };
 
 /// What the hook's schedule makes of one attempt's outcome.
@@ -73,8 +70,8 @@ pub fn judge(
     }
 }
 
-/// One callback signed, with its headers, sent as it is at every attempt (same body, same
-/// timestamp).
+/// One attempt of a callback, signed with the secrets in force when it is made (the body and
+/// timestamp are the same at every attempt).
 pub struct Prepared<'a> {
     url: String,
     /// `url`, made from the hook's parsed URL (no parse per callback).
@@ -85,10 +82,8 @@ pub struct Prepared<'a> {
     /// The callback's first timestamp (a redelivery keeps the original's).
     ts: u64,
     domain: &'a str,
-    /// The hook's tenant, whose secret signs (`None`: the operator's).
-    tenant: Option<Arc<Tenant>>,
-    /// Why it cannot be sent at all (its tenant is no longer known).
-    refused: Option<UnknownTenant>,
+    /// The secrets that sign it.
+    keys: HookKeys<'a>,
     redelivery: bool,
 }
 
@@ -102,12 +97,14 @@ pub struct HookSender<'a> {
     /// The callback URL, parsed.
     pub parsed: Option<reqwest::Url>,
     pub sending: &'a Sending,
+    /// The hooks as they are now (a hook's own secrets change while its worker runs).
+    pub registry: &'a crate::hooks::Registry,
 }
 
 impl<'a> HookSender<'a> {
     /// The sender of `hook`'s callbacks: an IP address in its URL is checked once here; host
     /// names at each connection.
-    pub fn new(hook: &'a Hook, sending: &'a Sending) -> Self {
+    pub fn new(hook: &'a Hook, sending: &'a Sending, registry: &'a crate::hooks::Registry) -> Self {
         let blocked = sending
             .guard()
             .check_url(&hook.callback_url)
@@ -119,24 +116,24 @@ impl<'a> HookSender<'a> {
             receiver: sending.lanes().client(hook.id).receiver(&hook.callback_url),
             parsed: reqwest::Url::parse(&hook.callback_url).ok(),
             sending,
+            registry,
         }
     }
 
-    /// Signs `entry` for this hook, with its tenant's secret as it is now (a rotation applies
-    /// to the callbacks prepared after it).
-    pub fn prepare(&self, entry: &Entry) -> Prepared<'a> {
+    /// Signs `entry` for one attempt of this hook, with the secrets in force now (its
+    /// tenant's or the operator's, and its own): called before every attempt, so that a
+    /// rotation applies to the next one.
+    ///
+    /// # Errors
+    /// When the hook's tenant is no longer known: it cannot be signed, nor sent.
+    pub fn prepare(&self, entry: &Entry) -> Result<Prepared<'a>, UnknownTenant> {
         let signer = self.sending.signer();
         let ts = entry.original_ts();
-        let (tenant, refused) = match signer.tenant_of(self.hook) {
-            Ok(t) => (t, None),
-            Err(unknown) => (None, Some(unknown)),
-        };
-        // A refused callback is signed with nothing anyone holds, and never sent.
-        let unusable = Secret::default();
-        let secret = match &refused {
-            Some(_) => &unusable,
-            None => signer.secret_of(tenant.as_deref()),
-        };
+        // The hook as it is now: its own secrets may have been rotated since the worker began.
+        let live = self.registry.load().get(self.hook.id).cloned();
+        let hook = live.as_deref().unwrap_or(self.hook);
+        let keys = signer.keys_for(hook, now_ms())?;
+        let secret = keys.secret();
         let SignedCallback {
             url,
             body,
@@ -153,7 +150,7 @@ impl<'a> HookSender<'a> {
             .parsed
             .as_ref()
             .and_then(|p| signed_parsed(&self.hook.callback_url, p, &url));
-        Prepared {
+        Ok(Prepared {
             url,
             target,
             body: Bytes::from(body),
@@ -161,10 +158,9 @@ impl<'a> HookSender<'a> {
             timestamp_header,
             ts,
             domain: signer.sources.domain(entry.source),
-            tenant,
-            refused,
+            keys,
             redelivery: entry.original.is_some(),
-        }
+        })
     }
 
     /// One attempt. An attempt under way is finished even when the relay is stopping (the
@@ -174,16 +170,12 @@ impl<'a> HookSender<'a> {
         if let Some(why) = &self.blocked {
             return Err(DeliveryError::Blocked(why.clone()));
         }
-        if let Some(unknown) = &prepared.refused {
-            return Err(DeliveryError::Blocked(unknown.to_string()));
-        }
-        let signer = self.sending.signer();
-        let tenant = prepared.tenant.as_deref();
         // Standard Webhooks headers carry the time of the attempt.
-        let standard =
-            signer.standard_headers_for(tenant, self.hook.id, prepared.ts, &prepared.body);
+        let standard = prepared
+            .keys
+            .standard_headers(self.hook.id, prepared.ts, &prepared.body);
         let headers = CallbackHeaders {
-            bearer: signer.bearer_of(tenant),
+            bearer: prepared.keys.bearer(),
             standard: standard.as_ref(),
             domain: prepared.domain,
             redelivery: prepared.redelivery,
@@ -229,11 +221,15 @@ pub fn record(
         latency_ms: started.elapsed().as_secs_f64() * 1e3,
     };
     let metrics = books.metrics();
+    let tenant = hook.tenant.as_deref();
     match outcome {
         Ok(status) => {
             record.status = Some(*status);
             books.insight().attempt(hook.id, record, None);
-            metrics.callbacks_delivered.inc();
+            metrics
+                .callbacks_delivered
+                .get_or_create(&TenantLabel::of(tenant))
+                .inc();
             if let Some(arrived) = entry.arrived {
                 metrics
                     .callback_latency
@@ -250,7 +246,7 @@ pub fn record(
                 .left_after(failures)
                 .map(|left| record.at + u64::try_from(left.as_millis()).unwrap_or(u64::MAX));
             books.insight().attempt(hook.id, record, due);
-            let reason = ReasonLabel { reason: e.reason() };
+            let reason = TenantReasonLabels::of(tenant, &e.reason());
             metrics.callback_failures.get_or_create(&reason).inc();
         }
     }

@@ -1,10 +1,19 @@
 //! The byte budget of all queues together (`delivery.queue_budget_mb`). Each hook's queue
-//! counts what its callbacks take in Redis (an estimate, [`cost`]); while the queues together
-//! take more than the budget, a queue holding more than its share (the budget divided among
-//! the queues that hold anything) drops its oldest callbacks as new ones come or as it reads
-//! the next page. So one receiver down for long fills only its share; the others lose nothing.
+//! counts what its callbacks take in Redis (an estimate, [`cost`]) in its owner's [`Account`];
+//! while the queues together take more than the budget, a queue holding more than its share
+//! drops its oldest callbacks as new ones come or as it reads the next page. The share is fair
+//! by owner first, then by hook: the budget divided among the owners (each tenant, and the
+//! operator) whose queues hold anything, then among that owner's queues that do. So one
+//! receiver down for long fills only its share, and a tenant with 500 busy hooks takes no more
+//! than a tenant with one; the others lose nothing.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::{
+    collections::HashMap,
+    sync::{
+        Arc, Mutex,
+        atomic::{AtomicU64, Ordering},
+    },
+};
 
 use crate::{event::Payload, store_conn::StoreConn};
 
@@ -62,8 +71,10 @@ fn maxmemory(info: &str) -> Option<u64> {
 pub struct Budget {
     limit: u64,
     used: AtomicU64,
-    /// Queues holding anything.
-    queues: AtomicU64,
+    /// Queues holding anything, by owner (a tenant's id; `None`: the operator). Changed only
+    /// when a queue starts or stops holding anything, read only when the queues are over the
+    /// budget: never on the way of a callback within it.
+    holding: Mutex<HashMap<Option<Arc<str>>, u64>>,
 }
 
 impl Default for Budget {
@@ -72,12 +83,58 @@ impl Default for Budget {
     }
 }
 
+/// One queue's owner within the budget: what it takes is counted for that owner.
+#[derive(Debug, Clone, Default)]
+pub struct Account {
+    budget: Arc<Budget>,
+    /// The tenant whose hook the queue is (`None`: the operator's).
+    owner: Option<Arc<str>>,
+}
+
+impl From<Arc<Budget>> for Account {
+    /// An operator's queue within `budget`.
+    fn from(budget: Arc<Budget>) -> Self {
+        Self {
+            budget,
+            owner: None,
+        }
+    }
+}
+
+impl Account {
+    /// A queue of `owner`'s (a tenant's id; `None`: the operator's) within `budget`.
+    pub fn of(budget: &Arc<Budget>, owner: Option<&str>) -> Self {
+        Self {
+            budget: budget.clone(),
+            owner: owner.map(Arc::from),
+        }
+    }
+
+    /// The queue went from taking `before` bytes to `after`.
+    pub fn moved(&self, before: u64, after: u64) {
+        self.budget.moved(self.owner.as_ref(), before, after);
+    }
+
+    /// How many bytes the queue, taking `taken`, should give up now: nothing within the
+    /// budget or within its share; else what it holds beyond its share, at most what the
+    /// queues are over.
+    pub fn excess(&self, taken: u64) -> u64 {
+        let over = self.budget.over();
+        if over == 0 {
+            return 0;
+        }
+        taken
+            .saturating_sub(self.budget.share(self.owner.as_ref()))
+            .min(over)
+    }
+}
+
 impl Budget {
     pub fn new(limit_bytes: u64) -> Self {
         Self {
             limit: limit_bytes,
             used: AtomicU64::new(0),
-            queues: AtomicU64::new(0),
+            holding: Mutex::default(),
         }
     }
 
@@ -90,8 +147,8 @@ impl Budget {
         self.used.load(Ordering::Relaxed)
     }
 
-    /// A queue went from taking `before` bytes to `after`.
-    pub fn moved(&self, before: u64, after: u64) {
+    /// A queue of `owner`'s went from taking `before` bytes to `after`.
+    fn moved(&self, owner: Option<&Arc<str>>, before: u64, after: u64) {
         if after > before {
             self.used.fetch_add(after - before, Ordering::Relaxed);
         } else if before > after {
@@ -102,18 +159,20 @@ impl Budget {
                     Some(u.saturating_sub(before - after))
                 });
         }
-        match (before, after) {
-            (0, a) if a > 0 => {
-                self.queues.fetch_add(1, Ordering::Relaxed);
+        let starts = match (before, after) {
+            (0, a) if a > 0 => true,
+            (b, 0) if b > 0 => false,
+            _ => return,
+        };
+        let mut holding = self.holding.lock().unwrap_or_else(|e| e.into_inner());
+        let n = holding.entry(owner.cloned()).or_default();
+        if starts {
+            *n += 1;
+        } else {
+            *n = n.saturating_sub(1);
+            if *n == 0 {
+                holding.remove(&owner.cloned());
             }
-            (b, 0) if b > 0 => {
-                let _ = self
-                    .queues
-                    .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |q| {
-                        Some(q.saturating_sub(1))
-                    });
-            }
-            _ => {}
         }
     }
 
@@ -122,19 +181,13 @@ impl Budget {
         self.used().saturating_sub(self.limit)
     }
 
-    /// One queue's share: the budget divided among the queues that hold anything.
-    pub fn share(&self) -> u64 {
-        self.limit / self.queues.load(Ordering::Relaxed).max(1)
-    }
-
-    /// How many bytes a queue taking `taken` should give up now: nothing within the budget or
-    /// within its share; else what it holds beyond its share, at most what the queues are over.
-    pub fn excess(&self, taken: u64) -> u64 {
-        let over = self.over();
-        if over == 0 {
-            return 0;
-        }
-        taken.saturating_sub(self.share()).min(over)
+    /// The share of one queue of `owner`'s: the budget divided among the owners whose queues
+    /// hold anything, then among that owner's queues that do.
+    fn share(&self, owner: Option<&Arc<str>>) -> u64 {
+        let holding = self.holding.lock().unwrap_or_else(|e| e.into_inner());
+        let owners = holding.len().max(1) as u64;
+        let own = holding.get(&owner.cloned()).copied().unwrap_or(0).max(1);
+        self.limit / owners / own
     }
 }
 
@@ -144,25 +197,55 @@ mod tests {
 
     #[test]
     fn a_queue_over_its_share_gives_up_what_the_queues_are_over() {
-        let b = Budget::new(1000);
-        b.moved(0, 300);
-        b.moved(0, 200);
-        assert_eq!((b.used(), b.over(), b.share()), (500, 0, 500));
-        assert_eq!(b.excess(300), 0, "within the budget");
-        b.moved(300, 900);
-        assert_eq!((b.over(), b.share()), (100, 500));
-        assert_eq!(b.excess(900), 100, "what the queues are over");
-        assert_eq!(b.excess(200), 0, "within its share");
-        b.moved(200, 0);
+        let b = Arc::new(Budget::new(1000));
+        let (q1, q2) = (Account::from(b.clone()), Account::from(b.clone()));
+        q1.moved(0, 300);
+        q2.moved(0, 200);
+        assert_eq!((b.used(), b.over(), b.share(None)), (500, 0, 500));
+        assert_eq!(q1.excess(300), 0, "within the budget");
+        q1.moved(300, 900);
+        assert_eq!((b.over(), b.share(None)), (100, 500));
+        assert_eq!(q1.excess(900), 100, "what the queues are over");
+        assert_eq!(q2.excess(200), 0, "within its share");
+        q2.moved(200, 0);
         assert_eq!(
-            (b.over(), b.share()),
+            (b.over(), b.share(None)),
             (0, 1000),
             "one queue left: all of it"
         );
-        b.moved(900, 1500);
-        assert_eq!(b.excess(1500), 500);
-        b.moved(1500, 0);
-        assert_eq!((b.used(), b.share()), (0, 1000));
+        q1.moved(900, 1500);
+        assert_eq!(q1.excess(1500), 500);
+        q1.moved(1500, 0);
+        assert_eq!((b.used(), b.share(None)), (0, 1000));
+    }
+
+    #[test]
+    fn the_share_is_fair_by_owner_first_then_by_hook() {
+        let b = Arc::new(Budget::new(1200));
+        // A tenant with 500 busy hooks, one with a single hook, and the operator's one hook.
+        let many: Vec<Account> = (0..500).map(|_| Account::of(&b, Some("many"))).collect();
+        for q in &many {
+            q.moved(0, 2);
+        }
+        let one = Account::of(&b, Some("one"));
+        one.moved(0, 700);
+        let op = Account::of(&b, None);
+        op.moved(0, 100);
+        // Each owner a third (400): the lone hook's share is 400, each of the 500 hooks' 0.
+        let (many_id, one_id): (Arc<str>, Arc<str>) = (Arc::from("many"), Arc::from("one"));
+        assert_eq!(b.share(Some(&one_id)), 400);
+        assert_eq!(b.share(None), 400);
+        assert_eq!(b.share(Some(&many_id)), 0);
+        assert_eq!(b.over(), 1000 + 700 + 100 - 1200);
+        assert_eq!(one.excess(700), 300, "beyond its owner's share");
+        assert_eq!(op.excess(100), 0, "within its owner's share");
+        assert_eq!(many[0].excess(2), 2);
+        // The busy tenant's hooks empty: two owners left, 600 each.
+        for q in &many {
+            q.moved(2, 0);
+        }
+        assert_eq!(b.share(Some(&one_id)), 600);
+        assert_eq!(one.excess(700), 0, "within the budget again");
     }
 
     #[test]

@@ -13,7 +13,7 @@ use tokio_util::{sync::CancellationToken, task::TaskTracker};
 
 use super::{
     ack::Acker,
-    budget::Budget,
+    budget::{Account, Budget},
     client::{CallbackClient, Circuits},
     hook_queue::HookQueue,
     insight::Insight,
@@ -24,6 +24,7 @@ use super::{
     sign::Signer,
 };
 use crate::{
+    audit::Audit,
     base::{callback_url::Guard, sources::SourceTable},
     config::{DeliveryConfig, OnGiveUp},
     fleet::lease::Fence,
@@ -96,11 +97,12 @@ impl Sending {
 }
 
 /// What is written down about deliveries: delivered callbacks marked in Redis, each hook's
-/// attempts and state for people, the metrics.
+/// attempts and state for people, the metrics, the audit of what the relay did to hooks.
 pub struct Books {
     acker: Arc<Acker>,
     insight: Arc<Insight>,
     metrics: Arc<Metrics>,
+    audit: Audit,
 }
 
 impl Books {
@@ -116,6 +118,11 @@ impl Books {
 
     pub fn metrics(&self) -> &Arc<Metrics> {
         &self.metrics
+    }
+
+    /// Where the hooks the relay disables or removes are recorded.
+    pub fn audit(&self) -> &Audit {
+        &self.audit
     }
 }
 
@@ -176,6 +183,11 @@ impl QueueStore {
         &self.budget
     }
 
+    /// `hook`'s account within the budget: its queue's share is fair by tenant first.
+    pub fn account(&self, hook: &crate::hooks::Hook) -> Account {
+        Account::of(&self.budget, hook.tenant.as_deref())
+    }
+
     /// Payloads of shared records read back by the pagers.
     pub fn paged(&self) -> &SharedPayloads {
         &self.paged
@@ -211,6 +223,8 @@ pub struct Wiring {
     pub insight: Arc<Insight>,
     /// The receivers' circuits (`delivery.circuit_after`; `None`: off).
     pub circuits: Option<Arc<Circuits>>,
+    /// Where the hooks the relay disables or removes are recorded.
+    pub audit: Audit,
 }
 
 impl DeliveryContext {
@@ -255,6 +269,7 @@ impl DeliveryContext {
                 acker,
                 insight: wiring.insight,
                 metrics: wiring.metrics,
+                audit: wiring.audit,
             },
             control: Control {
                 store: wiring.store,

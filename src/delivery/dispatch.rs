@@ -78,7 +78,7 @@ impl Dispatcher {
         }
         let q = self.start_worker(
             hook,
-            HookQueue::stored(self.ctx.queues().budget().clone(), until, count),
+            HookQueue::stored(self.ctx.queues().account(hook), until, count),
         );
         pager::spawn(&self.ctx, hook.id, &q);
         self.queues.insert(hook.id, q);
@@ -171,7 +171,7 @@ impl Dispatcher {
         let q = match self.queues.get(&hook.id) {
             Some(q) => q.clone(),
             None => {
-                let q = self.start_worker(hook, HookQueue::new(self.ctx.queues().budget().clone()));
+                let q = self.start_worker(hook, HookQueue::new(self.ctx.queues().account(hook)));
                 self.queues.insert(hook.id, q.clone());
                 q
             }

@@ -48,7 +48,7 @@ impl Held {
         pos: Position,
     ) -> JoinHandle<()> {
         let q = Arc::new(HookQueue::leased(
-            self.ctx.queues().budget().clone(),
+            self.ctx.queues().account(hook),
             lease,
             pos.last_ts,
             pos.length,

@@ -7,7 +7,7 @@
 use std::{
     collections::VecDeque,
     sync::{
-        Arc, Mutex, MutexGuard,
+        Mutex, MutexGuard,
         atomic::{AtomicBool, Ordering},
     },
 };
@@ -15,7 +15,7 @@ use std::{
 use tokio::sync::Notify;
 
 use super::{
-    budget::{Budget, UNKNOWN_COST},
+    budget::{Account, UNKNOWN_COST},
     incident::Drops,
     journal::Entry,
 };
@@ -97,7 +97,7 @@ impl Parts {
 /// change can leave the budget, which decides what every hook drops, behind.
 struct Edit<'a> {
     parts: MutexGuard<'a, Parts>,
-    budget: &'a Budget,
+    budget: &'a Account,
     /// What the queue took when the budget was last told.
     told: u64,
 }
@@ -184,14 +184,14 @@ pub struct HookQueue {
     lease: Option<Lease>,
     /// What the log said of dropped callbacks, to say it once a minute.
     drops: Mutex<Drops>,
-    /// The budget of all queues, told what this one takes.
-    budget: Arc<Budget>,
+    /// The budget of all queues, told what this one takes, for its owner.
+    budget: Account,
 }
 
 impl Default for HookQueue {
     /// An empty queue without a budget.
     fn default() -> Self {
-        Self::new(Arc::default())
+        Self::new(Account::default())
     }
 }
 
@@ -202,8 +202,9 @@ impl Drop for HookQueue {
 }
 
 impl HookQueue {
-    /// An empty queue within `budget`.
-    pub fn new(budget: Arc<Budget>) -> Self {
+    /// An empty queue within `budget` (its owner's account).
+    pub fn new(budget: impl Into<Account>) -> Self {
+        let budget = budget.into();
         Self {
             parts: Mutex::default(),
             ready: Notify::new(),
@@ -217,7 +218,7 @@ impl HookQueue {
 
     /// A queue within `budget` whose `count` entries, ids up to `until`, are in Redis only
     /// (after a restart).
-    pub fn stored(budget: Arc<Budget>, until: u64, count: usize) -> Self {
+    pub fn stored(budget: impl Into<Account>, until: u64, count: usize) -> Self {
         let q = Self::new(budget);
         let mut p = q.edit();
         p.span = (count > 0).then_some(Span {
@@ -232,7 +233,7 @@ impl HookQueue {
     }
 
     /// A queue as [`stored`](Self::stored), sent only while `lease` is held.
-    pub fn leased(budget: Arc<Budget>, lease: Lease, until: u64, count: usize) -> Self {
+    pub fn leased(budget: impl Into<Account>, lease: Lease, until: u64, count: usize) -> Self {
         let mut q = Self::stored(budget, until, count);
         q.lease = Some(lease);
         q

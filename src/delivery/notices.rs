@@ -124,7 +124,8 @@ mod tests {
             get_raw: false,
             permanent: false,
             tenant: tenant.map(String::from),
-            disabled: false,
+            disabled: None,
+            signing: None,
         }
     }
 

@@ -94,7 +94,8 @@ mod tests {
             get_raw: false,
             permanent: false,
             tenant: None,
-            disabled: false,
+            disabled: None,
+            signing: None,
         })
     }
 

@@ -4,7 +4,7 @@ use crate::base::ids::HookId;
 
 use std::sync::Arc;
 
-use crate::base::standard_webhooks::{Headers, StandardSigner};
+use crate::base::standard_webhooks::{Headers, StandardSigner, key_of};
 use crate::{
     base::{
         digest::Algorithm,
@@ -114,6 +114,53 @@ pub struct Signer {
     pub tenants: Arc<Tenants>,
 }
 
+/// The secrets that sign one hook's attempt ([`Signer::keys_for`]).
+pub struct HookKeys<'s> {
+    signer: &'s Signer,
+    /// The hook's tenant (`None`: the operator's hook).
+    tenant: Option<Arc<Tenant>>,
+    /// The hook's own secrets in force, as a Standard Webhooks signer.
+    own: Option<StandardSigner>,
+}
+
+impl HookKeys<'_> {
+    /// The secret of the checksum and of bearer mode: the tenant's first, else the operator's.
+    pub fn secret(&self) -> &Secret {
+        self.tenant
+            .as_deref()
+            .map_or(&self.signer.secret, Tenant::signing_secret)
+    }
+
+    /// The `Authorization: Bearer` token: [`HookKeys::secret`] in bearer mode.
+    pub fn bearer(&self) -> Option<&str> {
+        (self.signer.auth == CallbackAuth::Bearer).then(|| self.secret().expose())
+    }
+
+    /// The Standard Webhooks headers of an attempt made now at callback `ts` of hook `hook`:
+    /// a signature per secret of the hook's own, then (where Standard Webhooks signatures are
+    /// configured) one per secret of its tenant's first two, or of the configured ones.
+    pub fn standard_headers(&self, hook: HookId, ts: u64, body: &[u8]) -> Option<Headers> {
+        let now_s = crate::base::time::now_ms() / 1000;
+        let tenant = self.tenant.as_ref().map(|t| t.standard_signer());
+        let base = match (&tenant, &self.signer.standard) {
+            (_, None) => None,
+            (Some(t), Some(_)) => Some(t),
+            (None, Some(configured)) => Some(configured),
+        };
+        let merged;
+        let signer = match (&self.own, base) {
+            (Some(own), Some(base)) => {
+                merged = own.clone().and(base);
+                &merged
+            }
+            (Some(own), None) => own,
+            (None, Some(base)) => base,
+            (None, None) => return None,
+        };
+        Some(signer.headers(hook, ts, now_s, body))
+    }
+}
+
 /// A tenant's hook whose tenant the relay no longer knows: its callbacks are not signed with
 /// any secret (certainly not the operator's) and not sent.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -173,7 +220,7 @@ impl Signer {
                 all: config.delivery.standard_webhooks.body == CallbackBody::Json,
                 url_prefixes: config.delivery.standard_webhooks.json_url_prefixes.clone(),
             },
-            tenants: Tenants::new(&config.tenants),
+            tenants: Tenants::of_config(config),
         }
     }
 
@@ -182,23 +229,36 @@ impl Signer {
         Self { tenants, ..self }
     }
 
-    /// The tenant whose secret signs `hook`'s callbacks now (`None`: the operator's).
+    /// The secrets that sign an attempt at `hook`'s callback made now (`now_ms`): the one
+    /// place that chooses them. A tenant's hook is signed with its tenant's secrets as they are
+    /// now (so that a rotation applies to the next attempt), the operator's with the
+    /// operator's; a hook's own secrets ([`Hook::signing`]) sign Standard Webhooks too.
     ///
     /// # Errors
-    /// When the hook is a tenant's the relay does not know (any more).
-    pub fn tenant_of(&self, hook: &Hook) -> Result<Option<Arc<Tenant>>, UnknownTenant> {
-        let Some(id) = &hook.tenant else {
-            return Ok(None);
+    /// When the hook is a tenant's the relay does not know (any more): it is signed with
+    /// nothing, certainly not the operator's secret.
+    pub fn keys_for(&self, hook: &Hook, now_ms: u64) -> Result<HookKeys<'_>, UnknownTenant> {
+        let tenant = match &hook.tenant {
+            None => None,
+            Some(id) => match self.tenants.load().by_id(id) {
+                Some(t) => Some(t.clone()),
+                None => return Err(UnknownTenant(id.clone())),
+            },
         };
-        match self.tenants.load().by_id(id) {
-            Some(t) => Ok(Some(t.clone())),
-            None => Err(UnknownTenant(id.clone())),
-        }
-    }
-
-    /// The secret that signs for `tenant` (`None`: the operator).
-    pub fn secret_of<'s>(&'s self, tenant: Option<&'s Tenant>) -> &'s Secret {
-        tenant.map_or(&self.secret, Tenant::signing_secret)
+        let own = hook.signing.as_ref().map(|s| {
+            StandardSigner::of_raw_keys(
+                s.in_force(now_ms)
+                    .filter_map(|secret| key_of(secret.expose(), 1).ok())
+                    .collect::<Vec<_>>()
+                    .iter()
+                    .map(Vec::as_slice),
+            )
+        });
+        Ok(HookKeys {
+            signer: self,
+            tenant,
+            own,
+        })
     }
 
     /// The signer of `config` as it says, without looking for bbb-webhooks (`replay --send`).
@@ -218,27 +278,11 @@ impl Signer {
         }
     }
 
-    /// The Standard Webhooks headers of an attempt made now at callback `ts` of `hook`.
+    /// The Standard Webhooks headers of an attempt made now at callback `ts` of `hook`, an
+    /// operator's hook (`replay --send`).
     pub fn standard_headers(&self, hook: HookId, ts: u64, body: &[u8]) -> Option<Headers> {
-        self.standard_headers_for(None, hook, ts, body)
-    }
-
-    /// As [`Signer::standard_headers`], for a hook of `tenant`: signed with the tenant's first
-    /// secret (its bytes as the key), not with the configured keys.
-    pub fn standard_headers_for(
-        &self,
-        tenant: Option<&Tenant>,
-        hook: HookId,
-        ts: u64,
-        body: &[u8],
-    ) -> Option<Headers> {
-        let standard = self.standard.as_ref()?;
         let now_s = crate::base::time::now_ms() / 1000;
-        Some(match tenant {
-            None => standard.headers(hook, ts, now_s, body),
-            Some(t) => StandardSigner::of_raw_key(t.signing_secret().expose().as_bytes())
-                .headers(hook, ts, now_s, body),
-        })
+        Some(self.standard.as_ref()?.headers(hook, ts, now_s, body))
     }
 
     /// The body for `payload` of `source`, timestamped `ts`, and the URL to POST it to: signed
@@ -294,12 +338,7 @@ impl Signer {
 
     /// The `Authorization: Bearer` token: the secret in bearer mode, none otherwise.
     pub fn bearer(&self) -> Option<&str> {
-        self.bearer_of(None)
-    }
-
-    /// The `Authorization: Bearer` token of a hook of `tenant`: its secret in bearer mode.
-    pub fn bearer_of<'s>(&'s self, tenant: Option<&'s Tenant>) -> Option<&'s str> {
-        (self.auth == CallbackAuth::Bearer).then(|| self.secret_of(tenant).expose())
+        (self.auth == CallbackAuth::Bearer).then(|| self.secret.expose())
     }
 }
 

@@ -18,7 +18,11 @@ use super::{
     journal::{self, Entry},
     notices::{self, Notice},
 };
-use crate::{config::OnGiveUp, hooks::Hook, route};
+use crate::{
+    config::OnGiveUp,
+    hooks::{Hook, model::DisabledReason},
+    route,
+};
 
 /// What became of one entry.
 enum Outcome {
@@ -54,7 +58,7 @@ async fn run(hook: Arc<Hook>, queue: Arc<HookQueue>, ctx: Arc<DeliveryContext>) 
     let books = ctx.books();
     books.metrics().delivery_workers.inc();
     let _alive = Alive(books.metrics().delivery_workers.clone());
-    let sender = HookSender::new(&hook, ctx.sending());
+    let sender = HookSender::new(&hook, ctx.sending(), ctx.control().store().registry());
     let mut acks = books.acker().worker(hook.id);
     let _registered = books.insight().worker();
     let mut failures = Failures::default();
@@ -152,11 +156,24 @@ async fn deliver(
     if !abandon::wait_enabled(ctx, hook.id).await || !control.may_send(hook.id, queue) {
         return Outcome::Stopped;
     }
-    let prepared = sender.prepare(entry);
     let mut failures = 0;
     // Whether `hook-failing` was told in this spell (then its end is `hook-recovered`).
     let mut told_failing = false;
     loop {
+        // Signed anew at each attempt: a rotation of its secrets applies to the next one.
+        let prepared = match sender.prepare(entry) {
+            Ok(p) => p,
+            Err(unknown) => {
+                // Its tenant is gone: no attempt, no failure; the hook waits, disabled, for
+                // its tenant (or its removal after the grace period).
+                if !abandon::wait_for_tenant(ctx, hook, &unknown).await
+                    || !control.may_send(hook.id, queue)
+                {
+                    return Outcome::Stopped;
+                }
+                continue;
+            }
+        };
         let started = Instant::now();
         let outcome = sender.send(&prepared).await;
         let counted = counts(&outcome, &policy);
@@ -211,7 +228,8 @@ async fn deliver(
                 }
                 // Disabled: this callback, and the queue behind it, wait until it is enabled;
                 // then its schedule starts again.
-                if !abandon::disable(ctx, hook, failures, &error).await
+                if !abandon::disable(ctx, hook, DisabledReason::Failures, failures, Some(&error))
+                    .await
                     || !abandon::wait_enabled(ctx, hook.id).await
                     || !control.may_send(hook.id, queue)
                 {

@@ -3,13 +3,15 @@
 //! hooks an event goes to ([`matcher`]); in a fleet, change announcements and callback URL
 //! claims ([`fleet`]); the import of the reference service's hooks ([`import`]) and the
 //! takeover from it recorded in the store ([`takeover`]); the store
-//! that keeps Redis and the registry together ([`store`]); and, in a fleet, following the
-//! changes other instances make ([`sync`]).
+//! that keeps Redis and the registry together ([`store`]); in a fleet, following the
+//! changes other instances make ([`sync`]); and the hooks of tenants that are gone, disabled,
+//! enabled when they are back, removed after a grace period ([`orphans`]).
 
 pub mod fleet;
 pub mod import;
 pub mod matcher;
 pub mod model;
+pub mod orphans;
 pub mod record;
 pub mod registry;
 pub mod store;

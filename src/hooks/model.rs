@@ -1,6 +1,6 @@
 //! The hook record and the rules for its fields.
 
-use crate::base::ids::HookId;
+use crate::base::{ids::HookId, secret::Secret};
 
 /// One registered hook.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -20,9 +20,70 @@ pub struct Hook {
     /// The id of the tenant that registered it (`docs/tenants.md`): it gets that tenant's
     /// meetings only, signed with that tenant's secret. `None`: the operator's hook.
     pub tenant: Option<String>,
-    /// Given up on with `delivery.on_give_up = "disable"`: it gets its events (queued, within
-    /// the bounds) but sends none until it is enabled again.
-    pub disabled: bool,
+    /// Disabled (given up on with `delivery.on_give_up = "disable"`, or its tenant is no
+    /// longer known): it gets its events (queued, within the bounds) but sends none until it
+    /// is enabled again. `None`: enabled.
+    pub disabled: Option<Disabled>,
+    /// Its own Standard Webhooks signing secrets (`delivery.hook_secrets`), if it has them.
+    pub signing: Option<HookSecrets>,
+}
+
+/// Why a hook sends nothing until it is enabled.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DisabledReason {
+    /// Its callbacks kept failing (`delivery.on_give_up = "disable"`).
+    Failures,
+    /// Its tenant is no longer known (removed from Scalelite or the configuration, or
+    /// refused): enabled again when it is back, removed after `tenancy.removed_grace_s`.
+    TenantUnknown,
+}
+
+impl DisabledReason {
+    /// As stored, and as the admin API and the metrics say it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Failures => "failures",
+            Self::TenantUnknown => "tenant_unknown",
+        }
+    }
+
+    /// As stored; anything else (a record of a version that kept no reason) is `Failures`.
+    pub fn parse(text: &str) -> Self {
+        match text {
+            "tenant_unknown" => Self::TenantUnknown,
+            _ => Self::Failures,
+        }
+    }
+}
+
+/// A disabled hook's why and since when.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Disabled {
+    pub reason: DisabledReason,
+    /// When (ms since the epoch); 0 when not known (disabled by a version that kept no time).
+    pub since: u64,
+}
+
+/// A hook's own signing secrets (`whsec_` and the key in base64): the one in force, and the
+/// one it replaced, still signing until its overlap ends.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HookSecrets {
+    pub current: Secret,
+    /// The secret before the last rotation, and until when (ms since the epoch) it signs too.
+    pub previous: Option<(Secret, u64)>,
+}
+
+impl HookSecrets {
+    /// The secrets that sign an attempt made at `now` (ms): the current one, then the
+    /// previous one while its overlap lasts.
+    pub fn in_force(&self, now: u64) -> impl Iterator<Item = &Secret> {
+        std::iter::once(&self.current).chain(
+            self.previous
+                .iter()
+                .filter(move |(_, until)| now < *until)
+                .map(|(s, _)| s),
+        )
+    }
 }
 
 impl Hook {
@@ -117,7 +178,8 @@ mod tests {
             get_raw: false,
             permanent: false,
             tenant: None,
-            disabled: false,
+            disabled: None,
+            signing: None,
         };
         assert!(hook.wants("USER-JOINED"));
         assert!(!hook.wants("user-left"));

@@ -5,17 +5,48 @@ use crate::base::ids::HookId;
 
 use std::collections::HashMap;
 
-use super::Hook;
+use super::{
+    Hook,
+    model::{Disabled, DisabledReason, HookSecrets},
+};
 use crate::{
-    base::redis_keys::{HOOKS_SET, hook_key},
+    base::{
+        redis_keys::{HOOKS_SET, hook_key},
+        secret::Secret,
+    },
     store_conn::StoreConn,
 };
+
+/// The fields of a disabled hook (`disabled`, why and since when).
+pub(super) fn disabled_fields(d: &Disabled) -> [(&'static str, String); 3] {
+    [
+        ("disabled", "true".into()),
+        ("disabledReason", d.reason.as_str().into()),
+        ("disabledAt", d.since.to_string()),
+    ]
+}
+
+/// The fields of a hook's own signing secrets.
+pub(super) fn signing_fields(s: &HookSecrets) -> Vec<(&'static str, String)> {
+    let mut fields = vec![("signingSecret", s.current.expose().to_string())];
+    if let Some((previous, until)) = &s.previous {
+        fields.push(("previousSigningSecret", previous.expose().to_string()));
+        fields.push(("previousSigningUntil", until.to_string()));
+    }
+    fields
+}
+
+/// Every field [`disabled_fields`] may write, to remove them.
+pub(super) const DISABLED_FIELDS: [&str; 3] = ["disabled", "disabledReason", "disabledAt"];
 
 /// A storage failure; the API turns it into `createHookError` / `destroyHookError`.
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
     #[error("redis: {0}")]
     Redis(#[from] redis::RedisError),
+    /// A new signing secret could not be made.
+    #[error("no random bytes for a signing secret: {0}")]
+    Random(#[from] getrandom::Error),
 }
 
 /// A hook's stored fields but its id, as the reference names them.
@@ -34,8 +65,11 @@ pub(super) fn fields(h: &Hook) -> Vec<(&'static str, String)> {
     if let Some(t) = &h.tenant {
         fields.push(("tenantID", t.clone()));
     }
-    if h.disabled {
-        fields.push(("disabled", "true".into()));
+    if let Some(d) = &h.disabled {
+        fields.extend(disabled_fields(d));
+    }
+    if let Some(s) = &h.signing {
+        fields.extend(signing_fields(s));
     }
     fields
 }
@@ -83,7 +117,29 @@ pub(super) fn parse_hook(f: &HashMap<String, String>) -> Option<Hook> {
         get_raw: f.get("getRaw").is_some_and(|v| v == "true"),
         permanent: f.get("permanent").is_some_and(|v| v == "true"),
         tenant: f.get("tenantID").filter(|t| !t.is_empty()).cloned(),
-        disabled: f.get("disabled").is_some_and(|v| v == "true"),
+        disabled: f
+            .get("disabled")
+            .filter(|v| *v == "true")
+            .map(|_| Disabled {
+                reason: DisabledReason::parse(f.get("disabledReason").map_or("", String::as_str)),
+                since: f
+                    .get("disabledAt")
+                    .and_then(|t| t.parse().ok())
+                    .unwrap_or(0),
+            }),
+        signing: f
+            .get("signingSecret")
+            .filter(|s| !s.is_empty())
+            .map(|current| HookSecrets {
+                current: Secret::new(current.as_str()),
+                previous: f
+                    .get("previousSigningSecret")
+                    .zip(
+                        f.get("previousSigningUntil")
+                            .and_then(|t| t.parse::<u64>().ok()),
+                    )
+                    .map(|(s, until)| (Secret::new(s.as_str()), until)),
+            }),
     })
 }
 

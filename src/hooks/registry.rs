@@ -23,7 +23,7 @@ impl Counts {
         }
         self.raw += sign * i64::from(h.get_raw);
         self.permanent += sign * i64::from(h.permanent);
-        self.disabled += sign * i64::from(h.disabled);
+        self.disabled += sign * i64::from(h.disabled.is_some());
     }
 }
 
@@ -161,6 +161,11 @@ impl Snapshot {
             .flat_map(OrdMap::values)
     }
 
+    /// The tenants (ids) that have hooks, in no order.
+    pub fn tenant_ids(&self) -> impl Iterator<Item = &str> {
+        self.by_tenant.keys().map(String::as_str)
+    }
+
     /// Global hooks in id order.
     pub fn globals(&self) -> impl Iterator<Item = &Arc<Hook>> {
         self.globals.values()
@@ -196,7 +201,7 @@ impl Registry {
     /// Whether hook `id` is disabled; `None` when there is no such hook. Without a copy of
     /// the snapshot: delivery asks it before every callback.
     pub fn is_disabled(&self, id: HookId) -> Option<bool> {
-        self.current.load().get(id).map(|h| h.disabled)
+        self.current.load().get(id).map(|h| h.disabled.is_some())
     }
 
     /// Replaces every hook.
@@ -234,7 +239,8 @@ mod tests {
             get_raw: false,
             permanent: false,
             tenant: None,
-            disabled: false,
+            disabled: None,
+            signing: None,
         }
     }
 

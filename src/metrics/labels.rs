@@ -3,9 +3,35 @@
 
 use prometheus_client::encoding::EncodeLabelSet;
 
+/// A tenant's series: its id, empty for the operator's hooks and calls.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-pub struct ReasonLabel {
+pub struct TenantLabel {
+    pub tenant: String,
+}
+
+impl TenantLabel {
+    /// Of the hook or call of `tenant` (`None`: the operator's).
+    pub fn of(tenant: Option<&str>) -> Self {
+        Self {
+            tenant: tenant.unwrap_or_default().to_string(),
+        }
+    }
+}
+
+/// A tenant's series by reason (failed attempts, hooks disabled or removed).
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct TenantReasonLabels {
+    pub tenant: String,
     pub reason: String,
+}
+
+impl TenantReasonLabels {
+    pub fn of(tenant: Option<&str>, reason: &str) -> Self {
+        Self {
+            tenant: tenant.unwrap_or_default().to_string(),
+            reason: reason.to_string(),
+        }
+    }
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -13,6 +39,9 @@ pub struct ApiLabels {
     pub call: String,
     pub returncode: String,
     pub message_key: String,
+    /// The tenant (its id) that made the call; empty for the operator and for calls whose
+    /// checksum matched no one.
+    pub tenant: String,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]

@@ -30,8 +30,8 @@ pub use endpoint::router;
 pub use histograms::{ApiLatency, LatencyHistogram, PluginCallTime};
 pub use labels::{
     ApiCallLabels, ApiLabels, EventIdLabel, HookLabel, KindLabel, PluginActionLabels,
-    PluginErrorLabels, PluginLabel, PluginRuleLabels, ReasonLabel, ReceiverLabel, ResultLabel,
-    SourceLabel, SourceResultLabels, VersionLabel,
+    PluginErrorLabels, PluginLabel, PluginRuleLabels, ReceiverLabel, ResultLabel, SourceLabel,
+    SourceResultLabels, TenantLabel, TenantReasonLabels, VersionLabel,
 };
 
 /// How many hooks of each kind there are (for `hookrelay_hooks{kind}`).
@@ -54,11 +54,17 @@ pub struct Metrics {
     pub fleet: fleet::FleetMetrics,
     pub xapi: xapi::XapiMetrics,
     pub tenants: tenants::TenantMetrics,
-    pub callbacks_delivered: Counter,
-    pub callback_failures: Family<ReasonLabel, Counter>,
-    pub hooks_removed: Counter,
-    /// Hooks disabled after their retries ran out (`delivery.on_give_up = "disable"`).
-    pub hooks_disabled: Counter,
+    /// Callbacks delivered, by tenant (empty: the operator's hooks).
+    pub callbacks_delivered: Family<TenantLabel, Counter>,
+    /// Failed attempts, by tenant and reason.
+    pub callback_failures: Family<TenantReasonLabels, Counter>,
+    /// Hooks removed by the relay, by tenant and reason (`failures`, `tenant_unknown`).
+    pub hooks_removed: Family<TenantReasonLabels, Counter>,
+    /// Hooks disabled by the relay, by tenant and reason (`failures`: their retries ran out
+    /// with `delivery.on_give_up = "disable"`; `tenant_unknown`: their tenant is gone).
+    pub hooks_disabled: Family<TenantReasonLabels, Counter>,
+    /// Audit records that could not be written.
+    pub audit_write_failures: Counter,
     /// Time callbacks waited for their receiver's rate (`[[delivery.receivers]]`), seconds.
     pub receiver_rate_wait: Family<ReceiverLabel, Counter<f64, std::sync::atomic::AtomicU64>>,
     /// Events about hooks told (`hook-failing`, ...), by event id.
@@ -162,6 +168,12 @@ impl Metrics {
         m.register_relay(r);
         m.register_plugins(r);
         m.registry = registry;
+        // The operator's series exist from the start, at 0, as they did before they had a
+        // tenant label: a dashboard's increase() of them has data on a quiet relay.
+        let operator = labels::TenantReasonLabels::of(None, "failures");
+        let _ = m.callbacks_delivered.get_or_create(&TenantLabel::of(None));
+        let _ = m.hooks_removed.get_or_create(&operator);
+        let _ = m.hooks_disabled.get_or_create(&operator);
         Arc::new(m)
     }
 

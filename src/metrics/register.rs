@@ -10,23 +10,30 @@ impl Metrics {
     pub(super) fn register_delivery(&self, r: &mut Registry) {
         r.register(
             "hookrelay_callbacks_delivered",
-            "Callbacks answered with 2xx",
+            "Callbacks answered with 2xx, by tenant (empty: the operator's hooks)",
             self.callbacks_delivered.clone(),
         );
         r.register(
             "hookrelay_callback_failures",
-            "Failed callback attempts, by reason (status code, timeout, connect, request)",
+            "Failed callback attempts, by tenant and reason (status code, timeout, connect, request)",
             self.callback_failures.clone(),
         );
         r.register(
             "hookrelay_hooks_removed",
-            "Hooks removed after their retry schedule ran out",
+            "Hooks removed by the relay, by tenant and reason (failures: their retry schedule ran \
+             out; tenant_unknown: their tenant stayed gone past tenancy.removed_grace_s)",
             self.hooks_removed.clone(),
         );
         r.register(
             "hookrelay_hooks_disabled",
-            "Hooks disabled after their retry schedule ran out (delivery.on_give_up = \"disable\")",
+            "Hooks disabled by the relay, by tenant and reason (failures: their retry schedule ran \
+             out with delivery.on_give_up = \"disable\"; tenant_unknown: their tenant is gone)",
             self.hooks_disabled.clone(),
+        );
+        r.register(
+            "hookrelay_audit_write_failures",
+            "Audit records that could not be written to the store",
+            self.audit_write_failures.clone(),
         );
         r.register(
             "hookrelay_receiver_rate_wait_seconds",
@@ -175,7 +182,7 @@ impl Metrics {
         );
         r.register(
             "hookrelay_api_requests",
-            "Hooks API calls answered, by call, returncode and messageKey",
+            "Hooks API calls answered, by call, returncode, messageKey and tenant (empty: the operator, or a checksum that matched no one)",
             self.api_requests.clone(),
         );
     }

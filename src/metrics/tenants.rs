@@ -17,6 +17,9 @@ pub struct TenantMetrics {
     pub problems: Family<ReasonLabel, Gauge>,
     /// Reads of Scalelite's Redis that failed (the last good tenants stayed in force).
     pub read_failures: Counter,
+    /// 1 while the tenants in force are the view kept in the store (a start while Scalelite's
+    /// Redis could not be read), until it is read.
+    pub from_store: Gauge,
 }
 
 impl TenantMetrics {
@@ -29,13 +32,20 @@ impl TenantMetrics {
         r.register(
             "hookrelay_tenant_problems",
             "Records of Scalelite's tenants the last read found unusable, by reason \
-             (no_record, no_name, no_secrets, name_index); each keeps its last good version",
+             (no_record, no_name, no_secrets, name_index: each keeps its last good version; \
+             operator_secret, weak_secret: refused)",
             self.problems.clone(),
         );
         r.register(
             "hookrelay_tenant_read_failures",
             "Reads of Scalelite's Redis that failed; the last good tenants stayed in force",
             self.read_failures.clone(),
+        );
+        r.register(
+            "hookrelay_tenants_from_store",
+            "1 while the tenants in force are the last good view of Scalelite's kept in the \
+             store (its Redis not read since the start)",
+            self.from_store.clone(),
         );
     }
 

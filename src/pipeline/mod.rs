@@ -16,7 +16,7 @@ mod sources;
 mod stage;
 mod start;
 
-use std::sync::Arc;
+use std::{future::IntoFuture, sync::Arc};
 
 use tokio_util::sync::CancellationToken;
 
@@ -45,7 +45,7 @@ pub async fn run(config: Config, listeners: Listeners, shutdown: Shutdown) -> an
     let (token, tracker) = (shutdown.token().clone(), shutdown.tracker().clone());
     let sources = sources::configured(&config);
     let metrics = start::metrics(&config, &sources);
-    let tenants = crate::tenants::Tenants::new(&config.tenants);
+    let tenants = crate::tenants::Tenants::of_config(&config);
     let circuits = crate::delivery::client::Circuits::new(
         config.delivery.circuit_after,
         std::time::Duration::from_secs(config.delivery.circuit_max_open_s),
@@ -59,11 +59,11 @@ pub async fn run(config: Config, listeners: Listeners, shutdown: Shutdown) -> an
         tenants: &tenants,
         circuits: &circuits,
     };
-    start.tenants().await;
     let (plugins, _watcher) = start.plugins().await?;
     let Some(conn) = start.store().await? else {
         return Ok(());
     };
+    start.tenants(&conn).await;
     // What a takeover from bbb-webhooks recorded (its domain, its permanent hooks), where the
     // configuration says nothing itself.
     let config = with_takeover(&config, &conn).await;
@@ -75,16 +75,31 @@ pub async fn run(config: Config, listeners: Listeners, shutdown: Shutdown) -> an
     let Some(hooks) = start.hooks(&conn, &guard).await else {
         return Ok(());
     };
-    start.serve_http(listeners, &hooks.store, &conn, &guard)?;
+    let audit = crate::audit::Audit::new(
+        conn.clone(),
+        config.audit.keep_ms(),
+        metrics.audit_write_failures.clone(),
+    );
+    start.serve_http(listeners, &hooks.store, &conn, &guard, &audit)?;
     let wired = start
-        .delivery(&sources, &conn, &hooks, &guard, &plugins)
+        .delivery(&sources, &conn, &hooks, &guard, &plugins, &audit)
         .await?;
     let fence = wired.fence.clone();
+    let store = hooks.store.clone();
     if let Some((stage, first, bus)) = start
         .processing(&sources, &conn, hooks, wired, plugins)
         .await
     {
         tracker.spawn(stage.run(first, bus, token.clone()));
+        // The instance that processes the bus looks after the hooks of tenants that are gone.
+        let orphans = crate::hooks::orphans::Orphans {
+            store: store.clone(),
+            tenants: tenants.clone(),
+            grace: std::time::Duration::from_secs(config.tenancy.removed_grace_s),
+            metrics: metrics.clone(),
+            audit: audit.clone(),
+        };
+        tracker.spawn(orphans.follow(token.clone()));
         token.cancelled().await;
     }
     wind_down(&tracker, &fence).await
@@ -182,6 +197,7 @@ fn stopped(fence: &Fence) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Serves `router` on a Unix socket (no peer address: the audit says `unix-socket`).
 fn serve<L>(
     tracker: &tokio_util::task::TaskTracker,
     token: &CancellationToken,
@@ -192,15 +208,41 @@ fn serve<L>(
     L: axum::serve::Listener,
     L::Addr: std::fmt::Debug,
 {
+    if let Ok(addr) = listener.local_addr() {
+        tracing::info!(addr = ?addr, "{name} listening");
+    }
+    let server =
+        axum::serve(listener, router).with_graceful_shutdown(token.clone().cancelled_owned());
+    run_server(tracker, token, server.into_future(), name);
+}
+
+/// Serves `router` on a TCP listener, each request knowing its peer's address (for the audit).
+fn serve_tcp(
+    tracker: &tokio_util::task::TaskTracker,
+    token: &CancellationToken,
+    listener: tokio::net::TcpListener,
+    router: axum::Router,
+    name: &'static str,
+) {
+    if let Ok(addr) = listener.local_addr() {
+        tracing::info!(addr = ?addr, "{name} listening");
+    }
+    let service = router.into_make_service_with_connect_info::<std::net::SocketAddr>();
+    let server =
+        axum::serve(listener, service).with_graceful_shutdown(token.clone().cancelled_owned());
+    run_server(tracker, token, server.into_future(), name);
+}
+
+/// Runs a server until it ends; a server that fails stops the relay.
+fn run_server(
+    tracker: &tokio_util::task::TaskTracker,
+    token: &CancellationToken,
+    server: impl std::future::Future<Output = std::io::Result<()>> + Send + 'static,
+    name: &'static str,
+) {
     let token = token.clone();
     tracker.spawn(async move {
-        if let Ok(addr) = listener.local_addr() {
-            tracing::info!(addr = ?addr, "{name} listening");
-        }
-        let r = axum::serve(listener, router)
-            .with_graceful_shutdown(token.clone().cancelled_owned())
-            .await;
-        if let Err(e) = r {
+        if let Err(e) = server.await {
             tracing::error!(error = %e, "{name} server failed");
             token.cancel();
         }

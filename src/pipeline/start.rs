@@ -11,13 +11,14 @@ use tokio_util::{sync::CancellationToken, task::TaskTracker};
 use super::{
     BUS_BUFFER, Listeners, callback_format, fleet,
     mode::{Mode, Step},
-    recover, restore_hooks, serve, share,
+    recover, restore_hooks, serve, serve_tcp, share,
     sources::{self, Source},
     stage,
 };
 use crate::{
     admin_api::{self, AdminState},
-    api::{self, ApiState},
+    api::{self, ApiState, limits::TenantLimits},
+    audit::Audit,
     base::callback_url::Guard,
     bus::BusMessage,
     conference::exposition::ConferenceExport,
@@ -93,8 +94,8 @@ pub struct Wired {
 
 impl Start<'_> {
     /// Reads Scalelite's tenants once (briefly: an unreachable Redis of Scalelite's must not
-    /// hold the relay up), then follows them.
-    pub async fn tenants(&self) {
+    /// hold the relay up; the view kept in the store is in force meanwhile), then follows them.
+    pub async fn tenants(&self, conn: &StoreConn) {
         let configured = i64::try_from(self.tenants.load().len()).unwrap_or(i64::MAX);
         self.metrics.tenants.known.set(configured);
         let Some(scalelite) = self.config.scalelite.clone() else {
@@ -104,6 +105,7 @@ impl Start<'_> {
             self.tenants.clone(),
             scalelite,
             self.metrics.clone(),
+            conn.clone(),
             self.token.clone(),
         );
         let first = crate::tenants::scalelite::first_read(self.tenants, self.token);
@@ -194,6 +196,7 @@ impl Start<'_> {
         store: &Arc<HookStore>,
         conn: &StoreConn,
         guard: &Arc<Guard>,
+        audit: &Audit,
     ) -> anyhow::Result<()> {
         let (config, metrics) = (self.config, self.metrics);
         let api_state = Arc::new(ApiState {
@@ -205,8 +208,12 @@ impl Start<'_> {
             metrics: metrics.clone(),
             list_cache: Default::default(),
             tenants: self.tenants.clone(),
+            limits: TenantLimits::new(&config.tenancy),
+            audit: audit.clone(),
+            hook_secrets: config.delivery.hook_secrets,
+            trusted_proxies: config.api.trusted_proxies.clone(),
         });
-        serve(
+        serve_tcp(
             self.tracker,
             self.token,
             listeners.api,
@@ -231,7 +238,7 @@ impl Start<'_> {
                 access,
                 hosts,
             );
-            serve(self.tracker, self.token, l, router, "metrics");
+            serve_tcp(self.tracker, self.token, l, router, "metrics");
         }
         if listeners.admin.is_none() && listeners.admin_socket.is_none() {
             return Ok(());
@@ -243,6 +250,11 @@ impl Start<'_> {
             max_queue: config.delivery.max_queue,
             tenants: self.tenants.clone(),
             circuits: self.circuits.clone(),
+            audit: audit.clone(),
+            trusted_proxies: config.api.trusted_proxies.clone(),
+            scalelite: config.scalelite.is_some(),
+            hook_secret_overlap_ms: config.delivery.hook_secret_overlap_s.saturating_mul(1000),
+            removed_grace_ms: config.tenancy.removed_grace_s.saturating_mul(1000),
         });
         if let Some(l) = listeners.admin {
             let access = Arc::new(Access::bearer(
@@ -250,7 +262,7 @@ impl Start<'_> {
                 "the admin API needs its token (admin.bearer_token, or the one `hookrelay admin-token` prints): send it as a bearer token, or in a browser as the password of user admin\n",
             ));
             let router = admin_api::router(state.clone(), access);
-            serve(self.tracker, self.token, l, router, "admin API");
+            serve_tcp(self.tracker, self.token, l, router, "admin API");
         }
         if let Some(socket) = listeners.admin_socket {
             // The socket's file mode is its access control: no token, and its own host names.
@@ -286,6 +298,7 @@ impl Start<'_> {
         hooks: &Hooks,
         guard: &Arc<Guard>,
         plugins: &Arc<Plugins>,
+        audit: &Audit,
     ) -> anyhow::Result<Wired> {
         let (config, metrics, token) = (self.config, self.metrics, self.token);
         let signer = Signer::new(config, &callback_format(config, conn).await)
@@ -339,6 +352,7 @@ impl Start<'_> {
             fence: own_fence,
             plugins: plugins.clone(),
             circuits: self.circuits.clone(),
+            audit: audit.clone(),
         };
         let delivery = Arc::new(DeliveryContext::new(
             &config.delivery,

@@ -205,7 +205,8 @@ mod tests {
             get_raw,
             permanent: false,
             tenant: None,
-            disabled: false,
+            disabled: None,
+            signing: None,
         }
     }
 

@@ -120,7 +120,8 @@ fn time_calls(plugin: &Arc<Plugin>) -> CallTimes {
         get_raw: false,
         permanent: false,
         tenant: None,
-        disabled: false,
+        disabled: None,
+        signing: None,
     };
     let stages = std::slice::from_ref(plugin);
     let mut times = CallTimes::default();

@@ -146,7 +146,8 @@ mod tests {
             get_raw: false,
             permanent: false,
             tenant: None,
-            disabled: false,
+            disabled: None,
+            signing: None,
             event_ids: None,
         }
     }

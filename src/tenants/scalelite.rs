@@ -3,7 +3,10 @@
 //! hash `<ns>:tenant:<id>` (`name`, `secrets` joined by `:`, and LRS fields the relay leaves
 //! alone) and the name index `<ns>:tenant_name:<name>` (field `id`). Read again every
 //! `refresh_ms`; a record that cannot be used keeps its last good version, a failed read keeps
-//! every tenant, each told once in the log and always in the metrics.
+//! every tenant, each told once in the log and always in the metrics. A tenant whose secrets
+//! no tenant may have ([`super::refusal`]) is refused outright. Each good view is kept in the
+//! relay's store ([`super::kept`]), and taken from there at a start while Scalelite's Redis
+//! cannot be read.
 
 use std::{
     collections::{BTreeSet, HashMap},
@@ -13,8 +16,13 @@ use std::{
 
 use tokio_util::sync::CancellationToken;
 
-use super::{Tenant, Tenants, View};
-use crate::{base::secret::Secret, config::tenants::ScaleliteConfig, metrics::Metrics};
+use super::{Refusal, Tenant, Tenants, View, kept, refusal};
+use crate::{
+    base::{secret::Secret, time::now_ms},
+    config::tenants::ScaleliteConfig,
+    metrics::Metrics,
+    store_conn::StoreConn,
+};
 
 /// Why a record of Scalelite's cannot be used as it is.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
@@ -27,11 +35,21 @@ pub enum Problem {
     NoSecrets(String),
     /// A name whose index is missing or names another id (`name`, what it names).
     NameIndex(String, Option<String>),
+    /// A tenant refused for its secrets (its id): not in force at all, not even its last
+    /// good version.
+    Refused(String, Refusal),
 }
 
 impl Problem {
     /// Every `reason`, for the metric's series.
-    pub const REASONS: [&'static str; 4] = ["no_record", "no_name", "no_secrets", "name_index"];
+    pub const REASONS: [&'static str; 6] = [
+        "no_record",
+        "no_name",
+        "no_secrets",
+        "name_index",
+        "operator_secret",
+        "weak_secret",
+    ];
 
     /// The metric's `reason`.
     pub fn reason(&self) -> &'static str {
@@ -40,6 +58,18 @@ impl Problem {
             Self::NoName(_) => "no_name",
             Self::NoSecrets(_) => "no_secrets",
             Self::NameIndex(..) => "name_index",
+            Self::Refused(_, Refusal::OperatorSecret) => "operator_secret",
+            Self::Refused(_, Refusal::WeakSecret) => "weak_secret",
+        }
+    }
+
+    /// The tenant id or name it is about.
+    pub fn subject(&self) -> &str {
+        match self {
+            Self::NoRecord(id) | Self::NoName(id) | Self::NoSecrets(id) | Self::Refused(id, _) => {
+                id
+            }
+            Self::NameIndex(name, _) => name,
         }
     }
 }
@@ -54,8 +84,13 @@ pub struct Records {
 }
 
 /// The tenants `records` give, and what is wrong with them. A tenant whose record cannot be
-/// used keeps its version in `last` if it had one.
-pub fn interpret(records: &Records, last: &View) -> (Vec<Arc<Tenant>>, Vec<Problem>) {
+/// used keeps its version in `last` if it had one; a tenant holding one of `operator`'s
+/// secrets, or a weak one, is refused and left out.
+pub fn interpret(
+    records: &Records,
+    last: &View,
+    operator: &[Secret],
+) -> (Vec<Arc<Tenant>>, Vec<Problem>) {
     let mut tenants = Vec::new();
     let mut problems = Vec::new();
     let mut ids: Vec<&String> = records.tenants.keys().collect();
@@ -70,6 +105,11 @@ pub fn interpret(records: &Records, last: &View) -> (Vec<Arc<Tenant>>, Vec<Probl
         let made = name.and_then(|n| Tenant::new(id.as_str(), n, secrets));
         match (made, name) {
             (Some(t), Some(n)) => {
+                // Refused outright: not its last good version either.
+                if let Some(why) = refusal(t.secrets(), operator) {
+                    problems.push(Problem::Refused(id.clone(), why));
+                    continue;
+                }
                 let indexed = records.index.get(n).cloned().flatten();
                 if indexed.as_deref() != Some(id.as_str()) {
                     problems.push(Problem::NameIndex(n.clone(), indexed));
@@ -115,7 +155,12 @@ pub async fn read<C: redis::aio::ConnectionLike + Send>(
     for id in &ids {
         pipe.hgetall(format!("{ns}:tenant:{id}"));
     }
-    let hashes: Vec<HashMap<String, String>> = pipe.query_async(conn).await?;
+    // An empty pipeline is refused by the client ("empty command"): a Scalelite whose every
+    // tenant was deleted has none to read.
+    let hashes: Vec<HashMap<String, String>> = match ids.is_empty() {
+        true => Vec::new(),
+        false => pipe.query_async(conn).await?,
+    };
     let mut records = Records {
         tenants: ids.into_iter().zip(hashes).collect(),
         index: HashMap::new(),
@@ -142,7 +187,10 @@ pub async fn read<C: redis::aio::ConnectionLike + Send>(
     for k in &keys {
         pipe.hget(k, "id");
     }
-    let named: Vec<Option<String>> = pipe.query_async(conn).await?;
+    let named: Vec<Option<String>> = match keys.is_empty() {
+        true => Vec::new(),
+        false => pipe.query_async(conn).await?,
+    };
     for (key, id) in keys.iter().zip(named) {
         if let Some(name) = key.strip_prefix(&prefix) {
             records.index.insert(name.to_string(), id);
@@ -151,40 +199,60 @@ pub async fn read<C: redis::aio::ConnectionLike + Send>(
     Ok(records)
 }
 
-/// Follows Scalelite's tenants until `token` is cancelled: the first read at once, then one
-/// every `refresh_ms`.
+/// Follows Scalelite's tenants until `token` is cancelled: the last good view kept in `store`
+/// first (in force until Scalelite's Redis is read), then a read at once and one every
+/// `refresh_ms`; each good view that differs from the one kept is kept.
 pub async fn follow(
     tenants: Arc<Tenants>,
     config: ScaleliteConfig,
     metrics: Arc<Metrics>,
+    store: StoreConn,
     token: CancellationToken,
 ) {
     let every = Duration::from_millis(config.refresh_ms);
     let mut conn = None;
     let mut told = Told::default();
+    let mut kept = take_kept(&tenants, &metrics, &store).await;
     loop {
         if conn.is_none() {
-            conn = connect(&config).await.map_err(|e| told.failure(&e)).ok();
+            conn = connect(&config)
+                .await
+                .map_err(|e| told.failure(&e, &tenants))
+                .ok();
         }
         if let Some(c) = conn.as_mut() {
             // A paused Redis must not hold the view up forever: the read has a deadline.
             match tokio::time::timeout(every * 2, read(c, &config.namespace)).await {
                 Ok(Ok(records)) => {
-                    let (found, problems) = interpret(&records, &tenants.load());
+                    let (found, problems) =
+                        interpret(&records, &tenants.load(), tenants.operator_secrets());
+                    if kept.as_ref() != Some(&found) {
+                        kept = keep(&store, &found, &mut told)
+                            .await
+                            .then_some(found.clone());
+                    }
                     let n = tenants.set_scalelite(found);
                     metrics
                         .tenants
                         .known
                         .set(i64::try_from(n).unwrap_or(i64::MAX));
+                    metrics.tenants.from_store.set(0);
                     told.problems(&problems, &metrics);
                     told.ok();
+                    tenants.update_status(|s| {
+                        s.last_read = Some(now_ms());
+                        s.failing_since = None;
+                        s.from_store = None;
+                        s.problems = problems;
+                    });
+                    tenants.settle();
                 }
                 Ok(Err(e)) => {
-                    told.failure(&e);
+                    told.failure(&e, &tenants);
                     metrics.tenants.read_failures.inc();
                 }
                 Err(_) => {
-                    told.failure(&"no answer in time");
+                    told.failure(&"no answer in time", &tenants);
                     metrics.tenants.read_failures.inc();
                     conn = None;
                 }
@@ -196,6 +264,48 @@ pub async fn follow(
         tokio::select! {
             () = token.cancelled() => return,
             () = tokio::time::sleep(every) => {}
+        }
+    }
+}
+
+/// Puts the view kept in `store` in force (it says which tenants exist until Scalelite's Redis
+/// is read); the tenants it holds, to compare the next reads with.
+async fn take_kept(
+    tenants: &Tenants,
+    metrics: &Metrics,
+    store: &StoreConn,
+) -> Option<Vec<Arc<Tenant>>> {
+    let found = match kept::load(&mut store.clone()).await {
+        Ok(found) => found?,
+        Err(e) => {
+            tracing::warn!(error = %e, "cannot read the tenants kept in the store");
+            return None;
+        }
+    };
+    let list: Vec<Arc<Tenant>> = found.tenants.into_iter().map(Arc::new).collect();
+    let n = tenants.set_scalelite(list.iter().cloned());
+    metrics
+        .tenants
+        .known
+        .set(i64::try_from(n).unwrap_or(i64::MAX));
+    metrics.tenants.from_store.set(1);
+    tenants.update_status(|s| s.from_store = Some(found.saved_at));
+    tenants.settle();
+    Some(list)
+}
+
+/// Keeps `found` in the store; whether it was kept.
+async fn keep(store: &StoreConn, found: &[Arc<Tenant>], told: &mut Told) -> bool {
+    match kept::save(&mut store.clone(), found).await {
+        Ok(()) => {
+            told.keeping_failed = false;
+            true
+        }
+        Err(e) => {
+            if !std::mem::replace(&mut told.keeping_failed, true) {
+                tracing::warn!(error = %e, "cannot keep Scalelite's tenants in the store: a start while its Redis is down would use an older view");
+            }
+            false
         }
     }
 }
@@ -223,14 +333,28 @@ async fn connect(config: &ScaleliteConfig) -> redis::RedisResult<redis::aio::Con
 struct Told {
     problems: BTreeSet<Problem>,
     failing: bool,
+    /// The view could not be kept in the store (said once until it can).
+    keeping_failed: bool,
 }
 
 impl Told {
-    fn failure(&mut self, e: &dyn std::fmt::Display) {
-        if !self.failing {
-            // Redis errors name no password (the URL is not in them).
-            tracing::error!(error = %e, "cannot read Scalelite's tenants: the last good ones stay in force");
-            self.failing = true;
+    fn failure(&mut self, e: &dyn std::fmt::Display, tenants: &Tenants) {
+        if self.failing {
+            return;
+        }
+        self.failing = true;
+        tenants.update_status(|s| s.failing_since = Some(now_ms()));
+        // Redis errors name no password (the URL is not in them).
+        match tenants.scalelite_status().from_store {
+            Some(saved_at) => tracing::error!(
+                error = %e,
+                tenants = tenants.load().len(),
+                kept_at = %crate::base::time::rfc3339(saved_at),
+                "cannot read Scalelite's tenants: the view kept in the store stays in force"
+            ),
+            None => {
+                tracing::error!(error = %e, "cannot read Scalelite's tenants: the last good ones stay in force")
+            }
         }
     }
 
@@ -242,7 +366,16 @@ impl Told {
 
     fn problems(&mut self, problems: &[Problem], metrics: &Metrics) {
         for p in problems.iter().filter(|p| !self.problems.contains(p)) {
-            tracing::warn!(problem = ?p, reason = p.reason(), "a tenant record of Scalelite's cannot be used as it is: its last good version (if any) stays in force");
+            match p {
+                Problem::Refused(id, _) => tracing::error!(
+                    tenant = id,
+                    reason = p.reason(),
+                    "a tenant of Scalelite's is refused: one of its secrets is the operator's or shorter than 12 characters; its calls fail the checksum and its hooks send nothing until its secrets are changed"
+                ),
+                _ => {
+                    tracing::warn!(problem = ?p, reason = p.reason(), "a tenant record of Scalelite's cannot be used as it is: its last good version (if any) stays in force")
+                }
+            }
         }
         for reason in Problem::REASONS {
             let n = problems.iter().filter(|p| p.reason() == reason).count();

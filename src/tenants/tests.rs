@@ -1,7 +1,7 @@
 use std::{collections::HashMap, sync::Arc};
 
 use super::{
-    Tenant, Tenants, View,
+    Refusal, Tenant, Tenants, View, refusal,
     scalelite::{Problem, Records, interpret},
 };
 use crate::{base::secret::Secret, config::tenants::TenantConfig};
@@ -50,11 +50,15 @@ fn a_tenant_without_secrets_is_not_made_and_the_first_secret_signs() {
 
 #[test]
 fn configured_tenants_win_over_scalelites_of_one_name_or_id() {
-    let tenants = Tenants::new(&[TenantConfig {
-        name: "acme".into(),
-        secrets: vec![Secret::new("configured")],
-        id: None,
-    }]);
+    let tenants = Tenants::new(
+        &[TenantConfig {
+            name: "acme".into(),
+            secrets: vec![Secret::new("configured")],
+            id: None,
+        }],
+        vec![],
+        true,
+    );
     let n = tenants.set_scalelite([
         tenant("uuid-1", "acme", &["scalelite"]),
         tenant("uuid-2", "beta", &["b"]),
@@ -79,23 +83,26 @@ fn configured_tenants_win_over_scalelites_of_one_name_or_id() {
 #[test]
 fn bad_records_keep_their_last_good_version_and_are_named() {
     let mut records = Records::default();
-    records
-        .tenants
-        .insert("u1".into(), record("acme", "s-new:s-old"));
+    records.tenants.insert(
+        "u1".into(),
+        record("acme", "s-new-secret-01:s-old-secret-02"),
+    );
     records.tenants.insert("u2".into(), record("beta", ""));
     records.tenants.insert("u3".into(), HashMap::new());
-    records.tenants.insert("u4".into(), record("", "s4"));
+    records
+        .tenants
+        .insert("u4".into(), record("", "s4-secret-00004"));
     records.index.insert("acme".into(), Some("u1".into()));
     records.index.insert("beta".into(), Some("u2".into()));
     records.index.insert("ghost".into(), Some("u9".into()));
     let last = View::of([tenant("u2", "beta", &["s-beta"])]);
-    let (tenants, problems) = interpret(&records, &last);
+    let (tenants, problems) = interpret(&records, &last, &[]);
     let names: Vec<_> = tenants
         .iter()
         .map(|t| (t.id.as_str(), t.name.as_str()))
         .collect();
     assert_eq!(names, [("u1", "acme"), ("u2", "beta")]);
-    assert_eq!(tenants[0].signing_secret().expose(), "s-new");
+    assert_eq!(tenants[0].signing_secret().expose(), "s-new-secret-01");
     assert_eq!(tenants[0].secrets().len(), 2);
     assert_eq!(
         tenants[1].signing_secret().expose(),
@@ -113,7 +120,64 @@ fn bad_records_keep_their_last_good_version_and_are_named() {
     );
     // A good record whose index is missing is still a tenant, and the index is named.
     records.index.remove("acme");
-    let (tenants, problems) = interpret(&records, &last);
+    let (tenants, problems) = interpret(&records, &last, &[]);
     assert!(tenants.iter().any(|t| t.id == "u1"));
     assert!(problems.contains(&Problem::NameIndex("acme".into(), None)));
+}
+
+#[test]
+fn a_tenant_with_the_operators_secret_or_a_weak_one_is_refused_even_its_last_version() {
+    let operator = [Secret::new("operator-secret-0123")];
+    let mut records = Records::default();
+    records
+        .tenants
+        .insert("u1".into(), record("acme", "acme-secret-00001"));
+    records.tenants.insert(
+        "u2".into(),
+        record("beta", "beta-secret-00002:operator-secret-0123"),
+    );
+    records
+        .tenants
+        .insert("u3".into(), record("gamma", "short"));
+    for (name, id) in [("acme", "u1"), ("beta", "u2"), ("gamma", "u3")] {
+        records.index.insert(name.into(), Some(id.into()));
+    }
+    // Both had a good version before: neither keeps it.
+    let last = View::of([
+        tenant("u2", "beta", &["beta-secret-00002"]),
+        tenant("u3", "gamma", &["gamma-secret-0003"]),
+    ]);
+    let (tenants, problems) = interpret(&records, &last, &operator);
+    let ids: Vec<_> = tenants.iter().map(|t| t.id.as_str()).collect();
+    assert_eq!(ids, ["u1"]);
+    assert_eq!(
+        problems,
+        [
+            Problem::Refused("u2".into(), Refusal::OperatorSecret),
+            Problem::Refused("u3".into(), Refusal::WeakSecret),
+        ]
+    );
+    let reasons: Vec<_> = problems.iter().map(Problem::reason).collect();
+    assert_eq!(reasons, ["operator_secret", "weak_secret"]);
+    assert!(!format!("{problems:?}").contains("operator-secret"));
+}
+
+#[test]
+fn refusal_names_the_operators_secret_before_a_weak_one() {
+    let op = [Secret::new("operator-secret-0123"), Secret::new("")];
+    let s = |v: &[&str]| v.iter().map(|s| Secret::new(*s)).collect::<Vec<_>>();
+    assert_eq!(refusal(&s(&["a-long-secret-000"]), &op), None);
+    assert_eq!(
+        refusal(&s(&["short", "operator-secret-0123"]), &op),
+        Some(Refusal::OperatorSecret)
+    );
+    assert_eq!(
+        refusal(&s(&["a-long-secret-000", "short"]), &op),
+        Some(Refusal::WeakSecret)
+    );
+    // An empty operator secret (a source without its own) matches nothing.
+    assert_eq!(
+        refusal(&s(&["a-long-secret-000"]), &[Secret::new("")]),
+        None
+    );
 }

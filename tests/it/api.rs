@@ -347,7 +347,7 @@ async fn routes_ping_post_and_unknown_paths() {
     let m = relay.metrics().await;
     assert!(
         m.contains(
-            r#"hookrelay_api_requests_total{call="list",returncode="SUCCESS",message_key=""} 2"#
+            r#"hookrelay_api_requests_total{call="list",returncode="SUCCESS",message_key="",tenant=""} 2"#
         ),
         "{m}"
     );

@@ -207,7 +207,10 @@ async fn a_down_receiver_with_many_hooks_gets_one_probe_at_a_time_and_all_resume
         "closed"
     );
     assert_eq!(
-        crate::support::metric_value(&m, "hookrelay_hooks_removed_total"),
+        crate::support::metric_value(
+            &m,
+            r#"hookrelay_hooks_removed_total{tenant="",reason="failures"}"#
+        ),
         0.0
     );
     assert_eq!(

@@ -73,11 +73,11 @@ async fn redirects_and_401_are_failures_and_not_followed() {
     );
     let m = relay.metrics().await;
     assert!(
-        m.contains(r#"hookrelay_callback_failures_total{reason="302"} 1"#),
+        m.contains(r#"hookrelay_callback_failures_total{tenant="",reason="302"} 1"#),
         "{m}"
     );
     assert!(
-        m.contains(r#"hookrelay_callback_failures_total{reason="401"} 1"#),
+        m.contains(r#"hookrelay_callback_failures_total{tenant="",reason="401"} 1"#),
         "{m}"
     );
     relay.stop().await;
@@ -128,7 +128,7 @@ async fn a_hook_is_removed_when_the_schedule_runs_out() {
         relay
             .metrics()
             .await
-            .contains("hookrelay_hooks_removed_total 1")
+            .contains(r#"hookrelay_hooks_removed_total{tenant="",reason="failures"} 1"#)
     );
     relay.stop().await;
 }

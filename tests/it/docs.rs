@@ -125,7 +125,8 @@ fn render() -> String {
         get_raw: false,
         permanent: false,
         tenant: None,
-        disabled: false,
+        disabled: None,
+        signing: None,
     };
     let out = replay::run(
         &messages,

@@ -432,7 +432,10 @@ pub async fn spread_kill_and_join(cluster: Option<&TestCluster>) {
         assert_eq!(all_of_at(&rx, Some(p), "s", 60).await, 0);
     }
     for r in &relays {
-        let sent = metric_value(&r.metrics().await, "hookrelay_callbacks_delivered_total");
+        let sent = metric_value(
+            &r.metrics().await,
+            r#"hookrelay_callbacks_delivered_total{tenant=""}"#,
+        );
         assert_eq!(sent, 120.0, "two hooks' callbacks from each instance");
     }
 

@@ -77,10 +77,19 @@ async fn a_disabled_hook_keeps_its_callbacks_and_resumes_in_order() {
     assert_eq!(names, want);
     let metrics = relay.metrics().await;
     assert_eq!(
-        metric_value(&metrics, "hookrelay_hooks_disabled_total"),
+        metric_value(
+            &metrics,
+            r#"hookrelay_hooks_disabled_total{tenant="",reason="failures"}"#
+        ),
         2.0
     );
-    assert_eq!(metric_value(&metrics, "hookrelay_hooks_removed_total"), 0.0);
+    assert_eq!(
+        metric_value(
+            &metrics,
+            r#"hookrelay_hooks_removed_total{tenant="",reason="failures"}"#
+        ),
+        0.0
+    );
     // Enabling a hook that is not disabled says so; an unknown one fails.
     let (code, out, _) = cli(&["hooks", "enable", &id.to_string(), "-c", cfg]);
     assert_eq!(
@@ -111,7 +120,10 @@ async fn by_default_a_hook_whose_retries_ran_out_is_removed() {
     })
     .await;
     assert_eq!(
-        metric_value(&relay.metrics().await, "hookrelay_hooks_disabled_total"),
+        metric_value(
+            &relay.metrics().await,
+            r#"hookrelay_hooks_disabled_total{tenant="",reason="failures"}"#
+        ),
         0.0
     );
 }

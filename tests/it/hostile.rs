@@ -64,7 +64,7 @@ async fn ssrf_guard_refuses_internal_addresses() {
         relay
             .metrics()
             .await
-            .contains(r#"hookrelay_callback_failures_total{reason="blocked"} 4"#)
+            .contains(r#"hookrelay_callback_failures_total{tenant="",reason="blocked"} 4"#)
     );
     relay.stop().await;
 }
@@ -97,10 +97,13 @@ async fn broken_receivers_are_contained() {
     }
     let m = relay.metrics().await;
     assert!(
-        m.contains(r#"hookrelay_callback_failures_total{reason="timeout"} 8"#),
+        m.contains(r#"hookrelay_callback_failures_total{tenant="",reason="timeout"} 8"#),
         "{m}"
     );
-    assert!(m.contains("hookrelay_callbacks_delivered_total 6"), "{m}");
+    assert!(
+        m.contains(r#"hookrelay_callbacks_delivered_total{tenant=""} 6"#),
+        "{m}"
+    );
     let flooded = huge.written.load(Ordering::SeqCst);
     assert!(
         flooded < 64 * 1024 * 1024,

@@ -175,7 +175,7 @@ async fn a_receiver_down_loses_nothing_within_the_bound_and_past_it_the_log_says
     for r in [&relay, &relay_small] {
         let failures = metric_value(
             &r.metrics().await,
-            r#"hookrelay_callback_failures_total{reason="503"}"#,
+            r#"hookrelay_callback_failures_total{tenant="",reason="503"}"#,
         );
         assert!(failures >= 10.0, "{failures} failed attempts");
         assert_eq!(log_lines(r, "a callback failed; retrying"), 1);
@@ -205,7 +205,7 @@ async fn a_flapping_receiver_cannot_flood_the_log() {
     assert_eq!(rx.names_at("/flap"), want);
     let failures = metric_value(
         &relay.metrics().await,
-        r#"hookrelay_callback_failures_total{reason="500"}"#,
+        r#"hookrelay_callback_failures_total{tenant="",reason="500"}"#,
     );
     assert_eq!(failures, 100.0);
     assert_eq!(log_lines(&relay, "a callback failed; retrying"), 1);

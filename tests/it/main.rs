@@ -43,6 +43,7 @@ mod sources;
 mod standard_webhooks;
 mod status_page;
 mod takeover;
+mod tenancy;
 mod tenants;
 mod upgrade;
 mod xapi;

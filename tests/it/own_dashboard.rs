@@ -2,19 +2,24 @@
 //! against the relay's real exposition in a real Prometheus (Debian's package, started here on
 //! a free port, scraping the relay binary): after a scripted meeting (a hook that takes its
 //! callbacks, a permanent hook whose receiver keeps failing, a plugin that traps on one event,
-//! a fleet of one), every expression of every panel returns data, and the dashboard's
+//! a fleet of one, a tenant whose busy receiver keeps its callbacks queued), every expression of every panel returns data, and the dashboard's
 //! `instance` variable lists the relay.
 
 use std::time::{Duration, Instant};
 
-use serde_json::Value;
+use hookrelay::base::{digest::Algorithm, form::form_encode};
+use serde_json::{Value, json};
 
 use crate::support::{
     PluginDir, RelayProcess, Reply, TestReceiver, TestRedis, meeting_created,
+    meeting_created_with_metadata,
     prometheus::{TestPrometheus, prometheus},
-    relay::{create_hook, http_client},
+    relay::{create_hook, http_client, signed_call_at},
     user_joined,
 };
+
+/// The tenant's API secret.
+const ACME_SECRET: &str = "acme-dashboard-secret-01";
 
 const DASHBOARD: &str = include_str!("../../dashboards/hookrelay.json");
 
@@ -64,6 +69,9 @@ async fn every_panel_of_the_relays_own_dashboard_returns_data_in_a_real_promethe
     let redis = TestRedis::start().await;
     let (ok, failing) = (TestReceiver::start().await, TestReceiver::start().await);
     failing.set_default(Reply::Status(500));
+    // The tenant's receiver is busy: its attempts fail (503) and its callbacks stay queued.
+    let busy = TestReceiver::start().await;
+    busy.set_default(Reply::Busy(503, "1".into()));
     let plugins = PluginDir::new();
     plugins.add(
         "10-trap",
@@ -71,12 +79,31 @@ async fn every_panel_of_the_relays_own_dashboard_returns_data_in_a_real_promethe
         Some("on_error = \"pass\"\n[config]\non = \"user-joined\"\n"),
     );
     let extra = format!(
-        "permanent_hooks = [{{ url = \"{}\" }}]\n[fleet]\nenabled = true\nlease_ms = 1000\n[plugins]\ndir = \"{}\"\n",
+        "permanent_hooks = [{{ url = \"{}\" }}]\n[fleet]\nenabled = true\nlease_ms = 1000\n[plugins]\ndir = \"{}\"\n[[tenants]]\nname = \"acme\"\nsecrets = [\"{ACME_SECRET}\"]\n",
         failing.url("/perm"),
         plugins.path().display()
     );
     let relay = RelayProcess::start(&redis, &extra).await;
     create_hook(&http_client(), relay.api, &ok.url("/ok"), "").await;
+    let query = format!("callbackURL={}", form_encode(&busy.url("/acme")));
+    let created = signed_call_at(
+        &http_client(),
+        relay.api,
+        Some("acme.sl.example.com"),
+        "create",
+        &query,
+        (Algorithm::Sha1, ACME_SECRET),
+    )
+    .await;
+    assert!(created.contains("<hookID>"), "{created}");
+    // Three meetings of the tenant: its first callback in flight, the two behind it queued.
+    for i in 2..5 {
+        let tenant = json!({"tenant-id": "acme"});
+        let (mid, ext) = (format!("int-{i}"), format!("ext-{i}"));
+        redis
+            .publish(&meeting_created_with_metadata(&mid, &ext, &tenant))
+            .await;
+    }
     let mut script = vec![meeting_created("int-1", "ext-1")];
     script.extend((0..5).map(|i| user_joined("int-1", &format!("u{i}"), &format!("N{i}"))));
     redis.publish_all(&script).await;

@@ -201,7 +201,7 @@ async fn stored_hooks_that_hooks_create_would_refuse_are_not_loaded() {
         !relay
             .metrics()
             .await
-            .contains(r#"hookrelay_callback_failures_total{reason="blocked"}"#)
+            .contains(r#"hookrelay_callback_failures_total{tenant="",reason="blocked"}"#)
     );
     relay.stop().await;
 }

@@ -18,7 +18,7 @@ const OLD: &str = "whsec_C2FVsBQIhrscChlQIMV+b5sSYspob7oD";
 const OTHER: &str = "whsec_dGhpcyBpcyBub3QgYSBrZXkgb2YgdGhlIHJlbGF5";
 
 /// The official libraries' verifiers: the program and its script.
-fn verifiers() -> Option<[(&'static str, String); 2]> {
+pub(crate) fn verifiers() -> Option<[(&'static str, String); 2]> {
     let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/it/support");
     let python = ("python3", format!("{dir}/standard_webhooks_verify.py"));
     let node = ("node", format!("{dir}/standard_webhooks_verify.mjs"));
@@ -41,7 +41,13 @@ fn verifiers() -> Option<[(&'static str, String); 2]> {
 
 /// What one library's `verify()` made of a callback: `{"ok": true, "event": ...}` or
 /// `{"ok": false, "error": ...}`.
-fn verify(program: &str, script: &str, secret: &str, headers: &Value, body: &str) -> Value {
+pub(crate) fn verify(
+    program: &str,
+    script: &str,
+    secret: &str,
+    headers: &Value,
+    body: &str,
+) -> Value {
     let mut child = std::process::Command::new(program)
         .arg(script)
         .stdin(Stdio::piped())
@@ -65,7 +71,7 @@ fn verify(program: &str, script: &str, secret: &str, headers: &Value, body: &str
 }
 
 /// The Standard Webhooks headers of a callback, as the libraries take them.
-fn headers(r: &Received) -> Value {
+pub(crate) fn headers(r: &Received) -> Value {
     let get = |name: &str| {
         r.headers
             .get(name)

@@ -57,7 +57,8 @@ pub fn run(file: &CaseFile, plugins: &PluginSet, filter: EventFilter) -> Vec<Cas
         get_raw: s.get_raw,
         permanent: false,
         tenant: None,
-        disabled: false,
+        disabled: None,
+        signing: None,
     });
     let registry = Registry::default();
     registry.replace_all(hooks);

@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use super::*;
-use crate::event::Payload;
+use crate::{delivery::budget::Budget, event::Payload};
 
 fn entry(ts: u64) -> Entry {
     sized(ts, 2)

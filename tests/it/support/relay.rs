@@ -130,6 +130,22 @@ impl TestRelay {
         serde_json::from_str(&text).unwrap_or_else(|e| panic!("{path}: {e}: {text}"))
     }
 
+    /// `POST {path}` of the admin API (no form), as JSON.
+    #[allow(dead_code)]
+    pub async fn admin_post(&self, path: &str) -> serde_json::Value {
+        let text = self
+            .http
+            .post(format!("http://{}{path}", self.admin))
+            .bearer_auth(&self.admin_token)
+            .send()
+            .await
+            .expect("admin API answers")
+            .text()
+            .await
+            .expect("body");
+        serde_json::from_str(&text).unwrap_or_else(|e| panic!("{path}: {e}: {text}"))
+    }
+
     /// The metrics text.
     pub async fn metrics(&self) -> String {
         self.http

@@ -14,17 +14,20 @@ use crate::store_conn::StoreConn;
 use redis::{AsyncCommands, Script};
 use tokio::sync::{Mutex, RwLock};
 
+mod state;
+
 use super::{
     Hook, Registry,
     fleet::{Claim, Fleet},
     import,
-    model::Registration,
+    model::{HookSecrets, Registration},
     record::{StoreError, fields, parse_hook, stored_id, write_hook},
 };
 use crate::{
     base::{
         callback_url::Guard,
         redis_keys::{HOOK_PREFIX, HOOKS_SET, ID_COUNTER, hook_key, queue_key},
+        standard_webhooks::new_secret,
     },
     config::PermanentHook,
     redis_index::load_all,
@@ -36,6 +39,8 @@ pub enum CreateOutcome {
     Created(Hook),
     /// A hook with that URL exists; nothing was changed.
     Duplicate(HookId),
+    /// The tenant has its most hooks already (`tenancy.max_hooks`); nothing was created.
+    QuotaExceeded(usize),
 }
 
 /// Removes a removed hook's queue from the store, releasing the shared payloads it refers to:
@@ -48,6 +53,9 @@ pub type QueueRemover = Arc<
 
 /// Locks that creates of different URLs spread over.
 const URL_LOCKS: usize = 64;
+/// Locks that creates of different tenants spread over (a tenant's count of hooks is checked
+/// and raised under one).
+const TENANT_LOCKS: usize = 16;
 
 /// What a new hook asks for (the id is allocated by the store).
 #[derive(Debug, Clone)]
@@ -58,6 +66,10 @@ pub struct NewHook {
     pub get_raw: bool,
     /// The tenant asking (`None`: the operator).
     pub tenant: Option<String>,
+    /// The most hooks the tenant may have (`None`: no limit, the operator's).
+    pub max_hooks: Option<usize>,
+    /// Give the hook its own signing secret (`delivery.hook_secrets`).
+    pub own_secret: bool,
 }
 
 impl NewHook {
@@ -89,6 +101,8 @@ pub struct HookStore {
     /// Creates of one callback URL take turns (so that only one of them wins); creates of
     /// different URLs mostly hold different locks and run at once.
     url_locks: Box<[Mutex<()>]>,
+    /// Creates of one tenant with a limit take turns, so that no two pass its limit at once.
+    tenant_locks: Box<[Mutex<()>]>,
     url_hasher: RandomState,
     /// URLs of the configured permanent hooks.
     permanent_urls: Vec<String>,
@@ -113,6 +127,7 @@ impl HookStore {
             registry,
             changes: RwLock::new(()),
             url_locks: (0..URL_LOCKS).map(|_| Mutex::new(())).collect(),
+            tenant_locks: (0..TENANT_LOCKS).map(|_| Mutex::new(())).collect(),
             url_hasher: RandomState::new(),
             permanent_urls: permanent.iter().map(|p| p.url.clone()).collect(),
             guard,
@@ -236,7 +251,8 @@ impl HookStore {
                         get_raw: p.get_raw,
                         permanent: true,
                         tenant: None,
-                        disabled: false,
+                        disabled: None,
+                        signing: None,
                     };
                     write_hook(&mut conn, &h).await?;
                     changed.push(h.id);
@@ -325,7 +341,7 @@ impl HookStore {
         }
         let (tenant, url) = new.registration().owned();
         let created = self.create_claimed(new).await;
-        if created.is_err() {
+        if matches!(created, Err(_) | Ok(CreateOutcome::QuotaExceeded(_))) {
             let registration = Registration {
                 tenant: tenant.as_deref(),
                 url: &url,
@@ -340,6 +356,14 @@ impl HookStore {
     /// [`create`](Self::create), the URL claimed.
     async fn create_claimed(&self, new: NewHook) -> Result<CreateOutcome, StoreError> {
         let _shared = self.changes.read().await;
+        // The tenant's lock before the URL's, always in that order.
+        let _tenant = match (&new.tenant, new.max_hooks) {
+            (Some(t), Some(_)) => {
+                let stripe = self.url_hasher.hash_one(t) as usize % TENANT_LOCKS;
+                Some(self.tenant_locks[stripe].lock().await)
+            }
+            _ => None,
+        };
         let stripe = self.url_hasher.hash_one(new.registration()) as usize % URL_LOCKS;
         let _url = self.url_locks[stripe].lock().await;
         if let Some(existing) = self.registry.load().by_registration(new.registration()) {
@@ -349,6 +373,18 @@ impl HookStore {
             self.enable_if_disabled(id).await?;
             return Ok(CreateOutcome::Duplicate(id));
         }
+        if let (Some(t), Some(max)) = (&new.tenant, new.max_hooks)
+            && self.registry.load().of_tenant(t).count() >= max
+        {
+            return Ok(CreateOutcome::QuotaExceeded(max));
+        }
+        let signing = match new.own_secret {
+            true => Some(HookSecrets {
+                current: new_secret()?,
+                previous: None,
+            }),
+            false => None,
+        };
         let mut hook = Hook {
             id: HookId(0),
             // Permanent hooks are the operator's configuration.
@@ -358,7 +394,8 @@ impl HookStore {
             event_ids: new.event_ids,
             get_raw: new.get_raw,
             tenant: new.tenant,
-            disabled: false,
+            disabled: None,
+            signing,
         };
         let max_id = self.registry.load().max_id().unwrap_or_default();
         let mut conn = self.conn.clone();
@@ -378,50 +415,6 @@ impl HookStore {
         self.registry.upsert(hook.clone());
         self.fleet.announce(&mut self.conn.clone(), hook.id).await;
         Ok(CreateOutcome::Created(hook))
-    }
-
-    /// Disables hook `id` (its retries ran out, `delivery.on_give_up = "disable"`) or enables it
-    /// again; `Ok(false)` when there is no such hook or it already was so.
-    ///
-    /// # Errors
-    /// When Redis fails; the hook stays as it was then.
-    pub async fn set_disabled(&self, id: HookId, disabled: bool) -> Result<bool, StoreError> {
-        let Some(hook) = self.registry.load().get(id).cloned() else {
-            return Ok(false);
-        };
-        if hook.disabled == disabled {
-            return Ok(false);
-        }
-        let mut conn = self.conn.clone();
-        let key = hook_key(id);
-        // Only a hook that still exists: a destroy in between must not leave a stray hash.
-        let exists: bool = conn.exists(&key).await?;
-        if !exists {
-            return Ok(false);
-        }
-        if disabled {
-            let () = conn.hset(&key, "disabled", "true").await?;
-        } else {
-            let () = conn.hdel(&key, "disabled").await?;
-        }
-        self.registry.upsert(Hook {
-            disabled,
-            ..(*hook).clone()
-        });
-        self.fleet.announce(&mut conn, id).await;
-        Ok(true)
-    }
-
-    /// Enables hook `id` again if it is disabled.
-    async fn enable_if_disabled(&self, id: HookId) -> Result<(), StoreError> {
-        if self.registry.is_disabled(id) == Some(true) {
-            self.set_disabled(id, false).await?;
-            tracing::info!(
-                hook_id = id.0,
-                "hooks/create of a disabled hook's URL: enabled again"
-            );
-        }
-        Ok(())
     }
 
     /// Removes a hook through the API. Permanent and unknown hooks are not removed: `Ok(false)`.
