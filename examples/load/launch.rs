@@ -31,6 +31,8 @@ pub struct Setup {
     pub tenants: usize,
     /// A `[[delivery.receivers]]` rule for every receiver (loopback) with this rate; 0: none.
     pub receiver_rate: u32,
+    /// Serve `/metrics` (on a free port, [`Relay::metrics`]).
+    pub metrics: bool,
 }
 
 /// Tenant `i`'s name and its host name.
@@ -45,6 +47,8 @@ pub fn tenant_secret(i: usize) -> String {
 
 pub struct Relay {
     pub api: SocketAddr,
+    /// Where `/metrics` is served, with [`Setup::metrics`].
+    pub metrics: Option<SocketAddr>,
     /// With tenants, [`Relay::create_hook`] registers tenant 0's hooks.
     tenants: usize,
     child: Child,
@@ -90,7 +94,7 @@ impl Relay {
             "attempt_log = {}\nretain = \"{}\"\n",
             setup.attempt_log, setup.retain
         );
-        let tenants: String = (0..setup.tenants)
+        let mut tenants: String = (0..setup.tenants)
             .map(|i| {
                 format!(
                     "[[tenants]]\nname = \"{}\"\nsecrets = [\"{}\"]\n",
@@ -99,6 +103,18 @@ impl Relay {
                 )
             })
             .collect();
+        if setup.tenants > 0 {
+            // The load is the tenants' own: no limit on their hooks or calls (builds before
+            // `[tenancy]` refuse the section: with tenants, NEW only).
+            tenants.push_str("[tenancy]\nmax_hooks = 0\napi_rate_per_s = 0\n");
+        }
+        let metrics = setup
+            .metrics
+            .then(|| SocketAddr::from(([127, 0, 0, 1], free_port())));
+        let metrics_section = match metrics {
+            Some(addr) => format!("[metrics]\nbind = \"{addr}\"\n"),
+            None => "[metrics]\nenabled = false\n".to_string(),
+        };
         let receivers = match setup.receiver_rate {
             0 => String::new(),
             rate => format!(
@@ -108,7 +124,7 @@ impl Relay {
         std::fs::write(
             &config,
             format!(
-                "[bbb]\nsecret = \"{SECRET}\"\n[api]\nbind = \"{api}\"\n[redis]\nurl = \"{}\"\n[metrics]\nenabled = false\n[admin]\nbind = \"127.0.0.1:{admin}\"\n[delivery]\nmax_unacked = {}\n{insight}{delivery}\n[delivery.ssrf]\nallow_cidrs = [\"127.0.0.1/32\"]\n{plugin_dir}{fleet}{tenants}{receivers}",
+                "[bbb]\nsecret = \"{SECRET}\"\n[api]\nbind = \"{api}\"\n[redis]\nurl = \"{}\"\n{metrics_section}[admin]\nbind = \"127.0.0.1:{admin}\"\n[delivery]\nmax_unacked = {}\n{insight}{delivery}\n[delivery.ssrf]\nallow_cidrs = [\"127.0.0.1/32\"]\n{plugin_dir}{fleet}{tenants}{receivers}",
                 redis.url(),
                 setup.max_unacked,
             ),
@@ -139,6 +155,7 @@ impl Relay {
         }
         let relay = Self {
             api,
+            metrics,
             tenants: setup.tenants,
             child,
             _dir: dir,

@@ -13,6 +13,7 @@
 //! target/release/examples/load api --hooks 1000
 //! target/release/examples/load api --hooks 10000 --tenants 1000
 //! target/release/examples/load burst --hooks 100 --events 2000 --tenants 1000
+//! target/release/examples/load tenancy --tenants 1000
 //! target/release/examples/load outage --hooks 10 --events 10000
 //! target/release/examples/load meetings --meetings 1000 --users 10
 //! target/release/examples/load fanout --hooks 2000 --events 5
@@ -35,6 +36,7 @@ mod plugins;
 mod procstat;
 mod scenario;
 mod sink;
+mod tenancy;
 mod xapi;
 
 use std::path::PathBuf;
@@ -210,6 +212,12 @@ pub enum Scenario {
         #[arg(long)]
         body_bytes: usize,
     },
+    /// Tenants: each creates a hook (one in ten to a closed port) and gets a meeting: the
+    /// time of a tenant's create, the series the relay exports, the audit's cost in Redis.
+    Tenancy {
+        #[arg(long, default_value_t = 1_000)]
+        tenants: usize,
+    },
     /// hooks/list and hooks/create throughput with wrk.
     Api {
         #[arg(long, default_value_t = 1_000)]
@@ -261,6 +269,7 @@ async fn scenarios(args: Args) {
                 retain: args.retain.clone(),
                 tenants: args.tenants,
                 receiver_rate: args.receiver_rate,
+                metrics: matches!(scenario, Scenario::Tenancy { .. }),
             };
             let figures = scenario::run(&scenario, &setup).await;
             println!("run {} {}: {}", run + 1, bin.display(), figures.line());

@@ -100,6 +100,7 @@ pub async fn run(scenario: &Scenario, setup: &Setup) -> Figures {
         } => crate::baseline::run(requests, body_bytes).await,
         Scenario::PostLoop { .. } => unreachable!("run by main"),
         Scenario::Api { hooks, seconds } => crate::api::run(setup, hooks, seconds).await,
+        Scenario::Tenancy { tenants } => crate::tenancy::run(setup, tenants).await,
         Scenario::Xapi { meetings, ralph } => crate::xapi::run(setup, meetings, ralph).await,
         Scenario::Outage { hooks, events } => crate::memory::outage(setup, hooks, events).await,
         Scenario::Meetings { meetings, users } => {
