@@ -74,7 +74,10 @@ pub async fn run(setup: &Setup, tenants: usize) -> Figures {
     f.push("series", series.len() as f64);
     f.push("series_with_tenant", with_tenant as f64);
     f.push("audit_records", records as f64);
-    f.push("audit_bytes_per_record", bytes as f64 / records.max(1) as f64);
+    f.push(
+        "audit_bytes_per_record",
+        bytes as f64 / records.max(1) as f64,
+    );
     f.push("xadd_calls", xadd_calls);
     f.push("xadd_usec_per_call", xadd_usec);
     f.push(

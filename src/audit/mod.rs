@@ -1,10 +1,17 @@
 //! The audit: who changed what, when. Every `hooks/create` and `hooks/destroy`, every enable,
 //! disable and removal (by a person, or by the relay itself), every secret rotation and
 //! redelivery is one [`Record`] in a stream of the store ([`AUDIT`]), trimmed to
-//! `audit.keep_days`; `hookrelay audit` and `GET /v1/audit` read it ([`read`]). A record never
+//! `audit.keep_days`; `hookrelay audit` and `GET /v1/audit` read it ([`read`]). Records are
+//! handed to a writer that sends them in batches (a change does not wait for the store), and
+//! writes what is waiting when the relay stops. A record never
 //! holds a secret, a checksum or a URL's query: [`Record::url_of`] cuts them.
 
+use std::time::Duration;
+
+use prometheus_client::metrics::counter::Counter;
 use serde::{Deserialize, Serialize};
+use tokio::sync::mpsc;
+use tokio_util::{sync::CancellationToken, task::TaskTracker};
 
 use crate::{
     base::{redis_keys::AUDIT, time::now_ms},
@@ -108,16 +115,16 @@ impl Record {
     /// `url` without credentials, query and fragment (they may carry tokens).
     pub fn url_of(url: &str) -> String {
         match url::Url::parse(url) {
-            Ok(mut u) => {
+            Ok(mut u) if !u.cannot_be_a_base() => {
                 let _ = u.set_username("");
                 let _ = u.set_password(None);
                 u.set_query(None);
                 u.set_fragment(None);
                 u.to_string()
             }
-            // Not a URL (never stored as a hook's): up to its first `?` or `#`, and nothing
-            // before an `@`.
-            Err(_) => {
+            // Not a URL with a host (never stored as a hook's): up to its first `?` or `#`,
+            // and nothing before an `@`.
+            _ => {
                 let head = url.split(['?', '#']).next().unwrap_or_default();
                 head.rsplit_once('@').map_or(head, |(_, h)| h).to_string()
             }
@@ -125,47 +132,137 @@ impl Record {
     }
 }
 
-/// Writes records to the store.
+/// Hands records to the writer ([`Audit::start`]): the change asked for does not wait for the
+/// store's round trip.
 #[derive(Clone)]
 pub struct Audit {
-    conn: StoreConn,
-    keep_ms: u64,
-    failures: prometheus_client::metrics::counter::Counter,
+    tx: mpsc::Sender<Record>,
+    failures: Counter,
 }
 
+/// Records waiting for the writer; a change waits (at most [`WAIT`]) while it is full.
+const BUFFER: usize = 10_000;
+/// The longest a change waits for room before its record is given up (counted, logged).
+const WAIT: Duration = Duration::from_secs(2);
+/// Records written in one round trip.
+const BATCH: usize = 512;
+
 impl Audit {
-    /// Records kept `keep_ms`; writes that fail counted in `failures`.
-    pub fn new(
+    /// Starts the writer of records to `conn`, each kept `keep_ms`; records that cannot be
+    /// written are counted in `failures`. It writes what is waiting when `token` is cancelled,
+    /// then ends (tracked by `tracker`).
+    pub fn start(
         conn: StoreConn,
         keep_ms: u64,
-        failures: prometheus_client::metrics::counter::Counter,
+        failures: Counter,
+        tracker: &TaskTracker,
+        token: &CancellationToken,
     ) -> Self {
-        Self {
+        let (tx, rx) = mpsc::channel(BUFFER);
+        let writer = Writer {
             conn,
             keep_ms,
-            failures,
+            failures: failures.clone(),
+            failing: false,
+        };
+        tracker.spawn(writer.run(rx, token.clone()));
+        Self { tx, failures }
+    }
+
+    /// Records `record`. A record the writer cannot take within [`WAIT`] (the store down for
+    /// long) is logged and counted, never the caller's failure: the change was made.
+    pub async fn record(&self, record: Record) {
+        let record = match self.tx.try_send(record) {
+            Ok(()) => return,
+            Err(mpsc::error::TrySendError::Full(r) | mpsc::error::TrySendError::Closed(r)) => r,
+        };
+        let (action, hook) = (record.action, record.hook);
+        if !matches!(self.tx.send_timeout(record, WAIT).await, Ok(())) {
+            self.failures.inc();
+            tracing::warn!(
+                ?action,
+                hook_id = hook,
+                "an audit record is lost: the writer cannot keep up (is the store down?)"
+            );
+        }
+    }
+}
+
+/// Writes batches of records to the store, trimming what is older than the keep.
+struct Writer {
+    conn: StoreConn,
+    keep_ms: u64,
+    failures: Counter,
+    /// Writes fail (said once until they succeed again).
+    failing: bool,
+}
+
+impl Writer {
+    async fn run(mut self, mut rx: mpsc::Receiver<Record>, token: CancellationToken) {
+        loop {
+            let first = tokio::select! {
+                r = rx.recv() => r,
+                () = token.cancelled() => None,
+            };
+            let Some(first) = first else {
+                // Stopping: what is waiting is written once more.
+                let mut rest = Vec::new();
+                while let Ok(r) = rx.try_recv() {
+                    rest.push(r);
+                }
+                if !rest.is_empty() {
+                    let _ = tokio::time::timeout(WAIT, self.write(&rest)).await;
+                }
+                return;
+            };
+            let mut batch = vec![first];
+            while batch.len() < BATCH {
+                match rx.try_recv() {
+                    Ok(r) => batch.push(r),
+                    Err(_) => break,
+                }
+            }
+            // Written, or tried until the relay stops.
+            while !self.write(&batch).await {
+                tokio::select! {
+                    () = tokio::time::sleep(Duration::from_secs(1)) => {}
+                    () = token.cancelled() => break,
+                }
+            }
         }
     }
 
-    /// Writes `record`, trimming what is older than the keep. A failure is logged and counted,
-    /// never the caller's failure: the change was made.
-    pub async fn record(&self, record: Record) {
-        let cutoff = record.time.saturating_sub(self.keep_ms);
-        // Serializing plain data cannot fail.
-        let json = serde_json::to_string(&record).unwrap_or_default();
-        let written: redis::RedisResult<String> = redis::cmd("XADD")
-            .arg(AUDIT)
-            .arg("MINID")
-            .arg("~")
-            .arg(cutoff)
-            .arg("*")
-            .arg("r")
-            .arg(json)
-            .query_async(&mut self.conn.clone())
-            .await;
-        if let Err(e) = written {
-            self.failures.inc();
-            tracing::warn!(error = %e, action = ?record.action, hook_id = record.hook, "cannot write an audit record");
+    /// Writes `batch` in one round trip; whether it was written.
+    async fn write(&mut self, batch: &[Record]) -> bool {
+        let mut pipe = redis::pipe();
+        for record in batch {
+            let cutoff = record.time.saturating_sub(self.keep_ms);
+            // Serializing plain data cannot fail.
+            let json = serde_json::to_string(record).unwrap_or_default();
+            pipe.cmd("XADD")
+                .arg(AUDIT)
+                .arg("MINID")
+                .arg("~")
+                .arg(cutoff)
+                .arg("*")
+                .arg("r")
+                .arg(json)
+                .ignore();
+        }
+        match pipe.query_async::<()>(&mut self.conn.clone()).await {
+            Ok(()) => {
+                if std::mem::take(&mut self.failing) {
+                    tracing::info!("audit records are written again");
+                }
+                true
+            }
+            Err(e) => {
+                self.failures.inc_by(batch.len() as u64);
+                if !std::mem::replace(&mut self.failing, true) {
+                    tracing::warn!(error = %e, records = batch.len(), "cannot write audit records: tried again every second");
+                }
+                false
+            }
         }
     }
 }
@@ -226,4 +323,36 @@ pub async fn read(conn: &StoreConn, filter: &Filter) -> redis::RedisResult<Vec<R
     }
     out.reverse();
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_url_loses_its_credentials_query_and_fragment() {
+        assert_eq!(
+            Record::url_of("https://user:pw@lms.example/in/hook?token=abc#x"),
+            "https://lms.example/in/hook"
+        );
+        assert_eq!(Record::url_of("http://h:8080/a"), "http://h:8080/a");
+        // Not a URL: cut all the same.
+        assert_eq!(Record::url_of("u:p@host/x?token=1"), "host/x");
+    }
+
+    #[test]
+    fn a_record_is_one_json_object_with_the_keys_people_read() {
+        let r = Record::now(Action::RotateSecret, "203.0.113.7")
+            .of_tenant(Some(("0b4e-acme", "acme")))
+            .hook(7, "https://h/in?secret=1");
+        let v: serde_json::Value = serde_json::to_value(&r).expect("json");
+        assert_eq!(v["action"], "rotate-secret");
+        assert_eq!(v["tenant"], "acme");
+        assert_eq!(v["tenant_id"], "0b4e-acme");
+        assert_eq!(v["url"], "https://h/in");
+        assert!(v.get("detail").is_none());
+        assert!(r.is_of("ACME") && r.is_of("0b4e-acme") && !r.is_of("beta"));
+        let operator = Record::now(Action::Create, RELAY);
+        assert!(serde_json::to_value(&operator).expect("json")["tenant"].is_null());
+    }
 }

@@ -71,10 +71,11 @@ fn maxmemory(info: &str) -> Option<u64> {
 pub struct Budget {
     limit: u64,
     used: AtomicU64,
-    /// Queues holding anything, by owner (a tenant's id; `None`: the operator). Changed only
-    /// when a queue starts or stops holding anything, read only when the queues are over the
-    /// budget: never on the way of a callback within it.
-    holding: Mutex<HashMap<Option<Arc<str>>, u64>>,
+    /// Owners (each tenant, and the operator) with a queue holding anything.
+    owners_holding: AtomicU64,
+    /// Each owner's count of queues holding anything, by owner (a tenant's id; `None`: the
+    /// operator): looked up once per queue ([`Account::of`]), never on the way of a callback.
+    owners: Mutex<HashMap<Option<Arc<str>>, Arc<AtomicU64>>>,
 }
 
 impl Default for Budget {
@@ -84,35 +85,72 @@ impl Default for Budget {
 }
 
 /// One queue's owner within the budget: what it takes is counted for that owner.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct Account {
     budget: Arc<Budget>,
-    /// The tenant whose hook the queue is (`None`: the operator's).
-    owner: Option<Arc<str>>,
+    /// Its owner's queues holding anything (shared by the owner's accounts).
+    holding: Arc<AtomicU64>,
+}
+
+impl Default for Account {
+    /// An operator's queue without a budget.
+    fn default() -> Self {
+        Arc::new(Budget::default()).into()
+    }
 }
 
 impl From<Arc<Budget>> for Account {
     /// An operator's queue within `budget`.
     fn from(budget: Arc<Budget>) -> Self {
-        Self {
-            budget,
-            owner: None,
-        }
+        Self::of(&budget, None)
     }
+}
+
+/// Adds one to `n`; whether it was 0.
+fn up(n: &AtomicU64) -> bool {
+    n.fetch_add(1, Ordering::Relaxed) == 0
+}
+
+/// Takes one from `n`, never below 0; whether it reached 0.
+fn down(n: &AtomicU64) -> bool {
+    n.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |v| {
+        Some(v.saturating_sub(1))
+    }) == Ok(1)
 }
 
 impl Account {
     /// A queue of `owner`'s (a tenant's id; `None`: the operator's) within `budget`.
     pub fn of(budget: &Arc<Budget>, owner: Option<&str>) -> Self {
+        let mut owners = budget.owners.lock().unwrap_or_else(|e| e.into_inner());
+        let holding = owners.entry(owner.map(Arc::from)).or_default().clone();
+        drop(owners);
         Self {
             budget: budget.clone(),
-            owner: owner.map(Arc::from),
+            holding,
         }
     }
 
     /// The queue went from taking `before` bytes to `after`.
     pub fn moved(&self, before: u64, after: u64) {
-        self.budget.moved(self.owner.as_ref(), before, after);
+        let b = &self.budget;
+        b.moved(before, after);
+        match (before, after) {
+            (0, a) if a > 0 && up(&self.holding) => {
+                up(&b.owners_holding);
+            }
+            (b_, 0) if b_ > 0 && down(&self.holding) => {
+                down(&b.owners_holding);
+            }
+            _ => {}
+        }
+    }
+
+    /// This queue's share: the budget divided among the owners whose queues hold anything,
+    /// then among this owner's queues that do.
+    fn share(&self) -> u64 {
+        let owners = self.budget.owners_holding.load(Ordering::Relaxed).max(1);
+        let own = self.holding.load(Ordering::Relaxed).max(1);
+        self.budget.limit / owners / own
     }
 
     /// How many bytes the queue, taking `taken`, should give up now: nothing within the
@@ -123,9 +161,7 @@ impl Account {
         if over == 0 {
             return 0;
         }
-        taken
-            .saturating_sub(self.budget.share(self.owner.as_ref()))
-            .min(over)
+        taken.saturating_sub(self.share()).min(over)
     }
 }
 
@@ -134,7 +170,8 @@ impl Budget {
         Self {
             limit: limit_bytes,
             used: AtomicU64::new(0),
-            holding: Mutex::default(),
+            owners_holding: AtomicU64::new(0),
+            owners: Mutex::default(),
         }
     }
 
@@ -147,8 +184,8 @@ impl Budget {
         self.used.load(Ordering::Relaxed)
     }
 
-    /// A queue of `owner`'s went from taking `before` bytes to `after`.
-    fn moved(&self, owner: Option<&Arc<str>>, before: u64, after: u64) {
+    /// A queue went from taking `before` bytes to `after`.
+    fn moved(&self, before: u64, after: u64) {
         if after > before {
             self.used.fetch_add(after - before, Ordering::Relaxed);
         } else if before > after {
@@ -159,35 +196,11 @@ impl Budget {
                     Some(u.saturating_sub(before - after))
                 });
         }
-        let starts = match (before, after) {
-            (0, a) if a > 0 => true,
-            (b, 0) if b > 0 => false,
-            _ => return,
-        };
-        let mut holding = self.holding.lock().unwrap_or_else(|e| e.into_inner());
-        let n = holding.entry(owner.cloned()).or_default();
-        if starts {
-            *n += 1;
-        } else {
-            *n = n.saturating_sub(1);
-            if *n == 0 {
-                holding.remove(&owner.cloned());
-            }
-        }
     }
 
     /// How many bytes over the budget the queues are (0 within it).
     pub fn over(&self) -> u64 {
         self.used().saturating_sub(self.limit)
-    }
-
-    /// The share of one queue of `owner`'s: the budget divided among the owners whose queues
-    /// hold anything, then among that owner's queues that do.
-    fn share(&self, owner: Option<&Arc<str>>) -> u64 {
-        let holding = self.holding.lock().unwrap_or_else(|e| e.into_inner());
-        let owners = holding.len().max(1) as u64;
-        let own = holding.get(&owner.cloned()).copied().unwrap_or(0).max(1);
-        self.limit / owners / own
     }
 }
 
@@ -201,22 +214,22 @@ mod tests {
         let (q1, q2) = (Account::from(b.clone()), Account::from(b.clone()));
         q1.moved(0, 300);
         q2.moved(0, 200);
-        assert_eq!((b.used(), b.over(), b.share(None)), (500, 0, 500));
+        assert_eq!((b.used(), b.over(), q1.share()), (500, 0, 500));
         assert_eq!(q1.excess(300), 0, "within the budget");
         q1.moved(300, 900);
-        assert_eq!((b.over(), b.share(None)), (100, 500));
+        assert_eq!((b.over(), q1.share()), (100, 500));
         assert_eq!(q1.excess(900), 100, "what the queues are over");
         assert_eq!(q2.excess(200), 0, "within its share");
         q2.moved(200, 0);
         assert_eq!(
-            (b.over(), b.share(None)),
+            (b.over(), q1.share()),
             (0, 1000),
             "one queue left: all of it"
         );
         q1.moved(900, 1500);
         assert_eq!(q1.excess(1500), 500);
         q1.moved(1500, 0);
-        assert_eq!((b.used(), b.share(None)), (0, 1000));
+        assert_eq!((b.used(), q1.share()), (0, 1000));
     }
 
     #[test]
@@ -232,10 +245,9 @@ mod tests {
         let op = Account::of(&b, None);
         op.moved(0, 100);
         // Each owner a third (400): the lone hook's share is 400, each of the 500 hooks' 0.
-        let (many_id, one_id): (Arc<str>, Arc<str>) = (Arc::from("many"), Arc::from("one"));
-        assert_eq!(b.share(Some(&one_id)), 400);
-        assert_eq!(b.share(None), 400);
-        assert_eq!(b.share(Some(&many_id)), 0);
+        assert_eq!(one.share(), 400);
+        assert_eq!(op.share(), 400);
+        assert_eq!(many[0].share(), 0);
         assert_eq!(b.over(), 1000 + 700 + 100 - 1200);
         assert_eq!(one.excess(700), 300, "beyond its owner's share");
         assert_eq!(op.excess(100), 0, "within its owner's share");
@@ -244,7 +256,7 @@ mod tests {
         for q in &many {
             q.moved(2, 0);
         }
-        assert_eq!(b.share(Some(&one_id)), 600);
+        assert_eq!(one.share(), 600);
         assert_eq!(one.excess(700), 0, "within the budget again");
     }
 

@@ -75,10 +75,12 @@ pub async fn run(config: Config, listeners: Listeners, shutdown: Shutdown) -> an
     let Some(hooks) = start.hooks(&conn, &guard).await else {
         return Ok(());
     };
-    let audit = crate::audit::Audit::new(
+    let audit = crate::audit::Audit::start(
         conn.clone(),
         config.audit.keep_ms(),
         metrics.audit_write_failures.clone(),
+        &tracker,
+        &token,
     );
     start.serve_http(listeners, &hooks.store, &conn, &guard, &audit)?;
     let wired = start

@@ -61,6 +61,27 @@ fn hook_id(xml: &str) -> u64 {
     crate::support::relay::hook_id_of(xml).unwrap_or_else(|| panic!("no hook id: {xml}"))
 }
 
+/// `hookrelay audit ARGS --json -c CONFIG`'s records once there are `n` (records are written
+/// a moment after the change, by the relay's writer).
+async fn audit_lines(config: &str, args: &[&str], n: usize) -> (String, Vec<Value>) {
+    wait::until(&format!("{n} audit records"), async || {
+        let mut all = vec!["audit"];
+        all.extend(args);
+        all.extend(["--json", "-c", config]);
+        let (code, out, err) = cli(&all);
+        assert_eq!(code, 0, "{err}");
+        let records: Vec<Value> = out
+            .lines()
+            .map(|l| serde_json::from_str(l).expect("a JSON line"))
+            .collect();
+        match records.len() >= n {
+            true => Ok((out, records)),
+            false => Err(out),
+        }
+    })
+    .await
+}
+
 /// `hookrelay ARGS -c CONFIG --json`, parsed.
 fn cli_json(config: &std::path::Path, args: &[&str]) -> Value {
     let config = config.to_string_lossy();
@@ -399,12 +420,7 @@ async fn a_removed_tenants_hooks_wait_disabled_and_send_their_kept_callbacks_in_
     crate::support::process::show_until(&cfg, a, |h| h["state"] == "ok").await;
 
     // The audit says who did what.
-    let (code, out, err) = cli(&["audit", "--tenant", "acme", "--json", "-c", &cfg]);
-    assert_eq!(code, 0, "{err}");
-    let records: Vec<Value> = out
-        .lines()
-        .map(|l| serde_json::from_str(l).expect("a JSON line"))
-        .collect();
+    let (out, records) = audit_lines(&cfg, &["--tenant", "acme"], 3).await;
     let actions: Vec<(&str, &str)> = records
         .iter()
         .map(|r| {
@@ -492,7 +508,14 @@ async fn a_tenant_gone_past_the_grace_period_loses_its_hooks() {
         )),
         "{m}"
     );
-    let audit = relay.admin_get("/v1/audit?tenant=acme").await;
+    let audit = wait::until("three audit records", async || {
+        let audit = relay.admin_get("/v1/audit?tenant=acme").await;
+        match audit["records"].as_array().map_or(0, Vec::len) {
+            3 => Ok(audit),
+            _ => Err(audit),
+        }
+    })
+    .await;
     let actions: Vec<&str> = audit["records"]
         .as_array()
         .expect("records")
@@ -1049,12 +1072,7 @@ async fn the_audit_says_who_did_what_and_never_a_secret() {
             .contains("SUCCESS")
     );
 
-    let (code, out, err) = cli(&["audit", "--json", "-c", &cfg]);
-    assert_eq!(code, 0, "{err}");
-    let records: Vec<Value> = out
-        .lines()
-        .map(|l| serde_json::from_str(l).expect("JSON line"))
-        .collect();
+    let (out, records) = audit_lines(&cfg, &[], 6).await;
     let seen: Vec<(String, Option<String>, Option<u64>)> = records
         .iter()
         .map(|r| {
@@ -1147,7 +1165,7 @@ async fn behind_a_trusted_proxy_the_audit_names_the_forwarded_caller() {
     // Not trusted: the peer, whatever the header says.
     let relay = TestRelay::start(&store).await;
     send(&relay, "203.0.113.7", "a").await;
-    let audit = relay.admin_get("/v1/audit").await;
+    let audit = records_once(&relay, 1).await;
     assert_eq!(audit["records"][0]["caller"], "127.0.0.1", "{audit}");
     relay.stop().await;
     // Trusted: the address the proxy names (the rightmost that is not a proxy of ours).
@@ -1155,7 +1173,19 @@ async fn behind_a_trusted_proxy_the_audit_names_the_forwarded_caller() {
     config.api.trusted_proxies = vec!["127.0.0.1/32".parse().expect("net")];
     let relay = TestRelay::start_with(&store, config).await;
     send(&relay, "198.51.100.1, 203.0.113.7", "b").await;
-    let audit = relay.admin_get("/v1/audit").await;
+    let audit = records_once(&relay, 2).await;
     assert_eq!(audit["records"][1]["caller"], "203.0.113.7", "{audit}");
     relay.stop().await;
+}
+
+/// The admin API's audit once it holds `n` records.
+async fn records_once(relay: &TestRelay, n: usize) -> Value {
+    wait::until(&format!("{n} audit records"), async || {
+        let audit = relay.admin_get("/v1/audit").await;
+        match audit["records"].as_array().map_or(0, Vec::len) >= n {
+            true => Ok(audit),
+            false => Err(audit),
+        }
+    })
+    .await
 }

@@ -103,6 +103,10 @@ pub struct HookStore {
     url_locks: Box<[Mutex<()>]>,
     /// Creates of one tenant with a limit take turns, so that no two pass its limit at once.
     tenant_locks: Box<[Mutex<()>]>,
+    /// Changes of a hook's state ([`state`]) take turns: of two asking for one change (a
+    /// worker and the orphans' follower disabling one hook), one makes it, the other finds it
+    /// made.
+    state_changes: Mutex<()>,
     url_hasher: RandomState,
     /// URLs of the configured permanent hooks.
     permanent_urls: Vec<String>,
@@ -128,6 +132,7 @@ impl HookStore {
             changes: RwLock::new(()),
             url_locks: (0..URL_LOCKS).map(|_| Mutex::new(())).collect(),
             tenant_locks: (0..TENANT_LOCKS).map(|_| Mutex::new(())).collect(),
+            state_changes: Mutex::new(()),
             url_hasher: RandomState::new(),
             permanent_urls: permanent.iter().map(|p| p.url.clone()).collect(),
             guard,

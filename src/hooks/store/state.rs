@@ -26,6 +26,7 @@ impl HookStore {
         id: HookId,
         reason: Option<DisabledReason>,
     ) -> Result<bool, StoreError> {
+        let _turn = self.state_changes.lock().await;
         let Some(hook) = self.registry.load().get(id).cloned() else {
             return Ok(false);
         };
@@ -76,6 +77,7 @@ impl HookStore {
         id: HookId,
         overlap_ms: u64,
     ) -> Result<Option<HookSecrets>, StoreError> {
+        let _turn = self.state_changes.lock().await;
         let Some(hook) = self.registry.load().get(id).cloned() else {
             return Ok(None);
         };
@@ -95,6 +97,7 @@ impl HookStore {
     /// # Errors
     /// When Redis fails.
     pub async fn ensure_secret(&self, id: HookId) -> Result<Option<HookSecrets>, StoreError> {
+        let _turn = self.state_changes.lock().await;
         let Some(hook) = self.registry.load().get(id).cloned() else {
             return Ok(None);
         };
