@@ -146,6 +146,9 @@ const BUFFER: usize = 10_000;
 const WAIT: Duration = Duration::from_secs(2);
 /// Records written in one round trip.
 const BATCH: usize = 512;
+/// How long the writer waits for more records after the first of a batch: under a burst of
+/// changes, a round trip carries many records, not one each.
+const LINGER: Duration = Duration::from_millis(5);
 
 impl Audit {
     /// Starts the writer of records to `conn`, each kept `keep_ms`; records that cannot be
@@ -216,10 +219,11 @@ impl Writer {
                 return;
             };
             let mut batch = vec![first];
+            let until = tokio::time::Instant::now() + LINGER;
             while batch.len() < BATCH {
-                match rx.try_recv() {
-                    Ok(r) => batch.push(r),
-                    Err(_) => break,
+                match tokio::time::timeout_at(until, rx.recv()).await {
+                    Ok(Some(r)) => batch.push(r),
+                    Ok(None) | Err(_) => break,
                 }
             }
             // Written, or tried until the relay stops.
