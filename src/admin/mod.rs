@@ -51,6 +51,15 @@ fn fail(code: u8, line: &str) -> ExitCode {
     ExitCode::from(code)
 }
 
+/// Checks a time given on the command line (`flag`: RFC 3339 or a duration back from now); a
+/// bad one ends the command with exit code 2 and the flag's name.
+fn check_time(flag: &str, value: Option<&str>) -> Result<(), ExitCode> {
+    match value.map(|v| hookrelay::base::time::parse_since(v, 0)) {
+        Some(Err(e)) => Err(fail(2, &format!("{flag}: {e}"))),
+        _ => Ok(()),
+    }
+}
+
 fn load(config: Option<&std::path::Path>) -> Result<Config, ExitCode> {
     Config::load(config).map_err(|e| fail(2, &e.to_string()))
 }

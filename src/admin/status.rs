@@ -334,10 +334,8 @@ pub fn deliveries(args: &DeliveriesArgs) -> std::process::ExitCode {
         Ok(c) => c,
         Err(code) => return code,
     };
-    if let Some(s) = &args.since
-        && let Err(e) = hookrelay::base::time::parse_since(s, 0)
-    {
-        return fail(2, &format!("--since: {e}"));
+    if let Err(code) = super::check_time("--since", args.since.as_deref()) {
+        return code;
     }
     let mut query = format!("limit={}", args.limit);
     if args.failed {
@@ -418,13 +416,11 @@ pub fn redeliver(args: &RedeliverArgs) -> std::process::ExitCode {
         Err(code) => return code,
     };
     for (flag, value) in [
-        ("--since", Some(&args.since)),
-        ("--until", args.until.as_ref()),
+        ("--since", Some(args.since.as_str())),
+        ("--until", args.until.as_deref()),
     ] {
-        if let Some(v) = value
-            && let Err(e) = hookrelay::base::time::parse_since(v, 0)
-        {
-            return fail(2, &format!("{flag}: {e}"));
+        if let Err(code) = super::check_time(flag, value) {
+            return code;
         }
     }
     let mut form = vec![("since", args.since.as_str())];

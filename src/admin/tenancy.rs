@@ -119,10 +119,8 @@ pub fn audit(args: &AuditArgs) -> ExitCode {
         Ok(c) => c,
         Err(code) => return code,
     };
-    if let Some(s) = &args.since
-        && let Err(e) = hookrelay::base::time::parse_since(s, 0)
-    {
-        return fail(2, &format!("--since: {e}"));
+    if let Err(code) = super::check_time("--since", args.since.as_deref()) {
+        return code;
     }
     let mut query = format!("limit={}", args.limit);
     let encode = hookrelay::base::form::form_encode;

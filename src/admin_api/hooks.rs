@@ -237,9 +237,7 @@ pub async fn enable_hook(
     caller: &Caller,
     id: u64,
 ) -> Result<Enabled, AdminError> {
-    let Some(hook) = admin.store.registry().load().get(HookId(id)).cloned() else {
-        return Err(AdminError::NotRegistered(id));
-    };
+    let hook = registered(admin, id)?;
     if hook
         .disabled
         .is_some_and(|d| d.reason == DisabledReason::TenantUnknown)
@@ -276,9 +274,7 @@ pub async fn rotate_secret(
     Extension(caller): Extension<Caller>,
     Path(id): Path<u64>,
 ) -> Result<Json<Rotated>, AdminError> {
-    let Some(hook) = admin.store.registry().load().get(HookId(id)).cloned() else {
-        return Err(AdminError::NotRegistered(id));
-    };
+    let hook = registered(&admin, id)?;
     let secrets = admin
         .store
         .rotate_secret(HookId(id), admin.hook_secret_overlap_ms)
@@ -381,4 +377,13 @@ pub async fn attempts(
         .take(filter.limit.unwrap_or(100))
         .map(AttemptView::from)
         .collect())
+}
+
+/// Hook `id` as registered now, or [`AdminError::NotRegistered`].
+fn registered(admin: &AdminState, id: u64) -> Result<Arc<Hook>, AdminError> {
+    let hooks = admin.store.registry().load();
+    hooks
+        .get(HookId(id))
+        .cloned()
+        .ok_or(AdminError::NotRegistered(id))
 }

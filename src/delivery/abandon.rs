@@ -19,6 +19,25 @@ use crate::{
     metrics::TenantReasonLabels,
 };
 
+/// Counts `action` (a removal or a disabling) the relay took on `hook` for `reason`, by tenant,
+/// and records it in the audit.
+async fn book(ctx: &DeliveryContext, action: Action, hook: &Hook, reason: DisabledReason) {
+    let metrics = ctx.books().metrics();
+    let counter = if action == Action::Remove {
+        &metrics.hooks_removed
+    } else {
+        &metrics.hooks_disabled
+    };
+    counter
+        .get_or_create(&TenantReasonLabels::of(
+            hook.tenant.as_deref(),
+            reason.as_str(),
+        ))
+        .inc();
+    let record = record_of(ctx, action, hook, reason);
+    ctx.books().audit().record(record).await;
+}
+
 /// An audit record of `action` the relay took on `hook`, for `reason`.
 fn record_of(ctx: &DeliveryContext, action: Action, hook: &Hook, reason: DisabledReason) -> Record {
     let tenants = &ctx.sending().signer().tenants;
@@ -43,19 +62,7 @@ pub async fn give_up(
     tell(ctx, "hook-removed", hook, failures, error).await;
     keep_abandoned(ctx, hook, failed).await;
     let (books, store) = (ctx.books(), ctx.control().store());
-    let reason = DisabledReason::Failures;
-    books
-        .metrics()
-        .hooks_removed
-        .get_or_create(&TenantReasonLabels::of(
-            hook.tenant.as_deref(),
-            reason.as_str(),
-        ))
-        .inc();
-    books
-        .audit()
-        .record(record_of(ctx, Action::Remove, hook, reason))
-        .await;
+    book(ctx, Action::Remove, hook, DisabledReason::Failures).await;
     books.insight().removed(hook.id, &hook.callback_url);
     if let Err(e) = store.remove_failed(hook.id).await {
         tracing::error!(hook_id = hook.id.0, error = %e, "could not remove the failed hook from Redis");
@@ -89,18 +96,7 @@ pub async fn disable(
                 }
                 (_, None) => tracing::warn!(hook_id = hook.id.0, "the hook is disabled"),
             }
-            books
-                .metrics()
-                .hooks_disabled
-                .get_or_create(&TenantReasonLabels::of(
-                    hook.tenant.as_deref(),
-                    reason.as_str(),
-                ))
-                .inc();
-            books
-                .audit()
-                .record(record_of(ctx, Action::Disable, hook, reason))
-                .await;
+            book(ctx, Action::Disable, hook, reason).await;
             let (status, text) = match error {
                 Some(e) => (e.status(), e.to_string()),
                 None => (None, reason.as_str().to_string()),

@@ -49,15 +49,15 @@ pub async fn move_legacy_queues(
     hook_lease: Option<Duration>,
     token: &CancellationToken,
 ) -> Option<()> {
+    // A stop during the start does not end it here when the move was made: what the bus
+    // handed on meanwhile is still processed at the stop.
     let moved = retry_until_ok(
         token,
         "move the queues named as by an earlier version",
         || move_locked(conn, instance, merge, token),
     )
-    .await?;
-    if token.is_cancelled() {
-        return None;
-    }
+    .await
+    .flatten()?;
     if moved.is_empty() {
         return Some(());
     }
@@ -91,21 +91,22 @@ pub async fn move_legacy_queues(
     Some(())
 }
 
-/// [`migrate::legacy_queues`], in a fleet under [`MOVING_KEY`], renewed meanwhile.
+/// [`migrate::legacy_queues`], in a fleet under [`MOVING_KEY`], renewed meanwhile; `None` when
+/// the relay stopped while it waited for the lock.
 async fn move_locked(
     conn: &StoreConn,
     instance: Option<&str>,
     merge: bool,
     token: &CancellationToken,
-) -> redis::RedisResult<Vec<migrate::Moved>> {
+) -> redis::RedisResult<Option<Vec<migrate::Moved>>> {
     let Some(instance) = instance else {
-        return migrate::legacy_queues(conn, merge).await;
+        return migrate::legacy_queues(conn, merge).await.map(Some);
     };
     let lock = Lease::new(MOVING_KEY, instance, MOVING_TTL);
     let mut c = conn.clone();
     while !lock.try_take(&mut c).await? {
         tokio::select! {
-            () = token.cancelled() => return Ok(Vec::new()),
+            () = token.cancelled() => return Ok(None),
             () = tokio::time::sleep(lock.period() / 10) => {}
         }
     }
@@ -130,7 +131,7 @@ async fn move_locked(
     if let Err(e) = lock.release(&mut c).await {
         tracing::warn!(error = %e, "cannot give up the lock of the queues' move: it runs out by itself");
     }
-    result
+    result.map(Some)
 }
 
 /// Resumes every hook's queue; returns how many callbacks they hold, or `None` when the relay

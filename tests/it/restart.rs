@@ -230,3 +230,51 @@ async fn messages_published_right_before_a_sigterm_are_delivered_after_the_resta
     assert_eq!(check_no_loss(&names, 500), 0, "a join came twice");
     relay.terminate().await;
 }
+
+/// A service manager's stop the moment the relay is up (subscribed, its API answering, its
+/// state maybe still being read back): what the bus handed on before the stop is processed at
+/// the stop, and the next start delivers it. Five such starts, then one that stays: every
+/// meeting's event once, in bus order.
+#[tokio::test]
+async fn a_stop_right_after_the_start_loses_nothing_of_what_was_published() {
+    use crate::support::{RelayProcess, relay::create_hook, relay::http_client};
+    let redis = TestRedis::start().await;
+    let rx = TestReceiver::start().await;
+    let relay = RelayProcess::start(&redis, "").await;
+    create_hook(&http_client(), relay.api, &rx.url("/all"), "").await;
+    relay.terminate().await;
+    // Keys for the start to look through (queues named as by an earlier version are looked
+    // for): its state is read back well after it subscribed, a window a stop can fall into.
+    let mut c = redis.conn().await.expect("the test Redis");
+    for chunk in 0..3 {
+        let mut mset = redis::cmd("MSET");
+        for i in 0..10_000 {
+            mset.arg(format!("filler:{chunk}:{i}")).arg("x");
+        }
+        let () = mset.query_async(&mut c).await.expect("MSET");
+    }
+    let mut want = Vec::new();
+    for i in 0..5 {
+        let relay = RelayProcess::start(&redis, "").await;
+        redis
+            .publish(&meeting_created(&format!("int-{i}"), &format!("ext-{i}")))
+            .await;
+        want.push(format!("ext-{i}"));
+        relay.terminate().await;
+    }
+    let relay = RelayProcess::start(&redis, "").await;
+    let got = rx.wait_delivered(want.len()).await;
+    let meetings: Vec<String> = got
+        .iter()
+        .map(|r| {
+            let v: serde_json::Value = serde_json::from_str(&r.event()).expect("event JSON");
+            v["data"]["attributes"]["meeting"]["external-meeting-id"]
+                .as_str()
+                .unwrap_or_default()
+                .to_string()
+        })
+        .collect();
+    assert_eq!(meetings, want);
+    relay.terminate().await;
+    assert_eq!(rx.delivered_count(), want.len(), "nothing twice");
+}

@@ -11,18 +11,14 @@ use crate::support::{
     Reply, SECRET, TestReceiver, TestRedis, TestRelay, meeting_created_with_metadata,
     process::{RelayProcess, cli},
     receiver::Received,
-    relay::{http_client, signed_call_at},
-    scalelite::{NS, destroy_tenant, rotate, save_tenant},
+    relay::http_client,
+    scalelite::{NS, call_at, destroy_tenant, hook_id, host, rotate, save_tenant},
     user_joined, user_name, wait,
 };
 
 const ACME: (&str, &str) = ("0b4e6c5e-acme", "acme");
 const ACME_SECRET: &str = "acme-first-secret-0001";
 const ACME_NEW: &str = "acme-second-secret-002";
-
-fn host(name: &str) -> String {
-    format!("{name}.sl.example.com")
-}
 
 /// `[scalelite]` on `scalelite`, read every 200 ms, and `more` TOML after it.
 fn scalelite_toml(scalelite: &TestRedis, more: &str) -> String {
@@ -32,33 +28,29 @@ fn scalelite_toml(scalelite: &TestRedis, more: &str) -> String {
     )
 }
 
-/// A call of the API at `api` made to tenant `at`'s host (the operator's without), signed with
-/// `secret`: the XML answer.
-async fn call(
-    api: std::net::SocketAddr,
-    at: Option<&str>,
-    name: &str,
-    query: &str,
-    secret: &str,
-) -> String {
-    let at = at.map(host);
-    signed_call_at(
-        &http_client(),
-        api,
-        at.as_deref(),
-        name,
-        query,
-        (Algorithm::Sha1, secret),
-    )
-    .await
+/// `[scalelite]` on `scalelite`, read every 200 ms, as the library's configuration.
+fn scalelite_config(scalelite: &TestRedis) -> hookrelay::config::tenants::ScaleliteConfig {
+    hookrelay::config::tenants::ScaleliteConfig {
+        redis_url: hookrelay::config::SecretUrl::new(scalelite.url()),
+        namespace: NS.into(),
+        refresh_ms: 200,
+    }
+}
+
+/// `[[tenants]]` named `names`, each with the secret `<name>-secret-000001`.
+fn configured(names: &[&str]) -> Vec<hookrelay::config::tenants::TenantConfig> {
+    names
+        .iter()
+        .map(|n| hookrelay::config::tenants::TenantConfig {
+            name: (*n).into(),
+            secrets: vec![hookrelay::config::Secret::new(format!("{n}-secret-000001"))],
+            id: None,
+        })
+        .collect()
 }
 
 fn create_query(url: &str) -> String {
     format!("callbackURL={}", form_encode(url))
-}
-
-fn hook_id(xml: &str) -> u64 {
-    crate::support::relay::hook_id_of(xml).unwrap_or_else(|| panic!("no hook id: {xml}"))
 }
 
 /// `hookrelay audit ARGS --json -c CONFIG`'s records once there are `n` (records are written
@@ -141,7 +133,7 @@ async fn scalelite_tenants_with_the_operators_or_a_weak_secret_are_refused_while
     // Acme works; the refused tenants' calls fail the checksum at their hosts, as an unknown
     // tenant's.
     let a = hook_id(
-        &call(
+        &call_at(
             relay.api,
             Some("acme"),
             "create",
@@ -152,7 +144,7 @@ async fn scalelite_tenants_with_the_operators_or_a_weak_secret_are_refused_while
     );
     let checksum_error = "<messageKey>checksumError</messageKey>";
     for (at, secret) in [("weak", "short-123"), ("evil", "evil-own-secret-0001")] {
-        let refused = call(
+        let refused = call_at(
             relay.api,
             Some(at),
             "create",
@@ -224,7 +216,7 @@ async fn scalelite_tenants_with_the_operators_or_a_weak_secret_are_refused_while
     // The evil tenant given a secret of its own: in force within the refresh, its calls its own.
     rotate(&scalelite, "e-1", &["evil-own-secret-0001"]).await;
     let e = wait::until("the evil tenant in force", async || {
-        let xml = call(
+        let xml = call_at(
             relay.api,
             Some("evil"),
             "create",
@@ -235,7 +227,7 @@ async fn scalelite_tenants_with_the_operators_or_a_weak_secret_are_refused_while
         crate::support::relay::hook_id_of(&xml).ok_or(xml)
     })
     .await;
-    let listed = call(relay.api, Some("evil"), "list", "", "evil-own-secret-0001").await;
+    let listed = call_at(relay.api, Some("evil"), "list", "", "evil-own-secret-0001").await;
     assert!(
         listed.contains(&format!("<hookID>{e}</hookID>"))
             && !listed.contains(&format!("<hookID>{a}</hookID>")),
@@ -254,7 +246,7 @@ async fn a_restart_while_scalelites_redis_is_down_keeps_every_tenant() {
     let rx = TestReceiver::start().await;
     let url = rx.url("/acme");
     let a = hook_id(
-        &call(
+        &call_at(
             relay.api,
             Some("acme"),
             "create",
@@ -281,12 +273,12 @@ async fn a_restart_while_scalelites_redis_is_down_keeps_every_tenant() {
     // Scalelite's Redis down, then the relay started again.
     scalelite.kill().await;
     let relay = RelayProcess::start(&store, &toml).await;
-    let listed = call(relay.api, Some("acme"), "list", "", ACME_SECRET).await;
+    let listed = call_at(relay.api, Some("acme"), "list", "", ACME_SECRET).await;
     assert!(
         listed.contains(&format!("<hookID>{a}</hookID>")),
         "{listed}"
     );
-    let beta = call(relay.api, Some("beta"), "list", "", "beta-only-secret-0003").await;
+    let beta = call_at(relay.api, Some("beta"), "list", "", "beta-only-secret-0003").await;
     assert!(beta.contains("<returncode>SUCCESS</returncode>"), "{beta}");
     // Acme's meeting still its own: the callback signed with its secret.
     tenant_meeting(&store, "ma", ACME.0).await;
@@ -334,7 +326,7 @@ async fn a_removed_tenants_hooks_wait_disabled_and_send_their_kept_callbacks_in_
     let rx = TestReceiver::start().await;
     let url = rx.url("/acme");
     let a = hook_id(
-        &call(
+        &call_at(
             relay.api,
             Some("acme"),
             "create",
@@ -456,16 +448,12 @@ async fn a_tenant_gone_past_the_grace_period_loses_its_hooks() {
     let (store, scalelite) = (TestRedis::start().await, TestRedis::start().await);
     save_tenant(&scalelite, ACME.0, ACME.1, &[ACME_SECRET]).await;
     let mut config = TestRelay::config(&store);
-    config.scalelite = Some(hookrelay::config::tenants::ScaleliteConfig {
-        redis_url: hookrelay::config::SecretUrl::new(scalelite.url()),
-        namespace: NS.into(),
-        refresh_ms: 200,
-    });
+    config.scalelite = Some(scalelite_config(&scalelite));
     config.tenancy.removed_grace_s = 2;
     let relay = TestRelay::start_with(&store, config).await;
     let rx = TestReceiver::start().await;
     let a = hook_id(
-        &call(
+        &call_at(
             relay.api,
             Some("acme"),
             "create",
@@ -531,11 +519,7 @@ async fn a_rotation_in_the_middle_of_a_retry_signs_the_next_attempt_with_the_new
     let (store, scalelite) = (TestRedis::start().await, TestRedis::start().await);
     save_tenant(&scalelite, ACME.0, ACME.1, &[ACME_SECRET]).await;
     let mut config = TestRelay::config(&store);
-    config.scalelite = Some(hookrelay::config::tenants::ScaleliteConfig {
-        redis_url: hookrelay::config::SecretUrl::new(scalelite.url()),
-        namespace: NS.into(),
-        refresh_ms: 200,
-    });
+    config.scalelite = Some(scalelite_config(&scalelite));
     // Standard Webhooks signatures on: a tenant's carry one per secret of its first two.
     config.delivery.standard_webhooks.secrets = vec![hookrelay::config::Secret::new(
         "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw",
@@ -543,7 +527,7 @@ async fn a_rotation_in_the_middle_of_a_retry_signs_the_next_attempt_with_the_new
     let relay = TestRelay::start_with(&store, config).await;
     let rx = TestReceiver::start().await;
     let url = rx.url("/acme");
-    call(
+    call_at(
         relay.api,
         Some("acme"),
         "create",
@@ -563,7 +547,7 @@ async fn a_rotation_in_the_middle_of_a_retry_signs_the_next_attempt_with_the_new
     // Rotated in Scalelite (the new secret first) while the callback waits for its retry.
     rotate(&scalelite, ACME.0, &[ACME_NEW, ACME_SECRET]).await;
     wait::until("the rotation in force", async || {
-        let xml = call(relay.api, Some("acme"), "list", "", ACME_NEW).await;
+        let xml = call_at(relay.api, Some("acme"), "list", "", ACME_NEW).await;
         xml.contains("SUCCESS").then_some(()).ok_or(xml)
     })
     .await;
@@ -732,14 +716,7 @@ fn tag(xml: &str, name: &str) -> String {
 async fn a_tenant_is_held_to_its_hooks_and_its_rate_the_operator_to_neither() {
     let store = TestRedis::start().await;
     let mut config = TestRelay::config(&store);
-    config.tenants = ["acme", "beta"]
-        .iter()
-        .map(|n| hookrelay::config::tenants::TenantConfig {
-            name: (*n).into(),
-            secrets: vec![hookrelay::config::Secret::new(format!("{n}-secret-000001"))],
-            id: None,
-        })
-        .collect();
+    config.tenants = configured(&["acme", "beta"]);
     config.tenancy.max_hooks = 2;
     config.tenancy.api_rate_per_s = 1;
     config.tenancy.api_burst = 8;
@@ -750,7 +727,7 @@ async fn a_tenant_is_held_to_its_hooks_and_its_rate_the_operator_to_neither() {
     // Beta: two hooks, then quotaExceeded and nothing created; a duplicate still answers.
     for i in 0..2 {
         hook_id(
-            &call(
+            &call_at(
                 relay.api,
                 Some("beta"),
                 "create",
@@ -760,7 +737,7 @@ async fn a_tenant_is_held_to_its_hooks_and_its_rate_the_operator_to_neither() {
             .await,
         );
     }
-    let over = call(
+    let over = call_at(
         relay.api,
         Some("beta"),
         "create",
@@ -772,7 +749,7 @@ async fn a_tenant_is_held_to_its_hooks_and_its_rate_the_operator_to_neither() {
         over,
         "<response><returncode>FAILED</returncode><messageKey>quotaExceeded</messageKey><message>You have 2 hooks, the most you may have: destroy one first.</message></response>"
     );
-    let dup = call(
+    let dup = call_at(
         relay.api,
         Some("beta"),
         "create",
@@ -781,7 +758,7 @@ async fn a_tenant_is_held_to_its_hooks_and_its_rate_the_operator_to_neither() {
     )
     .await;
     assert!(dup.contains("duplicateWarning"), "{dup}");
-    let listed = call(relay.api, Some("beta"), "list", "", beta).await;
+    let listed = call_at(relay.api, Some("beta"), "list", "", beta).await;
     assert_eq!(listed.matches("<hookID>").count(), 2, "{listed}");
     assert_eq!(
         store
@@ -839,7 +816,7 @@ async fn a_tenant_is_held_to_its_hooks_and_its_rate_the_operator_to_neither() {
         "<response><returncode>FAILED</returncode><messageKey>tooManyRequests</messageKey><message>Too many calls: call again in 1 s.</message></response>"
     );
     assert!(
-        call(relay.api, Some("beta"), "list", "", beta)
+        call_at(relay.api, Some("beta"), "list", "", beta)
             .await
             .contains("SUCCESS")
     );
@@ -871,14 +848,7 @@ async fn a_tenant_is_held_to_its_hooks_and_its_rate_the_operator_to_neither() {
 async fn the_queue_budget_is_shared_by_tenant_first_then_by_hook() {
     let store = TestRedis::start().await;
     let mut config = TestRelay::config(&store);
-    config.tenants = ["many", "one"]
-        .iter()
-        .map(|n| hookrelay::config::tenants::TenantConfig {
-            name: (*n).into(),
-            secrets: vec![hookrelay::config::Secret::new(format!("{n}-secret-000001"))],
-            id: None,
-        })
-        .collect();
+    config.tenants = configured(&["many", "one"]);
     config.delivery.queue_budget_mb = Some(1);
     // Busy receivers ask for 10 minutes: nothing is sent and no hook is given up.
     config.delivery.max_retry_after_s = 600;
@@ -895,12 +865,12 @@ async fn the_queue_budget_is_shared_by_tenant_first_then_by_hook() {
             create_query(&rx.url(&format!("/many{i}")))
         );
         many.push(hook_id(
-            &call(relay.api, Some("many"), "create", &q, "many-secret-000001").await,
+            &call_at(relay.api, Some("many"), "create", &q, "many-secret-000001").await,
         ));
         tenant_meeting(&store, &mid, "many").await;
     }
     let q = format!("{}&meetingID=m-one-000", create_query(&rx.url("/one")));
-    let one = hook_id(&call(relay.api, Some("one"), "create", &q, "one-secret-000001").await);
+    let one = hook_id(&call_at(relay.api, Some("one"), "create", &q, "one-secret-000001").await);
     tenant_meeting(&store, "m-one-000", "one").await;
     // Interleaved, so that every queue pushes (and gives up its excess) as the budget fills:
     // 1,500 joins for the one hook, 75 for each of the twenty.
@@ -965,7 +935,7 @@ async fn deliveries_failures_and_calls_are_counted_per_tenant() {
     }];
     let relay = TestRelay::start_with(&store, config).await;
     let rx = TestReceiver::start().await;
-    call(
+    call_at(
         relay.api,
         Some("acme"),
         "create",
@@ -1032,7 +1002,7 @@ async fn the_audit_says_who_did_what_and_never_a_secret() {
     let rx = TestReceiver::start().await;
     let with_token = rx.url("/in?token=abc-secret-query");
     let a = hook_id(
-        &call(
+        &call_at(
             relay.api,
             Some("acme"),
             "create",
@@ -1041,7 +1011,7 @@ async fn the_audit_says_who_did_what_and_never_a_secret() {
         )
         .await,
     );
-    call(
+    call_at(
         relay.api,
         Some("acme"),
         "create",

@@ -15,8 +15,8 @@ use serde_json::json;
 use crate::support::{
     SECRET, TestReceiver, TestRedis, TestRelay, meeting_created_with_metadata,
     receiver::Received,
-    relay::{http_client, signed_call_at},
-    scalelite::{NS, destroy_tenant, rotate, save_tenant, set_field},
+    relay::http_client,
+    scalelite::{NS, call_at, destroy_tenant, hook_id, rotate, save_tenant, set_field},
     user_joined, wait,
 };
 
@@ -24,10 +24,6 @@ const ACME: (&str, &str) = ("0b4e6c5e-acme", "acme");
 const BETA: (&str, &str) = ("7f2d1a90-beta", "beta");
 const ACME_SECRETS: [&str; 2] = ["acme-first-secret-0001", "acme-second-secret-002"];
 const BETA_SECRET: &str = "beta-only-secret-00003";
-
-fn host(name: &str) -> String {
-    format!("{name}.sl.example.com")
-}
 
 /// The relay's configuration with `[scalelite]` on `scalelite`, read every 200 ms.
 fn config(store: &TestRedis, scalelite: &TestRedis) -> Config {
@@ -49,30 +45,6 @@ async fn call(
     secret: &str,
 ) -> String {
     call_at(relay.api, at, call, query, secret).await
-}
-
-/// [`call`] to the API at `api`.
-async fn call_at(
-    api: std::net::SocketAddr,
-    at: Option<&str>,
-    call: &str,
-    query: &str,
-    secret: &str,
-) -> String {
-    let at = at.map(host);
-    signed_call_at(
-        &http_client(),
-        api,
-        at.as_deref(),
-        call,
-        query,
-        (Algorithm::Sha1, secret),
-    )
-    .await
-}
-
-fn hook_id(xml: &str) -> u64 {
-    crate::support::relay::hook_id_of(xml).unwrap_or_else(|| panic!("no hook id: {xml}"))
 }
 
 /// Registers `url` as a hook of the tenant named `at` (the operator's without), signed with

@@ -117,25 +117,20 @@ impl TestRelay {
     /// `GET {path}` of the admin API, as JSON.
     #[allow(dead_code)]
     pub async fn admin_get(&self, path: &str) -> serde_json::Value {
-        let text = self
-            .http
-            .get(format!("http://{}{path}", self.admin))
-            .bearer_auth(&self.admin_token)
-            .send()
-            .await
-            .expect("admin API answers")
-            .text()
-            .await
-            .expect("body");
-        serde_json::from_str(&text).unwrap_or_else(|e| panic!("{path}: {e}: {text}"))
+        self.admin_json(reqwest::Method::GET, path).await
     }
 
     /// `POST {path}` of the admin API (no form), as JSON.
     #[allow(dead_code)]
     pub async fn admin_post(&self, path: &str) -> serde_json::Value {
+        self.admin_json(reqwest::Method::POST, path).await
+    }
+
+    /// `{method} {path}` of the admin API with the token, as JSON.
+    async fn admin_json(&self, method: reqwest::Method, path: &str) -> serde_json::Value {
         let text = self
             .http
-            .post(format!("http://{}{path}", self.admin))
+            .request(method, format!("http://{}{path}", self.admin))
             .bearer_auth(&self.admin_token)
             .send()
             .await

@@ -7,7 +7,10 @@
 
 use redis::AsyncCommands;
 
-use super::TestRedis;
+use super::{
+    TestRedis,
+    relay::{http_client, signed_call_at},
+};
 
 /// Scalelite's default namespace.
 pub const NS: &str = "scalelite";
@@ -65,4 +68,36 @@ pub async fn set_field(redis: &TestRedis, key: &str, field: &str, value: &str) {
         .hset(format!("{NS}:{key}"), field, value)
         .await
         .expect("hset");
+}
+
+/// The host name tenant `name` is called at (`<name>.sl.example.com`, as Scalelite's
+/// `URL_HOST` makes it).
+pub fn host(name: &str) -> String {
+    format!("{name}.sl.example.com")
+}
+
+/// A call `call` of the API at `api`, made to tenant `at`'s host (the operator's without) and
+/// signed with SHA-1 and `secret`: the XML answer.
+pub async fn call_at(
+    api: std::net::SocketAddr,
+    at: Option<&str>,
+    call: &str,
+    query: &str,
+    secret: &str,
+) -> String {
+    let at = at.map(host);
+    signed_call_at(
+        &http_client(),
+        api,
+        at.as_deref(),
+        call,
+        query,
+        (hookrelay::base::digest::Algorithm::Sha1, secret),
+    )
+    .await
+}
+
+/// The id in a `hooks/create` answer.
+pub fn hook_id(xml: &str) -> u64 {
+    super::relay::hook_id_of(xml).unwrap_or_else(|| panic!("no hook id: {xml}"))
 }
