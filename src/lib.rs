@@ -43,12 +43,12 @@
 //!   (readiness) serve it.
 //! - Redis below them all: [`store_conn`] is the connection to the relay's own store (one
 //!   server, Sentinel's master or a Cluster), [`redis_conn`] the clients that notice a dead
-//!   peer, [`redis_index`] the set-plus-hashes layout the stores share.
+//!   peer and speak TLS to `rediss://` servers, [`redis_index`] the set-plus-hashes layout the stores share.
 //! - [`base`]: leaf modules everyone may use and that use nothing of the crate: secrets, digest
-//!   algorithms, the callback URL policy, Redis key names, form encoding, the clock.
+//!   algorithms, the callback URL policy, Redis key names, form encoding, the clock, CA files.
 //!
 //! Layers, bottom first, each importing only from those before it (`src/layers.rs` tests it):
-//! `base`, `redis_conn`, `shutdown`, `systemd`; `config`; `store_conn`; `redis_index`,
+//! `base`; `redis_conn`, `shutdown`, `systemd`; `config`; `store_conn`; `redis_index`,
 //! `metrics`, `audit`; `bus`, `tenants`; `fleet`; `event`; `hooks`; `conference`,
 //! `plugin_host`; `route`; `delivery`; `admin_api`, `api`, `authoring`, `replay`, `xapi`;
 //! `pipeline`. Where a lower

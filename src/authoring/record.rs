@@ -6,7 +6,7 @@ use std::{io::Write, path::Path, time::Duration};
 use futures_util::StreamExt;
 
 use super::AuthoringError;
-use crate::{config::Config, redis_conn::redis_client};
+use crate::{config::Config, redis_conn::redis_client_verified};
 
 /// When to stop (whichever comes first; with neither, at Ctrl-C or SIGTERM).
 #[derive(Clone, Copy, Debug, Default)]
@@ -57,7 +57,8 @@ pub async fn record(
             chosen.url.redacted()
         ))
     };
-    let client = redis_client(chosen.url.expose()).map_err(fail)?;
+    let client =
+        redis_client_verified(chosen.url.expose(), chosen.ca_file.as_deref()).map_err(fail)?;
     let mut pubsub = tokio::time::timeout(Duration::from_secs(5), client.get_async_pubsub())
         .await
         .map_err(|_| {

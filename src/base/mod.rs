@@ -3,6 +3,7 @@
 //! encoding, the callback URL policy and the Redis key names. Configuration, stages and tools
 //! sit above them.
 
+pub mod ca;
 pub mod callback_url;
 pub mod digest;
 pub mod form;

@@ -8,6 +8,7 @@ pub mod admin;
 pub mod bbb_web;
 pub mod compat;
 mod duration;
+mod endpoints;
 mod load;
 mod origins;
 pub mod reference;
@@ -24,6 +25,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::base::digest::Algorithm;
 pub use crate::base::secret::{Secret, SecretUrl};
+pub use endpoints::RedisEndpoint;
 pub use load::ConfigError;
 pub use sources::{DEFAULT_SOURCE, FleetConfig, MAX_SOURCES, SourceConfig, StoreConfig};
 pub use validate::{callback_guard, weak_secret};
@@ -182,6 +184,9 @@ pub struct RedisConfig {
     pub channels: Vec<String>,
     /// Bus messages larger than this are skipped and counted, never parsed.
     pub max_message_bytes: usize,
+    /// PEM file of the CAs that a `rediss://` `url`'s server certificate must chain to;
+    /// unset: the system's roots. Also the store's, when `[store] url` is unset.
+    pub ca_file: Option<std::path::PathBuf>,
 }
 
 impl Default for RedisConfig {
@@ -200,6 +205,7 @@ impl Default for RedisConfig {
             .map(String::from)
             .to_vec(),
             max_message_bytes: 1024 * 1024,
+            ca_file: None,
         }
     }
 }

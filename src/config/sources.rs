@@ -37,6 +37,10 @@ pub struct SourceConfig {
     /// Its BBB API base, to seed the conference metrics with `getMeetings`; empty: off.
     #[serde(default)]
     pub api_url: String,
+    /// PEM file of the CAs that a `rediss://` `url`'s server certificate must chain to;
+    /// unset: the system's roots.
+    #[serde(default)]
+    pub ca_file: Option<std::path::PathBuf>,
 }
 
 fn default_domain() -> String {
@@ -67,6 +71,10 @@ pub struct StoreConfig {
     /// counts in `hookrelay_store_unreplicated_writes_total` and the relay goes on without
     /// waiting for 10 s.
     pub wait_timeout_ms: u64,
+    /// PEM file of the CAs that the store's `rediss://` servers (`url`, `sentinels`,
+    /// `cluster_nodes` and the masters and nodes they name) must chain to; unset:
+    /// `redis.ca_file`, else the system's roots.
+    pub ca_file: Option<std::path::PathBuf>,
 }
 
 impl Default for StoreConfig {
@@ -78,6 +86,7 @@ impl Default for StoreConfig {
             cluster_nodes: Vec::new(),
             wait_replicas: None,
             wait_timeout_ms: 100,
+            ca_file: None,
         }
     }
 }
@@ -139,6 +148,7 @@ impl Config {
                 secret: self.bbb.secret.clone(),
                 server_domain: self.bbb.server_domain.clone(),
                 api_url: self.bbb.api_url.clone(),
+                ca_file: self.redis.ca_file.clone(),
             }];
         }
         self.sources
@@ -162,6 +172,16 @@ impl Config {
     /// The Redis that holds hooks, mappings and queues.
     pub fn store_url(&self) -> &SecretUrl {
         self.store.url.as_ref().unwrap_or(&self.redis.url)
+    }
+
+    /// The CA file that the store's servers are verified against, and its key: `store.ca_file`,
+    /// else `redis.ca_file` when the store is `redis.url`'s.
+    pub fn store_ca_file(&self) -> Option<(&'static str, &std::path::Path)> {
+        match (&self.store.ca_file, &self.redis.ca_file) {
+            (Some(p), _) => Some(("store.ca_file", p)),
+            (None, Some(p)) if self.store.url.is_none() => Some(("redis.ca_file", p)),
+            _ => None,
+        }
     }
 
     /// Checks `[[sources]]`, `[store]` and `[fleet]`.

@@ -17,6 +17,9 @@ pub struct ScaleliteConfig {
     /// How often its tenants are read again: a tenant added or removed, or a secret rotated,
     /// is in force within this time.
     pub refresh_ms: u64,
+    /// PEM file of the CAs that a `rediss://` `redis_url`'s server certificate must chain
+    /// to; unset: the system's roots.
+    pub ca_file: Option<std::path::PathBuf>,
 }
 
 impl Default for ScaleliteConfig {
@@ -25,6 +28,7 @@ impl Default for ScaleliteConfig {
             redis_url: SecretUrl::new("redis://127.0.0.1:6379"),
             namespace: "scalelite".into(),
             refresh_ms: 2_000,
+            ca_file: None,
         }
     }
 }

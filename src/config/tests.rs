@@ -357,3 +357,16 @@ fn tenants_come_from_scalelite_and_the_file() {
     }
     assert!(Config::default().scalelite.is_none());
 }
+
+#[test]
+fn an_unreadable_ca_file_is_named_by_its_key() {
+    let err = Config::from_toml(
+        "[bbb]\nsecret = \"0123456789abcdef0123\"\n[[sources]]\nname = \"bbb1\"\nurl = \"rediss://10.0.0.5:6380\"\nca_file = \"/nonexistent/ca.pem\"\n",
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(
+        err.contains("sources[0].ca_file: cannot read /nonexistent/ca.pem"),
+        "{err}"
+    );
+}

@@ -47,6 +47,7 @@ impl Config {
             return fail("redis.url", "must be a redis:// URL");
         }
         self.validate_sources()?;
+        self.validate_ca_files()?;
         if let Err(e) = crate::base::standard_webhooks::StandardSigner::new(
             &self.delivery.standard_webhooks.secrets,
         ) {

@@ -15,6 +15,7 @@ mod share;
 mod sources;
 mod stage;
 mod start;
+mod trust;
 
 use std::{future::IntoFuture, sync::Arc};
 
@@ -43,6 +44,7 @@ const BUS_BUFFER: usize = 65_536;
 /// an error: the relay waits for it.
 pub async fn run(config: Config, listeners: Listeners, shutdown: Shutdown) -> anyhow::Result<()> {
     let (token, tracker) = (shutdown.token().clone(), shutdown.tracker().clone());
+    trust::check(&config).await?;
     let sources = sources::configured(&config);
     let metrics = start::metrics(&config, &sources);
     let tenants = crate::tenants::Tenants::of_config(&config);

@@ -20,7 +20,7 @@ use crate::{
         process::{EventFilter, Processor},
     },
     metrics::Metrics,
-    redis_conn::redis_client,
+    redis_conn::redis_client_verified,
     shutdown::retry_until_ok,
 };
 
@@ -132,7 +132,7 @@ pub fn subscribe_all(
     };
     for s in sources {
         let name: Arc<str> = s.config.name.as_str().into();
-        let client = redis_client(s.config.url.expose())
+        let client = redis_client_verified(s.config.url.expose(), s.config.ca_file.as_deref())
             .map_err(|e| anyhow::anyhow!("source {name}: {e}"))?;
         let (subscribed, _) = watch::channel(0);
         out.ready.push(subscribed.subscribe());

@@ -13,6 +13,7 @@ use std::{
     time::Duration,
 };
 
+use crate::redis_conn::tls::Ca;
 use redis::{
     Arg, Cmd, IntoConnectionInfo, Pipeline, RedisResult, Value,
     aio::ConnectionLike,
@@ -32,11 +33,17 @@ pub struct Cluster {
 impl Cluster {
     /// Connects to the cluster that `nodes` belong to; `auth` (a store URL) may give the
     /// password and user.
-    pub async fn connect(nodes: &[&str], auth: Option<&str>) -> RedisResult<Self> {
+    pub async fn connect(nodes: &[&str], auth: Option<&str>, ca: Option<&Ca>) -> RedisResult<Self> {
         let mut builder = ClusterClient::builder(nodes.to_vec())
             .connection_timeout(Duration::from_secs(2))
             .response_timeout(Duration::from_secs(2))
             .retries(3);
+        if let Some(ca) = ca
+            && nodes.iter().any(|n| n.starts_with("rediss://"))
+        {
+            crate::redis_conn::tls::install_provider();
+            builder = builder.certs(crate::redis_conn::tls::certificates(ca));
+        }
         let mut clients = Vec::new();
         let auth = auth
             .map(IntoConnectionInfo::into_connection_info)
@@ -55,7 +62,7 @@ impl Cluster {
             if let Some(auth) = &auth {
                 info = info.set_redis_settings(auth.redis_settings().clone());
             }
-            clients.push(redis::Client::open(info)?);
+            clients.push(crate::redis_conn::redis_client_trusting_info(info, ca)?);
         }
         let conn = builder.build()?.get_async_connection().await?;
         Ok(Self {

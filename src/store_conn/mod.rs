@@ -25,7 +25,11 @@ use redis::{
 };
 use tokio_util::sync::CancellationToken;
 
-use crate::{config::Config, redis_conn::redis_client, shutdown::retry_until_ok};
+use crate::{
+    config::Config,
+    redis_conn::{redis_client_trusting, tls::Ca},
+    shutdown::retry_until_ok,
+};
 
 /// The store's current connection and the client it was made from (for pub/sub).
 struct Current {
@@ -305,6 +309,7 @@ enum Way {
     Cluster {
         nodes: Vec<String>,
         auth: Option<String>,
+        ca: Option<Ca>,
     },
     Single(redis::Client),
     Sentinel(Arc<Sentinel>),
@@ -313,6 +318,10 @@ enum Way {
 impl Way {
     fn from_config(config: &Config) -> anyhow::Result<Self> {
         let store = &config.store;
+        let ca = config
+            .store_ca_file()
+            .map(|(key, path)| Ca::read(path).map_err(|e| anyhow::anyhow!("{key}: {e}")))
+            .transpose()?;
         if !store.cluster_nodes.is_empty() {
             return Ok(Self::Cluster {
                 nodes: store
@@ -321,23 +330,34 @@ impl Way {
                     .map(|u| u.expose().to_string())
                     .collect(),
                 auth: store.url.as_ref().map(|u| u.expose().to_string()),
+                ca,
             });
         }
         if store.sentinels.is_empty() {
-            return Ok(Self::Single(redis_client(config.store_url().expose())?));
+            let url = config.store_url().expose();
+            return Ok(Self::Single(redis_client_trusting(url, ca.as_ref())?));
         }
-        let mut node = SentinelNodeConnectionInfo::default();
-        if let Some(url) = &store.url {
-            let info = url.expose().into_connection_info()?;
-            node = node.set_redis_connection_info(info.redis_settings().clone());
-        }
-        let sentinels: Vec<&str> = store.sentinels.iter().map(|u| u.expose()).collect();
-        let client = SentinelClient::build(
-            sentinels,
-            store.sentinel_master.clone(),
-            Some(node),
-            SentinelServerType::Master,
-        )?;
+        let client = match &ca {
+            None => {
+                let mut node = SentinelNodeConnectionInfo::default();
+                if let Some(url) = &store.url {
+                    let info = url.expose().into_connection_info()?;
+                    node = node.set_redis_connection_info(info.redis_settings().clone());
+                    if matches!(info.addr(), redis::ConnectionAddr::TcpTls { .. }) {
+                        crate::redis_conn::tls::install_provider();
+                        node = node.set_tls_mode(redis::TlsMode::Secure);
+                    }
+                }
+                let sentinels: Vec<&str> = store.sentinels.iter().map(|u| u.expose()).collect();
+                SentinelClient::build(
+                    sentinels,
+                    store.sentinel_master.clone(),
+                    Some(node),
+                    SentinelServerType::Master,
+                )?
+            }
+            Some(ca) => sentinel_trusting(store, ca)?,
+        };
         Ok(Self::Sentinel(Arc::new(Sentinel {
             client: tokio::sync::Mutex::new(client),
             switches: AtomicU64::new(0),
@@ -355,9 +375,10 @@ impl Way {
 
     async fn attempt(&self) -> RedisResult<StoreConn> {
         let kind = match self {
-            Self::Cluster { nodes, auth } => {
+            Self::Cluster { nodes, auth, ca } => {
                 let nodes: Vec<&str> = nodes.iter().map(String::as_str).collect();
-                let cluster = cluster::Cluster::connect(&nodes, auth.as_deref()).await?;
+                let cluster =
+                    cluster::Cluster::connect(&nodes, auth.as_deref(), ca.as_ref()).await?;
                 Kind::Cluster(Arc::new(cluster))
             }
             Self::Single(client) => {
@@ -375,6 +396,55 @@ impl Way {
         };
         Ok(StoreConn(kind, None))
     }
+}
+
+/// A client of the sentinels of `store` and of the master they name, each `rediss://` one
+/// verified against `ca`; the first sentinel URL's password and user are the sentinels'.
+fn sentinel_trusting(store: &crate::config::StoreConfig, ca: &Ca) -> RedisResult<SentinelClient> {
+    use redis::sentinel::SentinelClientBuilder;
+    crate::redis_conn::tls::install_provider();
+    let infos = store
+        .sentinels
+        .iter()
+        .map(|u| u.expose().into_connection_info())
+        .collect::<RedisResult<Vec<_>>>()?;
+    let addrs = infos.iter().map(|i| i.addr().clone());
+    let mut b =
+        SentinelClientBuilder::new(addrs, &store.sentinel_master, SentinelServerType::Master)?
+            .set_client_to_sentinel_tcp_settings(crate::redis_conn::tcp_settings())
+            .set_client_to_redis_tcp_settings(crate::redis_conn::tcp_settings());
+    if infos
+        .iter()
+        .any(|i| matches!(i.addr(), redis::ConnectionAddr::TcpTls { .. }))
+    {
+        b = b.set_client_to_sentinel_certificates(crate::redis_conn::tls::certificates(ca));
+    }
+    if let Some(first) = infos.first() {
+        let s = first.redis_settings();
+        if let Some(p) = s.password() {
+            b = b.set_client_to_sentinel_password(p);
+        }
+        if let Some(u) = s.username() {
+            b = b.set_client_to_sentinel_username(u);
+        }
+    }
+    if let Some(url) = &store.url {
+        let info = url.expose().into_connection_info()?;
+        let s = info.redis_settings();
+        if let Some(p) = s.password() {
+            b = b.set_client_to_redis_password(p);
+        }
+        if let Some(u) = s.username() {
+            b = b.set_client_to_redis_username(u);
+        }
+        b = b.set_client_to_redis_db(s.db());
+        if matches!(info.addr(), redis::ConnectionAddr::TcpTls { .. }) {
+            b = b
+                .set_client_to_redis_tls_mode(redis::TlsMode::Secure)
+                .set_client_to_redis_certificates(crate::redis_conn::tls::certificates(ca));
+        }
+    }
+    b.build()
 }
 
 /// Asks the sentinels for the master and connects to it.

@@ -320,7 +320,10 @@ pub async fn first_read(tenants: &Tenants, token: &CancellationToken) {
 }
 
 async fn connect(config: &ScaleliteConfig) -> redis::RedisResult<redis::aio::ConnectionManager> {
-    let client = crate::redis_conn::redis_client(config.redis_url.expose())?;
+    let client = crate::redis_conn::redis_client_verified(
+        config.redis_url.expose(),
+        config.ca_file.as_deref(),
+    )?;
     let settings = redis::aio::ConnectionManagerConfig::new()
         .set_connection_timeout(Some(Duration::from_secs(2)))
         .set_number_of_retries(1);

@@ -33,6 +33,7 @@ mod plugin_reload;
 mod plugin_tools;
 mod plugins;
 mod recovery;
+mod redis_tls;
 mod restart;
 mod rules;
 mod schemas;

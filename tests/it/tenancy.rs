@@ -34,6 +34,7 @@ fn scalelite_config(scalelite: &TestRedis) -> hookrelay::config::tenants::Scalel
         redis_url: hookrelay::config::SecretUrl::new(scalelite.url()),
         namespace: NS.into(),
         refresh_ms: 200,
+        ..Default::default()
     }
 }
 

@@ -32,6 +32,7 @@ fn config(store: &TestRedis, scalelite: &TestRedis) -> Config {
         redis_url: SecretUrl::new(scalelite.url()),
         namespace: NS.into(),
         refresh_ms: 200,
+        ..Default::default()
     });
     config
 }

@@ -15,6 +15,38 @@ impl TestCluster {
         for _ in 0..3 {
             nodes.push(TestRedis::start_cluster_node().await);
         }
+        Self::join(nodes).await
+    }
+
+    /// A cluster whose nodes also speak TLS (clients and the cluster bus, `tls-cluster yes`)
+    /// with `ca`'s server certificate; [`tls_store_config`](Self::tls_store_config) reaches
+    /// them by TLS alone.
+    #[allow(dead_code)]
+    pub async fn start_tls(ca: &super::tls::TestCa) -> Self {
+        let mut nodes = Vec::new();
+        for _ in 0..3 {
+            nodes.push(TestRedis::start_tls_cluster_node(ca).await);
+        }
+        Self::join(nodes).await
+    }
+
+    /// The `[store]` section that makes a relay use this cluster by TLS, trusting `ca`.
+    #[allow(dead_code)]
+    pub fn tls_store_config(&self, ca: &super::tls::TestCa) -> String {
+        let urls: Vec<String> = self
+            .nodes
+            .iter()
+            .map(|n| format!("\"{}\"", n.tls_url()))
+            .collect();
+        format!(
+            "[store]\ncluster_nodes = [{}]\nca_file = \"{}\"\n",
+            urls.join(", "),
+            ca.ca_file()
+        )
+    }
+
+    /// Joins `nodes` into a cluster and waits until it is up.
+    async fn join(nodes: Vec<TestRedis>) -> Self {
         let addrs: Vec<String> = nodes
             .iter()
             .map(|n| format!("127.0.0.1:{}", n.port))

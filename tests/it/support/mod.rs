@@ -18,6 +18,7 @@ pub mod relay;
 pub mod scalelite;
 pub mod schema;
 pub mod sentinel;
+pub mod tls;
 pub mod wait;
 
 pub use common::*;

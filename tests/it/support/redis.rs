@@ -13,6 +13,8 @@ use tokio::process::{Child, Command};
 
 pub struct TestRedis {
     pub port: u16,
+    /// Its TLS port, for [`start_tls`](Self::start_tls) (0: none).
+    pub tls_port: u16,
     dir: TempDir,
     child: Option<Child>,
     /// More arguments for redis-server.
@@ -65,10 +67,73 @@ impl TestRedis {
         Self::start_with(args.map(String::from).to_vec()).await
     }
 
+    /// A server that also speaks TLS, on [`tls_port`](Self::tls_port), with `ca`'s server
+    /// certificate (for 127.0.0.1 and localhost); clients show none. Its plain port is the
+    /// test's own (publishing, inspecting); what is tested connects to the TLS port alone.
+    #[allow(dead_code)]
+    pub async fn start_tls(ca: &super::tls::TestCa) -> Self {
+        let tls_port = free_port();
+        let args = [
+            "--tls-port".to_string(),
+            tls_port.to_string(),
+            "--tls-cert-file".into(),
+            ca.server_cert(),
+            "--tls-key-file".into(),
+            ca.server_key(),
+            "--tls-ca-cert-file".into(),
+            ca.ca_file(),
+            "--tls-auth-clients".into(),
+            "no".into(),
+        ];
+        let mut r = Self::start_with(args.to_vec()).await;
+        r.tls_port = tls_port;
+        r
+    }
+
+    /// A node for a Redis Cluster that also speaks TLS ([`start_tls`](Self::start_tls)), its
+    /// cluster bus too.
+    #[allow(dead_code)]
+    pub async fn start_tls_cluster_node(ca: &super::tls::TestCa) -> Self {
+        let tls_port = free_port();
+        let args = [
+            "--tls-port".to_string(),
+            tls_port.to_string(),
+            "--tls-cert-file".into(),
+            ca.server_cert(),
+            "--tls-key-file".into(),
+            ca.server_key(),
+            "--tls-ca-cert-file".into(),
+            ca.ca_file(),
+            "--tls-auth-clients".into(),
+            "no".into(),
+            "--tls-cluster".into(),
+            "yes".into(),
+            "--cluster-enabled".into(),
+            "yes".into(),
+            "--cluster-config-file".into(),
+            "nodes.conf".into(),
+            "--cluster-node-timeout".into(),
+            "2000".into(),
+            "--cluster-port".into(),
+            free_port().to_string(),
+        ];
+        let mut r = Self::start_with(args.to_vec()).await;
+        r.tls_port = tls_port;
+        r
+    }
+
+    /// `rediss://127.0.0.1:<tls_port>`.
+    #[allow(dead_code)]
+    pub fn tls_url(&self) -> String {
+        assert!(self.tls_port != 0, "started with start_tls");
+        format!("rediss://127.0.0.1:{}", self.tls_port)
+    }
+
     async fn start_with(args: Vec<String>) -> Self {
         let dir = tempfile::tempdir().expect("temp dir");
         let mut r = TestRedis {
             port: 0,
+            tls_port: 0,
             dir,
             child: None,
             args,

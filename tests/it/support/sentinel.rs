@@ -22,16 +22,35 @@ pub struct TestSentinel {
 
 impl TestSentinel {
     pub async fn start(master: &TestRedis) -> Self {
+        Self::start_with(master.port, String::new()).await
+    }
+
+    /// A sentinel that also speaks TLS, on `tls_port`, with `ca`'s server certificate, and
+    /// watches `master` (started with [`TestRedis::start_tls`]) over TLS, naming its TLS port.
+    #[allow(dead_code)]
+    pub async fn start_tls(master: &TestRedis, ca: &super::tls::TestCa) -> (Self, u16) {
+        let tls_port = free_port();
+        let tls = format!(
+            "tls-port {tls_port}\ntls-cert-file {}\ntls-key-file {}\ntls-ca-cert-file {}\n\
+             tls-auth-clients no\ntls-replication yes\n",
+            ca.server_cert(),
+            ca.server_key(),
+            ca.ca_file()
+        );
+        (Self::start_with(master.tls_port, tls).await, tls_port)
+    }
+
+    /// A sentinel watching the master on `master_port`, with `more` configuration.
+    async fn start_with(master_port: u16, more: String) -> Self {
         let dir = tempfile::tempdir().expect("temp dir");
         let port = free_port();
         let conf = dir.path().join("sentinel.conf");
         std::fs::write(
             &conf,
             format!(
-                "port {port}\nbind 127.0.0.1\ndir {}\nsentinel monitor {MASTER} 127.0.0.1 {} 1\n\
+                "port {port}\nbind 127.0.0.1\ndir {}\n{more}sentinel monitor {MASTER} 127.0.0.1 {master_port} 1\n\
                  sentinel down-after-milliseconds {MASTER} 500\nsentinel failover-timeout {MASTER} 2000\n",
                 dir.path().display(),
-                master.port
             ),
         )
         .expect("sentinel.conf");
@@ -48,7 +67,7 @@ impl TestSentinel {
             _dir: dir,
             _child: child,
         };
-        s.wait_master(master.port).await;
+        s.wait_master(master_port).await;
         s
     }
 
