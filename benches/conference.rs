@@ -68,6 +68,7 @@ fn scrape(c: &mut Criterion) {
             states: vec![(Arc::from("default"), state.clone())],
             connected: m.bus.connected.clone(),
             holder: None,
+            per_server: false,
         }
         .exports()
     });

@@ -4,7 +4,9 @@
 //! gauge histograms (`_bucket`, `_gcount`, `_gsum`), which the metrics crate cannot encode:
 //! they are written as OpenMetrics text ([`TextFamilies`]). In a fleet only the holder of the
 //! fleet lease counts the conference, so only it exports these series. The numbers themselves
-//! are counted in `summary` ([`Summary`]); this file writes them.
+//! are counted in `summary` ([`Summary`]); this file writes them. With `[[sources]]` (a pool of
+//! servers) each series is one per server, labelled `server` with its source's name, and
+//! `bbb_api_up` says each server's state; without, they are today's bbb-exporter series.
 
 mod summary;
 
@@ -35,9 +37,18 @@ pub const MEDIA_BUCKETS: [u32; 8] = [0, 1, 5, 15, 30, 60, 90, 120];
 /// The `version` of `bbb_exporter`: this relay's, marked as hookrelay's.
 const EXPORTER_VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), "-hookrelay");
 
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-struct TypeLabel {
-    r#type: String,
+/// Which server a sample is of: `None` for the one server of a relay without `[[sources]]`
+/// (bbb-exporter's unlabelled series), else its source's name (the `server` label).
+type Server = Option<Arc<str>>;
+
+/// The label set of a sample of `server`, with `more` labels after it.
+fn labels(server: &Server, more: &[(&str, &str)]) -> Vec<(String, String)> {
+    let mut out: Vec<(String, String)> = server
+        .iter()
+        .map(|s| ("server".to_string(), s.to_string()))
+        .collect();
+    out.extend(more.iter().map(|(k, v)| (k.to_string(), v.to_string())));
+    out
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -62,6 +73,8 @@ pub struct ConferenceExport {
     pub connected: Family<SourceLabel, Gauge>,
     /// In a fleet, `hookrelay_fleet_lease_held`: only the holder counts the conference.
     pub holder: Option<Gauge>,
+    /// One series per server, labelled `server` (`[[sources]]`), rather than their sum.
+    pub per_server: bool,
 }
 
 impl ConferenceExport {
@@ -89,10 +102,23 @@ impl ConferenceExport {
         s
     }
 
-    /// `bbb_api_up`: every source's bus is subscribed, and every source with `api_url` had
-    /// its last API call answered.
-    fn api_up(&self) -> bool {
-        self.states.iter().all(|(name, shared)| {
+    /// What the series show: each server's numbers (`per_server`), else their sum.
+    fn views(&self) -> Vec<(Server, Summary)> {
+        if !self.per_server {
+            return vec![(None, self.summary())];
+        }
+        (self.states.iter())
+            .map(|(name, shared)| {
+                let c = shared.lock().unwrap_or_else(|p| p.into_inner());
+                (Some(name.clone()), Summary::of(&c))
+            })
+            .collect()
+    }
+
+    /// `bbb_api_up` of each view: its bus (every source's, for the sum) is subscribed, and
+    /// where `api_url` is set its last API call was answered.
+    fn api_up(&self) -> Vec<(Server, bool)> {
+        let up = |name: &Arc<str>, shared: &SharedConference| {
             let bus = self
                 .connected
                 .get_or_create(&SourceLabel {
@@ -102,18 +128,64 @@ impl ConferenceExport {
                 == 1;
             let api = shared.lock().unwrap_or_else(|p| p.into_inner()).api_up;
             bus && api != Some(false)
-        })
+        };
+        if !self.per_server {
+            let all = self.states.iter().all(|(n, s)| up(n, s));
+            return vec![(None, all)];
+        }
+        (self.states.iter())
+            .map(|(n, s)| (Some(n.clone()), up(n, s)))
+            .collect()
     }
 }
 
-fn gauge(encoder: &mut DescriptorEncoder, name: &str, help: &str, v: usize) -> std::fmt::Result {
-    let metric = encoder.encode_descriptor(name, help, None, MetricType::Gauge)?;
-    ConstGauge::new(i64::try_from(v).unwrap_or(i64::MAX)).encode(metric)
+/// A family of samples, each of a server and with more labels: without labels at all (one
+/// unlabelled sample), the sample is written as bbb-exporter writes it.
+fn family<M: EncodeMetric>(
+    encoder: &mut DescriptorEncoder,
+    (name, help, kind): (&str, &str, MetricType),
+    samples: Vec<(Vec<(String, String)>, M)>,
+) -> std::fmt::Result {
+    let mut family = encoder.encode_descriptor(name, help, None, kind)?;
+    for (labels, m) in samples {
+        if labels.is_empty() {
+            m.encode(family)?;
+            return Ok(());
+        }
+        m.encode(family.encode_family(&labels)?)?;
+    }
+    Ok(())
 }
 
-fn counter(encoder: &mut DescriptorEncoder, name: &str, help: &str, v: u64) -> std::fmt::Result {
-    let metric = encoder.encode_descriptor(name, help, None, MetricType::Counter)?;
-    ConstCounter::new(v).encode(metric)
+/// A gauge family with one sample per view, `value` of its summary.
+fn gauge(
+    encoder: &mut DescriptorEncoder,
+    name: &str,
+    help: &str,
+    views: &[(Server, Summary)],
+    value: impl Fn(&Summary) -> usize,
+) -> std::fmt::Result {
+    let samples = (views.iter())
+        .map(|(server, s)| {
+            let v = i64::try_from(value(s)).unwrap_or(i64::MAX);
+            (labels(server, &[]), ConstGauge::new(v))
+        })
+        .collect();
+    family(encoder, (name, help, MetricType::Gauge), samples)
+}
+
+/// A counter family with one sample per view, `value` of its summary.
+fn counter(
+    encoder: &mut DescriptorEncoder,
+    name: &str,
+    help: &str,
+    views: &[(Server, Summary)],
+    value: impl Fn(&Summary) -> u64,
+) -> std::fmt::Result {
+    let samples = (views.iter())
+        .map(|(server, s)| (labels(server, &[]), ConstCounter::new(value(s))))
+        .collect();
+    family(encoder, (name, help, MetricType::Counter), samples)
 }
 
 /// Writes a gauge histogram over rooms of one of their counts, as bbb-exporter exposes it in
@@ -121,14 +193,29 @@ fn counter(encoder: &mut DescriptorEncoder, name: &str, help: &str, v: u64) -> s
 /// `_gsum` (their total).
 fn gauge_histogram(
     out: &mut String,
-    name: &str,
-    help: &str,
+    (name, help): (&str, &str),
     bounds: &[u32],
-    values: impl Iterator<Item = usize>,
+    views: &[(Server, Vec<usize>)],
+) {
+    // Writing into a String cannot fail.
+    let _ = writeln!(out, "# HELP {name} {help}");
+    let _ = writeln!(out, "# TYPE {name} gaugehistogram");
+    for (server, values) in views {
+        histogram_samples(out, name, server, bounds, values);
+    }
+}
+
+/// One server's samples of a gauge histogram (`server` first among their labels).
+fn histogram_samples(
+    out: &mut String,
+    name: &str,
+    server: &Server,
+    bounds: &[u32],
+    values: &[usize],
 ) {
     let mut counts = vec![0usize; bounds.len()];
     let (mut sum, mut count) = (0usize, 0usize);
-    for v in values {
+    for &v in values {
         sum += v;
         count += 1;
         for (bound, n) in bounds.iter().zip(counts.iter_mut()) {
@@ -137,15 +224,16 @@ fn gauge_histogram(
             }
         }
     }
-    // Writing into a String cannot fail.
-    let _ = writeln!(out, "# HELP {name} {help}");
-    let _ = writeln!(out, "# TYPE {name} gaugehistogram");
+    let (first, alone) = match server {
+        Some(s) => (format!("server=\"{s}\","), format!("{{server=\"{s}\"}}")),
+        None => (String::new(), String::new()),
+    };
     for (bound, n) in bounds.iter().zip(&counts) {
-        let _ = writeln!(out, "{name}_bucket{{le=\"{bound}\"}} {n}");
+        let _ = writeln!(out, "{name}_bucket{{{first}le=\"{bound}\"}} {n}");
     }
-    let _ = writeln!(out, "{name}_bucket{{le=\"+Inf\"}} {count}");
-    let _ = writeln!(out, "{name}_gcount {count}");
-    let _ = writeln!(out, "{name}_gsum {sum}");
+    let _ = writeln!(out, "{name}_bucket{{{first}le=\"+Inf\"}} {count}");
+    let _ = writeln!(out, "{name}_gcount{alone} {count}");
+    let _ = writeln!(out, "{name}_gsum{alone} {sum}");
 }
 
 impl TextFamilies for ConferenceExport {
@@ -153,8 +241,7 @@ impl TextFamilies for ConferenceExport {
         if !self.counting() {
             return;
         }
-        let s = self.summary();
-        let room = |i: usize| s.rooms.iter().map(move |r| r[i]);
+        let views = self.views();
         for (i, (what, bounds)) in [
             ("participants", &ROOM_BUCKETS[..]),
             ("listeners", &ROOM_BUCKETS[..]),
@@ -164,16 +251,15 @@ impl TextFamilies for ConferenceExport {
         .into_iter()
         .enumerate()
         {
-            gauge_histogram(
-                out,
-                &format!("bbb_room_{what}"),
-                &format!(
-                    "BigBlueButton room {} histogram gauge",
-                    what.replace('_', " ")
-                ),
-                bounds,
-                room(i),
+            let name = format!("bbb_room_{what}");
+            let help = format!(
+                "BigBlueButton room {} histogram gauge",
+                what.replace('_', " ")
             );
+            let rooms: Vec<(Server, Vec<usize>)> = (views.iter())
+                .map(|(server, s)| (server.clone(), s.rooms.iter().map(|r| r[i]).collect()))
+                .collect();
+            gauge_histogram(out, (&name, &help), bounds, &rooms);
         }
     }
 }
@@ -183,30 +269,39 @@ impl Collector for ConferenceExport {
         if !self.counting() {
             return Ok(());
         }
-        let s = self.summary();
+        let views = self.views();
         let e = &mut e;
         exporter_version(e)?;
-        gauge(
+        let up = (self.api_up().into_iter())
+            .map(|(server, up)| (labels(&server, &[]), ConstGauge::new(i64::from(up))))
+            .collect();
+        family(
             e,
-            "bbb_api_up",
-            "1 while the relay reaches what it reads: every source's bus and, where api_url is set, BigBlueButton's API",
-            usize::from(self.api_up()),
+            (
+                "bbb_api_up",
+                "1 while the relay reaches what it reads: the server's bus (every source's, without a server label) and, where api_url is set, BigBlueButton's API",
+                MetricType::Gauge,
+            ),
+            up,
         )?;
-        totals(e, &s)?;
-        clients(e, &s)?;
-        origins(e, &s)?;
-        recordings(e, &s)?;
+        totals(e, &views)?;
+        clients(e, &views)?;
+        // Its `server` label is the meeting's origin (bbb-exporter's): summed over servers.
+        origins(e, &self.summary())?;
+        recordings(e, &views)?;
         counter(
             e,
             "bbb_unique_meetings",
             "Unique non-breakout meetings since the relay started",
-            s.unique_meetings,
+            &views,
+            |s| s.unique_meetings,
         )?;
         counter(
             e,
             "bbb_unique_breakout_rooms",
             "Unique breakout rooms since the relay started",
-            s.unique_breakout_rooms,
+            &views,
+            |s| s.unique_breakout_rooms,
         )?;
         Ok(())
     }
@@ -228,67 +323,70 @@ fn exporter_version(e: &mut DescriptorEncoder) -> std::fmt::Result {
 
 /// The totals over all meetings: meetings, breakout rooms, participants (all and the most in
 /// one meeting), listeners, voice and video participants.
-fn totals(e: &mut DescriptorEncoder, s: &Summary) -> std::fmt::Result {
-    gauge(
-        e,
-        "bbb_meetings",
-        "Number of BigBlueButton meetings (breakout rooms included)",
-        s.meetings,
-    )?;
-    gauge(
-        e,
-        "bbb_breakout_rooms",
-        "Number of running breakout rooms (also in bbb_meetings)",
-        s.breakout_rooms,
-    )?;
-    gauge(
-        e,
-        "bbb_meetings_participants",
-        "Total number of participants in all BigBlueButton meetings",
-        s.participants,
-    )?;
-    gauge(
-        e,
-        "bbb_meetings_participants_max",
-        "Participants of the BigBlueButton meeting with the most",
-        s.participants_max,
-    )?;
-    gauge(
-        e,
-        "bbb_meetings_listeners",
-        "Total number of listeners in all BigBlueButton meetings",
-        s.listeners,
-    )?;
-    gauge(
-        e,
-        "bbb_meetings_voice_participants",
-        "Total number of voice participants in all BigBlueButton meetings",
-        s.voice,
-    )?;
-    gauge(
-        e,
-        "bbb_meetings_video_participants",
-        "Total number of video participants (camera streams) in all BigBlueButton meetings",
-        s.video,
-    )
+fn totals(e: &mut DescriptorEncoder, views: &[(Server, Summary)]) -> std::fmt::Result {
+    type Value = fn(&Summary) -> usize;
+    let families: [(&str, &str, Value); 7] = [
+        (
+            "bbb_meetings",
+            "Number of BigBlueButton meetings (breakout rooms included)",
+            |s| s.meetings,
+        ),
+        (
+            "bbb_breakout_rooms",
+            "Number of running breakout rooms (also in bbb_meetings)",
+            |s| s.breakout_rooms,
+        ),
+        (
+            "bbb_meetings_participants",
+            "Total number of participants in all BigBlueButton meetings",
+            |s| s.participants,
+        ),
+        (
+            "bbb_meetings_participants_max",
+            "Participants of the BigBlueButton meeting with the most",
+            |s| s.participants_max,
+        ),
+        (
+            "bbb_meetings_listeners",
+            "Total number of listeners in all BigBlueButton meetings",
+            |s| s.listeners,
+        ),
+        (
+            "bbb_meetings_voice_participants",
+            "Total number of voice participants in all BigBlueButton meetings",
+            |s| s.voice,
+        ),
+        (
+            "bbb_meetings_video_participants",
+            "Total number of video participants (camera streams) in all BigBlueButton meetings",
+            |s| s.video,
+        ),
+    ];
+    for (name, help, value) in families {
+        gauge(e, name, help, views, value)?;
+    }
+    Ok(())
 }
 
 /// `bbb_meetings_participant_clients{type}`: participants by client.
-fn clients(e: &mut DescriptorEncoder, s: &Summary) -> std::fmt::Result {
-    let mut family = e.encode_descriptor(
-        "bbb_meetings_participant_clients",
-        "Total number of participants in all BigBlueButton meetings by client",
-        None,
-        MetricType::Gauge,
-    )?;
-    for (client, n) in &s.clients {
-        let label = TypeLabel {
-            r#type: client.clone(),
-        };
-        let n = i64::try_from(*n).unwrap_or(i64::MAX);
-        ConstGauge::new(n).encode(family.encode_family(&label)?)?;
-    }
-    Ok(())
+fn clients(e: &mut DescriptorEncoder, views: &[(Server, Summary)]) -> std::fmt::Result {
+    let samples = (views.iter())
+        .flat_map(|(server, s)| {
+            s.clients.iter().map(move |(client, n)| {
+                let n = i64::try_from(*n).unwrap_or(i64::MAX);
+                (labels(server, &[("type", client)]), ConstGauge::new(n))
+            })
+        })
+        .collect();
+    family(
+        e,
+        (
+            "bbb_meetings_participant_clients",
+            "Total number of participants in all BigBlueButton meetings by client",
+            MetricType::Gauge,
+        ),
+        samples,
+    )
 }
 
 /// `bbb_meetings_participants_origin{server,name}`: participants by their meeting's origin.
@@ -316,8 +414,8 @@ fn origins(e: &mut DescriptorEncoder, s: &Summary) -> std::fmt::Result {
 }
 
 /// `bbb_recordings_<state>`: the recordings in each state.
-fn recordings(e: &mut DescriptorEncoder, s: &Summary) -> std::fmt::Result {
-    for (state, n) in RECORDINGS.iter().zip(s.recordings) {
+fn recordings(e: &mut DescriptorEncoder, views: &[(Server, Summary)]) -> std::fmt::Result {
+    for (i, state) in RECORDINGS.iter().enumerate() {
         let help = match state {
             RecordingState::Unprocessed => {
                 "Number of BigBlueButton recordings archived and checked, waiting to be processed (from the recording pipeline's events)".to_string()
@@ -327,7 +425,8 @@ fn recordings(e: &mut DescriptorEncoder, s: &Summary) -> std::fmt::Result {
                 other.as_str()
             ),
         };
-        gauge(e, &format!("bbb_recordings_{}", state.as_str()), &help, n)?;
+        let name = format!("bbb_recordings_{}", state.as_str());
+        gauge(e, &name, &help, views, |s| s.recordings[i])?;
     }
     Ok(())
 }

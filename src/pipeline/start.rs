@@ -57,6 +57,7 @@ pub fn metrics(config: &Config, sources: &[Source]) -> Arc<Metrics> {
             states,
             connected: m.bus.connected.clone(),
             holder: config.fleet.enabled.then(|| m.fleet.holder.clone()),
+            per_server: !config.sources.is_empty(),
         }
         .exports()
     })

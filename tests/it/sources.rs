@@ -178,6 +178,21 @@ async fn two_servers_one_relay_mappings_apart_domains_kept_and_a_lost_server_tou
             .is_empty()
     );
 
+    // The conference series are per server (`server`, the source's name), not summed.
+    let m = relay.metrics().await;
+    for server in ["a", "b"] {
+        for (series, want) in [
+            ("bbb_meetings", 1.0),
+            ("bbb_meetings_participants", 1.0),
+            ("bbb_api_up", 1.0),
+            ("bbb_room_participants_gcount", 1.0),
+        ] {
+            let series = format!("{series}{{server=\"{server}\"}}");
+            assert_eq!(metric_value(&m, &series), want, "{series}\n{m}");
+        }
+    }
+    assert!(!m.contains("\nbbb_meetings "), "{m}");
+
     // Server a's Redis dies: b's events keep coming, and a's come again once it is back.
     a.kill().await;
     wait_metric(&relay, r#"hookrelay_redis_connected{source="a"}"#, 0.0).await;
@@ -186,6 +201,9 @@ async fn two_servers_one_relay_mappings_apart_domains_kept_and_a_lost_server_tou
         metric_value(&m, r#"hookrelay_redis_connected{source="b"}"#),
         1.0
     );
+    // Only a's bbb_api_up says so.
+    assert_eq!(metric_value(&m, r#"bbb_api_up{server="a"}"#), 0.0, "{m}");
+    assert_eq!(metric_value(&m, r#"bbb_api_up{server="b"}"#), 1.0, "{m}");
     b.publish(&user_joined("m1", "u3", "Cy")).await;
     let b_now = callbacks_to(&receiver, "/b", 3).await;
     assert_eq!(
