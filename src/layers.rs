@@ -162,6 +162,7 @@ const CRATE: &[&[&str]] = &[
     &["delivery"],
     &["admin_api", "api", "replay", "authoring", "xapi"],
     &["pipeline"],
+    &["edge"],
 ];
 
 /// Every `.rs` file under `dir`.

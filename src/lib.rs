@@ -41,6 +41,8 @@
 //! - [`pipeline`]: wires the stages at start (sources, recovery of queues, the processing
 //!   stage, the fleet's follower); [`config`] (plain data), [`shutdown`] and [`systemd`]
 //!   (readiness) serve it.
+//! - [`edge`]: the relay as an edge on a BBB server of a pool (`[edge]`): its bus, through an
+//!   outbox in its own Redis, into the pool's store; nothing else.
 //! - Redis below them all: [`store_conn`] is the connection to the relay's own store (one
 //!   server, Sentinel's master or a Cluster), [`redis_conn`] the clients that notice a dead
 //!   peer and speak TLS to `rediss://` servers, [`redis_index`] the set-plus-hashes layout the stores share.
@@ -51,7 +53,7 @@
 //! `base`; `redis_conn`, `shutdown`, `systemd`; `config`; `store_conn`; `redis_index`,
 //! `metrics`, `audit`; `bus`, `tenants`; `fleet`; `event`; `hooks`; `conference`,
 //! `plugin_host`; `route`; `delivery`; `admin_api`, `api`, `authoring`, `replay`, `xapi`;
-//! `pipeline`. Where a lower
+//! `pipeline`; `edge`. Where a lower
 //! layer must reach a higher one it defines the interface: [`event::process::Observer`] (the
 //! conference follows the events), [`hooks::store::QueueRemover`] (a removed hook's queue goes
 //! too).
@@ -76,6 +78,7 @@ pub(crate) mod bus;
 pub(crate) mod conference;
 pub mod config;
 pub(crate) mod delivery;
+pub(crate) mod edge;
 pub(crate) mod event;
 pub(crate) mod fleet;
 pub(crate) mod hooks;
@@ -98,6 +101,7 @@ pub(crate) mod xapi;
 
 /// The service: its configuration, its start and its stop.
 pub use config::Config;
+pub use edge::run as run_edge;
 pub use pipeline::{Listeners, run};
 pub use shutdown::Shutdown;
 

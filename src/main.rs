@@ -276,6 +276,33 @@ fn init_logs(tool: bool, format: LogFormat) {
     }
 }
 
+/// `hookrelay serve` with `[edge]`: the metrics listener alone (an edge serves no hooks), then
+/// the edge until a signal stops it.
+async fn serve_edge(config: Config) -> ExitCode {
+    let metrics = match config.metrics.enabled {
+        true => match tokio::net::TcpListener::bind(config.metrics.bind).await {
+            Ok(l) => Some(l),
+            Err(e) => {
+                eprintln!(
+                    "hookrelay: metrics.bind: cannot listen on {}: {e}",
+                    config.metrics.bind
+                );
+                return ExitCode::FAILURE;
+            }
+        },
+        false => None,
+    };
+    let shutdown = Shutdown::new();
+    shutdown.on_signals();
+    match hookrelay::run_edge(config, metrics, shutdown).await {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("hookrelay: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
 /// `hookrelay serve`: binds the listeners and runs the relay until a signal stops it.
 fn serve_relay(config: Config) -> ExitCode {
     let runtime = match tokio::runtime::Runtime::new() {
@@ -285,6 +312,9 @@ fn serve_relay(config: Config) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    if config.edge.is_some() {
+        return runtime.block_on(serve_edge(config));
+    }
     runtime.block_on(async {
         let listeners = match Listeners::bind(&config).await {
             Ok(l) => l,

@@ -190,6 +190,40 @@ pub fn legacy_queue_hook_id(key: &str) -> Option<HookId> {
     key.strip_prefix(LEGACY_QUEUE_PREFIX)?.parse().ok()
 }
 
+/// In a BBB server's own Redis, the edge's outbox: the bus messages read and not yet in the
+/// pool's store (a stream: fields `c`, the channel, and `p`, the payload).
+pub const EDGE_OUTBOX: &str = "hookrelay:edge:outbox";
+/// In a BBB server's own Redis: a random value made once, naming this outbox's life (a Redis
+/// that lost its data makes a new one), so that the pool's cursor of an older outbox is not
+/// taken for this one's.
+pub const EDGE_EPOCH: &str = "hookrelay:edge:epoch";
+/// Set of the servers whose edges write to the pool's store.
+pub const EDGES: &str = "hookrelay:edges";
+
+/// The pool store's keys of the edge of `server`, one hash tag for all (one Cluster slot).
+pub struct EdgeKeys {
+    /// Stream of its bus messages, in bus order (fields `c` and `p`, as the outbox's).
+    pub stream: String,
+    /// Which edge instance holds the name (a string with a time to live).
+    pub claim: String,
+    /// `<epoch> <outbox id>`: the last outbox entry in `stream`.
+    pub cursor: String,
+    /// Hash of what the edge says of itself (last seen, read, forwarded, buffered, dropped).
+    pub info: String,
+}
+
+impl EdgeKeys {
+    pub fn new(server: &str) -> Self {
+        let at = |what: &str| format!("hookrelay:edge:{{{server}}}:{what}");
+        Self {
+            stream: at("bus"),
+            claim: at("claim"),
+            cursor: at("cursor"),
+            info: at("info"),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

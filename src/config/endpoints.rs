@@ -71,6 +71,10 @@ impl Config {
             let ca = sl.ca_file.as_ref().map(|p| ("scalelite.ca_file".into(), p));
             out.push(at("scalelite.redis_url".into(), &sl.redis_url, ca));
         }
+        if let Some(edge) = &self.edge {
+            let ca = edge.ca_file.as_ref().map(|p| ("edge.ca_file".into(), p));
+            out.push(at("edge.store_url".into(), &edge.store_url, ca));
+        }
         out
     }
 
@@ -85,6 +89,9 @@ impl Config {
         }
         if let Some(sl) = &self.scalelite {
             files.push(("scalelite.ca_file".into(), sl.ca_file.as_deref()));
+        }
+        if let Some(edge) = &self.edge {
+            files.push(("edge.ca_file".into(), edge.ca_file.as_deref()));
         }
         for (key, path) in files {
             if let Some(path) = path {

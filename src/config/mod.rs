@@ -8,6 +8,7 @@ pub mod admin;
 pub mod bbb_web;
 pub mod compat;
 mod duration;
+pub mod edge;
 mod endpoints;
 mod load;
 mod origins;
@@ -58,6 +59,9 @@ pub struct Config {
     pub tenancy: tenancy::TenancyConfig,
     /// `[audit]`: how long the record of every change is kept.
     pub audit: tenancy::AuditConfig,
+    /// `[edge]`: this relay is an edge of a pool, forwarding its server's bus to the pool's
+    /// store (and nothing else).
+    pub edge: Option<edge::EdgeConfig>,
     /// The reference's configuration files read under this one, in the order they apply: the
     /// ones given with `--reference-config`, else those installed on this server.
     #[serde(skip)]

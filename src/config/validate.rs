@@ -41,13 +41,19 @@ impl Config {
     /// # Errors
     /// Names the first key whose value is unusable.
     pub fn validate(&self) -> Result<(), ConfigError> {
-        self.validate_secrets()?;
+        // An edge signs nothing and answers no API call: it needs no secret.
+        if self.edge.is_none() {
+            self.validate_secrets()?;
+        }
         self.validate_api()?;
         if !super::sources::is_redis_url(&self.redis.url) {
             return fail("redis.url", "must be a redis:// URL");
         }
         self.validate_sources()?;
         self.validate_ca_files()?;
+        if let Some(edge) = &self.edge {
+            edge.validate()?;
+        }
         if let Err(e) = crate::base::standard_webhooks::StandardSigner::new(
             &self.delivery.standard_webhooks.secrets,
         ) {

@@ -15,7 +15,7 @@ mod share;
 mod sources;
 mod stage;
 mod start;
-mod trust;
+pub(crate) mod trust;
 
 use std::{future::IntoFuture, sync::Arc};
 
@@ -221,7 +221,7 @@ fn serve<L>(
 }
 
 /// Serves `router` on a TCP listener, each request knowing its peer's address (for the audit).
-fn serve_tcp(
+pub(crate) fn serve_tcp(
     tracker: &tokio_util::task::TaskTracker,
     token: &CancellationToken,
     listener: tokio::net::TcpListener,

@@ -17,6 +17,7 @@ mod deliveries;
 mod delivery;
 mod docs;
 mod durability;
+mod edge;
 mod events;
 mod faults;
 mod fleet;

@@ -346,6 +346,16 @@ impl TestRedis {
         self.must_conn().await.llen(key).await.expect("llen")
     }
 
+    /// The length of stream `key`.
+    #[allow(dead_code)]
+    pub async fn xlen(&self, key: &str) -> usize {
+        redis::cmd("XLEN")
+            .arg(key)
+            .query_async(&mut self.must_conn().await)
+            .await
+            .expect("XLEN")
+    }
+
     pub async fn smembers(&self, key: &str) -> Vec<String> {
         self.must_conn()
             .await

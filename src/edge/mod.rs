@@ -1,0 +1,195 @@
+//! The edge role (`[edge]`): on each BBB server of a pool, the relay subscribes to the
+//! server's own bus on loopback and appends every message, in bus order, to the server's
+//! stream in the pool's store, where the pool's relays take them (docs/pool.md). It serves no
+//! hooks and delivers nothing itself. Messages go to an outbox in the server's own Redis
+//! first ([`outbox`]) and on to the pool's store from there ([`forward`]), so that a store that
+//! cannot be reached, or a restart of the edge, loses nothing; its name in the pool is its
+//! own ([`claim`]); [`metrics`] are its series.
+
+mod claim;
+mod forward;
+mod metrics;
+mod outbox;
+
+use std::sync::{Arc, atomic::AtomicBool};
+
+use anyhow::Context;
+use tokio::sync::{Notify, mpsc, oneshot};
+
+use crate::{
+    base::{
+        redis_keys::{EDGE_EPOCH, EdgeKeys},
+        sources::SourceId,
+    },
+    bus::{BusMessage, Subscriber},
+    config::Config,
+    metrics::{Exports, Metrics},
+    redis_conn::redis_client_verified,
+    shutdown::{Shutdown, retry_until_ok},
+};
+pub use metrics::EdgeMetrics;
+
+/// Messages waiting between the bus and the outbox, at most.
+const BUS_BUFFER: usize = 65_536;
+/// Messages appended to the outbox at a time, at most.
+const APPEND_BATCH: usize = 256;
+
+/// Runs the edge until `shutdown` is triggered (or another edge holds its name).
+///
+/// # Errors
+/// When a Redis URL is unusable, a certificate does not verify, or the name is taken.
+pub async fn run(
+    config: Config,
+    metrics_listener: Option<tokio::net::TcpListener>,
+    shutdown: Shutdown,
+) -> anyhow::Result<()> {
+    let edge = config.edge.clone().context("no [edge] section")?;
+    let (token, tracker) = (shutdown.token().clone(), shutdown.tracker().clone());
+    crate::pipeline::trust::check(&config).await?;
+    let stats = EdgeMetrics::default();
+    let metrics = Metrics::with_exports(|_| Exports {
+        collectors: vec![Box::new(stats.clone())],
+        texts: Vec::new(),
+    });
+    if let Some(l) = metrics_listener {
+        let router = crate::metrics::router(
+            metrics.clone(),
+            Arc::new(crate::metrics::merge::Merger::new(
+                Vec::new(),
+                metrics.clone(),
+            )?),
+            &config.metrics.merge.path,
+            Arc::new(crate::metrics::auth::Access::new(&config.metrics.auth)),
+            Arc::new(crate::metrics::hosts::Hosts::new(
+                Some(config.metrics.bind.ip()),
+                &config.metrics.allowed_hosts,
+            )),
+        );
+        crate::pipeline::serve_tcp(&tracker, &token, l, router, "metrics");
+    }
+    let local = redis_client_verified(config.redis.url.expose(), config.redis.ca_file.as_deref())?;
+    let pool = redis_client_verified(edge.store_url.expose(), edge.ca_file.as_deref())?;
+    let Some(conn) = retry_until_ok(&token, "connect to this server's Redis", || {
+        redis::aio::ConnectionManager::new(local.clone())
+    })
+    .await
+    else {
+        return Ok(());
+    };
+    let Some(epoch) =
+        retry_until_ok(&token, "read the outbox's epoch", || epoch(conn.clone())).await
+    else {
+        return Ok(());
+    };
+    let keys = EdgeKeys::new(&edge.server);
+    let claim = claim::Claim {
+        pool: pool.clone(),
+        server: edge.server.clone(),
+        keys: EdgeKeys::new(&edge.server),
+        me: format!("host {} outbox {epoch}", host()),
+    };
+    claim.take().await?;
+    let (lost_tx, mut lost) = oneshot::channel();
+    tracker.spawn(claim.hold(token.clone(), lost_tx));
+    let outbox = Arc::new(outbox::Outbox {
+        conn,
+        limit: i64::try_from(edge.buffer_mib.saturating_mul(1024 * 1024)).unwrap_or(i64::MAX),
+        metrics: stats.clone(),
+        full_said: AtomicBool::new(false),
+    });
+    if retry_until_ok(&token, "measure the edge's outbox", || outbox.measure())
+        .await
+        .is_none()
+    {
+        return Ok(());
+    }
+    tracing::info!(
+        server = %edge.server,
+        store = %edge.store_url.redacted(),
+        buffered = stats.buffered.get(),
+        "edge: this server's bus goes to the pool's store"
+    );
+    let wake = Arc::new(Notify::new());
+    let (tx, rx) = mpsc::channel(BUS_BUFFER);
+    let name: Arc<str> = edge.server.as_str().into();
+    let subscriber = Subscriber {
+        source: SourceId::MIN,
+        series: metrics.bus.source(&name),
+        name,
+        client: local,
+        channels: config.redis.channels.clone(),
+        max_message_bytes: config.redis.max_message_bytes,
+        metrics: metrics.clone(),
+        subscribed: tokio::sync::watch::channel(0).0,
+    };
+    tracker.spawn(subscriber.run(tx, token.clone()));
+    tracker.spawn(append(rx, outbox.clone(), wake.clone(), token.clone()));
+    let forwarder = forward::Forwarder {
+        outbox,
+        pool,
+        keys,
+        epoch,
+        max_len: edge.stream_max_len,
+        wake,
+    };
+    tracker.spawn(forwarder.run(token.clone()));
+    token.cancelled().await;
+    tracker.close();
+    tracker.wait().await;
+    match lost.try_recv() {
+        Ok(taken) => Err(taken.into()),
+        Err(_) => Ok(()),
+    }
+}
+
+/// Appends what the bus hands on to the outbox, in order, until the bus is gone (at the stop,
+/// after the subscriber handed on what came before it unsubscribed).
+async fn append(
+    mut rx: mpsc::Receiver<BusMessage>,
+    outbox: Arc<outbox::Outbox>,
+    wake: Arc<Notify>,
+    token: tokio_util::sync::CancellationToken,
+) {
+    let mut batch = Vec::with_capacity(APPEND_BATCH);
+    while rx.recv_many(&mut batch, APPEND_BATCH).await > 0 {
+        // The first try is made even at the stop: what the bus handed on is kept.
+        let stop = tokio_util::sync::CancellationToken::new();
+        let on = if token.is_cancelled() { &stop } else { &token };
+        let appended = retry_until_ok(on, "append to the edge's outbox", || outbox.append(&batch));
+        if appended.await.is_none() {
+            tracing::error!(
+                messages = batch.len(),
+                "the edge stopped before its outbox took these bus messages"
+            );
+        }
+        outbox.metrics.read.inc_by(batch.len() as u64);
+        batch.clear();
+        wake.notify_one();
+    }
+}
+
+/// This outbox's epoch, made once.
+async fn epoch(mut conn: redis::aio::ConnectionManager) -> redis::RedisResult<String> {
+    use std::hash::{BuildHasher, Hasher};
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u64(crate::base::time::now_ms());
+    h.write_u32(std::process::id());
+    let made = format!("{:016x}", h.finish());
+    let _: Option<String> = redis::cmd("SET")
+        .arg(EDGE_EPOCH)
+        .arg(&made)
+        .arg("NX")
+        .query_async(&mut conn)
+        .await?;
+    redis::cmd("GET")
+        .arg(EDGE_EPOCH)
+        .query_async(&mut conn)
+        .await
+}
+
+/// This machine's host name, for the claim.
+fn host() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|h| h.trim().to_string())
+        .unwrap_or_else(|_| "unknown".into())
+}

@@ -1,0 +1,373 @@
+//! The edge role (`[edge]`, docs/pool.md): the real binary on a "BBB server" (a redis-server
+//! of its own) appending its bus, in order, to the pool's store (another redis-server, reached
+//! by TLS alone); the store stopped and started again; the edge killed -9 and started again
+//! within a second; an outbox that fills up; a name another edge holds.
+
+use std::time::Duration;
+
+use crate::support::{TestRedis, free_port, metric_value, process::binary, tls::TestCa, wait};
+
+/// An edge process and its log.
+struct Edge {
+    child: tokio::process::Child,
+    metrics: u16,
+    config: std::path::PathBuf,
+    log: std::path::PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+impl Edge {
+    /// An edge of `bbb` named `server`, writing to `store_url`, with `more` in `[edge]`;
+    /// waits until it is subscribed to `bbb`'s bus.
+    async fn start(bbb: &TestRedis, server: &str, store_url: &str, more: &str) -> Edge {
+        let dir = tempfile::tempdir().expect("dir");
+        let metrics = free_port();
+        let config = dir.path().join("edge.toml");
+        std::fs::write(
+            &config,
+            format!(
+                "[redis]\nurl = \"{}\"\n[metrics]\nbind = \"127.0.0.1:{metrics}\"\n[edge]\nstore_url = \"{store_url}\"\nserver = \"{server}\"\n{more}\n",
+                bbb.url()
+            ),
+        )
+        .expect("config");
+        let edge = Self::spawn(dir, config, metrics).await;
+        wait::until("the edge subscribed", async || {
+            if bbb.has_subscriber().await {
+                Ok(())
+            } else {
+                Err(edge.log_text())
+            }
+        })
+        .await;
+        edge
+    }
+
+    async fn spawn(dir: tempfile::TempDir, config: std::path::PathBuf, metrics: u16) -> Edge {
+        let log = dir.path().join(format!("edge-{}.log", free_port()));
+        let child = tokio::process::Command::new(binary())
+            .arg("serve")
+            .arg("--config")
+            .arg(&config)
+            .env("RUST_LOG", "info")
+            .stdout(std::fs::File::create(&log).expect("log"))
+            .stderr(std::fs::File::create(log.with_extension("err")).expect("err"))
+            .kill_on_drop(true)
+            .spawn()
+            .expect("the hookrelay binary");
+        Edge {
+            child,
+            metrics,
+            config,
+            log,
+            _dir: dir,
+        }
+    }
+
+    fn log_text(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    async fn metric(&self, series: &str) -> f64 {
+        let text = crate::support::relay::http_client()
+            .get(format!("http://127.0.0.1:{}/metrics", self.metrics))
+            .send()
+            .await
+            .expect("metrics")
+            .text()
+            .await
+            .expect("body");
+        metric_value(&text, series)
+    }
+
+    async fn metric_reaches(&self, series: &str, value: f64) {
+        wait::until(&format!("{series} reaches {value}"), async || {
+            let v = self.metric(series).await;
+            if v >= value { Ok(()) } else { Err(v) }
+        })
+        .await;
+    }
+
+    /// kill -9, then the same edge started again at once.
+    async fn kill9_and_restart(mut self, bbb: &TestRedis) -> Edge {
+        self.child.start_kill().expect("kill");
+        let _ = self.child.wait().await;
+        let Edge {
+            config,
+            metrics,
+            _dir,
+            ..
+        } = self;
+        let edge = Self::spawn(_dir, config, metrics).await;
+        wait::until("the edge subscribed again", async || {
+            if bbb.has_subscriber().await {
+                Ok(())
+            } else {
+                Err(edge.log_text())
+            }
+        })
+        .await;
+        edge
+    }
+
+    async fn terminate(mut self) -> String {
+        if let Some(pid) = self.child.id() {
+            let _ = std::process::Command::new("kill")
+                .args(["-TERM", &pid.to_string()])
+                .status();
+        }
+        let status = tokio::time::timeout(Duration::from_secs(20), self.child.wait())
+            .await
+            .expect("stops")
+            .expect("status");
+        assert!(status.success(), "{status:?}: {}", self.log_text());
+        self.log_text()
+    }
+}
+
+/// The payloads of the server's stream in `store`, in order, each with its channel.
+async fn stream(store: &TestRedis, server: &str) -> Vec<(String, String)> {
+    let mut c = store.conn().await.expect("store");
+    let raw: Vec<(String, Vec<String>)> = redis::cmd("XRANGE")
+        .arg(format!("hookrelay:edge:{{{server}}}:bus"))
+        .arg("-")
+        .arg("+")
+        .query_async(&mut c)
+        .await
+        .expect("XRANGE");
+    raw.into_iter()
+        .map(|(_, f)| {
+            let get = |k: &str| {
+                f.chunks(2)
+                    .find(|p| p[0] == k)
+                    .map(|p| p[1].clone())
+                    .unwrap_or_default()
+            };
+            (get("c"), get("p"))
+        })
+        .collect()
+}
+
+fn message(i: usize) -> String {
+    format!(r#"{{"envelope":{{"name":"Probe"}},"core":{{"body":{{"n":{i}}}}}}}"#)
+}
+
+async fn publish(bbb: &TestRedis, range: std::ops::Range<usize>) {
+    for i in range {
+        bbb.publish(&message(i)).await;
+    }
+}
+
+/// Waits until the server's stream holds `n` messages; asserts they are `0..n` in order,
+/// each once, on BBB's main channel.
+async fn assert_stream(store: &TestRedis, server: &str, want: impl Iterator<Item = usize>) {
+    let want: Vec<(String, String)> = want
+        .map(|i| ("from-akka-apps-redis-channel".to_string(), message(i)))
+        .collect();
+    let n = want.len();
+    let got = wait::until(&format!("{n} messages in the pool's stream"), async || {
+        let got = stream(store, server).await;
+        if got.len() >= n {
+            Ok(got)
+        } else {
+            Err(got.len())
+        }
+    })
+    .await;
+    assert_eq!(got, want);
+}
+
+#[tokio::test]
+async fn an_edge_appends_its_bus_in_order_to_a_store_it_reaches_by_tls_alone() {
+    let ca = TestCa::new("pool-ca");
+    let store = TestRedis::start_tls(&ca).await;
+    let bbb = TestRedis::start().await;
+    let more = format!("ca_file = \"{}\"", ca.ca_file());
+    let edge = Edge::start(&bbb, "bbb1", &store.tls_url(), &more).await;
+    publish(&bbb, 0..50).await;
+    assert_stream(&store, "bbb1", 0..50).await;
+    edge.metric_reaches("hookrelay_edge_messages_forwarded_total", 50.0)
+        .await;
+    assert_eq!(
+        edge.metric("hookrelay_edge_messages_read_total").await,
+        50.0
+    );
+    assert_eq!(edge.metric("hookrelay_edge_store_up").await, 1.0);
+    assert_eq!(edge.metric("hookrelay_edge_buffered_messages").await, 0.0);
+    // The outbox on the server is empty; the pool knows the edge.
+    assert_eq!(bbb.xlen("hookrelay:edge:outbox").await, 0);
+    assert_eq!(store.smembers("hookrelay:edges").await, ["bbb1"]);
+    let info = store.hgetall("hookrelay:edge:{bbb1}:info").await;
+    assert_eq!(
+        info.get("forwarded").map(String::as_str),
+        Some("50"),
+        "{info:?}"
+    );
+    edge.terminate().await;
+}
+
+#[tokio::test]
+async fn a_stopped_store_loses_nothing_and_a_kill_9_with_a_restart_repeats_nothing() {
+    let mut store = TestRedis::start_appendonly().await;
+    let bbb = TestRedis::start().await;
+    let edge = Edge::start(&bbb, "bbb1", &store.url(), "").await;
+    publish(&bbb, 0..20).await;
+    assert_stream(&store, "bbb1", 0..20).await;
+
+    // The store goes away: the edge keeps what it reads, says so, and sends it once back.
+    store.stop().await;
+    publish(&bbb, 20..50).await;
+    edge.metric_reaches("hookrelay_edge_buffered_messages", 30.0)
+        .await;
+    assert_eq!(edge.metric("hookrelay_edge_store_up").await, 0.0);
+    assert_eq!(bbb.xlen("hookrelay:edge:outbox").await, 30);
+    store.start_again().await;
+    assert_stream(&store, "bbb1", 0..50).await;
+    edge.metric_reaches("hookrelay_edge_store_up", 1.0).await;
+
+    // kill -9 and a start at once: what it had read is in the outbox or the store, and the
+    // cursor keeps it from going twice.
+    publish(&bbb, 50..60).await;
+    // Once in the outbox (read counts them there), a message survives the kill; one still
+    // in the socket would not, as with any subscriber.
+    edge.metric_reaches("hookrelay_edge_messages_read_total", 60.0).await;
+    let edge = edge.kill9_and_restart(&bbb).await;
+    publish(&bbb, 60..80).await;
+    assert_stream(&store, "bbb1", 0..80).await;
+    edge.metric_reaches("hookrelay_edge_messages_forwarded_total", 1.0)
+        .await;
+    let log = edge.terminate().await;
+    assert!(!log.contains("taken by another"), "{log}");
+}
+
+#[tokio::test]
+async fn a_full_outbox_lets_the_oldest_go_counted_and_said_once() {
+    let mut store = TestRedis::start().await;
+    let bbb = TestRedis::start().await;
+    let edge = Edge::start(&bbb, "bbb1", &store.url(), "buffer_mib = 1").await;
+    store.kill().await;
+    // 40 messages of 50 kB: twice what the outbox holds.
+    let big = "x".repeat(50_000);
+    for i in 0..40 {
+        bbb.publish(&format!(r#"{{"n":{i},"pad":"{big}"}}"#)).await;
+    }
+    edge.metric_reaches("hookrelay_edge_messages_read_total", 40.0)
+        .await;
+    let dropped = edge.metric("hookrelay_edge_messages_dropped_total").await;
+    assert!(dropped >= 19.0, "{dropped}");
+    assert!(edge.metric("hookrelay_edge_buffered_bytes").await <= 1024.0 * 1024.0);
+    store.start_again().await;
+    // The newest went on, in order.
+    let kept = 40 - dropped as usize;
+    let got = wait::until("the rest in the pool's stream", async || {
+        let got = stream(&store, "bbb1").await;
+        if got.len() >= kept {
+            Ok(got)
+        } else {
+            Err(got.len())
+        }
+    })
+    .await;
+    let ns: Vec<usize> = got
+        .iter()
+        .map(|(_, p)| {
+            let v: serde_json::Value = serde_json::from_str(p).expect("JSON");
+            v["n"].as_u64().unwrap_or(u64::MAX) as usize
+        })
+        .collect();
+    assert_eq!(ns, (40 - kept..40).collect::<Vec<_>>());
+    let log = edge.terminate().await;
+    assert_eq!(log.matches("the edge's outbox is full").count(), 1, "{log}");
+}
+
+#[tokio::test]
+async fn a_name_another_running_edge_holds_is_refused_at_start() {
+    let store = TestRedis::start().await;
+    let (bbb1, bbb2) = (TestRedis::start().await, TestRedis::start().await);
+    let first = Edge::start(&bbb1, "bbb1", &store.url(), "").await;
+    first.metric_reaches("hookrelay_edge_store_up", 1.0).await;
+    let dir = tempfile::tempdir().expect("dir");
+    let config = dir.path().join("edge.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[redis]\nurl = \"{}\"\n[metrics]\nenabled = false\n[edge]\nstore_url = \"{}\"\nserver = \"bbb1\"\n",
+            bbb2.url(),
+            store.url()
+        ),
+    )
+    .expect("config");
+    let out = tokio::time::timeout(
+        Duration::from_secs(20),
+        tokio::process::Command::new(binary())
+            .arg("serve")
+            .arg("--config")
+            .arg(&config)
+            .output(),
+    )
+    .await
+    .expect("stops by itself")
+    .expect("runs");
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.starts_with("hookrelay: edge.server \"bbb1\" is taken by another running edge (host "),
+        "{err}"
+    );
+    assert!(err.contains("; this edge is host "), "{err}");
+    first.terminate().await;
+}
+
+/// An edge that died between its write to the pool's store and the outbox's delete: the
+/// cursor written with the batch says those entries went, so the next start deletes them
+/// rather than sending them twice, and sends the rest.
+#[tokio::test]
+async fn entries_the_store_has_already_are_not_sent_twice_after_a_crash() {
+    let store = TestRedis::start().await;
+    let bbb = TestRedis::start().await;
+    let mut b = bbb.conn().await.expect("bbb");
+    let mut s = store.conn().await.expect("store");
+    let () = redis::cmd("SET")
+        .arg("hookrelay:edge:epoch")
+        .arg("e1")
+        .query_async(&mut b)
+        .await
+        .expect("SET");
+    for (id, i) in [("1-0", 0), ("2-0", 1), ("3-0", 2)] {
+        let _: String = redis::cmd("XADD")
+            .arg("hookrelay:edge:outbox")
+            .arg(id)
+            .arg("c")
+            .arg("from-akka-apps-redis-channel")
+            .arg("p")
+            .arg(message(i))
+            .query_async(&mut b)
+            .await
+            .expect("XADD outbox");
+    }
+    // The first two reached the pool's stream, with the cursor, before the crash.
+    for i in 0..2 {
+        let _: String = redis::cmd("XADD")
+            .arg("hookrelay:edge:{bbb1}:bus")
+            .arg("*")
+            .arg("c")
+            .arg("from-akka-apps-redis-channel")
+            .arg("p")
+            .arg(message(i))
+            .query_async(&mut s)
+            .await
+            .expect("XADD stream");
+    }
+    let () = redis::cmd("SET")
+        .arg("hookrelay:edge:{bbb1}:cursor")
+        .arg("e1 2-0")
+        .query_async(&mut s)
+        .await
+        .expect("SET cursor");
+    let edge = Edge::start(&bbb, "bbb1", &store.url(), "").await;
+    publish(&bbb, 3..5).await;
+    assert_stream(&store, "bbb1", 0..5).await;
+    assert_eq!(bbb.xlen("hookrelay:edge:outbox").await, 0);
+    edge.terminate().await;
+}
