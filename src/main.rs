@@ -105,6 +105,9 @@ enum Command {
     /// Who changed what, when: every hooks/create and hooks/destroy, enable, disable, removal,
     /// secret rotation and redelivery, oldest first (from the admin API).
     Audit(admin::AuditArgs),
+    /// The BBB servers whose edges write to the store (`[edge]`, docs/pool.md): each edge's
+    /// state, last seen, and its counts (from the admin API).
+    Servers(admin::ServersArgs),
     /// Several instances on one store: show who holds the fleet lease, how far back each
     /// instance's kept messages reach and who delivers each hook (read from the store).
     Fleet(admin::FleetArgs),
@@ -233,6 +236,7 @@ fn main() -> ExitCode {
         Command::Fleet(args) => return admin::fleet(&args),
         Command::Tenants(args) => return admin::tenants(&args),
         Command::Audit(args) => return admin::audit(&args),
+        Command::Servers(args) => return admin::servers(&args),
         Command::Events { command } => return events_cli::run(&command),
         Command::AdminToken(args) => return admin::admin_token(&args),
     };

@@ -9,6 +9,7 @@ mod callback;
 mod fleet;
 mod hooks;
 mod import;
+mod servers;
 mod status;
 mod tenancy;
 
@@ -19,6 +20,7 @@ pub use fleet::{FleetArgs, fleet};
 use hookrelay::Config;
 pub use hooks::{HooksArgs, hooks};
 pub use import::{ImportArgs, import_reference};
+pub use servers::{ServersArgs, servers};
 pub use status::{DeliveriesArgs, RedeliverArgs, deliveries, redeliver};
 pub use tenancy::{AuditArgs, TenantsArgs, audit, tenants};
 

@@ -1,7 +1,7 @@
 //! The admin API: JSON about each hook's delivery (its state, its last attempts), redelivery,
-//! the tenants and the audit, on a listener of its own (`[admin]`, never under the BBB API's
+//! the tenants, the audit and the edges' servers, on a listener of its own (`[admin]`, never under the BBB API's
 //! path), behind `[admin] bearer_token`. The `hooks show`, `hooks list`, `hooks enable`,
-//! `hooks rotate-secret`, `deliveries`, `redeliver`, `tenants` and `audit` commands use it;
+//! `hooks rotate-secret`, `deliveries`, `redeliver`, `tenants`, `audit` and `servers` commands use it;
 //! [`hooks`], [`redeliver`], [`tenants`] and [`audit`] hold the calls, [`page`] the status page
 //! for people. Every change is recorded in the audit with its caller ([`Caller`]). Errors are
 //! typed here and answered as `{"error": "..."}` with their status.
@@ -10,6 +10,7 @@ mod audit;
 mod hooks;
 mod page;
 mod redeliver;
+mod servers;
 mod tenants;
 
 use std::sync::Arc;
@@ -158,6 +159,7 @@ pub fn router(state: Arc<AdminState>, access: Arc<auth::Access>) -> Router {
         .route("/v1/hooks/{id}/rotate-secret", post(hooks::rotate_secret))
         .route("/v1/redeliver", post(redeliver::redeliver_all))
         .route("/v1/tenants", get(tenants::list))
+        .route("/v1/servers", get(servers::list))
         .route("/v1/audit", get(audit::list))
         .route("/", get(page::list))
         .route("/hooks/{id}", get(page::hook))

@@ -230,7 +230,8 @@ async fn a_stopped_store_loses_nothing_and_a_kill_9_with_a_restart_repeats_nothi
     publish(&bbb, 50..60).await;
     // Once in the outbox (read counts them there), a message survives the kill; one still
     // in the socket would not, as with any subscriber.
-    edge.metric_reaches("hookrelay_edge_messages_read_total", 60.0).await;
+    edge.metric_reaches("hookrelay_edge_messages_read_total", 60.0)
+        .await;
     let edge = edge.kill9_and_restart(&bbb).await;
     publish(&bbb, 60..80).await;
     assert_stream(&store, "bbb1", 0..80).await;
@@ -370,4 +371,48 @@ async fn entries_the_store_has_already_are_not_sent_twice_after_a_crash() {
     assert_stream(&store, "bbb1", 0..5).await;
     assert_eq!(bbb.xlen("hookrelay:edge:outbox").await, 0);
     edge.terminate().await;
+}
+
+/// `hookrelay servers` on a relay whose store the edges write to: each server, whether its
+/// edge runs, and its counts.
+#[tokio::test]
+async fn hookrelay_servers_lists_the_edges_of_the_store() {
+    let store = TestRedis::start().await;
+    let bbb = TestRedis::start().await;
+    let edge = Edge::start(&bbb, "bbb1", &store.url(), "").await;
+    publish(&bbb, 0..7).await;
+    assert_stream(&store, "bbb1", 0..7).await;
+    // The store's info is written with each batch and each idle round.
+    let relay = crate::support::RelayProcess::start(&store, "").await;
+    let config = relay.config.display().to_string();
+    let listed = wait::until("the edge's counts in the store", async || {
+        let (code, out, err) = crate::support::process::cli(&["servers", "--json", "-c", &config]);
+        assert_eq!(code, 0, "{err}");
+        let v: serde_json::Value = serde_json::from_str(&out).expect("JSON");
+        if v["servers"][0]["forwarded"] == 7 {
+            Ok(v)
+        } else {
+            Err(v)
+        }
+    })
+    .await;
+    let s = &listed["servers"][0];
+    assert_eq!(s["server"], "bbb1");
+    assert_eq!(s["running"], true);
+    assert_eq!(s["read"], 7);
+    assert_eq!(s["stream_length"], 7);
+    assert!(
+        s["seconds_since_seen"].as_u64().is_some_and(|v| v < 10),
+        "{s}"
+    );
+    let (code, text, _) = crate::support::process::cli(&["servers", "-c", &config]);
+    assert_eq!(code, 0);
+    assert!(
+        text.lines()
+            .nth(1)
+            .is_some_and(|l| l.starts_with("bbb1") && l.contains("running")),
+        "{text}"
+    );
+    edge.terminate().await;
+    relay.terminate().await;
 }
