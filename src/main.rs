@@ -309,7 +309,15 @@ async fn serve_edge(config: Config) -> ExitCode {
 
 /// `hookrelay serve`: binds the listeners and runs the relay until a signal stops it.
 fn serve_relay(config: Config) -> ExitCode {
-    let runtime = match tokio::runtime::Runtime::new() {
+    // An edge only moves messages from one Redis to another: one thread does (less memory and
+    // CPU beside BBB's own processes); a whole relay uses every core.
+    let runtime = match config.edge.is_some() {
+        true => tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build(),
+        false => tokio::runtime::Runtime::new(),
+    };
+    let runtime = match runtime {
         Ok(r) => r,
         Err(e) => {
             eprintln!("hookrelay: cannot start the runtime: {e}");

@@ -30,6 +30,7 @@ mod support;
 
 mod api;
 mod baseline;
+mod edges;
 mod launch;
 mod memory;
 mod plugins;
@@ -217,6 +218,20 @@ pub enum Scenario {
     Tenancy {
         #[arg(long, default_value_t = 1_000)]
         tenants: usize,
+    },
+    /// Edges (docs/pool.md) on loopback, each on a BBB server of its own publishing at a fixed
+    /// rate into one pool store: latency to the store, loss, each edge's CPU per message and
+    /// RSS; with --outage-s, the store stopped that long mid-run and the catch-up.
+    Edges {
+        #[arg(long, default_value_t = 20)]
+        edges: usize,
+        /// Messages a second, per edge.
+        #[arg(long, default_value_t = 500)]
+        rate: u64,
+        #[arg(long, default_value_t = 30)]
+        seconds: u64,
+        #[arg(long, default_value_t = 0)]
+        outage_s: u64,
     },
     /// hooks/list and hooks/create throughput with wrk.
     Api {

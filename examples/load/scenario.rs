@@ -101,6 +101,12 @@ pub async fn run(scenario: &Scenario, setup: &Setup) -> Figures {
         Scenario::PostLoop { .. } => unreachable!("run by main"),
         Scenario::Api { hooks, seconds } => crate::api::run(setup, hooks, seconds).await,
         Scenario::Tenancy { tenants } => crate::tenancy::run(setup, tenants).await,
+        Scenario::Edges {
+            edges,
+            rate,
+            seconds,
+            outage_s,
+        } => crate::edges::run(setup, edges, rate, seconds, outage_s).await,
         Scenario::Xapi { meetings, ralph } => crate::xapi::run(setup, meetings, ralph).await,
         Scenario::Outage { hooks, events } => crate::memory::outage(setup, hooks, events).await,
         Scenario::Meetings { meetings, users } => {
