@@ -38,11 +38,14 @@ impl Forwarder {
         while !token.is_cancelled() {
             let step = self.step(&mut conn, &mut last).await;
             let wait = match step {
-                Ok(true) => {
+                // A full batch: more may wait.
+                Ok(Some(BATCH)) => {
                     pause = Duration::from_millis(100);
                     continue;
                 }
-                Ok(false) => {
+                // The outbox is empty (or was, but for this batch): until the appender says
+                // it has more, or a second passes (then the store hears the edge is alive).
+                Ok(_) => {
                     pause = Duration::from_millis(100);
                     tokio::select! {
                         () = self.wake.notified() => continue,
@@ -67,12 +70,12 @@ impl Forwarder {
         }
     }
 
-    /// One round: `true` when a batch went, `false` when the outbox is empty.
+    /// One round: how many messages went (`None`: the outbox was empty).
     async fn step(
         &self,
         conn: &mut Option<ConnectionManager>,
         last: &mut Option<String>,
-    ) -> redis::RedisResult<bool> {
+    ) -> redis::RedisResult<Option<usize>> {
         let pool = match conn {
             Some(c) => c.clone(),
             None => {
@@ -97,7 +100,7 @@ impl Forwarder {
         let Some(newest) = batch.last() else {
             self.outbox.metrics.store_up.set(1);
             self.say_seen(&mut pool.clone()).await?;
-            return Ok(false);
+            return Ok(None);
         };
         let newest = newest.id.clone();
         self.write(&mut pool.clone(), &batch, &newest).await?;
@@ -111,7 +114,7 @@ impl Forwarder {
         if let Err(e) = self.outbox.delete(&batch).await {
             tracing::warn!(error = %e, "the edge cannot delete forwarded messages from its outbox");
         }
-        Ok(true)
+        Ok(Some(batch.len()))
     }
 
     /// Where to go on from: the outbox entry the pool's stream has last (the entries up to it
@@ -160,19 +163,21 @@ impl Forwarder {
             .arg(&self.keys.cursor)
             .arg(format!("{} {newest}", self.epoch))
             .ignore();
-        self.info(&mut pipe);
+        self.info(&mut pipe, batch.len());
         pipe.query_async(pool).await
     }
 
     /// Says in the store that the edge is alive, and how it stands.
     async fn say_seen(&self, pool: &mut ConnectionManager) -> redis::RedisResult<()> {
         let mut pipe = redis::pipe();
-        self.info(&mut pipe);
+        self.info(&mut pipe, 0);
         pipe.query_async(pool).await
     }
 
-    fn info(&self, pipe: &mut redis::Pipeline) {
+    /// The edge's counts, as they stand once `going` more messages are in the store.
+    fn info(&self, pipe: &mut redis::Pipeline, going: usize) {
         let m = &self.outbox.metrics;
+        let going_i = i64::try_from(going).unwrap_or(i64::MAX);
         pipe.cmd("HSET")
             .arg(&self.keys.info)
             .arg("last_seen_ms")
@@ -180,9 +185,9 @@ impl Forwarder {
             .arg("read")
             .arg(m.read.get())
             .arg("forwarded")
-            .arg(m.forwarded.get())
+            .arg(m.forwarded.get() + going as u64)
             .arg("buffered")
-            .arg(m.buffered.get())
+            .arg((m.buffered.get() - going_i).max(0))
             .arg("dropped")
             .arg(m.dropped.get())
             .ignore();
