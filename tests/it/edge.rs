@@ -32,15 +32,20 @@ impl Edge {
         )
         .expect("config");
         let edge = Self::spawn(dir, config, metrics).await;
+        edge.wait_subscribed(bbb).await;
+        edge
+    }
+
+    /// Waits until the edge is subscribed to `bbb`'s bus.
+    async fn wait_subscribed(&self, bbb: &TestRedis) {
         wait::until("the edge subscribed", async || {
             if bbb.has_subscriber().await {
                 Ok(())
             } else {
-                Err(edge.log_text())
+                Err(self.log_text())
             }
         })
         .await;
-        edge
     }
 
     async fn spawn(dir: tempfile::TempDir, config: std::path::PathBuf, metrics: u16) -> Edge {
@@ -99,14 +104,7 @@ impl Edge {
             ..
         } = self;
         let edge = Self::spawn(_dir, config, metrics).await;
-        wait::until("the edge subscribed again", async || {
-            if bbb.has_subscriber().await {
-                Ok(())
-            } else {
-                Err(edge.log_text())
-            }
-        })
-        .await;
+        edge.wait_subscribed(bbb).await;
         edge
     }
 

@@ -21,6 +21,24 @@ pub struct TestRedis {
     args: Vec<String>,
 }
 
+/// redis-server's arguments for TLS on `port` with `ca`'s server certificate, clients showing
+/// none.
+fn tls_args(ca: &super::tls::TestCa, port: u16) -> Vec<String> {
+    [
+        "--tls-port".to_string(),
+        port.to_string(),
+        "--tls-cert-file".into(),
+        ca.server_cert(),
+        "--tls-key-file".into(),
+        ca.server_key(),
+        "--tls-ca-cert-file".into(),
+        ca.ca_file(),
+        "--tls-auth-clients".into(),
+        "no".into(),
+    ]
+    .to_vec()
+}
+
 impl TestRedis {
     pub async fn start() -> Self {
         Self::start_with(Vec::new()).await
@@ -73,19 +91,7 @@ impl TestRedis {
     #[allow(dead_code)]
     pub async fn start_tls(ca: &super::tls::TestCa) -> Self {
         let tls_port = free_port();
-        let args = [
-            "--tls-port".to_string(),
-            tls_port.to_string(),
-            "--tls-cert-file".into(),
-            ca.server_cert(),
-            "--tls-key-file".into(),
-            ca.server_key(),
-            "--tls-ca-cert-file".into(),
-            ca.ca_file(),
-            "--tls-auth-clients".into(),
-            "no".into(),
-        ];
-        let mut r = Self::start_with(args.to_vec()).await;
+        let mut r = Self::start_with(tls_args(ca, tls_port)).await;
         r.tls_port = tls_port;
         r
     }
@@ -95,18 +101,8 @@ impl TestRedis {
     #[allow(dead_code)]
     pub async fn start_tls_cluster_node(ca: &super::tls::TestCa) -> Self {
         let tls_port = free_port();
-        let args = [
-            "--tls-port".to_string(),
-            tls_port.to_string(),
-            "--tls-cert-file".into(),
-            ca.server_cert(),
-            "--tls-key-file".into(),
-            ca.server_key(),
-            "--tls-ca-cert-file".into(),
-            ca.ca_file(),
-            "--tls-auth-clients".into(),
-            "no".into(),
-            "--tls-cluster".into(),
+        let cluster = [
+            "--tls-cluster".to_string(),
             "yes".into(),
             "--cluster-enabled".into(),
             "yes".into(),
@@ -117,7 +113,9 @@ impl TestRedis {
             "--cluster-port".into(),
             free_port().to_string(),
         ];
-        let mut r = Self::start_with(args.to_vec()).await;
+        let mut args = tls_args(ca, tls_port);
+        args.extend(cluster);
+        let mut r = Self::start_with(args).await;
         r.tls_port = tls_port;
         r
     }
