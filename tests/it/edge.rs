@@ -7,6 +7,11 @@ use std::time::Duration;
 
 use crate::support::{TestRedis, free_port, metric_value, process::binary, tls::TestCa, wait};
 
+thread_local! {
+    /// The `api.bind` port the edges of this test are given, which an edge must leave closed.
+    static API_PORT: u16 = free_port();
+}
+
 /// An edge process and its log.
 struct Edge {
     child: tokio::process::Child,
@@ -26,8 +31,9 @@ impl Edge {
         std::fs::write(
             &config,
             format!(
-                "[redis]\nurl = \"{}\"\n[metrics]\nbind = \"127.0.0.1:{metrics}\"\n[edge]\nstore_url = \"{store_url}\"\nserver = \"{server}\"\n{more}\n",
-                bbb.url()
+                "[redis]\nurl = \"{}\"\n[api]\nbind = \"127.0.0.1:{}\"\n[metrics]\nbind = \"127.0.0.1:{metrics}\"\n[edge]\nstore_url = \"{store_url}\"\nserver = \"{server}\"\n{more}\n",
+                bbb.url(),
+                API_PORT.with(|p| *p),
             ),
         )
         .expect("config");
@@ -413,4 +419,25 @@ async fn hookrelay_servers_lists_the_edges_of_the_store() {
     );
     edge.terminate().await;
     relay.terminate().await;
+}
+
+/// An edge opens its metrics listener alone (not the hooks API it was given a port for), and
+/// never shows the password of its store, even in the lines that say it cannot reach it.
+#[tokio::test]
+async fn an_edge_listens_for_its_metrics_alone_and_never_shows_the_stores_password() {
+    let bbb = TestRedis::start().await;
+    // Port 1: nothing answers, so the edge keeps what it reads and says why.
+    let edge = Edge::start(&bbb, "bbb1", "redis://:hunter2-not-shown@127.0.0.1:1", "").await;
+    publish(&bbb, 0..3).await;
+    edge.metric_reaches("hookrelay_edge_buffered_messages", 3.0)
+        .await;
+    assert_eq!(edge.metric("hookrelay_edge_store_up").await, 0.0);
+    let api = API_PORT.with(|p| *p);
+    assert!(
+        std::net::TcpStream::connect(("127.0.0.1", api)).is_err(),
+        "an edge opened the hooks API's port"
+    );
+    let log = edge.terminate().await;
+    assert!(log.contains("cannot write to the pool's store"), "{log}");
+    assert!(!log.contains("hunter2-not-shown"), "{log}");
 }
