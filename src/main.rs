@@ -283,18 +283,13 @@ fn init_logs(tool: bool, format: LogFormat) {
 /// `hookrelay serve` with `[edge]`: the metrics listener alone (an edge serves no hooks), then
 /// the edge until a signal stops it.
 async fn serve_edge(config: Config) -> ExitCode {
-    let metrics = match config.metrics.enabled {
-        true => match tokio::net::TcpListener::bind(config.metrics.bind).await {
-            Ok(l) => Some(l),
-            Err(e) => {
-                eprintln!(
-                    "hookrelay: metrics.bind: cannot listen on {}: {e}",
-                    config.metrics.bind
-                );
-                return ExitCode::FAILURE;
-            }
-        },
-        false => None,
+    let metrics = match Listeners::bind_metrics(&config).await {
+        Ok(l) => l,
+        Err(e) => {
+            // One line: the key, the address and why (exit status 1).
+            eprintln!("hookrelay: {e}");
+            return ExitCode::FAILURE;
+        }
     };
     let shutdown = Shutdown::new();
     shutdown.on_signals();

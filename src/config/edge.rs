@@ -41,7 +41,7 @@ impl Default for EdgeConfig {
 }
 
 /// This machine's name, as a server name may be written (`localhost` when none is known).
-fn host_name() -> String {
+pub fn host_name() -> String {
     let raw = std::fs::read_to_string("/proc/sys/kernel/hostname")
         .or_else(|_| std::fs::read_to_string("/etc/hostname"))
         .unwrap_or_default();

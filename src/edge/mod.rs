@@ -86,7 +86,7 @@ pub async fn run(
         pool: pool.clone(),
         server: edge.server.clone(),
         keys: EdgeKeys::new(&edge.server),
-        me: format!("host {} outbox {epoch}", host()),
+        me: format!("host {} outbox {epoch}", crate::config::edge::host_name()),
     };
     claim.take().await?;
     let (lost_tx, mut lost) = oneshot::channel();
@@ -185,11 +185,4 @@ async fn epoch(mut conn: redis::aio::ConnectionManager) -> redis::RedisResult<St
         .arg(EDGE_EPOCH)
         .query_async(&mut conn)
         .await
-}
-
-/// This machine's host name, for the claim.
-fn host() -> String {
-    std::fs::read_to_string("/proc/sys/kernel/hostname")
-        .map(|h| h.trim().to_string())
-        .unwrap_or_else(|_| "unknown".into())
 }

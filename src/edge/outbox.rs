@@ -132,10 +132,15 @@ impl Outbox {
         n: usize,
     ) -> redis::RedisResult<Vec<Entry>> {
         let start = after.map_or_else(|| "-".to_string(), next_id);
+        self.range(&start, "+", n).await
+    }
+
+    /// Up to `n` entries from `start` to `end` (both included), in order.
+    async fn range(&self, start: &str, end: &str, n: usize) -> redis::RedisResult<Vec<Entry>> {
         let raw: Vec<(String, Vec<String>)> = redis::cmd("XRANGE")
             .arg(EDGE_OUTBOX)
             .arg(start)
-            .arg("+")
+            .arg(end)
             .arg("COUNT")
             .arg(n)
             .query_async(&mut self.conn.clone())
@@ -179,18 +184,10 @@ impl Outbox {
     /// When the server's Redis fails.
     pub async fn delete_through(&self, id: &str) -> redis::RedisResult<()> {
         loop {
-            let raw: Vec<(String, Vec<String>)> = redis::cmd("XRANGE")
-                .arg(EDGE_OUTBOX)
-                .arg("-")
-                .arg(id)
-                .arg("COUNT")
-                .arg(PAGE)
-                .query_async(&mut self.conn.clone())
-                .await?;
-            if raw.is_empty() {
+            let page = self.range("-", id, PAGE).await?;
+            if page.is_empty() {
                 return Ok(());
             }
-            let page: Vec<Entry> = raw.into_iter().map(entry).collect();
             self.delete(&page).await?;
         }
     }

@@ -39,16 +39,24 @@ pub struct BindError {
 }
 
 impl Listeners {
+    /// Binds `metrics.bind` when the metrics are on (an edge's only listener).
+    ///
+    /// # Errors
+    /// When it cannot be bound: the key and the address, in one line.
+    pub async fn bind_metrics(config: &Config) -> Result<Option<TcpListener>, BindError> {
+        match config.metrics.enabled {
+            true => Ok(Some(tcp("metrics.bind", config.metrics.bind).await?)),
+            false => Ok(None),
+        }
+    }
+
     /// Binds the addresses of the configuration.
     ///
     /// # Errors
     /// When an address cannot be bound: the key and the address, in one line.
     pub async fn bind(config: &Config) -> Result<Self, BindError> {
         let api = tcp("api.bind", config.api.bind).await?;
-        let metrics = match config.metrics.enabled {
-            true => Some(tcp("metrics.bind", config.metrics.bind).await?),
-            false => None,
-        };
+        let metrics = Self::bind_metrics(config).await?;
         let admin = match config.admin.bind.filter(|_| config.admin.enabled) {
             Some(addr) => Some(tcp("admin.bind", addr).await?),
             None => None,
