@@ -69,6 +69,7 @@ fn scrape(c: &mut Criterion) {
             connected: m.bus.connected.clone(),
             holder: None,
             per_server: false,
+            joined: Default::default(),
         }
         .exports()
     });

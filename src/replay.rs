@@ -167,7 +167,7 @@ pub async fn send(replay: &Replay, signer: &Signer, client: &CallbackClient) -> 
                     CallbackHeaders {
                         bearer: signer.bearer(),
                         standard: standard.as_ref(),
-                        domain: signer.sources.domain(0),
+                        domain: &signer.sources.domain(0),
                         redelivery: false,
                         timestamp: signed.timestamp_header,
                     },

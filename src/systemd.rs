@@ -15,7 +15,10 @@ pub async fn ready_when_subscribed(
         .into_iter()
         .map(|mut r| Box::pin(async move { r.changed().await }));
     let any: Vec<_> = any.collect();
-    if !any.is_empty() {
+    if any.is_empty() {
+        // No bus of its own (a pool's relay, `[pool] local_bus = false`): ready now.
+        notify(NotifyState::Ready, "ready");
+    } else {
         tokio::select! {
             (changed, _, _) = futures_util::future::select_all(any) => {
                 if changed.is_ok() {

@@ -199,6 +199,9 @@ pub const EDGE_OUTBOX: &str = "hookrelay:edge:outbox";
 pub const EDGE_EPOCH: &str = "hookrelay:edge:epoch";
 /// Set of the servers whose edges write to the pool's store.
 pub const EDGES: &str = "hookrelay:edges";
+/// Channel on which an edge says, after each write, that its stream has more (the server's
+/// name): the pool's relays read at once rather than at their next round.
+pub const EDGE_WAKE: &str = "hookrelay:edges:wake";
 
 /// The pool store's keys of the edge of `server`, one hash tag for all (one Cluster slot).
 pub struct EdgeKeys {
@@ -210,6 +213,9 @@ pub struct EdgeKeys {
     pub cursor: String,
     /// Hash of what the edge says of itself (last seen, read, forwarded, buffered, dropped).
     pub info: String,
+    /// The id of the last entry of `stream` that the pool's relays queued, written in the
+    /// transaction that queued it; the stream is trimmed up to it.
+    pub taken: String,
 }
 
 impl EdgeKeys {
@@ -220,6 +226,7 @@ impl EdgeKeys {
             claim: at("claim"),
             cursor: at("cursor"),
             info: at("info"),
+            taken: at("taken"),
         }
     }
 }

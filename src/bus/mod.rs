@@ -1,7 +1,10 @@
 //! The Redis pub/sub subscriber of one source (conference server): one connection on its
 //! channels, messages handed on in bus order, each marked with its source; when Redis goes away it reconnects with backoff (50 ms growing to 1 s: whatever
 //! is published while it is away is lost, so it retries often) and subscribes again. At the
-//! relay's stop it unsubscribes and hands on what was published before.
+//! relay's stop it unsubscribes and hands on what was published before. [`stream`] reads the
+//! streams that a pool's edges write instead.
+
+pub mod stream;
 
 use std::{sync::Arc, time::Duration};
 
@@ -31,6 +34,9 @@ pub struct BusMessage {
     /// Which subscription of its source it came on: 1 for the first, one more after each
     /// reconnection. Between two messages of different epochs, messages may have been lost.
     pub epoch: u64,
+    /// Taken from an edge's stream in the pool's store: its entry's id, which the batch that
+    /// queues it records as taken. `None` off the pub/sub bus.
+    pub position: Option<Arc<str>>,
 }
 
 /// What the subscriber of one source needs.
@@ -203,6 +209,7 @@ impl Subscriber {
             payload: Arc::from(text),
             arrived,
             epoch,
+            position: None,
         })
     }
 }

@@ -67,8 +67,10 @@ struct OriginLabels {
 /// lease.
 #[derive(Debug, Clone)]
 pub struct ConferenceExport {
-    /// Each source's name and state.
+    /// Each configured source's name and state.
     pub states: Vec<(Arc<str>, SharedConference)>,
+    /// The servers whose edges the relay takes, as they appear (always one series each).
+    pub joined: super::Joined,
     /// `hookrelay_redis_connected{source}`: 1 while the source's bus is subscribed.
     pub connected: Family<SourceLabel, Gauge>,
     /// In a fleet, `hookrelay_fleet_lease_held`: only the holder counts the conference.
@@ -90,12 +92,29 @@ impl ConferenceExport {
     /// once every source's state is known (read back after a restart, not empty until then).
     fn counting(&self) -> bool {
         self.holder.as_ref().is_none_or(|g| g.get() == 1)
-            && (self.states.iter()).all(|(_, s)| s.lock().unwrap_or_else(|p| p.into_inner()).known)
+            && (self.all().iter()).all(|(_, s)| s.lock().unwrap_or_else(|p| p.into_inner()).known)
+    }
+
+    /// Every source's name and state: the configured ones, then the edges' servers.
+    fn all(&self) -> Vec<(Arc<str>, SharedConference)> {
+        let joined = self.joined.read().unwrap_or_else(|p| p.into_inner());
+        self.states.iter().chain(joined.iter()).cloned().collect()
+    }
+
+    /// One series per server: with `[[sources]]`, without a bus of its own, or once an edge's
+    /// server joined.
+    fn is_per_server(&self) -> bool {
+        self.per_server
+            || !self
+                .joined
+                .read()
+                .unwrap_or_else(|p| p.into_inner())
+                .is_empty()
     }
 
     fn summary(&self) -> Summary {
         let mut s = Summary::default();
-        for (_, shared) in &self.states {
+        for (_, shared) in &self.all() {
             let c = shared.lock().unwrap_or_else(|p| p.into_inner());
             s.add(Summary::of(&c));
         }
@@ -104,10 +123,10 @@ impl ConferenceExport {
 
     /// What the series show: each server's numbers (`per_server`), else their sum.
     fn views(&self) -> Vec<(Server, Summary)> {
-        if !self.per_server {
+        if !self.is_per_server() {
             return vec![(None, self.summary())];
         }
-        (self.states.iter())
+        (self.all().iter())
             .map(|(name, shared)| {
                 let c = shared.lock().unwrap_or_else(|p| p.into_inner());
                 (Some(name.clone()), Summary::of(&c))
@@ -129,11 +148,11 @@ impl ConferenceExport {
             let api = shared.lock().unwrap_or_else(|p| p.into_inner()).api_up;
             bus && api != Some(false)
         };
-        if !self.per_server {
-            let all = self.states.iter().all(|(n, s)| up(n, s));
+        if !self.is_per_server() {
+            let all = self.all().iter().all(|(n, s)| up(n, s));
             return vec![(None, all)];
         }
-        (self.states.iter())
+        (self.all().iter())
             .map(|(n, s)| (Some(n.clone()), up(n, s)))
             .collect()
     }

@@ -54,6 +54,10 @@ pub struct Conference {
 /// Shared between the processing task (writes) and the metrics endpoint (reads).
 pub type SharedConference = Arc<Mutex<Conference>>;
 
+/// The servers of a pool whose edges the relay takes, each with its conference state, in the
+/// order they appeared (the processing stage adds them; the exposition reads them).
+pub type Joined = Arc<std::sync::RwLock<Vec<(Arc<str>, SharedConference)>>>;
+
 impl crate::event::process::Observer for Mutex<Conference> {
     fn observe(&self, msg: &Message, mapped: &Mapped, now_ms: u64) {
         self.lock()

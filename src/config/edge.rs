@@ -83,3 +83,24 @@ impl EdgeConfig {
         Ok(())
     }
 }
+
+/// `[pool]`: the relay's side of a pool's edges (docs/pool.md).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct PoolConfig {
+    /// Take the bus messages of every edge that writes to the store, each server its own
+    /// source, with no list of servers here.
+    pub edges: bool,
+    /// Without `[[sources]]`, also subscribe to the bus of `[redis]` (the source `default`).
+    /// `false` on a pool's relays, which run beside no BBB server.
+    pub local_bus: bool,
+}
+
+impl Default for PoolConfig {
+    fn default() -> Self {
+        Self {
+            edges: true,
+            local_bus: true,
+        }
+    }
+}

@@ -62,6 +62,8 @@ pub struct Config {
     /// `[edge]`: this relay is an edge of a pool, forwarding its server's bus to the pool's
     /// store (and nothing else).
     pub edge: Option<edge::EdgeConfig>,
+    /// `[pool]`: the edges this relay takes, and whether it has a bus of its own.
+    pub pool: edge::PoolConfig,
     /// The reference's configuration files read under this one, in the order they apply: the
     /// ones given with `--reference-config`, else those installed on this server.
     #[serde(skip)]

@@ -138,8 +138,12 @@ impl Default for FleetConfig {
 
 impl Config {
     /// The sources in force: `[[sources]]`, with their defaults filled in, or the one that
-    /// `[redis]` and `[bbb]` describe.
+    /// `[redis]` and `[bbb]` describe (none when `pool.local_bus` is off: a pool's relay
+    /// whose servers are all edges).
     pub fn effective_sources(&self) -> Vec<SourceConfig> {
+        if self.sources.is_empty() && !self.pool.local_bus {
+            return Vec::new();
+        }
         if self.sources.is_empty() {
             return vec![SourceConfig {
                 name: DEFAULT_SOURCE.into(),

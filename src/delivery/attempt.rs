@@ -81,7 +81,7 @@ pub struct Prepared<'a> {
     timestamp_header: Option<u64>,
     /// The callback's first timestamp (a redelivery keeps the original's).
     ts: u64,
-    domain: &'a str,
+    domain: std::sync::Arc<str>,
     /// The secrets that sign it.
     keys: HookKeys<'a>,
     redelivery: bool,
@@ -177,7 +177,7 @@ impl<'a> HookSender<'a> {
         let headers = CallbackHeaders {
             bearer: prepared.keys.bearer(),
             standard: standard.as_ref(),
-            domain: prepared.domain,
+            domain: &prepared.domain,
             redelivery: prepared.redelivery,
             timestamp: prepared.timestamp_header,
         };

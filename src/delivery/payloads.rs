@@ -86,7 +86,6 @@ pub(super) async fn resolve(
     }
     let mut entries = Vec::with_capacity(page.len());
     let mut unusable = Vec::new();
-    let mut unknown_source = None;
     for s in page {
         let (payload, shared_ref) = match &s.body {
             StoredBody::Inline(t) => (Arc::new(Payload::new(t.as_str())), None),
@@ -102,10 +101,7 @@ pub(super) async fn resolve(
                 continue;
             }
         };
-        let source = sources.find_stored(s.source.as_deref()).unwrap_or_else(|| {
-            unknown_source = s.source.clone();
-            0
-        });
+        let source = sources.stored(s.source.as_deref());
         entries.push(Entry {
             ts: s.ts,
             payload,
@@ -116,13 +112,6 @@ pub(super) async fn resolve(
             chain: s.chain.clone(),
             original: s.original,
         });
-    }
-    if let Some(name) = unknown_source {
-        tracing::warn!(
-            hook_id = hook.0,
-            source = name,
-            "queued callbacks of a source no longer configured are sent with the first source's domain"
-        );
     }
     if !unusable.is_empty() {
         tracing::warn!(

@@ -99,7 +99,8 @@ pub fn add(
         let ts = e.original_ts().to_string();
         let mut fields: Vec<(&str, &str)> =
             vec![("e", &e.event_id), ("p", e.payload.text()), ("r", &ts)];
-        if let Some(name) = sources.stored_name(e.source) {
+        let name = sources.stored_name(e.source);
+        if let Some(name) = name.as_deref() {
             fields.push(("o", name));
         }
         if let Some(d) = &e.chain {

@@ -313,7 +313,7 @@ impl Signer {
             (true, _) => payload.text().to_string(),
             (false, Compat::Spec) => spec_body(payload.form_encoded(), ts),
             (false, Compat::Reference) => {
-                reference_body(self.sources.domain(source), payload.form_encoded(), ts)
+                reference_body(&self.sources.domain(source), payload.form_encoded(), ts)
             }
         };
         let url = match self.auth {
@@ -344,11 +344,16 @@ impl Signer {
 
 /// The configured sources' names and domains, in order.
 pub fn source_table(config: &Config) -> SourceTable {
-    SourceTable::new(
+    let domain = match config.bbb.server_domain.as_str() {
+        "" => "localhost",
+        d => d,
+    };
+    SourceTable::with_fallback_domain(
         config
             .effective_sources()
             .into_iter()
             .map(|s| (s.name, s.server_domain)),
+        domain,
     )
 }
 

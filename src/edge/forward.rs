@@ -10,7 +10,10 @@ use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
 use super::outbox::{Entry, Outbox};
-use crate::base::{redis_keys::EdgeKeys, time::now_ms};
+use crate::base::{
+    redis_keys::{EDGE_WAKE, EdgeKeys},
+    time::now_ms,
+};
 
 /// Messages written to the pool's store in one transaction, at most.
 const BATCH: usize = 512;
@@ -20,6 +23,8 @@ pub struct Forwarder {
     pub outbox: Arc<Outbox>,
     pub pool: redis::Client,
     pub keys: EdgeKeys,
+    /// This server's name, said on [`EDGE_WAKE`] after each write.
+    pub server: String,
     /// This outbox's life ([`crate::base::redis_keys::EDGE_EPOCH`]).
     pub epoch: String,
     /// `edge.stream_max_len`.
@@ -164,6 +169,10 @@ impl Forwarder {
             .arg(format!("{} {newest}", self.epoch))
             .ignore();
         self.info(&mut pipe, batch.len());
+        pipe.cmd("PUBLISH")
+            .arg(EDGE_WAKE)
+            .arg(&self.server)
+            .ignore();
         pipe.query_async(pool).await
     }
 

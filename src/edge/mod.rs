@@ -128,6 +128,7 @@ pub async fn run(
         outbox,
         pool,
         keys,
+        server: edge.server.clone(),
         epoch,
         max_len: edge.stream_max_len,
         wake,

@@ -242,6 +242,7 @@ mod tests {
             payload: text.into(),
             arrived,
             epoch,
+            position: None,
         }
     }
 

@@ -81,7 +81,9 @@ impl Cursors {
         self.written.resize(sources.len(), None);
         let mut mark = Mark::default();
         for (i, (slot, written)) in self.last.iter_mut().zip(&mut self.written).enumerate() {
-            let mut of_source = batch.iter().rev().filter(|m| usize::from(m.source) == i);
+            // Messages taken from an edge's stream have a cursor of their own (its entry id).
+            let mut of_source =
+                (batch.iter().rev()).filter(|m| usize::from(m.source) == i && m.position.is_none());
             let Some(last) = of_source.next() else {
                 continue;
             };
@@ -95,7 +97,7 @@ impl Cursors {
             };
             let name = sources.name(u16::try_from(i).unwrap_or(0));
             let text = cursor.text();
-            pipe.set(key(name), &text).ignore();
+            pipe.set(key(&name), &text).ignore();
             mark.moves.push(Move {
                 source: name.to_string(),
                 from: written.replace(text.clone()),
@@ -160,6 +162,7 @@ pub(crate) mod tests {
             payload: text.into(),
             arrived: std::time::Instant::now(),
             epoch: 1,
+            position: None,
         }
     }
 

@@ -59,7 +59,7 @@ impl AlreadyQueued {
             for m in &mark.moves {
                 let Some(source) = (0..sources.len())
                     .filter_map(|i| SourceId::try_from(i).ok())
-                    .find(|i| **sources.name(*i) == *m.source)
+                    .find(|i| *sources.name(*i) == *m.source)
                 else {
                     continue;
                 };

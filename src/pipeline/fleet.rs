@@ -140,11 +140,11 @@ pub async fn follow(
         let source = sources.name(u16::try_from(i).unwrap_or(0));
         match how {
             Resume::CursorNotFound => {
-                metrics.fleet.cursor_not_found(source);
+                metrics.fleet.cursor_not_found(&source);
                 tracing::warn!(%source, "the last holder's place in this source was not among the messages kept: all of them are queued, some perhaps again");
             }
             Resume::AcrossGap => {
-                metrics.fleet.cursor_not_found(source);
+                metrics.fleet.cursor_not_found(&source);
                 tracing::warn!(%source, "this instance's subscription was made again since the last holder's place in this source: what was published in between is lost");
             }
             _ => {}
@@ -243,15 +243,15 @@ impl FollowState {
             }
             *last = (cursor.clone(), state.resume == Resume::AfterCursor);
         }
-        let names: Vec<&str> = (0..f.sources.len())
-            .map(|i| &**f.sources.name(u16::try_from(i).unwrap_or(0)))
+        let names: Vec<std::sync::Arc<str>> = (0..f.sources.len())
+            .map(|i| f.sources.name(u16::try_from(i).unwrap_or(0)))
             .collect();
         for (name, s) in names.iter().zip(&states) {
             f.metrics.fleet.set_kept(name, s.kept, s.whole);
         }
         let me = Reach::follower(
             f.lease.owner(),
-            &names,
+            &names.iter().map(|n| &**n).collect::<Vec<&str>>(),
             &states,
             Duration::from_secs(f.config.buffer_s),
         );
@@ -306,7 +306,7 @@ async fn read_cursors(
     let mut pipe = redis::pipe();
     pipe.get(crate::fleet::LEASE_KEY);
     for i in 0..sources.len() {
-        pipe.get(cursor::key(sources.name(u16::try_from(i).unwrap_or(0))));
+        pipe.get(cursor::key(&sources.name(u16::try_from(i).unwrap_or(0))));
     }
     let mut values: Vec<Option<String>> = pipe.query_async(&mut conn.clone()).await?;
     if values.is_empty() {

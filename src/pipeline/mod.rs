@@ -3,8 +3,9 @@
 //! The only module that knows them all; [`start`] holds the phases of the start, [`sources`]
 //! starts each source's subscriber and reads its state back, [`stage`] is the processing task,
 //! [`recover`] reads the queues back at start, [`redeliver`] queues the redeliveries asked for, [`notices`] the events about hooks, [`fleet`] and [`share`] are an instance's part
-//! in a fleet.
+//! in a fleet, [`edges`] takes a pool's edges' streams as sources of their own.
 
+mod edges;
 mod fleet;
 mod listen;
 mod mode;
@@ -46,7 +47,8 @@ pub async fn run(config: Config, listeners: Listeners, shutdown: Shutdown) -> an
     let (token, tracker) = (shutdown.token().clone(), shutdown.tracker().clone());
     trust::check(&config).await?;
     let sources = sources::configured(&config);
-    let metrics = start::metrics(&config, &sources);
+    let joined = crate::conference::Joined::default();
+    let metrics = start::metrics(&config, &sources, &joined);
     let tenants = crate::tenants::Tenants::of_config(&config);
     let circuits = crate::delivery::client::Circuits::new(
         config.delivery.circuit_after,
@@ -90,11 +92,20 @@ pub async fn run(config: Config, listeners: Listeners, shutdown: Shutdown) -> an
         .await?;
     let fence = wired.fence.clone();
     let store = hooks.store.clone();
-    if let Some((stage, first, bus)) = start
-        .processing(&sources, &conn, hooks, wired, plugins)
+    if let Some(processing) = start
+        .processing(&sources, &conn, hooks, wired, plugins, &joined)
         .await
     {
+        let start::Processing {
+            stage,
+            first,
+            bus,
+            taker,
+        } = processing;
         tracker.spawn(stage.run(first, bus, token.clone()));
+        if let Some(taker) = taker {
+            tracker.spawn(taker.run(tracker.clone(), token.clone()));
+        }
         // The instance that processes the bus looks after the hooks of tenants that are gone.
         let orphans = crate::hooks::orphans::Orphans {
             store: store.clone(),

@@ -47,10 +47,7 @@ impl ProcessStage {
                 let StoredBody::Inline(text) = f.stored.body else {
                     continue;
                 };
-                let source = self
-                    .sources
-                    .find_stored(f.stored.source.as_deref())
-                    .unwrap_or(0);
+                let source = self.sources.stored(f.stored.source.as_deref());
                 let payload = Arc::new(Payload::new(text));
                 let event = Arc::new(Event::of_payload(
                     source,

@@ -55,52 +55,66 @@ pub async fn restore(
     config: &Config,
     token: &CancellationToken,
 ) -> Option<Vec<Processor>> {
-    let filter = EventFilter::of(config);
     let mut processors = Vec::with_capacity(sources.len());
     for s in sources {
-        let keys = &s.keys;
-        let stored = retry_until_ok(token, "restore id mappings", || {
-            let mut c = conn.clone();
-            async move {
-                let meetings = persist::load_meetings(&mut c, keys).await?;
-                let users = persist::load_users(&mut c, keys).await?;
-                let rooms = conference::persist::load(&mut c, keys).await?;
-                Ok::<_, redis::RedisError>((meetings, users, rooms))
-            }
-        })
-        .await;
-        let (meetings, users, (rooms, recordings)) = stored?;
-        tracing::info!(
-            source = %s.config.name,
-            meetings = meetings.len(),
-            users = users.len(),
-            "id mappings restored"
-        );
-        // A meeting's clock goes on from its mapping's last activity (kept in Redis), so that
-        // a restart does not keep a meeting that BBB crashed for one more inactivity window.
-        let activity: HashMap<String, u64> = meetings
-            .iter()
-            .map(|m| (m.internal.clone(), m.last_activity_ms))
-            .collect();
-        s.conference
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .restore(rooms, recordings, &activity, now_ms());
-        let mut mappings = Mappings::new(
-            config.mapping.inactivity_timeout_s.saturating_mul(1000),
-            true,
-        );
-        mappings.restore(meetings, users, now_ms());
-        let processor = Processor::new(mappings, filter.clone())
-            .with_observer(s.conference.clone())
+        let processor = restore_one(&s.config.name, &s.keys, &s.conference, conn, config, token)
+            .await?
             .with_source(s.id);
-        processors.push(if config.xapi.enabled {
-            processor.keeping_filtered()
-        } else {
-            processor
-        });
+        processors.push(processor);
     }
     Some(processors)
+}
+
+/// Reads one source's id mappings and conference state (into `conference`) back from the
+/// store under `keys` and makes its processor (of source 0: the caller says which).
+/// `None` when the relay stopped first.
+pub async fn restore_one(
+    name: &str,
+    keys: &SourceKeys,
+    conference: &SharedConference,
+    conn: &StoreConn,
+    config: &Config,
+    token: &CancellationToken,
+) -> Option<Processor> {
+    let stored = retry_until_ok(token, "restore id mappings", || {
+        let mut c = conn.clone();
+        async move {
+            let meetings = persist::load_meetings(&mut c, keys).await?;
+            let users = persist::load_users(&mut c, keys).await?;
+            let rooms = conference::persist::load(&mut c, keys).await?;
+            Ok::<_, redis::RedisError>((meetings, users, rooms))
+        }
+    })
+    .await;
+    let (meetings, users, (rooms, recordings)) = stored?;
+    tracing::info!(
+        source = %name,
+        meetings = meetings.len(),
+        users = users.len(),
+        "id mappings restored"
+    );
+    // A meeting's clock goes on from its mapping's last activity (kept in Redis), so that
+    // a restart does not keep a meeting that BBB crashed for one more inactivity window.
+    let activity: HashMap<String, u64> = meetings
+        .iter()
+        .map(|m| (m.internal.clone(), m.last_activity_ms))
+        .collect();
+    conference
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .restore(rooms, recordings, &activity, now_ms());
+    let mut mappings = Mappings::new(
+        config.mapping.inactivity_timeout_s.saturating_mul(1000),
+        true,
+    );
+    mappings.restore(meetings, users, now_ms());
+    let processor =
+        Processor::new(mappings, EventFilter::of(config)).with_observer(conference.clone());
+    Some(if config.xapi.enabled {
+        processor.keeping_filtered()
+    } else {
+        processor
+    })
 }
 
 /// Each source's subscription counter, watched by readiness and by its seeder.

@@ -12,7 +12,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::{
     base::{
-        redis_keys::SourceKeys,
+        redis_keys::{EdgeKeys, SourceKeys},
         sources::{SourceId, SourceTable},
         time::now_ms,
     },
@@ -23,7 +23,7 @@ use crate::{
     fleet::{cursor::Cursors, lease::Fence, mark::AlreadyQueued},
     hooks::{Registry, Snapshot},
     metrics::Metrics,
-    pipeline::fleet::Resumed,
+    pipeline::{edges::Joined, fleet::Resumed},
     plugin_host::Plugins,
     route::{MessageRouter, Routed},
 };
@@ -69,6 +69,14 @@ pub struct ProcessStage {
     pub fence: Fence,
     /// The xAPI output, when on.
     pub xapi: Option<crate::xapi::Output>,
+    /// The servers of a pool whose edges appear ([`super::edges`]), added before their
+    /// messages; `None` when the relay takes no edges.
+    pub joins: Option<mpsc::Receiver<Joined>>,
+    /// The edges' servers, as the `bbb_*` series show them.
+    pub joined: crate::conference::Joined,
+    /// Each edge's source and the key of what was taken of its stream, written with each
+    /// batch that has its messages.
+    pub taken: Vec<(SourceId, String)>,
 }
 
 impl ProcessStage {
@@ -119,6 +127,7 @@ impl ProcessStage {
                         self.drop_idle_queues().await;
                     }
                 }
+                Some(joined) = next_join(&mut self.joins) => self.join(joined),
                 _ = redeliveries.tick() => {
                     if !self.redeliver().await || !self.hook_notices().await {
                         break;
@@ -202,12 +211,12 @@ impl ProcessStage {
             let (source, channel) = batch.get(*i).map_or((0, ""), |m| (m.source, &*m.channel));
             let source = self.sources.name(source);
             tracing::debug!(%source, channel, error = %skip, "skipping a bus message");
-            self.metrics.bus.skip(source, skip.reason());
+            self.metrics.bus.skip(&source, skip.reason());
         }
         for event in routed.events.iter().filter(|e| !e.filtered) {
             self.metrics
                 .bus
-                .mapped(self.sources.name(event.source), &event.id);
+                .mapped(&self.sources.name(event.source), &event.id);
         }
         self.metrics
             .plugin_dropped
@@ -240,6 +249,7 @@ impl ProcessStage {
                 mark: on_cluster.then(|| mark.text()),
             })
         });
+        let commit = self.with_taken(batch, commit);
         if !self.fence.holds() {
             return false;
         }
@@ -252,6 +262,53 @@ impl ProcessStage {
             xapi.wake();
         }
         accepted
+    }
+
+    /// Adds a server whose edge appeared: its source (named and with the domain of the server),
+    /// processor and state, before any of its messages; answers with its source.
+    fn join(&mut self, joined: Joined) {
+        let Joined {
+            name,
+            keys,
+            processor,
+            conference,
+            reply,
+        } = joined;
+        // Only this task adds sources, so a new one's index is the processors' count.
+        let next = SourceId::try_from(self.router.processors.len()).ok();
+        let id = next.filter(|n| self.sources.push(&name, &name) == Some(*n));
+        if let Some(id) = id {
+            self.router.processors.push(processor.with_source(id));
+            self.keys.push(keys);
+            self.conferences.push(conference.clone());
+            (self.joined.write().unwrap_or_else(|p| p.into_inner()))
+                .push((name.clone(), conference));
+            self.taken.push((id, EdgeKeys::new(&name).taken));
+        }
+        let _ = reply.send(id);
+    }
+
+    /// `commit` with what `batch` takes of each edge's stream: the id of its last message
+    /// there, so that the stream is read again from after it, and only after it.
+    fn with_taken(&self, batch: &[BusMessage], commit: Option<Commit>) -> Option<Commit> {
+        let mut writes = redis::pipe();
+        for (source, key) in &self.taken {
+            let last = batch.iter().rev().find(|m| m.source == *source);
+            if let Some(position) = last.and_then(|m| m.position.as_deref()) {
+                writes.set(key, position).ignore();
+            }
+        }
+        if writes.is_empty() {
+            return commit;
+        }
+        let mut commit = commit.unwrap_or(Commit {
+            writes: redis::pipe(),
+            mark: None,
+        });
+        for cmd in writes.cmd_iter() {
+            commit.writes.add_command(cmd.clone()).ignore();
+        }
+        Some(commit)
     }
 
     /// Routes `batch` with the hooks and plugins in force now (the plugins only say which
@@ -313,6 +370,18 @@ impl ProcessStage {
         self.metrics.user_mappings.set(users as i64);
         depths
     }
+}
+
+/// The next server whose edge appeared; never, when the relay takes no edges.
+async fn next_join(joins: &mut Option<mpsc::Receiver<Joined>>) -> Option<Joined> {
+    if let Some(rx) = joins
+        && let Some(joined) = rx.recv().await
+    {
+        return Some(joined);
+    }
+    // The taker is gone (the relay is stopping): nothing more comes.
+    *joins = None;
+    std::future::pending().await
 }
 
 #[cfg(test)]

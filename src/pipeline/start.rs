@@ -9,7 +9,7 @@ use tokio::sync::mpsc;
 use tokio_util::{sync::CancellationToken, task::TaskTracker};
 
 use super::{
-    BUS_BUFFER, Listeners, callback_format, fleet,
+    BUS_BUFFER, Listeners, callback_format, edges, fleet,
     mode::{Mode, Step},
     recover, restore_hooks, serve, serve_tcp, share,
     sources::{self, Source},
@@ -46,8 +46,13 @@ use crate::{
     tenants::Tenants,
 };
 
-/// The relay's metrics, the conference's `bbb_*` series of every source among them.
-pub fn metrics(config: &Config, sources: &[Source]) -> Arc<Metrics> {
+/// The relay's metrics, the conference's `bbb_*` series of every source among them (those of
+/// the edges' servers, `joined`, as they appear).
+pub fn metrics(
+    config: &Config,
+    sources: &[Source],
+    joined: &crate::conference::Joined,
+) -> Arc<Metrics> {
     let states = sources
         .iter()
         .map(|s| (Arc::from(s.config.name.as_str()), s.conference.clone()))
@@ -57,7 +62,8 @@ pub fn metrics(config: &Config, sources: &[Source]) -> Arc<Metrics> {
             states,
             connected: m.bus.connected.clone(),
             holder: config.fleet.enabled.then(|| m.fleet.holder.clone()),
-            per_server: !config.sources.is_empty(),
+            per_server: !config.sources.is_empty() || !config.pool.local_bus,
+            joined: joined.clone(),
         }
         .exports()
     })
@@ -90,7 +96,19 @@ pub struct Wired {
     /// In a fleet, nothing is queued (and without spread, nothing sent) once the lease is lost.
     pub fence: Fence,
     pub bus: mpsc::Receiver<BusMessage>,
+    /// Where the edges' messages go into the bus (`[pool] edges`), handed to the taker.
+    pub edge_bus: Option<mpsc::Sender<BusMessage>>,
     pub subscribed: sources::Subscribed,
+}
+
+/// What processes the bus, ready to run.
+pub struct Processing {
+    pub stage: stage::ProcessStage,
+    /// What a new holder of the fleet lease queues first.
+    pub first: fleet::Resumed,
+    pub bus: mpsc::Receiver<BusMessage>,
+    /// Takes the edges' streams into the bus (`[pool] edges`).
+    pub taker: Option<edges::Taker>,
 }
 
 impl Start<'_> {
@@ -307,7 +325,9 @@ impl Start<'_> {
         let (bus_tx, bus) = mpsc::channel(BUS_BUFFER);
         let subscribed =
             sources::subscribe_all(sources, config, &bus_tx, metrics, self.tracker, token)?;
-        drop(bus_tx);
+        // Held only by the edges' taker: at the stop the channel closes once the subscribers
+        // and the taker are gone.
+        let edge_bus = config.pool.edges.then_some(bus_tx);
         let ready = subscribed.ready.clone();
         self.tracker
             .spawn(crate::systemd::ready_when_subscribed(ready, token.clone()));
@@ -367,6 +387,7 @@ impl Start<'_> {
             acker,
             fence,
             bus,
+            edge_bus,
             subscribed,
         })
     }
@@ -381,11 +402,8 @@ impl Start<'_> {
         hooks: Hooks,
         mut wired: Wired,
         plugins: Arc<Plugins>,
-    ) -> Option<(
-        stage::ProcessStage,
-        fleet::Resumed,
-        mpsc::Receiver<BusMessage>,
-    )> {
+        joined: &crate::conference::Joined,
+    ) -> Option<Processing> {
         let (config, token, mode) = (self.config, self.token, &hooks.mode);
         let (mut held, mut first, mut processors) = (None, fleet::Resumed::default(), None);
         for step in mode.steps() {
@@ -452,6 +470,15 @@ impl Start<'_> {
             token,
         )
         .await;
+        let (joins_tx, joins) = mpsc::channel(16);
+        let taker = wired.edge_bus.take().map(|bus| edges::Taker {
+            conn: conn.clone(),
+            config: config.clone(),
+            bus,
+            joins: joins_tx,
+            metrics: self.metrics.clone(),
+            reserved: edges::reserved(config),
+        });
         let stage = stage::ProcessStage {
             router,
             last_snapshot: None,
@@ -465,8 +492,16 @@ impl Start<'_> {
             cursors: fence.is_fleet().then(|| Cursors::resuming(&first.cursors)),
             fence,
             xapi,
+            joins: taker.is_some().then_some(joins),
+            joined: joined.clone(),
+            taken: Vec::new(),
         };
-        Some((stage, first, wired.bus))
+        Some(Processing {
+            stage,
+            first,
+            bus: wired.bus,
+            taker,
+        })
     }
 
     /// In a fleet: follows the holder (keeping messages) until this instance takes the lease,

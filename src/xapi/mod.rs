@@ -33,8 +33,12 @@ use translate::{Input, State, Write};
 pub struct Output {
     shared: Arc<Shared>,
     sources: Arc<SourceTable>,
-    /// Ids (namespace and domain) by source.
+    /// Ids (namespace and domain) by configured source.
     ids: Vec<Ids>,
+    /// `xapi.server_domain`, and the namespace: the ids of an edge's server are made with
+    /// them (its name for the domain when that is empty).
+    server_domain: String,
+    namespace: uuid::Uuid,
     /// Meetings' state by (source, internal meeting id), with when it last changed: one that
     /// no event touched for `state_ttl_s` is forgotten here as it expires in the store.
     states: HashMap<(usize, String), State>,
@@ -52,6 +56,22 @@ pub struct Output {
 }
 
 impl Output {
+    /// The ids of `source`: a configured source's, or those of an edge's server (its name
+    /// for the domain, unless `xapi.server_domain` says).
+    fn ids_of(&self, source: crate::base::sources::SourceId) -> Ids {
+        if let Some(ids) = self.ids.get(usize::from(source)) {
+            return ids.clone();
+        }
+        Ids {
+            namespace: self.namespace,
+            domain: if self.server_domain.is_empty() {
+                self.sources.domain(source).to_string()
+            } else {
+                self.server_domain.clone()
+            },
+        }
+    }
+
     /// The output of `config` (`None` when off), with a sender for each queue left in the store.
     pub async fn start(
         config: &Config,
@@ -100,6 +120,8 @@ impl Output {
             shared,
             sources,
             ids,
+            server_domain: x.server_domain.clone(),
+            namespace,
             states: HashMap::new(),
             touched_at: HashMap::new(),
             last_prune: std::time::Instant::now(),
@@ -158,9 +180,7 @@ impl Output {
                 continue;
             }
             let source = usize::from(event.source);
-            let Some(ids) = self.ids.get(source).cloned() else {
-                continue;
-            };
+            let ids = self.ids_of(event.source);
             let Ok(processed) = serde_json::from_str::<Value>(event.processed.text()) else {
                 continue;
             };

@@ -5,129 +5,13 @@
 
 use std::time::Duration;
 
-use crate::support::{TestRedis, free_port, metric_value, process::binary, tls::TestCa, wait};
-
-thread_local! {
-    /// The `api.bind` port the edges of this test are given, which an edge must leave closed.
-    static API_PORT: u16 = free_port();
-}
-
-/// An edge process and its log.
-struct Edge {
-    child: tokio::process::Child,
-    metrics: u16,
-    config: std::path::PathBuf,
-    log: std::path::PathBuf,
-    _dir: tempfile::TempDir,
-}
-
-impl Edge {
-    /// An edge of `bbb` named `server`, writing to `store_url`, with `more` in `[edge]`;
-    /// waits until it is subscribed to `bbb`'s bus.
-    async fn start(bbb: &TestRedis, server: &str, store_url: &str, more: &str) -> Edge {
-        let dir = tempfile::tempdir().expect("dir");
-        let metrics = free_port();
-        let config = dir.path().join("edge.toml");
-        std::fs::write(
-            &config,
-            format!(
-                "[redis]\nurl = \"{}\"\n[api]\nbind = \"127.0.0.1:{}\"\n[metrics]\nbind = \"127.0.0.1:{metrics}\"\n[edge]\nstore_url = \"{store_url}\"\nserver = \"{server}\"\n{more}\n",
-                bbb.url(),
-                API_PORT.with(|p| *p),
-            ),
-        )
-        .expect("config");
-        let edge = Self::spawn(dir, config, metrics).await;
-        edge.wait_subscribed(bbb).await;
-        edge
-    }
-
-    /// Waits until the edge is subscribed to `bbb`'s bus.
-    async fn wait_subscribed(&self, bbb: &TestRedis) {
-        wait::until("the edge subscribed", async || {
-            if bbb.has_subscriber().await {
-                Ok(())
-            } else {
-                Err(self.log_text())
-            }
-        })
-        .await;
-    }
-
-    async fn spawn(dir: tempfile::TempDir, config: std::path::PathBuf, metrics: u16) -> Edge {
-        let log = dir.path().join(format!("edge-{}.log", free_port()));
-        let child = tokio::process::Command::new(binary())
-            .arg("serve")
-            .arg("--config")
-            .arg(&config)
-            .env("RUST_LOG", "info")
-            .stdout(std::fs::File::create(&log).expect("log"))
-            .stderr(std::fs::File::create(log.with_extension("err")).expect("err"))
-            .kill_on_drop(true)
-            .spawn()
-            .expect("the hookrelay binary");
-        Edge {
-            child,
-            metrics,
-            config,
-            log,
-            _dir: dir,
-        }
-    }
-
-    fn log_text(&self) -> String {
-        std::fs::read_to_string(&self.log).unwrap_or_default()
-    }
-
-    async fn metric(&self, series: &str) -> f64 {
-        let text = crate::support::relay::http_client()
-            .get(format!("http://127.0.0.1:{}/metrics", self.metrics))
-            .send()
-            .await
-            .expect("metrics")
-            .text()
-            .await
-            .expect("body");
-        metric_value(&text, series)
-    }
-
-    async fn metric_reaches(&self, series: &str, value: f64) {
-        wait::until(&format!("{series} reaches {value}"), async || {
-            let v = self.metric(series).await;
-            if v >= value { Ok(()) } else { Err(v) }
-        })
-        .await;
-    }
-
-    /// kill -9, then the same edge started again at once.
-    async fn kill9_and_restart(mut self, bbb: &TestRedis) -> Edge {
-        self.child.start_kill().expect("kill");
-        let _ = self.child.wait().await;
-        let Edge {
-            config,
-            metrics,
-            _dir,
-            ..
-        } = self;
-        let edge = Self::spawn(_dir, config, metrics).await;
-        edge.wait_subscribed(bbb).await;
-        edge
-    }
-
-    async fn terminate(mut self) -> String {
-        if let Some(pid) = self.child.id() {
-            let _ = std::process::Command::new("kill")
-                .args(["-TERM", &pid.to_string()])
-                .status();
-        }
-        let status = tokio::time::timeout(Duration::from_secs(20), self.child.wait())
-            .await
-            .expect("stops")
-            .expect("status");
-        assert!(status.success(), "{status:?}: {}", self.log_text());
-        self.log_text()
-    }
-}
+use crate::support::{
+    TestRedis,
+    edge::{API_PORT, TestEdge as Edge},
+    process::binary,
+    tls::TestCa,
+    wait,
+};
 
 /// The payloads of the server's stream in `store`, in order, each with its channel.
 async fn stream(store: &TestRedis, server: &str) -> Vec<(String, String)> {

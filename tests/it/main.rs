@@ -33,6 +33,7 @@ mod plugin_isolation;
 mod plugin_reload;
 mod plugin_tools;
 mod plugins;
+mod pool;
 mod recovery;
 mod redis_tls;
 mod restart;

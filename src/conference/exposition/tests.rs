@@ -31,6 +31,7 @@ fn the_exposition_parses_as_openmetrics_empty_or_not() {
             connected: m.bus.connected.clone(),
             holder: None,
             per_server: false,
+            joined: Default::default(),
         }
         .exports()
     });
@@ -84,6 +85,7 @@ fn per_server_series_carry_the_server_label() {
             connected: m.bus.connected.clone(),
             holder: None,
             per_server: true,
+            joined: Default::default(),
         }
         .exports()
     });

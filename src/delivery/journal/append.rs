@@ -148,7 +148,7 @@ fn add_entry(pipe: &mut redis::Pipeline, key: &str, e: &Entry, sources: &SourceT
         None => pipe.arg("p").arg(e.payload.text()),
     };
     if let Some(name) = sources.stored_name(e.source) {
-        pipe.arg("o").arg(name);
+        pipe.arg("o").arg(&*name);
     }
     if let Some(d) = &e.chain {
         pipe.arg("c").arg(1);

@@ -7,6 +7,7 @@ pub mod bbb_api;
 pub mod browser;
 pub mod cluster;
 mod common;
+pub mod edge;
 pub mod lrs;
 pub mod netns;
 pub mod plugins;

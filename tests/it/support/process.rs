@@ -102,6 +102,14 @@ impl RelayProcess {
         Self::start_in(redis, extra, level, env, None, &[]).await
     }
 
+    /// As [`start`](Self::start) for a pool's relay, which subscribes to no bus of its own
+    /// (`[pool] local_bus = false`): waits until its API answers.
+    #[allow(dead_code)]
+    pub async fn start_pool(redis: &TestRedis, extra: &str) -> Self {
+        let extra = format!("{extra}\n[pool]\nlocal_bus = false\n");
+        Self::start_in(redis, &extra, "info", &[], None, &[]).await
+    }
+
     /// As [`start`](Self::start), with more arguments for `serve` (`--reference-config F`).
     #[allow(dead_code)]
     pub async fn start_args(redis: &TestRedis, extra: &str, args: &[&str]) -> Self {
@@ -222,7 +230,8 @@ impl RelayProcess {
                 .send()
                 .await
                 .is_ok();
-            if pinged && redis.has_subscriber().await {
+            let subscribes = !extra.contains("local_bus = false");
+            if pinged && (!subscribes || redis.has_subscriber().await) {
                 return Some(Self {
                     api,
                     metrics,

@@ -96,6 +96,18 @@ impl TestRedis {
         r
     }
 
+    /// [`start_tls`](Self::start_tls) writing every change to its append-only file, so that
+    /// a stop and a start keep its data.
+    #[allow(dead_code)]
+    pub async fn start_tls_appendonly(ca: &super::tls::TestCa) -> Self {
+        let tls_port = free_port();
+        let mut args = tls_args(ca, tls_port);
+        args.extend(["--appendonly".to_string(), "yes".into()]);
+        let mut r = Self::start_with(args).await;
+        r.tls_port = tls_port;
+        r
+    }
+
     /// A node for a Redis Cluster that also speaks TLS ([`start_tls`](Self::start_tls)), its
     /// cluster bus too.
     #[allow(dead_code)]
