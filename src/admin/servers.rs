@@ -18,7 +18,7 @@ pub struct ServersArgs {
 }
 
 /// `hookrelay servers`: one line per server: its name, whether its edge runs, when it was
-/// last seen, and its counts.
+/// last seen, how far behind it the pool's relays are, and its counts.
 pub fn servers(args: &ServersArgs) -> ExitCode {
     let client = match args.target.client() {
         Ok(c) => c,
@@ -38,8 +38,16 @@ pub fn servers(args: &ServersArgs) -> ExitCode {
         return ExitCode::SUCCESS;
     }
     println!(
-        "{:<24}  {:<8}  {:>10}  {:>10}  {:>10}  {:>9}  {:>8}  {:>8}",
-        "server", "edge", "seen (s)", "read", "forwarded", "buffered", "dropped", "stream"
+        "{:<24}  {:<8}  {:>10}  {:>8}  {:>10}  {:>10}  {:>9}  {:>8}  {:>8}",
+        "server",
+        "edge",
+        "seen (s)",
+        "lag (s)",
+        "read",
+        "forwarded",
+        "buffered",
+        "dropped",
+        "stream"
     );
     let n = |v: &Value, k: &str| v[k].as_u64().unwrap_or_default();
     for s in &servers {
@@ -47,7 +55,7 @@ pub fn servers(args: &ServersArgs) -> ExitCode {
             .as_u64()
             .map_or_else(|| "never".to_string(), |v| v.to_string());
         println!(
-            "{:<24}  {:<8}  {:>10}  {:>10}  {:>10}  {:>9}  {:>8}  {:>8}",
+            "{:<24}  {:<8}  {:>10}  {:>8.1}  {:>10}  {:>10}  {:>9}  {:>8}  {:>8}",
             s["server"].as_str().unwrap_or_default(),
             if s["running"] == true {
                 "running"
@@ -55,6 +63,7 @@ pub fn servers(args: &ServersArgs) -> ExitCode {
                 "stopped"
             },
             seen,
+            s["lag_s"].as_f64().unwrap_or_default(),
             n(s, "read"),
             n(s, "forwarded"),
             n(s, "buffered"),

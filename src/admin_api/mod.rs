@@ -162,6 +162,7 @@ pub fn router(state: Arc<AdminState>, access: Arc<auth::Access>) -> Router {
         .route("/v1/servers", get(servers::list))
         .route("/v1/audit", get(audit::list))
         .route("/", get(page::list))
+        .route("/servers", get(page::servers_page))
         .route("/hooks/{id}", get(page::hook))
         .route("/hooks/{id}/redeliver", post(page::redeliver))
         .route("/hooks/{id}/enable", post(page::enable))

@@ -1,6 +1,6 @@
 //! The status page, for people who would rather look than type: plain server-rendered HTML
 //! (templates in `templates/`, every value escaped), readable on a phone. `/` lists the hooks
-//! with their state; `/hooks/{id}` shows one hook, its recent attempts and a form that queues
+//! with their state; `/servers` the edges' servers of a pool; `/hooks/{id}` shows one hook, its recent attempts and a form that queues
 //! its callbacks of a window again. Behind the admin API's credentials (a browser gives them
 //! as user `admin` and the token as password).
 
@@ -19,6 +19,7 @@ use super::{
     AdminError, AdminState, Caller,
     hooks::{self, AttemptView, Filter, HookView},
     redeliver::{self, Window},
+    servers,
 };
 
 /// A hook as a row or a page shows it.
@@ -127,6 +128,64 @@ struct HookPage {
     attempts: Vec<Tried>,
     message: Option<String>,
     problem: Option<String>,
+}
+
+/// An edge's server as a card shows it.
+struct ServerShown {
+    server: String,
+    /// `ok` while its edge runs and was seen lately, else `failing`.
+    state: &'static str,
+    state_text: &'static str,
+    seen: String,
+    lag: String,
+    buffered: u64,
+    dropped: u64,
+    read: u64,
+    forwarded: u64,
+}
+
+impl From<servers::ServerView> for ServerShown {
+    fn from(s: servers::ServerView) -> Self {
+        let silent = s.seconds_since_seen.is_none_or(|t| t >= 10);
+        let (state, state_text) = match (s.running, silent) {
+            (true, false) => ("ok", "running"),
+            (true, true) => ("failing", "silent"),
+            (false, _) => ("removed", "stopped"),
+        };
+        Self {
+            server: s.server,
+            state,
+            state_text,
+            seen: match (s.last_seen, s.seconds_since_seen) {
+                (Some(at), Some(ago)) => format!("{at} ({ago} s ago)"),
+                _ => "never".into(),
+            },
+            lag: format!("{:.1} s", s.lag_s),
+            buffered: s.buffered,
+            dropped: s.dropped,
+            read: s.read,
+            forwarded: s.forwarded,
+        }
+    }
+}
+
+#[derive(Template)]
+#[template(path = "servers.html")]
+struct ServersPage {
+    servers: Vec<ServerShown>,
+}
+
+/// `GET /servers`: the edges' servers of a pool.
+pub async fn servers_page(State(admin): State<Arc<AdminState>>) -> Response {
+    match servers::all(&admin).await {
+        Ok(all) => render(
+            StatusCode::OK,
+            &ServersPage {
+                servers: all.into_iter().map(ServerShown::from).collect(),
+            },
+        ),
+        Err(e) => problem(&e),
+    }
 }
 
 /// Renders `page` with `status`.

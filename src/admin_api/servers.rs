@@ -1,6 +1,7 @@
 //! `GET /v1/servers`: the BBB servers whose edges write to this store (`[edge]`,
 //! docs/pool.md), each as its edge last said in the store: when, what it read, forwarded, keeps
-//! in its outbox and let go, whether it holds its name now, and how long its stream is.
+//! in its outbox and let go, whether it holds its name now, how long its stream is and how far
+//! behind it the pool's relays are.
 
 use std::sync::Arc;
 
@@ -28,8 +29,12 @@ pub struct ServerView {
     /// In the edge's outbox, not yet in the store (as last said).
     pub buffered: u64,
     pub dropped: u64,
-    /// Messages in the server's stream in the store.
+    /// Messages in the server's stream in the store (those not yet taken, and the last one
+    /// taken until the next trim).
     pub stream_length: u64,
+    /// How far the pool's relays are behind this server: the age, in seconds, of its oldest
+    /// message in the store that no relay has queued yet (0 when none waits).
+    pub lag_s: f64,
 }
 
 /// The answer.
@@ -39,6 +44,16 @@ pub struct ServerList {
 }
 
 pub async fn list(State(admin): State<Arc<AdminState>>) -> Result<Json<ServerList>, AdminError> {
+    Ok(Json(ServerList {
+        servers: all(&admin).await?,
+    }))
+}
+
+/// Every edge's server, by name.
+///
+/// # Errors
+/// When the store cannot be read.
+pub async fn all(admin: &AdminState) -> Result<Vec<ServerView>, AdminError> {
     let mut conn = admin.conn.clone();
     let mut names: Vec<String> = redis::cmd("SMEMBERS")
         .arg(EDGES)
@@ -48,16 +63,34 @@ pub async fn list(State(admin): State<Arc<AdminState>>) -> Result<Json<ServerLis
     let mut servers = Vec::with_capacity(names.len());
     for server in names {
         let keys = EdgeKeys::new(&server);
-        let (info, running, stream_length): (std::collections::HashMap<String, String>, bool, u64) =
-            redis::pipe()
-                .cmd("HGETALL")
-                .arg(&keys.info)
-                .cmd("EXISTS")
-                .arg(&keys.claim)
-                .cmd("XLEN")
-                .arg(&keys.stream)
-                .query_async(&mut conn)
-                .await?;
+        let (info, running, stream_length, taken): (
+            std::collections::HashMap<String, String>,
+            bool,
+            u64,
+            Option<String>,
+        ) = redis::pipe()
+            .cmd("HGETALL")
+            .arg(&keys.info)
+            .cmd("EXISTS")
+            .arg(&keys.claim)
+            .cmd("XLEN")
+            .arg(&keys.stream)
+            .cmd("GET")
+            .arg(&keys.taken)
+            .query_async(&mut conn)
+            .await?;
+        let after = taken.map_or_else(|| "-".to_string(), |t| format!("({t}"));
+        let oldest: redis::streams::StreamRangeReply = redis::cmd("XRANGE")
+            .arg(&keys.stream)
+            .arg(after)
+            .arg("+")
+            .arg("COUNT")
+            .arg(1)
+            .query_async(&mut conn)
+            .await?;
+        let waiting_since = (oldest.ids.first())
+            .and_then(|e| e.id.split_once('-'))
+            .and_then(|(ms, _)| ms.parse::<u64>().ok());
         let number = |k: &str| info.get(k).and_then(|v| v.parse().ok()).unwrap_or(0);
         let seen: Option<u64> = info.get("last_seen_ms").and_then(|v| v.parse().ok());
         servers.push(ServerView {
@@ -70,7 +103,8 @@ pub async fn list(State(admin): State<Arc<AdminState>>) -> Result<Json<ServerLis
             buffered: number("buffered"),
             dropped: number("dropped"),
             stream_length,
+            lag_s: waiting_since.map_or(0.0, |t| now_ms().saturating_sub(t) as f64 / 1000.0),
         });
     }
-    Ok(Json(ServerList { servers }))
+    Ok(servers)
 }

@@ -129,6 +129,47 @@ async fn a_stopped_store_loses_nothing_and_a_kill_9_with_a_restart_repeats_nothi
     assert!(!log.contains("taken by another"), "{log}");
 }
 
+/// A store that answers but refuses writes (out of memory here): the edge keeps the messages,
+/// says why, and sends them once the store takes writes again.
+#[tokio::test]
+async fn a_store_that_refuses_writes_gets_the_messages_once_it_takes_them_again() {
+    let store = TestRedis::start().await;
+    let bbb = TestRedis::start().await;
+    let edge = Edge::start(&bbb, "bbb1", &store.url(), "").await;
+    publish(&bbb, 0..5).await;
+    assert_stream(&store, "bbb1", 0..5).await;
+    let mut c = store.conn().await.expect("store");
+    let set = |k: &str, v: &str| redis::cmd("CONFIG").arg("SET").arg(k).arg(v).clone();
+    let _: () = set("maxmemory-policy", "noeviction")
+        .query_async(&mut c)
+        .await
+        .expect("policy");
+    let _: () = set("maxmemory", "1")
+        .query_async(&mut c)
+        .await
+        .expect("limit");
+    publish(&bbb, 5..25).await;
+    edge.metric_reaches("hookrelay_edge_buffered_messages", 20.0)
+        .await;
+    assert_eq!(edge.metric("hookrelay_edge_store_up").await, 0.0);
+    wait::until("the edge says why", async || {
+        let log = edge.log_text();
+        if log.contains("cannot write to the pool's store") && log.contains("OOM") {
+            Ok(())
+        } else {
+            Err(log)
+        }
+    })
+    .await;
+    let _: () = set("maxmemory", "0")
+        .query_async(&mut c)
+        .await
+        .expect("no limit");
+    assert_stream(&store, "bbb1", 0..25).await;
+    edge.metric_reaches("hookrelay_edge_store_up", 1.0).await;
+    edge.terminate().await;
+}
+
 #[tokio::test]
 async fn a_full_outbox_lets_the_oldest_go_counted_and_said_once() {
     let mut store = TestRedis::start().await;
@@ -270,8 +311,9 @@ async fn hookrelay_servers_lists_the_edges_of_the_store() {
     let edge = Edge::start(&bbb, "bbb1", &store.url(), "").await;
     publish(&bbb, 0..7).await;
     assert_stream(&store, "bbb1", 0..7).await;
-    // The store's info is written with each batch and each idle round.
-    let relay = crate::support::RelayProcess::start(&store, "").await;
+    // The store's info is written with each batch and each idle round. This relay takes no
+    // edges: the messages wait in the store, and the lag says how long.
+    let relay = crate::support::RelayProcess::start(&store, "\n[pool]\nedges = false\n").await;
     let config = relay.config.display().to_string();
     let listed = wait::until("the edge's counts in the store", async || {
         let (code, out, err) = crate::support::process::cli(&["servers", "--json", "-c", &config]);
@@ -289,6 +331,7 @@ async fn hookrelay_servers_lists_the_edges_of_the_store() {
     assert_eq!(s["running"], true);
     assert_eq!(s["read"], 7);
     assert_eq!(s["stream_length"], 7);
+    assert!(s["lag_s"].as_f64().is_some_and(|v| v > 0.0), "{s}");
     assert!(
         s["seconds_since_seen"].as_u64().is_some_and(|v| v < 10),
         "{s}"

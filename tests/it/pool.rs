@@ -208,6 +208,33 @@ async fn three_edges_through_a_tls_store_stopped_10_s_mid_meeting_lose_nothing()
         }
     }
     assert!(!m.contains("\nbbb_meetings "), "no sum over servers: {m}");
+    // `hookrelay servers` and the status page list the servers, none behind.
+    let config = holder.config.display().to_string();
+    let (code, out, err) = crate::support::process::cli(&["servers", "--json", "-c", &config]);
+    assert_eq!(code, 0, "{err}");
+    let listed: serde_json::Value = serde_json::from_str(&out).expect("JSON");
+    let names: Vec<&str> = (listed["servers"].as_array().expect("servers").iter())
+        .map(|s| s["server"].as_str().unwrap_or_default())
+        .collect();
+    assert_eq!(names, servers, "{listed}");
+    for s in listed["servers"].as_array().expect("servers") {
+        assert_eq!(s["running"], true, "{s}");
+        assert_eq!(s["lag_s"], 0.0, "{s}");
+        assert_eq!(s["forwarded"], 31, "{s}");
+    }
+    let (_, token, _) = crate::support::process::cli(&["admin-token", "-c", &config]);
+    let page = http_client()
+        .get(format!("http://{}/servers", holder.admin))
+        .bearer_auth(token.trim())
+        .send()
+        .await
+        .expect("status page");
+    assert_eq!(page.status(), 200);
+    let html = page.text().await.expect("page");
+    for server in servers {
+        assert!(html.contains(&format!("id=\"server-{server}\"")), "{html}");
+    }
+    assert_eq!(html.matches(">running<").count(), 3, "{html}");
     // What was taken is trimmed from the store's streams.
     until_within("the streams trimmed", Duration::from_secs(10), async || {
         let mut lengths = Vec::new();
@@ -318,4 +345,37 @@ async fn a_new_server_is_served_within_5_s_and_kill_9s_of_an_edge_and_a_pool_rel
         edge.terminate().await;
     }
     other.terminate().await;
+}
+
+/// A relay alone (no fleet) takes an edge too; entries of its stream that are no bus message
+/// (written there by something else) are skipped and counted, and the rest delivered.
+#[tokio::test]
+async fn stream_entries_that_are_no_bus_message_are_skipped_counted_and_the_rest_delivered() {
+    let store = TestRedis::start().await;
+    let rx = TestReceiver::start().await;
+    let relay = RelayProcess::start_pool(&store, "compat = \"reference\"\n").await;
+    create_hook(&http_client(), relay.api, &rx.url("/all"), "").await;
+    let bbb = TestRedis::start().await;
+    let edge = TestEdge::start(&bbb, "bbb1", &store.url(), "").await;
+    bbb.publish(&meeting_created("m1", "ext-bbb1")).await;
+    callbacks(&rx, 1).await;
+    let mut c = store.conn().await.expect("store");
+    for fields in [&["x", "no payload"][..], &["c", "ch", "p", "{not json"][..]] {
+        let _: String = redis::cmd("XADD")
+            .arg("hookrelay:edge:{bbb1}:bus")
+            .arg("*")
+            .arg(fields)
+            .query_async(&mut c)
+            .await
+            .expect("xadd");
+    }
+    joins(&bbb, "bbb1", 0..3).await;
+    let got = callbacks(&rx, 4).await;
+    assert_per_server(&got, &["bbb1"], 3, 0);
+    let m = relay.metrics().await;
+    // Neither the entry without a payload nor the broken one reads as JSON.
+    let series = r#"hookrelay_bus_skipped_total{source="bbb1",reason="not_json"}"#;
+    assert_eq!(metric_value(&m, series), 2.0, "{series}\n{m}");
+    edge.terminate().await;
+    relay.terminate().await;
 }
