@@ -15,13 +15,13 @@ use crate::{
 };
 
 /// One edge process and its server.
-struct Edge {
-    bbb: TestRedis,
-    child: tokio::process::Child,
+pub struct Edge {
+    pub bbb: TestRedis,
+    pub child: tokio::process::Child,
     _dir: tempfile::TempDir,
 }
 
-async fn start_edge(setup: &Setup, store: &TestRedis, i: usize) -> Edge {
+pub async fn start_edge(setup: &Setup, store: &TestRedis, i: usize) -> Edge {
     let bbb = TestRedis::start().await;
     let dir = tempfile::tempdir().expect("dir");
     let config = dir.path().join("edge.toml");
@@ -127,7 +127,7 @@ async fn latencies(store: &TestRedis, edges: usize, after_ms: f64) -> (Vec<f64>,
     (out, count, ordered, last_before)
 }
 
-fn percentile(sorted: &[f64], p: f64) -> f64 {
+pub fn percentile(sorted: &[f64], p: f64) -> f64 {
     match sorted.len() {
         0 => 0.0,
         n => sorted[((n as f64 * p) as usize).min(n - 1)],

@@ -34,6 +34,7 @@ mod edges;
 mod launch;
 mod memory;
 mod plugins;
+mod pool;
 mod procstat;
 mod scenario;
 mod sink;
@@ -229,6 +230,24 @@ pub enum Scenario {
         #[arg(long, default_value_t = 500)]
         rate: u64,
         #[arg(long, default_value_t = 30)]
+        seconds: u64,
+        #[arg(long, default_value_t = 0)]
+        outage_s: u64,
+    },
+    /// A pool (docs/pool.md): edges on loopback into one store, taken by two pool relays as a
+    /// fleet with one hook per meeting, all to one receiver: latency from the bus to the
+    /// receiver, loss, the relays' CPU per event and the edges' per message; with --outage-s,
+    /// the store stopped that long mid-run and the catch-up.
+    Pool {
+        #[arg(long, default_value_t = 20)]
+        edges: usize,
+        /// Meetings (and hooks) a server.
+        #[arg(long, default_value_t = 50)]
+        meetings: usize,
+        /// Events a second, per server.
+        #[arg(long, default_value_t = 500)]
+        rate: u64,
+        #[arg(long, default_value_t = 20)]
         seconds: u64,
         #[arg(long, default_value_t = 0)]
         outage_s: u64,

@@ -107,6 +107,13 @@ pub async fn run(scenario: &Scenario, setup: &Setup) -> Figures {
             seconds,
             outage_s,
         } => crate::edges::run(setup, edges, rate, seconds, outage_s).await,
+        Scenario::Pool {
+            edges,
+            meetings,
+            rate,
+            seconds,
+            outage_s,
+        } => crate::pool::run(setup, edges, meetings, rate, seconds, outage_s).await,
         Scenario::Xapi { meetings, ralph } => crate::xapi::run(setup, meetings, ralph).await,
         Scenario::Outage { hooks, events } => crate::memory::outage(setup, hooks, events).await,
         Scenario::Meetings { meetings, users } => {
