@@ -1,5 +1,5 @@
 //! The pool scenario (docs/pool.md): N edges on loopback, each on a BBB "server" of its own,
-//! into one pool store, taken by two pool relays as a fleet (delivery spread) with one hook per
+//! into one pool store, taken by two pool relays as a fleet (delivery spread, unless `--no-spread`) with one hook per
 //! meeting (`--meetings` a server), all to one receiver. Every server publishes user joins at
 //! a fixed rate, spread over its meetings, so each event makes one callback. Measures the
 //! latency from publish to the receiver, loss and repeats (goal 0), the relays' CPU per event
@@ -102,12 +102,29 @@ pub async fn run(
     let own = TestRedis::start().await;
     let sink = Sink::start(Duration::ZERO).await;
     let pool = format!(
-        "\n[fleet]\nenabled = true\nlease_ms = 30000\nspread = true\n[store]\nurl = \"{}\"\n",
+        "\n[fleet]\nenabled = true\nlease_ms = 30000\nspread = {}\n[store]\nurl = \"{}\"\n",
+        setup.spread,
         store.url()
     );
     let mut relays = Vec::new();
     for _ in 0..2 {
         relays.push(Relay::start(setup, &own, &pool).await.0);
+    }
+    // The first instance takes the fleet lease (a start without a holder waits about a
+    // lease): the run begins once it holds it.
+    let mut c = store.conn().await.expect("store");
+    let deadline = Instant::now() + Duration::from_secs(120);
+    loop {
+        let held: bool = redis::cmd("EXISTS")
+            .arg("hookrelay:fleet:lease")
+            .query_async(&mut c)
+            .await
+            .unwrap_or(false);
+        if held {
+            break;
+        }
+        assert!(Instant::now() < deadline, "no relay took the fleet lease");
+        tokio::time::sleep(Duration::from_millis(100)).await;
     }
     let mut started: Vec<Edge> = Vec::with_capacity(edges);
     for i in 0..edges {

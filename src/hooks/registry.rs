@@ -166,6 +166,13 @@ impl Snapshot {
         self.by_tenant.keys().map(String::as_str)
     }
 
+    /// The most hooks one event can match: every global hook and every hook of the meeting
+    /// with the most (with a tenant's hooks and filters, often fewer).
+    pub fn widest_match(&self) -> usize {
+        let per_meeting = self.by_meeting.values().map(OrdMap::len).max();
+        self.globals.len() + per_meeting.unwrap_or(0)
+    }
+
     /// Global hooks in id order.
     pub fn globals(&self) -> impl Iterator<Item = &Arc<Hook>> {
         self.globals.values()
@@ -267,6 +274,7 @@ mod tests {
         let s = r.load();
         assert_eq!(ids(s.all()), vec![HookId(1), HookId(2), HookId(3)]);
         assert_eq!(ids(s.bound_to("m")), vec![HookId(2), HookId(3)]);
+        assert_eq!(s.widest_match(), 3, "one global and meeting m's two");
         assert_eq!(s.by_url("http://a/").map(|h| h.id), Some(HookId(1)));
         assert_eq!(s.max_id(), Some(HookId(3)));
         assert_eq!(r.remove(HookId(2)).map(|h| h.id), Some(HookId(2)));

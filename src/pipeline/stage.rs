@@ -43,9 +43,9 @@ pub const BATCH: usize = 256;
 /// that the transaction that persists it (built in memory whole) stays small.
 const BATCH_CALLBACKS: usize = 4096;
 
-/// How many bus messages to take at once with `hooks` hooks registered.
-fn batch_limit(hooks: usize) -> usize {
-    (BATCH_CALLBACKS / hooks.max(1)).clamp(1, BATCH)
+/// How many bus messages to take at once when one event matches at most `widest` hooks.
+fn batch_limit(widest: usize) -> usize {
+    (BATCH_CALLBACKS / widest.max(1)).clamp(1, BATCH)
 }
 
 pub struct ProcessStage {
@@ -77,6 +77,8 @@ pub struct ProcessStage {
     /// Each edge's source and the key of what was taken of its stream, written with each
     /// batch that has its messages.
     pub taken: Vec<(SourceId, String)>,
+    /// The batch limit of the hook snapshot it was worked out for.
+    pub limit: Option<(Arc<Snapshot>, usize)>,
 }
 
 impl ProcessStage {
@@ -105,6 +107,7 @@ impl ProcessStage {
         let mut last_tidy = std::time::Instant::now();
         let mut batch = Vec::with_capacity(BATCH);
         loop {
+            let limit = self.batch_limit();
             tokio::select! {
                 biased;
                 () = token.cancelled() => {
@@ -133,7 +136,7 @@ impl ProcessStage {
                         break;
                     }
                 }
-                n = rx.recv_many(&mut batch, batch_limit(self.registry.load().len())) => {
+                n = rx.recv_many(&mut batch, limit) => {
                     if n == 0 {
                         return;
                     }
@@ -171,6 +174,20 @@ impl ProcessStage {
             }
         }
         tracing::debug!(messages = batch.len(), "processed at the stop");
+    }
+
+    /// How many bus messages to take at once with the hooks in force: many per-meeting hooks
+    /// (one each for a thousand meetings) leave batches whole, many global ones shrink them.
+    fn batch_limit(&mut self) -> usize {
+        let snapshot = self.registry.load();
+        match &self.limit {
+            Some((seen, limit)) if Arc::ptr_eq(seen, &snapshot) => *limit,
+            _ => {
+                let limit = batch_limit(snapshot.widest_match());
+                self.limit = Some((snapshot, limit));
+                limit
+            }
+        }
     }
 
     /// Routes a batch, then persists its callbacks and mapping changes and queues the

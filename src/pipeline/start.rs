@@ -495,6 +495,7 @@ impl Start<'_> {
             joins: taker.is_some().then_some(joins),
             joined: joined.clone(),
             taken: Vec::new(),
+            limit: None,
         };
         Some(Processing {
             stage,
