@@ -65,15 +65,32 @@ fn now_ms() -> f64 {
         .map_or(0.0, |d| d.as_secs_f64() * 1e3)
 }
 
-/// Publishes `rate` messages a second for `seconds` on `bbb`, in ticks of 10 ms.
-async fn drive(bbb_url: String, rate: u64, seconds: u64) -> usize {
+/// A connection to the bus at `bbb_url`, how many messages each tick of 10 ms publishes for
+/// `rate` a second, and the ticks.
+pub async fn publisher(
+    bbb_url: String,
+    rate: u64,
+) -> (
+    redis::aio::MultiplexedConnection,
+    usize,
+    tokio::time::Interval,
+) {
     let client = redis::Client::open(bbb_url).expect("client");
-    let mut conn = client
+    let conn = client
         .get_multiplexed_async_connection()
         .await
         .expect("bbb");
     let per_tick = (rate / 100).max(1) as usize;
-    let mut tick = tokio::time::interval(Duration::from_millis(10));
+    (
+        conn,
+        per_tick,
+        tokio::time::interval(Duration::from_millis(10)),
+    )
+}
+
+/// Publishes `rate` messages a second for `seconds` on `bbb`, in ticks of 10 ms.
+async fn drive(bbb_url: String, rate: u64, seconds: u64) -> usize {
+    let (mut conn, per_tick, mut tick) = publisher(bbb_url, rate).await;
     let mut n = 0;
     for _ in 0..seconds * 100 {
         tick.tick().await;

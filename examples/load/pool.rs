@@ -13,7 +13,7 @@ use std::{
 };
 
 use crate::{
-    edges::{Edge, percentile, start_edge},
+    edges::{Edge, percentile, publisher, start_edge},
     launch::{Relay, Setup},
     procstat,
     scenario::Figures,
@@ -33,13 +33,7 @@ async fn drive(
     rate: u64,
     seconds: u64,
 ) -> Vec<(usize, Instant)> {
-    let client = redis::Client::open(bbb_url).expect("client");
-    let mut conn = client
-        .get_multiplexed_async_connection()
-        .await
-        .expect("bbb");
-    let per_tick = (rate / 100).max(1) as usize;
-    let mut tick = tokio::time::interval(Duration::from_millis(10));
+    let (mut conn, per_tick, mut tick) = publisher(bbb_url, rate).await;
     let mut sent = Vec::with_capacity(per_tick * seconds as usize * 100);
     let mut n = 0;
     for _ in 0..seconds * 100 {
