@@ -1,9 +1,11 @@
 //! The hooks API (axum): `{path}/hooks/create|destroy|list|ping` over GET, HEAD and POST
 //! (parameters in the query string), authenticated by [`checksum`], a tenant's calls within
 //! its [`limits`], answered in BBB XML ([`xml`]) with HTTP 200 whatever the outcome (429 for a
-//! tenant calling too fast).
+//! tenant calling too fast). Beside it, [`health`]'s `/healthz` and `/readyz` for
+//! orchestrators.
 
 pub mod checksum;
+pub mod health;
 pub mod hooks;
 pub mod limits;
 pub mod params;
@@ -51,6 +53,8 @@ pub struct ApiState {
     pub hook_secrets: bool,
     /// `api.trusted_proxies`: whose `X-Forwarded-For` names the caller.
     pub trusted_proxies: Vec<ipnet::IpNet>,
+    /// What `/healthz` and `/readyz` answer from.
+    pub health: Arc<health::Health>,
 }
 
 impl ApiState {
@@ -64,7 +68,11 @@ impl ApiState {
 /// The API router. One fallback handler matches paths the way the reference does
 /// (case-insensitive, optional trailing `/`), keeping the path as sent for the checksum.
 pub fn router(state: Arc<ApiState>) -> Router {
-    Router::new().fallback(handle).with_state(state)
+    Router::new()
+        .route("/healthz", axum::routing::get(health::live))
+        .route("/readyz", axum::routing::get(health::ready))
+        .fallback(handle)
+        .with_state(state)
 }
 
 /// A call of the API.

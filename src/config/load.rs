@@ -159,7 +159,16 @@ impl Config {
                 format!("the environment ({PREFIX}{})", rest.to_ascii_uppercase()),
             );
         }
-        let own = own.merge(env.provider());
+        let mut from_files = Vec::with_capacity(env.files.len());
+        for (key, variable) in &env.files {
+            from_files.push((key.clone(), file_value(key, variable, &env)?));
+            let path = std::env::var(variable).unwrap_or_default();
+            origins.set(key, format!("the file {path} ({variable})"));
+        }
+        let mut own = own.merge(env.provider());
+        for (key, value) in from_files {
+            own = own.merge((key.as_str(), value));
+        }
         let (files, given) = if reference.is_empty() {
             let read: bool = own
                 .extract_inner("reference.read_installed")
@@ -241,6 +250,9 @@ struct EnvKeys {
     keys: HashMap<String, String>,
     /// Full names of the variables that name no key (or more than one).
     ignored: Vec<String>,
+    /// `<VARIABLE>_FILE` variables (Docker's and Kubernetes' secrets): the dotted key each
+    /// names, and the variable's full name (its value is the file's path).
+    files: Vec<(String, String)>,
 }
 
 impl EnvKeys {
@@ -255,12 +267,12 @@ impl EnvKeys {
                 continue;
             }
             let rest = rest.to_ascii_lowercase();
-            let mut known = candidate_keys(&rest).into_iter().filter(|k| is_leaf_key(k));
-            match (known.next(), known.next()) {
-                (Some(key), None) => {
-                    out.keys.insert(rest, key);
-                }
-                _ => out.ignored.push(name),
+            if let Some(key) = only_key(&rest) {
+                out.keys.insert(rest, key);
+            } else if let Some(key) = rest.strip_suffix("_file").and_then(only_key) {
+                out.files.push((key, name));
+            } else {
+                out.ignored.push(name);
             }
         }
         out.ignored.sort();
@@ -276,6 +288,47 @@ impl EnvKeys {
                 .map(|d| d.clone().into())
         })
     }
+}
+
+/// The one key a variable name (prefix removed, lowercase) names, if exactly one.
+fn only_key(rest: &str) -> Option<String> {
+    let mut known = candidate_keys(rest).into_iter().filter(|k| is_leaf_key(k));
+    match (known.next(), known.next()) {
+        (Some(key), None) => Some(key),
+        _ => None,
+    }
+}
+
+/// The value of `key` read from the file `variable` names: its text without the trailing
+/// line end (a list, `[...]`, as the environment's values are read).
+///
+/// # Errors
+/// When the file cannot be read, or the key is also set by its own variable.
+fn file_value(
+    key: &str,
+    variable: &str,
+    env: &EnvKeys,
+) -> Result<figment::value::Value, ConfigError> {
+    if env.keys.values().any(|k| k == key) {
+        let own = variable.strip_suffix("_FILE").unwrap_or(variable);
+        return Err(ConfigError(format!(
+            "{key}: both {own} and {variable} are set; keep one"
+        )));
+    }
+    let path = std::env::var_os(variable).unwrap_or_default();
+    let text = std::fs::read_to_string(&path).map_err(|e| {
+        ConfigError(format!(
+            "{key}: cannot read {variable} ({}): {e}",
+            Path::new(&path).display()
+        ))
+    })?;
+    let text = text.trim_end_matches(['\n', '\r']).to_string();
+    Ok(match text.trim_start().starts_with('[') {
+        true => text
+            .parse()
+            .unwrap_or_else(|_| figment::value::Value::from(text)),
+        false => figment::value::Value::from(text),
+    })
 }
 
 /// The dotted keys a variable name (prefix removed, lowercase) may mean: with `__`, the levels

@@ -218,7 +218,15 @@ impl Start<'_> {
         audit: &Audit,
     ) -> anyhow::Result<()> {
         let (config, metrics) = (self.config, self.metrics);
+        let sources = config.effective_sources().into_iter().map(|s| s.name);
+        let health = api::health::Health::new(
+            conn.clone(),
+            metrics.bus.connected.clone(),
+            sources.collect(),
+        );
+        self.tracker.spawn(health.clone().beat(self.token.clone()));
         let api_state = Arc::new(ApiState {
+            health,
             guard: guard.clone(),
             store: store.clone(),
             secret: config.bbb.secret.clone(),

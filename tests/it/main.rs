@@ -23,6 +23,7 @@ mod faults;
 mod fleet;
 mod from_reference;
 mod give_up;
+mod health;
 mod hostile;
 mod integrator;
 mod listeners;
