@@ -243,3 +243,28 @@ async fn a_store_on_a_cluster_reached_by_tls() {
     assert!(got.iter().all(|r| r.event().contains("meeting-created")));
     relay.terminate().await;
 }
+
+/// An edge whose pool store shows a certificate of another CA than `edge.ca_file`'s stops at
+/// its start, in one line naming the key and the address.
+#[tokio::test]
+async fn an_edge_refuses_a_pool_store_whose_certificate_is_another_cas() {
+    let ca = TestCa::new("pool-ca");
+    let store = TestRedis::start_tls(&ca).await;
+    let bbb = TestRedis::start().await;
+    let stranger = TestCa::new("another-ca");
+    let (code, err) = serve_refused(&format!(
+        "[redis]\nurl = \"{}\"\n[edge]\nstore_url = \"{}\"\nserver = \"bbb1\"\nca_file = \"{}\"\n",
+        bbb.url(),
+        store.tls_url(),
+        stranger.ca_file()
+    ));
+    assert_eq!(code, 1, "{err}");
+    let lines: Vec<&str> = err.lines().collect();
+    assert_eq!(lines.len(), 1, "{err}");
+    let want = format!(
+        "hookrelay: edge.store_url (127.0.0.1:{}): the server's certificate does not verify against edge.ca_file ({}): ",
+        store.tls_port,
+        stranger.ca_file()
+    );
+    assert!(lines[0].starts_with(&want), "{err}");
+}
