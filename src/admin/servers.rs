@@ -15,6 +15,10 @@ use super::{
 pub struct ServersArgs {
     #[command(flatten)]
     target: AdminTarget,
+    /// Take this server out of the store (its edge stopped for good): its name, stream and
+    /// counts. Refused while its edge runs.
+    #[arg(long, value_name = "SERVER")]
+    forget: Option<String>,
 }
 
 /// `hookrelay servers`: one line per server: its name, whether its edge runs, when it was
@@ -24,6 +28,26 @@ pub fn servers(args: &ServersArgs) -> ExitCode {
         Ok(c) => c,
         Err(code) => return code,
     };
+    if let Some(name) = &args.forget {
+        let path = format!(
+            "/v1/servers/{}/forget",
+            hookrelay::base::form::form_encode(name)
+        );
+        return match client.post(&path, &[]) {
+            Ok(a) if args.target.json => {
+                print_json(&a);
+                ExitCode::SUCCESS
+            }
+            Ok(a) => {
+                println!(
+                    "{name} forgotten; {} of its messages no relay had queued went with it",
+                    a["messages_dropped"].as_u64().unwrap_or_default()
+                );
+                ExitCode::SUCCESS
+            }
+            Err((code, why)) => fail(code, &why),
+        };
+    }
     let answer = match client.get("/v1/servers") {
         Ok(a) => a,
         Err((code, why)) => return fail(code, &why),

@@ -92,6 +92,10 @@ pub enum AdminError {
         "hook {0}'s tenant is not known: it is enabled again when its tenant is back (or removed after tenancy.removed_grace_s)"
     )]
     TenantGone(u64),
+    #[error("no edge writes to this store as {0}")]
+    UnknownServer(String),
+    #[error("{0}'s edge is running: stop it first (its name is given up within 15 s of its stop)")]
+    ServerRunning(String),
     #[error("the store cannot be read: {0}")]
     Store(#[from] redis::RedisError),
     /// What is not the caller's doing (no random bytes for a secret).
@@ -112,9 +116,11 @@ impl AdminError {
     /// The HTTP status it is answered with.
     pub fn status(&self) -> StatusCode {
         match self {
-            Self::UnknownHook(_) | Self::NotRegistered(_) => StatusCode::NOT_FOUND,
+            Self::UnknownHook(_) | Self::NotRegistered(_) | Self::UnknownServer(_) => {
+                StatusCode::NOT_FOUND
+            }
             Self::BadParameter(_) | Self::BeforeWindow { .. } => StatusCode::BAD_REQUEST,
-            Self::TenantGone(_) => StatusCode::CONFLICT,
+            Self::TenantGone(_) | Self::ServerRunning(_) => StatusCode::CONFLICT,
             Self::Store(_) => StatusCode::SERVICE_UNAVAILABLE,
             Self::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
@@ -160,6 +166,7 @@ pub fn router(state: Arc<AdminState>, access: Arc<auth::Access>) -> Router {
         .route("/v1/redeliver", post(redeliver::redeliver_all))
         .route("/v1/tenants", get(tenants::list))
         .route("/v1/servers", get(servers::list))
+        .route("/v1/servers/{name}/forget", post(servers::forget))
         .route("/v1/audit", get(audit::list))
         .route("/", get(page::list))
         .route("/servers", get(page::servers_page))

@@ -5,13 +5,19 @@
 
 use std::sync::Arc;
 
-use axum::{Json, extract::State};
+use axum::{
+    Extension, Json,
+    extract::{Path, State},
+};
 use serde::Serialize;
 
-use super::{AdminError, AdminState};
-use crate::base::{
-    redis_keys::{EDGES, EdgeKeys},
-    time::{now_ms, rfc3339},
+use super::{AdminError, AdminState, Caller};
+use crate::{
+    audit::{Action, Record},
+    base::{
+        redis_keys::{EDGES, EdgeKeys},
+        time::{now_ms, rfc3339},
+    },
 };
 
 /// One server's edge.
@@ -107,4 +113,79 @@ pub async fn all(admin: &AdminState) -> Result<Vec<ServerView>, AdminError> {
         });
     }
     Ok(servers)
+}
+
+/// What forgetting a server did.
+#[derive(Debug, Serialize)]
+pub struct Forgotten {
+    pub server: String,
+    /// Its messages in the store that no relay had queued, now gone.
+    pub messages_dropped: u64,
+}
+
+/// `POST /v1/servers/{name}/forget`: takes a server whose edge is stopped out of the store (its
+/// name from the set of edges, its stream, cursor, position and counts), recorded in the audit.
+/// The relays keep it as a source, reading nothing, until their next start.
+///
+/// # Errors
+/// An unknown name, an edge that runs, or a store that cannot be written.
+pub async fn forget(
+    State(admin): State<Arc<AdminState>>,
+    Extension(caller): Extension<Caller>,
+    Path(name): Path<String>,
+) -> Result<Json<Forgotten>, AdminError> {
+    let view = all(&admin)
+        .await?
+        .into_iter()
+        .find(|s| s.server == name)
+        .ok_or_else(|| AdminError::UnknownServer(name.clone()))?;
+    if view.running {
+        return Err(AdminError::ServerRunning(name));
+    }
+    let keys = EdgeKeys::new(&name);
+    let mut conn = admin.conn.clone();
+    // What waits is the stream but the last entry taken, if it is still there (the relays
+    // trim up to it, it included).
+    let taken: Option<String> = redis::cmd("GET")
+        .arg(&keys.taken)
+        .query_async(&mut conn)
+        .await?;
+    let kept_taken: u64 = match &taken {
+        Some(id) => {
+            let at: redis::streams::StreamRangeReply = redis::cmd("XRANGE")
+                .arg(&keys.stream)
+                .arg(id)
+                .arg(id)
+                .query_async(&mut conn)
+                .await?;
+            at.ids.len() as u64
+        }
+        None => 0,
+    };
+    let waiting = view.stream_length.saturating_sub(kept_taken);
+    // One slot for the server's keys, the set apart (a Cluster store).
+    let () = redis::pipe()
+        .atomic()
+        .del(&[
+            &keys.stream,
+            &keys.info,
+            &keys.cursor,
+            &keys.taken,
+            &keys.claim,
+        ])
+        .ignore()
+        .query_async(&mut conn)
+        .await?;
+    let () = redis::cmd("SREM")
+        .arg(EDGES)
+        .arg(&name)
+        .query_async(&mut conn)
+        .await?;
+    tracing::info!(server = %name, caller = caller.0, messages_dropped = waiting, "a pool's server forgotten (admin API)");
+    let record = Record::now(Action::ForgetServer, caller.0.as_str()).detail(name.clone());
+    admin.audit.record(record).await;
+    Ok(Json(Forgotten {
+        server: name,
+        messages_dropped: waiting,
+    }))
 }

@@ -35,6 +35,9 @@ pub enum Action {
     Remove,
     RotateSecret,
     Redeliver,
+    /// A pool's server forgotten in the store (`hookrelay servers --forget`); its name in
+    /// `detail`.
+    ForgetServer,
 }
 
 /// Who asked, when not a caller of an API: the relay itself.

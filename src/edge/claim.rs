@@ -25,6 +25,14 @@ end
 return v
 ";
 
+/// Gives the claim up, if it is still ours.
+const GIVE_UP: &str = r"
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+  return redis.call('DEL', KEYS[1])
+end
+return 0
+";
+
 /// The claim of `server`'s name by the edge `me` (`<host> outbox <epoch>`).
 pub struct Claim {
     pub pool: redis::Client,
@@ -64,6 +72,16 @@ impl Claim {
         }
     }
 
+    async fn give_up(&self) -> redis::RedisResult<()> {
+        let mut c = self.pool.get_multiplexed_async_connection().await?;
+        let _: i64 = redis::Script::new(GIVE_UP)
+            .key(&self.keys.claim)
+            .arg(&self.me)
+            .invoke_async(&mut c)
+            .await?;
+        Ok(())
+    }
+
     async fn try_take(&self) -> redis::RedisResult<Option<String>> {
         let mut c = self.pool.get_multiplexed_async_connection().await?;
         let held: String = redis::Script::new(TAKE)
@@ -83,13 +101,19 @@ impl Claim {
         Ok(None)
     }
 
-    /// Renews the claim until `token` is cancelled; when another edge holds it, stops the
-    /// edge with why.
+    /// Renews the claim until `token` is cancelled, then gives it up (a stopped edge shows as
+    /// stopped at once); when another edge holds it, stops the edge with why.
     pub async fn hold(self, token: CancellationToken, lost: tokio::sync::oneshot::Sender<Taken>) {
         loop {
             tokio::select! {
                 () = tokio::time::sleep(RENEW) => {}
-                () = token.cancelled() => return,
+                () = token.cancelled() => {
+                    let given = tokio::time::timeout(Duration::from_secs(2), self.give_up()).await;
+                    if !matches!(given, Ok(Ok(()))) {
+                        tracing::debug!("cannot give the edge's name up: it lapses within 15 s");
+                    }
+                    return;
+                }
             }
             if let Err(taken) = self.take().await {
                 tracing::error!("{taken}");

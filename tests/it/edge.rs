@@ -356,7 +356,25 @@ async fn hookrelay_servers_lists_the_edges_of_the_store() {
             .is_some_and(|l| l.starts_with("bbb1") && l.contains("running")),
         "{text}"
     );
+    // A running edge's server is not forgotten; a stopped one is, with what waited.
+    let forget = ["servers", "--forget", "bbb1", "--json", "-c", &config];
+    let (code, _, err) = crate::support::process::cli(&forget);
+    assert_ne!(code, 0);
+    assert!(err.contains("bbb1's edge is running"), "{err}");
     edge.terminate().await;
+    let (code, out, err) = crate::support::process::cli(&forget);
+    assert_eq!(code, 0, "{err}");
+    let forgotten: serde_json::Value = serde_json::from_str(&out).expect("JSON");
+    assert_eq!(forgotten["messages_dropped"], 7, "{forgotten}");
+    assert!(store.smembers("hookrelay:edges").await.is_empty());
+    assert_eq!(store.xlen("hookrelay:edge:{bbb1}:bus").await, 0);
+    let (_, out, _) = crate::support::process::cli(&["servers", "-c", &config]);
+    assert!(out.contains("no edges write to this store"), "{out}");
+    let (_, out, _) = crate::support::process::cli(&["audit", "--json", "-c", &config]);
+    assert!(
+        out.contains("forget-server") && out.contains("bbb1"),
+        "{out}"
+    );
     relay.terminate().await;
 }
 
