@@ -3,10 +3,11 @@
 //! The only module that knows them all; [`start`] holds the phases of the start, [`sources`]
 //! starts each source's subscriber and reads its state back, [`stage`] is the processing task,
 //! [`recover`] reads the queues back at start, [`redeliver`] queues the redeliveries asked for, [`notices`] the events about hooks, [`fleet`] and [`share`] are an instance's part
-//! in a fleet, [`edges`] takes a pool's edges' streams as sources of their own.
+//! in a fleet, [`edges`] takes a pool's edges' streams as sources of their own and [`joins`] adds them to the processing stage.
 
 mod edges;
 mod fleet;
+mod joins;
 mod listen;
 mod mode;
 mod notices;

@@ -12,7 +12,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::{
     base::{
-        redis_keys::{EdgeKeys, SourceKeys},
+        redis_keys::SourceKeys,
         sources::{SourceId, SourceTable},
         time::now_ms,
     },
@@ -130,7 +130,7 @@ impl ProcessStage {
                         self.drop_idle_queues().await;
                     }
                 }
-                Some(joined) = next_join(&mut self.joins) => self.join(joined),
+                Some(joined) = super::joins::next(&mut self.joins) => self.join(joined),
                 _ = redeliveries.tick() => {
                     if !self.redeliver().await || !self.hook_notices().await {
                         break;
@@ -281,53 +281,6 @@ impl ProcessStage {
         accepted
     }
 
-    /// Adds a server whose edge appeared: its source (named and with the domain of the server),
-    /// processor and state, before any of its messages; answers with its source.
-    fn join(&mut self, joined: Joined) {
-        let Joined {
-            name,
-            keys,
-            processor,
-            conference,
-            reply,
-        } = joined;
-        // Only this task adds sources, so a new one's index is the processors' count.
-        let next = SourceId::try_from(self.router.processors.len()).ok();
-        let id = next.filter(|n| self.sources.push(&name, &name) == Some(*n));
-        if let Some(id) = id {
-            self.router.processors.push(processor.with_source(id));
-            self.keys.push(keys);
-            self.conferences.push(conference.clone());
-            (self.joined.write().unwrap_or_else(|p| p.into_inner()))
-                .push((name.clone(), conference));
-            self.taken.push((id, EdgeKeys::new(&name).taken));
-        }
-        let _ = reply.send(id);
-    }
-
-    /// `commit` with what `batch` takes of each edge's stream: the id of its last message
-    /// there, so that the stream is read again from after it, and only after it.
-    fn with_taken(&self, batch: &[BusMessage], commit: Option<Commit>) -> Option<Commit> {
-        let mut writes = redis::pipe();
-        for (source, key) in &self.taken {
-            let last = batch.iter().rev().find(|m| m.source == *source);
-            if let Some(position) = last.and_then(|m| m.position.as_deref()) {
-                writes.set(key, position).ignore();
-            }
-        }
-        if writes.is_empty() {
-            return commit;
-        }
-        let mut commit = commit.unwrap_or(Commit {
-            writes: redis::pipe(),
-            mark: None,
-        });
-        for cmd in writes.cmd_iter() {
-            commit.writes.add_command(cmd.clone()).ignore();
-        }
-        Some(commit)
-    }
-
     /// Routes `batch` with the hooks and plugins in force now (the plugins only say which
     /// callbacks wait for them).
     fn route(&mut self, batch: &[BusMessage]) -> Routed {
@@ -387,18 +340,6 @@ impl ProcessStage {
         self.metrics.user_mappings.set(users as i64);
         depths
     }
-}
-
-/// The next server whose edge appeared; never, when the relay takes no edges.
-async fn next_join(joins: &mut Option<mpsc::Receiver<Joined>>) -> Option<Joined> {
-    if let Some(rx) = joins
-        && let Some(joined) = rx.recv().await
-    {
-        return Some(joined);
-    }
-    // The taker is gone (the relay is stopping): nothing more comes.
-    *joins = None;
-    std::future::pending().await
 }
 
 #[cfg(test)]
