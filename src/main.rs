@@ -280,20 +280,26 @@ fn init_logs(tool: bool, format: LogFormat) {
     }
 }
 
-/// `hookrelay serve` with `[edge]`: the metrics listener alone (an edge serves no hooks), then
-/// the edge until a signal stops it.
-async fn serve_edge(config: Config) -> ExitCode {
-    let metrics = match Listeners::bind_metrics(&config).await {
+/// Ends `hookrelay serve`: a listener that could not be bound, or the run's error, is one
+/// line (exit status 1).
+async fn served<L, F>(
+    bound: Result<L, impl std::fmt::Display>,
+    run: impl FnOnce(L, Shutdown) -> F,
+) -> ExitCode
+where
+    F: std::future::Future<Output = anyhow::Result<()>>,
+{
+    let listeners = match bound {
         Ok(l) => l,
         Err(e) => {
-            // One line: the key, the address and why (exit status 1).
+            // One line: the key, the address and why.
             eprintln!("hookrelay: {e}");
             return ExitCode::FAILURE;
         }
     };
     let shutdown = Shutdown::new();
     shutdown.on_signals();
-    match hookrelay::run_edge(config, metrics, shutdown).await {
+    match run(listeners, shutdown).await {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("hookrelay: {e:#}");
@@ -319,26 +325,15 @@ fn serve_relay(config: Config) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    // An edge serves no hooks: its metrics listener alone.
     if config.edge.is_some() {
-        return runtime.block_on(serve_edge(config));
+        return runtime.block_on(async {
+            let bound = Listeners::bind_metrics(&config).await;
+            served(bound, |l, s| hookrelay::run_edge(config, l, s)).await
+        });
     }
     runtime.block_on(async {
-        let listeners = match Listeners::bind(&config).await {
-            Ok(l) => l,
-            Err(e) => {
-                // One line: the key, the address and why (exit status 1).
-                eprintln!("hookrelay: {e}");
-                return ExitCode::FAILURE;
-            }
-        };
-        let shutdown = Shutdown::new();
-        shutdown.on_signals();
-        match hookrelay::run(config, listeners, shutdown).await {
-            Ok(()) => ExitCode::SUCCESS,
-            Err(e) => {
-                eprintln!("hookrelay: {e:#}");
-                ExitCode::FAILURE
-            }
-        }
+        let bound = Listeners::bind(&config).await;
+        served(bound, |l, s| hookrelay::run(config, l, s)).await
     })
 }

@@ -88,6 +88,19 @@ pub async fn publisher(
     )
 }
 
+/// With `outage_s`, stops `store` a third into a run of `seconds` for that long; when it was
+/// back.
+pub async fn outage(store: &mut TestRedis, seconds: u64, outage_s: u64) -> Option<Instant> {
+    if outage_s == 0 {
+        return None;
+    }
+    tokio::time::sleep(Duration::from_secs(seconds / 3)).await;
+    store.stop().await;
+    tokio::time::sleep(Duration::from_secs(outage_s)).await;
+    store.start_again().await;
+    Some(Instant::now())
+}
+
 /// Publishes `rate` messages a second for `seconds` on `bbb`, in ticks of 10 ms.
 async fn drive(bbb_url: String, rate: u64, seconds: u64) -> usize {
     let (mut conn, per_tick, mut tick) = publisher(bbb_url, rate).await;
@@ -163,14 +176,9 @@ pub async fn run(setup: &Setup, edges: usize, rate: u64, seconds: u64, outage_s:
     let drivers: Vec<_> = (started.iter())
         .map(|e| tokio::spawn(drive(e.bbb.url(), rate, seconds)))
         .collect();
-    let mut back_at = None;
-    if outage_s > 0 {
-        tokio::time::sleep(Duration::from_secs(seconds / 3)).await;
-        store.stop().await;
-        tokio::time::sleep(Duration::from_secs(outage_s)).await;
-        store.start_again().await;
-        back_at = Some(now_ms());
-    }
+    let back_at = outage(&mut store, seconds, outage_s)
+        .await
+        .map(|_| now_ms());
     let mut published = 0;
     for d in drivers {
         published += d.await.unwrap_or(0);

@@ -13,7 +13,7 @@ use std::{
 };
 
 use crate::{
-    edges::{Edge, percentile, publisher, start_edge},
+    edges::{Edge, outage, percentile, publisher, start_edge},
     launch::{Relay, Setup},
     procstat,
     scenario::Figures,
@@ -157,14 +157,7 @@ pub async fn run(
     let drivers: Vec<_> = (started.iter().enumerate())
         .map(|(i, e)| tokio::spawn(drive(e.bbb.url(), i, meetings, rate, seconds)))
         .collect();
-    let mut back_at = None;
-    if outage_s > 0 {
-        tokio::time::sleep(Duration::from_secs(seconds / 3)).await;
-        store.stop().await;
-        tokio::time::sleep(Duration::from_secs(outage_s)).await;
-        store.start_again().await;
-        back_at = Some(Instant::now());
-    }
+    let back_at = outage(&mut store, seconds, outage_s).await;
     let mut sent = std::collections::HashMap::new();
     for d in drivers {
         sent.extend(d.await.unwrap_or_default());

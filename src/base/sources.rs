@@ -94,26 +94,23 @@ impl SourceTable {
         Some(id)
     }
 
-    fn entry(&self, id: SourceId) -> Entry {
+    /// `f` of source `id`'s entry (the fallback's for an unknown id), without copying it.
+    fn with_entry<R>(&self, id: SourceId, f: impl FnOnce(&Entry) -> R) -> R {
         if let Some(e) = self.entries.load().get(usize::from(id)) {
-            return e.clone();
+            return f(e);
         }
         let learned = usize::from(SourceId::MAX - id);
-        self.learned
-            .load()
-            .get(learned)
-            .unwrap_or(&self.fallback)
-            .clone()
+        f(self.learned.load().get(learned).unwrap_or(&self.fallback))
     }
 
     /// The name of source `id` (the fallback's for an unknown id).
     pub fn name(&self, id: SourceId) -> Arc<str> {
-        self.entry(id).name
+        self.with_entry(id, |e| e.name.clone())
     }
 
     /// The server domain of source `id` (the fallback's for an unknown id).
     pub fn domain(&self, id: SourceId) -> Arc<str> {
-        self.entry(id).domain
+        self.with_entry(id, |e| e.domain.clone())
     }
 
     /// The index of the source named `name` (one of this table's, else a learned one).

@@ -43,11 +43,19 @@ impl ProcessStage {
         batch: &[BusMessage],
         commit: Option<Commit>,
     ) -> Option<Commit> {
+        // Each edge's last message of the batch, in one pass from its end.
+        let mut last: Vec<(SourceId, &str)> = Vec::new();
+        for m in batch.iter().rev() {
+            if let Some(position) = m.position.as_deref()
+                && !last.iter().any(|(s, _)| *s == m.source)
+            {
+                last.push((m.source, position));
+            }
+        }
         let mut writes = redis::pipe();
         for (source, key) in &self.taken {
-            let last = batch.iter().rev().find(|m| m.source == *source);
-            if let Some(position) = last.and_then(|m| m.position.as_deref()) {
-                writes.set(key, position).ignore();
+            if let Some((_, position)) = last.iter().find(|(s, _)| s == source) {
+                writes.set(key, *position).ignore();
             }
         }
         if writes.is_empty() {
