@@ -3,6 +3,9 @@
 //! `/etc/bigbluebutton/bbb-web.properties`) name the server's public address,
 //! `bigbluebutton.web.serverURL`, from which the API's address follows. On the server itself
 //! bbb-web answers on `bbb.local_api_url` (nginx proxies the API there), which is tried first.
+//! Where no shared secret is configured (or only the example's placeholder), the same files'
+//! `securitySalt` is taken, as the package's postinst takes it: a container that mounts
+//! `/etc/bigbluebutton` read-only needs no copy of the secret.
 
 use std::path::PathBuf;
 
@@ -19,6 +22,8 @@ pub const LOCAL_API_URL: &str = "http://127.0.0.1:8090/bigbluebutton/api";
 
 /// The key of the server's public address.
 const SERVER_URL: &str = "bigbluebutton.web.serverURL";
+/// The key of the server's shared secret.
+const SECURITY_SALT: &str = "securitySalt";
 
 /// Where the API's address came from when the configuration did not set it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -29,22 +34,39 @@ pub struct FoundApi {
     pub file: PathBuf,
 }
 
-/// The last `bigbluebutton.web.serverURL` of `files` (later files win), and the file it came
-/// from. Unreadable or malformed files are skipped.
-pub fn server_url(files: &[PathBuf]) -> Option<(String, PathBuf)> {
+/// The last value of `key` in `files` that `accept` takes (later files win), and the file it
+/// came from. Unreadable or malformed files are skipped.
+fn last_value(
+    files: &[PathBuf],
+    key: &str,
+    accept: impl Fn(&str) -> bool,
+) -> Option<(String, PathBuf)> {
     files
         .iter()
         .filter_map(|f| {
             let read = std::fs::File::open(f).ok()?;
             let props = java_properties::read(std::io::BufReader::new(read)).ok()?;
-            let url = props
-                .get(SERVER_URL)?
-                .trim()
-                .trim_end_matches('/')
-                .to_string();
-            super::sources::is_http_url(&url).then(|| (url, f.clone()))
+            let value = props.get(key)?.trim().to_string();
+            accept(&value).then(|| (value, f.clone()))
         })
         .next_back()
+}
+
+/// The last `bigbluebutton.web.serverURL` of `files` (later files win), and the file it came
+/// from. Unreadable or malformed files are skipped.
+pub fn server_url(files: &[PathBuf]) -> Option<(String, PathBuf)> {
+    last_value(files, SERVER_URL, |url| {
+        super::sources::is_http_url(url.trim_end_matches('/'))
+    })
+    .map(|(url, file)| (url.trim_end_matches('/').to_string(), file))
+}
+
+/// The last `securitySalt` of `files` that is a plain secret (letters and digits, as the
+/// package's postinst takes it), and the file it came from.
+pub fn security_salt(files: &[PathBuf]) -> Option<(String, PathBuf)> {
+    last_value(files, SECURITY_SALT, |salt| {
+        !salt.is_empty() && salt.chars().all(|c| c.is_ascii_alphanumeric())
+    })
 }
 
 impl Config {
@@ -58,6 +80,26 @@ impl Config {
             let public = format!("{url}/bigbluebutton/api");
             self.bbb.api_url.clone_from(&public);
             self.bbb.api_found = Some(FoundApi { public, file });
+        }
+    }
+
+    /// Takes bbb-web's `securitySalt` as `bbb.secret` when the configuration gives none, or only
+    /// the example's placeholder, and says so in the origins `check-config` lists. An edge
+    /// signs nothing and takes none.
+    pub(super) fn find_secret(&mut self) {
+        let unset =
+            self.bbb.secret.is_empty() || self.bbb.secret.expose() == super::validate::PLACEHOLDER;
+        if !unset || self.edge.is_some() {
+            return;
+        }
+        if let Some((salt, file)) = security_salt(&self.bbb.web_properties) {
+            self.bbb.secret = super::Secret::new(salt);
+            self.origins.retain(|(key, _)| key != "bbb.secret");
+            self.origins.push((
+                "bbb.secret".into(),
+                format!("bbb-web's {} ({SECURITY_SALT})", file.display()),
+            ));
+            self.origins.sort();
         }
     }
 
@@ -180,5 +222,46 @@ mod tests {
         assert!(none.bbb.api_url.is_empty());
         assert!(none.bbb.api_candidates("").is_empty());
         assert!(none.describe_api().contains("none"));
+    }
+
+    /// The configuration after loading, with `secret` as the TOML file's `bbb.secret`.
+    fn with_secret(files: &[&Path], secret: &str) -> Config {
+        let list: Vec<String> = files.iter().map(|f| format!("'{}'", f.display())).collect();
+        let mut c = Config::from_toml(&format!(
+            "[bbb]\nsecret='valid-until-replaced'\nweb_properties = [{}]\n",
+            list.join(", ")
+        ))
+        .unwrap();
+        c.bbb.secret = crate::config::Secret::new(secret);
+        c.origins = vec![("bbb.secret".into(), "the TOML file".into())];
+        c.find_secret();
+        c
+    }
+
+    #[test]
+    fn the_servers_salt_replaces_a_missing_or_placeholder_secret_and_nothing_else() {
+        let dir = tempfile::tempdir().unwrap();
+        let (defaults, local) = (dir.path().join("a"), dir.path().join("b"));
+        std::fs::write(&defaults, "securitySalt=packagedDefault0123456789\n").unwrap();
+        std::fs::write(
+            &local,
+            "securitySalt = 0a1b2c3d4e5f60718293a4b5c6d7e8f9\r\n",
+        )
+        .unwrap();
+        for unset in ["", "change-me"] {
+            let c = with_secret(&[&defaults, &local], unset);
+            assert_eq!(c.bbb.secret.expose(), "0a1b2c3d4e5f60718293a4b5c6d7e8f9");
+            let said = format!("bbb-web's {} (securitySalt)", local.display());
+            assert_eq!(c.origins, [("bbb.secret".to_string(), said)]);
+        }
+        let own = with_secret(&[&defaults, &local], "a-secret-of-my-own");
+        assert_eq!(own.bbb.secret.expose(), "a-secret-of-my-own");
+        assert_eq!(own.origins[0].1, "the TOML file");
+        // Not a plain secret (as the postinst): the earlier file's is taken, else none.
+        std::fs::write(&local, "securitySalt=has spaces and $igns\n").unwrap();
+        let c = with_secret(&[&defaults, &local], "");
+        assert_eq!(c.bbb.secret.expose(), "packagedDefault0123456789");
+        let none = with_secret(&[&local, &dir.path().join("missing")], "change-me");
+        assert_eq!(none.bbb.secret.expose(), "change-me");
     }
 }

@@ -189,11 +189,14 @@ impl Config {
         let figment = Figment::new()
             .merge(Serialized::defaults(layered.reference.keys))
             .merge(own);
-        let mut config = Self::extract(figment)?;
+        let mut config = Self::parse(figment)?;
         config.reference_files = files;
         config.reference_given = given;
         config.origins = origins.into_list();
         config.find_api_url();
+        // Before validating: the secret may be BBB's own, from bbb-web's properties.
+        config.find_secret();
+        config.validate()?;
         Ok((config, layered.reference.ignored))
     }
 
@@ -206,7 +209,14 @@ impl Config {
     }
 
     fn extract(figment: Figment) -> Result<Config, ConfigError> {
-        let config: Config = figment.extract().map_err(|e| {
+        let config = Self::parse(figment)?;
+        config.validate()?;
+        Ok(config)
+    }
+
+    /// The configuration `figment` gives, its types checked but not its values.
+    fn parse(figment: Figment) -> Result<Config, ConfigError> {
+        figment.extract().map_err(|e| {
             let e = e.into_iter().next().map_or_else(
                 || "invalid".to_string(),
                 |e| {
@@ -220,9 +230,7 @@ impl Config {
                 },
             );
             ConfigError(e)
-        })?;
-        config.validate()?;
-        Ok(config)
+        })
     }
 }
 

@@ -14,7 +14,7 @@ pub fn callback_guard(delivery: &DeliveryConfig) -> Guard {
 }
 
 /// The placeholder of the example configuration.
-const PLACEHOLDER: &str = "change-me";
+pub(super) const PLACEHOLDER: &str = "change-me";
 /// The shortest shared secret taken: a short one is guessed from one signed URL offline.
 pub const MIN_SECRET_CHARS: usize = 12;
 
