@@ -111,6 +111,9 @@ enum Command {
     /// Several instances on one store: show who holds the fleet lease, how far back each
     /// instance's kept messages reach and who delivers each hook (read from the store).
     Fleet(admin::FleetArgs),
+    /// Ask a running relay whether it is alive (/healthz) or, with --ready, ready (/readyz):
+    /// its line of JSON, exit 0 when it answered 200 (for container health checks).
+    Health(admin::HealthArgs),
     /// The events hookrelay sends: list their ids and who gets them, or print the JSON Schema
     /// of one (docs/schemas/).
     Events {
@@ -237,6 +240,7 @@ fn main() -> ExitCode {
         Command::Tenants(args) => return admin::tenants(&args),
         Command::Audit(args) => return admin::audit(&args),
         Command::Servers(args) => return admin::servers(&args),
+        Command::Health(args) => return admin::health(&args),
         Command::Events { command } => return events_cli::run(&command),
         Command::AdminToken(args) => return admin::admin_token(&args),
     };

@@ -7,6 +7,7 @@
 
 mod callback;
 mod fleet;
+mod health;
 mod hooks;
 mod import;
 mod servers;
@@ -17,6 +18,7 @@ use std::process::ExitCode;
 
 pub use callback::{SignArgs, VerifyArgs, sign, verify};
 pub use fleet::{FleetArgs, fleet};
+pub use health::{HealthArgs, health};
 use hookrelay::Config;
 pub use hooks::{HooksArgs, hooks};
 pub use import::{ImportArgs, import_reference};
