@@ -37,12 +37,13 @@ if [ -z "$quick" ]; then
   scripts/ensure-chromium.sh
   scripts/ensure-standard-webhooks.sh
   scripts/ensure-schema-tools.sh
+  scripts/ensure-podman.sh --arch arm64 --tests
   # The dashboard tests must then evaluate bbb-exporter's and hookrelay's queries in a real
   # Prometheus, the xAPI tests send to a real LRS, the status page is tried in a real browser,
   # JSON callbacks are verified by the official Standard Webhooks libraries, and types are
   # generated from the events' schemas as docs/integrators.md says.
   export TEST_REQUIRE_PROMETHEUS=1 TEST_REQUIRE_RALPH=1 TEST_REQUIRE_CHROMIUM=1 TEST_REQUIRE_STANDARD_WEBHOOKS=1
-  export TEST_REQUIRE_SCHEMA_TOOLS=1
+  export TEST_REQUIRE_SCHEMA_TOOLS=1 TEST_REQUIRE_PODMAN=1
 fi
 scripts/build-plugins.sh
 # nextest's output, and cargo test's (whose "test result:" lines are counted; nextest prints
@@ -61,6 +62,16 @@ step() {
 }
 step build build "$@"
 export TEST_PLUGINS_BUILT=1 TEST_EXAMPLES_BUILT=1
+# The container images the tests run (tests/it/containers.rs, deploy.rs), made by the script
+# that makes users' images: amd64 from the build above, arm64 cross-compiled (profile
+# cross-test: it only has to start under qemu), and stand-ins for the compose files' public
+# images, from Debian's packages.
+if [ -z "$quick" ]; then
+  export CONTAINERS_CONF=${CONTAINERS_CONF:-$PWD/scripts/podman.conf}
+  step images bash -c 'scripts/image.sh --profile dev --tag hookrelay-test --no-build &&
+    scripts/image.sh --arch arm64 --profile cross-test --tag hookrelay-test &&
+    python3 scripts/stand_in_images.py localhost/hookrelay-test'
+fi
 # nextest's JUnit report (in its store, target/nextest under the workspace whatever
 # CARGO_TARGET_DIR says): each test binary's time, the sum of its tests'.
 junit="target/nextest/default/junit.xml"

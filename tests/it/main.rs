@@ -12,6 +12,7 @@ mod busy;
 mod catalogue;
 mod cli;
 mod cluster;
+mod containers;
 mod dashboards;
 mod deliveries;
 mod delivery;

@@ -11,6 +11,7 @@ pub mod edge;
 pub mod lrs;
 pub mod netns;
 pub mod plugins;
+pub mod podman;
 pub mod process;
 pub mod prometheus;
 pub mod receiver;

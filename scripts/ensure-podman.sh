@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# Installs what the container image and its tests need when it is missing: podman, runc,
+# catatonit (a pod's infra process) and qemu-user-static (the tests run the arm64 binary under
+# emulation), from Debian's packages; podman-compose from PyPI, in a virtual environment of its
+# own (Debian 12's 1.0.3 adds a bridge network's alias to every `network_mode: host` service,
+# which podman refuses; 1.2.0 does not); with --arch arm64, Debian's cross compiler and glibc for arm64 and rustup's
+# aarch64 target; with --tests, Debian's nginx-light (its binary goes into the stand-in of the
+# public nginx image, scripts/stand_in_images.py; its own service is not started). Changes no
+# configuration of the machine's: the scripts give podman theirs (scripts/podman.conf). Safe to
+# run again.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+arch=amd64 tests=""
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --arch) arch=$2; shift 2 ;;
+    --tests) tests=1; shift ;;
+    *) echo "ensure-podman: unknown argument $1" >&2; exit 2 ;;
+  esac
+done
+COMPOSE_VERSION=1.2.0
+
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+packages=()
+for cmd in podman:podman runc:runc catatonit:catatonit qemu-aarch64-static:qemu-user-static; do
+  command -v "${cmd%%:*}" >/dev/null 2>&1 || [ -x "/usr/libexec/podman/${cmd%%:*}" ] \
+    || packages+=("${cmd#*:}")
+done
+if [ "$arch" = arm64 ]; then
+  command -v aarch64-linux-gnu-gcc >/dev/null 2>&1 || packages+=(gcc-aarch64-linux-gnu)
+  [ -e /usr/aarch64-linux-gnu/lib/libc.so.6 ] || packages+=(libc6-dev-arm64-cross)
+fi
+python3 -c "import ensurepip" 2>/dev/null || packages+=(python3-venv)
+if [ -n "$tests" ] && ! command -v nginx >/dev/null 2>&1 && [ ! -x /usr/sbin/nginx ]; then
+  packages+=(nginx-light)
+fi
+if [ ${#packages[@]} -gt 0 ]; then
+  echo "hookrelay: installing ${packages[*]} (Debian packages, for the container image)"
+  # Keep the packages' services from starting (nginx would take port 80 on this machine).
+  policy=""
+  if [ ! -e /usr/sbin/policy-rc.d ]; then
+    policy=/usr/sbin/policy-rc.d
+    printf '#!/bin/sh\nexit 101\n' | $SUDO tee "$policy" >/dev/null
+    $SUDO chmod +x "$policy"
+  fi
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends \
+    "${packages[@]}" >/dev/null
+  if [ -n "$policy" ]; then $SUDO rm -f "$policy"; fi
+fi
+compose="${HOOKRELAY_COMPOSE_VENV:-${XDG_CACHE_HOME:-$HOME/.cache}/hookrelay/podman-compose}"
+if ! "$compose/bin/podman-compose" --version 2>/dev/null | grep -q "version $COMPOSE_VERSION"; then
+  echo "hookrelay: installing podman-compose $COMPOSE_VERSION (PyPI) in $compose"
+  rm -rf "$compose"
+  python3 -m venv "$compose"
+  "$compose/bin/pip" install -q "podman-compose==$COMPOSE_VERSION"
+fi
+if [ "$arch" = arm64 ] && ! rustup target list --installed 2>/dev/null | grep -qx aarch64-unknown-linux-gnu; then
+  echo "hookrelay: installing the aarch64-unknown-linux-gnu target (rustup)"
+  rustup target add aarch64-unknown-linux-gnu
+fi
