@@ -16,6 +16,7 @@ mod containers;
 mod dashboards;
 mod deliveries;
 mod delivery;
+mod deploy;
 mod docs;
 mod durability;
 mod edge;
