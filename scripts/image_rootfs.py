@@ -26,8 +26,10 @@ import tempfile
 # The relay's user and group (the "nonroot" number of distroless images).
 UID = GID = 65532
 # Assets of the package that the image leaves out: the package's binary (this build's is
-# used) and BigBlueButton's nginx location (the host's nginx, not the container's).
-LEFT_OUT = ("target/", "etc/bigbluebutton/")
+# used), BigBlueButton's nginx location (the host's nginx, not the container's) and the
+# documentation's pages (0.6 MiB of the 40 the image may take; README.md stays, and points to
+# them).
+LEFT_OUT = ("target/", "etc/bigbluebutton/", "usr/share/doc/hookrelay/docs/")
 CA_BUNDLE = "/etc/ssl/certs/ca-certificates.crt"
 
 
@@ -50,11 +52,13 @@ def interpreter(path):
 
 
 def libraries(binary, libdir):
-    """Every library the binary needs, transitively: name -> the file in libdir."""
+    """Every library the binary needs, transitively, but the loader (which the program names
+    by its own path): name -> the file in libdir."""
+    loader = os.path.basename(interpreter(binary))
     found, todo = {}, needed(binary)
     while todo:
         name = todo.pop()
-        if name in found:
+        if name in found or name == loader:
             continue
         path = os.path.join(libdir, name)
         if not os.path.exists(path):
