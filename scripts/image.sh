@@ -106,10 +106,16 @@ python3 scripts/image_rootfs.py --binary "$binary" --libdir "$libdir" --multiarc
 cp Containerfile "$work/"
 
 revision=$(git rev-parse HEAD 2>/dev/null || echo unknown)
+# The image this build replaces, removed once nothing names it (rebuilds leave no pile).
+previous=$(podman image inspect --format '{{.Id}}' "$name:$version$suffix" 2>/dev/null || true)
 podman build --quiet --arch "$arch" --os linux \
   --label "org.opencontainers.image.version=$version" \
   --label "org.opencontainers.image.revision=$revision" \
   -t "$name:$version$suffix" -t "$name:latest$suffix" -f "$work/Containerfile" "$work" >/dev/null
+current=$(podman image inspect --format '{{.Id}}' "$name:$version$suffix")
+if [ -n "$previous" ] && [ "$previous" != "$current" ]; then
+  podman rmi "$previous" >/dev/null 2>&1 || true
+fi
 if [ -n "$save" ]; then
   podman save --quiet -o "$save" "$name:$version$suffix"
 fi
