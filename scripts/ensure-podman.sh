@@ -21,8 +21,6 @@ while [ $# -gt 0 ]; do
 done
 COMPOSE_VERSION=1.2.0
 
-SUDO=""
-if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
 packages=()
 for cmd in podman:podman runc:runc catatonit:catatonit qemu-aarch64-static:qemu-user-static; do
   command -v "${cmd%%:*}" >/dev/null 2>&1 || [ -x "/usr/libexec/podman/${cmd%%:*}" ] \
@@ -38,17 +36,7 @@ if [ -n "$tests" ] && ! command -v nginx >/dev/null 2>&1 && [ ! -x /usr/sbin/ngi
 fi
 if [ ${#packages[@]} -gt 0 ]; then
   echo "hookrelay: installing ${packages[*]} (Debian packages, for the container image)"
-  # Keep the packages' services from starting (nginx would take port 80 on this machine).
-  policy=""
-  if [ ! -e /usr/sbin/policy-rc.d ]; then
-    policy=/usr/sbin/policy-rc.d
-    printf '#!/bin/sh\nexit 101\n' | $SUDO tee "$policy" >/dev/null
-    $SUDO chmod +x "$policy"
-  fi
-  $SUDO apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends \
-    "${packages[@]}" >/dev/null
-  if [ -n "$policy" ]; then $SUDO rm -f "$policy"; fi
+  scripts/apt-install.sh "${packages[@]}"
 fi
 compose="${HOOKRELAY_COMPOSE_VENV:-${XDG_CACHE_HOME:-$HOME/.cache}/hookrelay/podman-compose}"
 if ! "$compose/bin/podman-compose" --version 2>/dev/null | grep -q "version $COMPOSE_VERSION"; then

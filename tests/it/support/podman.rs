@@ -48,8 +48,7 @@ pub fn podman_ok(args: &[&str]) -> String {
 /// Whether `image` was built; when it was not, a test skips (says so) unless
 /// `TEST_REQUIRE_PODMAN` is set (scripts/test.sh sets it), where it fails.
 pub fn image_built(image: &str) -> bool {
-    let there = Command::new("podman")
-        .env("CONTAINERS_CONF", repo().join("scripts/podman.conf"))
+    let there = podman()
         .args(["image", "exists", image])
         .status()
         .is_ok_and(|s| s.success());

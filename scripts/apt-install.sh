@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Installs Debian packages (as root, or with sudo) without starting their services: a package's
+# service (Prometheus on 9090, nginx on 80) would take a port of this machine's. Used by the
+# ensure-*.sh scripts: scripts/apt-install.sh PACKAGE...
+set -euo pipefail
+[ $# -gt 0 ] || exit 0
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+policy=""
+if [ ! -e /usr/sbin/policy-rc.d ]; then
+  policy=/usr/sbin/policy-rc.d
+  printf '#!/bin/sh\nexit 101\n' | $SUDO tee "$policy" >/dev/null
+  $SUDO chmod +x "$policy"
+  trap '$SUDO rm -f "$policy"' EXIT
+fi
+$SUDO apt-get update -qq
+DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "$@" >/dev/null
