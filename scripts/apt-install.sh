@@ -5,7 +5,13 @@
 set -euo pipefail
 [ $# -gt 0 ] || exit 0
 SUDO=""
-if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+if [ "$(id -u)" -ne 0 ]; then
+  if ! command -v sudo >/dev/null 2>&1; then
+    echo "hookrelay: installing $* needs root (or sudo, which is missing): install them, then run this again" >&2
+    exit 1
+  fi
+  SUDO="sudo"
+fi
 policy=""
 if [ ! -e /usr/sbin/policy-rc.d ]; then
   policy=/usr/sbin/policy-rc.d
@@ -14,4 +20,5 @@ if [ ! -e /usr/sbin/policy-rc.d ]; then
   trap '$SUDO rm -f "$policy"' EXIT
 fi
 $SUDO apt-get update -qq
-DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "$@" >/dev/null
+# Through env: sudo would drop the variable, and a package's question would wait unseen.
+$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$@" >/dev/null

@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
-# Installs what the container image and its tests need when it is missing: podman, runc,
-# catatonit (a pod's infra process) and qemu-user-static (the tests run the arm64 binary under
-# emulation), from Debian's packages; podman-compose from PyPI, in a virtual environment of its
-# own (Debian 12's 1.0.3 adds a bridge network's alias to every `network_mode: host` service,
-# which podman refuses; 1.2.0 does not); with --arch arm64, Debian's cross compiler and glibc for arm64 and rustup's
-# aarch64 target; with --tests, Debian's nginx-light (its binary goes into the stand-in of the
-# public nginx image, scripts/stand_in_images.py; its own service is not started). Changes no
-# configuration of the machine's: the scripts give podman theirs (scripts/podman.conf). Safe to
-# run again.
+# Installs what the container image needs when it is missing: podman and runc, from Debian's
+# packages; with --tests, what its tests need too: catatonit (a pod's infra process),
+# qemu-user-static (the arm64 binary under emulation), nginx-light (its binary goes into the
+# stand-in of the public nginx image, scripts/stand_in_images.py), and podman-compose from
+# PyPI, in a virtual environment of its own (Debian 12's 1.0.3 adds a bridge network's alias
+# to every `network_mode: host` service, which podman refuses; 1.2.0 does not); with --arch
+# arm64, Debian's cross compiler and glibc for arm64 and rustup's aarch64 target. Packages'
+# services are not started (scripts/apt-install.sh). Changes no configuration of the
+# machine's: the scripts give podman theirs (scripts/podman.conf). Safe to run again.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -21,8 +21,13 @@ while [ $# -gt 0 ]; do
 done
 COMPOSE_VERSION=1.2.0
 
+# What building an image needs; the tests' tools besides (--tests).
+tools="podman:podman runc:runc"
+if [ -n "$tests" ]; then
+  tools="$tools catatonit:catatonit qemu-aarch64-static:qemu-user-static"
+fi
 packages=()
-for cmd in podman:podman runc:runc catatonit:catatonit qemu-aarch64-static:qemu-user-static; do
+for cmd in $tools; do
   command -v "${cmd%%:*}" >/dev/null 2>&1 || [ -x "/usr/libexec/podman/${cmd%%:*}" ] \
     || packages+=("${cmd#*:}")
 done
@@ -30,16 +35,16 @@ if [ "$arch" = arm64 ]; then
   command -v aarch64-linux-gnu-gcc >/dev/null 2>&1 || packages+=(gcc-aarch64-linux-gnu)
   [ -e /usr/aarch64-linux-gnu/lib/libc.so.6 ] || packages+=(libc6-dev-arm64-cross)
 fi
-python3 -c "import ensurepip" 2>/dev/null || packages+=(python3-venv)
-if [ -n "$tests" ] && ! command -v nginx >/dev/null 2>&1 && [ ! -x /usr/sbin/nginx ]; then
-  packages+=(nginx-light)
+if [ -n "$tests" ]; then
+  python3 -c "import ensurepip" 2>/dev/null || packages+=(python3-venv)
+  command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ] || packages+=(nginx-light)
 fi
 if [ ${#packages[@]} -gt 0 ]; then
   echo "hookrelay: installing ${packages[*]} (Debian packages, for the container image)"
   scripts/apt-install.sh "${packages[@]}"
 fi
 compose="${HOOKRELAY_COMPOSE_VENV:-${XDG_CACHE_HOME:-$HOME/.cache}/hookrelay/podman-compose}"
-if ! "$compose/bin/podman-compose" --version 2>/dev/null | grep -q "version $COMPOSE_VERSION"; then
+if [ -n "$tests" ] && ! "$compose/bin/podman-compose" --version 2>/dev/null | grep -q "version $COMPOSE_VERSION"; then
   echo "hookrelay: installing podman-compose $COMPOSE_VERSION (PyPI) in $compose"
   rm -rf "$compose"
   python3 -m venv "$compose"

@@ -21,6 +21,7 @@
 # cargo-cyclonedx from crates.io here.
 # Prints the image's name and its size on the last line.
 set -euo pipefail
+caller=$PWD
 cd "$(dirname "$0")/.."
 
 arch=amd64 profile=release name=hookrelay build=1 save="" max_mib=""
@@ -30,7 +31,7 @@ while [ $# -gt 0 ]; do
     --profile) profile=$2; shift 2 ;;
     --tag) name=$2; shift 2 ;;
     --no-build) build=""; shift ;;
-    --save) save=$2; shift 2 ;;
+    --save) save=$2; [ "${save#/}" = "$save" ] && save="$caller/$save"; shift 2 ;;
     --max-mib) max_mib=$2; shift 2 ;;
     *) echo "image: unknown argument $1 (see the head of $0)" >&2; exit 2 ;;
   esac

@@ -27,22 +27,35 @@ pub struct HealthArgs {
     config: Option<PathBuf>,
 }
 
-/// The relay's API listener when none is given: the configuration's, else the default.
-fn configured(path: Option<&std::path::Path>) -> SocketAddr {
-    let bind = Config::load(path).map_or_else(|_| Config::default().api.bind, |c| c.api.bind);
-    match bind.ip() {
+/// The relay's API listener when none is given: the configuration's `api.bind` (a wildcard
+/// address asked on loopback). A configuration that does not load is an error, not the
+/// default port: that may be another relay's.
+fn configured(path: Option<&std::path::Path>) -> Result<SocketAddr, String> {
+    let bind = Config::load(path)
+        .map_err(|e| format!("{e} (or give --address)"))?
+        .api
+        .bind;
+    Ok(match bind.ip() {
         IpAddr::V4(ip) if ip.is_unspecified() => (Ipv4Addr::LOCALHOST, bind.port()).into(),
         IpAddr::V6(ip) if ip.is_unspecified() => (Ipv6Addr::LOCALHOST, bind.port()).into(),
         _ => bind,
-    }
+    })
 }
 
 /// `hookrelay health [--ready]`: prints the endpoint's one line of JSON; exit 0 when it
-/// answered 200, 1 otherwise (503, no answer within 5 s, nothing listening).
+/// answered 200, 1 otherwise (503, no answer within 5 s, nothing listening, a configuration
+/// that does not load).
 pub fn health(args: &HealthArgs) -> ExitCode {
-    let address = args
-        .address
-        .unwrap_or_else(|| configured(args.config.as_deref()));
+    let address = match args.address {
+        Some(a) => a,
+        None => match configured(args.config.as_deref()) {
+            Ok(a) => a,
+            Err(why) => {
+                eprintln!("hookrelay: {why}");
+                return ExitCode::FAILURE;
+            }
+        },
+    };
     let path = if args.ready { "readyz" } else { "healthz" };
     let url = format!("http://{address}/{path}");
     let asked = async {

@@ -34,39 +34,34 @@ pub struct FoundApi {
     pub file: PathBuf,
 }
 
-/// The last value of `key` in `files` that `accept` takes (later files win), and the file it
-/// came from. Unreadable or malformed files are skipped.
-fn last_value(
-    files: &[PathBuf],
-    key: &str,
-    accept: impl Fn(&str) -> bool,
-) -> Option<(String, PathBuf)> {
+/// The value of `key` in the last of `files` that sets it (later files win, as bbb-web layers
+/// them), and that file. Unreadable or malformed files are skipped.
+fn last_value(files: &[PathBuf], key: &str) -> Option<(String, PathBuf)> {
     files
         .iter()
         .filter_map(|f| {
             let read = std::fs::File::open(f).ok()?;
             let props = java_properties::read(std::io::BufReader::new(read)).ok()?;
-            let value = props.get(key)?.trim().to_string();
-            accept(&value).then(|| (value, f.clone()))
+            Some((props.get(key)?.trim().to_string(), f.clone()))
         })
         .next_back()
 }
 
 /// The last `bigbluebutton.web.serverURL` of `files` (later files win), and the file it came
-/// from. Unreadable or malformed files are skipped.
+/// from, when it is an http(s) URL.
 pub fn server_url(files: &[PathBuf]) -> Option<(String, PathBuf)> {
-    last_value(files, SERVER_URL, |url| {
-        super::sources::is_http_url(url.trim_end_matches('/'))
-    })
-    .map(|(url, file)| (url.trim_end_matches('/').to_string(), file))
+    let (url, file) = last_value(files, SERVER_URL)?;
+    let url = url.trim_end_matches('/').to_string();
+    super::sources::is_http_url(&url).then_some((url, file))
 }
 
-/// The last `securitySalt` of `files` that is a plain secret (letters and digits, as the
-/// package's postinst takes it), and the file it came from.
+/// The `securitySalt` bbb-web uses (the last of `files` that sets one), and its file, when it
+/// is a plain secret (letters and digits), as the package's postinst takes it; else none (an
+/// earlier file's, the packaged default, is not the server's).
 pub fn security_salt(files: &[PathBuf]) -> Option<(String, PathBuf)> {
-    last_value(files, SECURITY_SALT, |salt| {
-        !salt.is_empty() && salt.chars().all(|c| c.is_ascii_alphanumeric())
-    })
+    let (salt, file) = last_value(files, SECURITY_SALT)?;
+    let plain = !salt.is_empty() && salt.chars().all(|c| c.is_ascii_alphanumeric());
+    plain.then_some((salt, file))
 }
 
 impl Config {
@@ -257,11 +252,14 @@ mod tests {
         let own = with_secret(&[&defaults, &local], "a-secret-of-my-own");
         assert_eq!(own.bbb.secret.expose(), "a-secret-of-my-own");
         assert_eq!(own.origins[0].1, "the TOML file");
-        // Not a plain secret (as the postinst): the earlier file's is taken, else none.
+        // The server's salt is not a plain secret: none is taken, not the packaged default
+        // (bbb-web does not use that one).
         std::fs::write(&local, "securitySalt=has spaces and $igns\n").unwrap();
         let c = with_secret(&[&defaults, &local], "");
+        assert!(c.bbb.secret.is_empty());
+        // The server's file without a salt: the packaged one is bbb-web's.
+        std::fs::write(&local, "bigbluebutton.web.serverURL=https://x.example\n").unwrap();
+        let c = with_secret(&[&defaults, &local], "change-me");
         assert_eq!(c.bbb.secret.expose(), "packagedDefault0123456789");
-        let none = with_secret(&[&local, &dir.path().join("missing")], "change-me");
-        assert_eq!(none.bbb.secret.expose(), "change-me");
     }
 }

@@ -38,7 +38,11 @@ fn create_secret(dir: &Path, name: &str, values: &[(&str, String)]) {
             .iter()
             .find(|(k, _)| *k == key)
             .unwrap_or_else(|| panic!("secret.yaml's key {key} has no value in the test"));
-        yaml.push_str(&format!("  {key}: '{}'\n", value.1));
+        // A block scalar: a PEM's lines stay lines (the file's last line end is dropped on read).
+        yaml.push_str(&format!("  {key}: |\n"));
+        for line in value.1.lines() {
+            yaml.push_str(&format!("    {line}\n"));
+        }
     }
     let file = dir.join("secret.yaml");
     std::fs::write(&file, yaml).expect("secret");
@@ -73,12 +77,18 @@ fn kube_file(dir: &Path, instance: &str, api: &str, secret: &str) -> PathBuf {
         .replace("port: api", &format!("port: {port}"))
         .replace("name: cache", &format!("name: cache-{volume_suffix}"))
         .replace("name: tmp", &format!("name: tmp-{volume_suffix}"));
-    let ports_start = deployment.find("          ports:\n").expect("ports");
-    let ports_end = deployment[ports_start..]
-        .find("          livenessProbe")
-        .expect("probe")
-        + ports_start;
-    deployment.replace_range(ports_start..ports_end, "");
+    // The container's `ports:` list, and nothing else.
+    let lines: Vec<&str> = deployment.lines().collect();
+    let at = lines
+        .iter()
+        .position(|l| *l == "          ports:")
+        .expect("ports");
+    let end = (at + 1..lines.len())
+        .find(|&i| !lines[i].starts_with("            "))
+        .expect("after the ports");
+    let mut kept = lines[..at].to_vec();
+    kept.extend_from_slice(&lines[end..]);
+    deployment = kept.join("\n") + "\n";
     // The receivers of this test are on loopback.
     deployment = deployment.replace(
         "          env:\n",
@@ -131,10 +141,16 @@ async fn the_kubernetes_manifests_run_a_fleet_of_two_that_relays_a_pools_events(
         .zip(&apis)
         .map(|(name, api)| kube_file(dir.path(), name, api, &secret))
         .collect();
+    let ca = crate::support::tls::TestCa::new("k8s-store");
+    let ca_pem = std::fs::read_to_string(ca.ca_file()).expect("ca");
     create_secret(
         dir.path(),
         &secret,
-        &[("bbb_secret", SECRET.into()), ("store_url", store.url())],
+        &[
+            ("bbb_secret", SECRET.into()),
+            ("store_url", store.url()),
+            ("store_ca", ca_pem),
+        ],
     );
     let played = Played(files.clone(), secret);
     for f in &played.0 {
