@@ -13,7 +13,7 @@ use hookrelay::{
 fn fixture(line: usize) -> String {
     let p = concat!(
         env!("CARGO_MANIFEST_DIR"),
-        "/../shared/fixtures/bbb/raw-events.json"
+        "/tests/fixtures/bbb-webhooks/raw-events.json"
     );
     std::fs::read_to_string(p)
         .expect("fixture")

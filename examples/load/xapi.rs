@@ -23,7 +23,7 @@ const PER_MEETING: usize = 19;
 fn meeting(i: usize) -> Vec<String> {
     let raw = std::fs::read_to_string(concat!(
         env!("CARGO_MANIFEST_DIR"),
-        "/../shared/fixtures/bbb/raw-events.json"
+        "/tests/fixtures/bbb-webhooks/raw-events.json"
     ))
     .expect("fixture");
     raw.lines()

@@ -22,7 +22,7 @@ fn run(args: &[&str]) -> (bool, String, String) {
 fn fixture_path() -> String {
     concat!(
         env!("CARGO_MANIFEST_DIR"),
-        "/../shared/fixtures/bbb/raw-events.json"
+        "/tests/fixtures/bbb-webhooks/raw-events.json"
     )
     .to_string()
 }

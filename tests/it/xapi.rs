@@ -42,7 +42,7 @@ const VERBS: [&str; 19] = [
 pub fn meeting(name: &str, metadata: Value) -> Vec<String> {
     let raw = std::fs::read_to_string(concat!(
         env!("CARGO_MANIFEST_DIR"),
-        "/../shared/fixtures/bbb/raw-events.json"
+        "/tests/fixtures/bbb-webhooks/raw-events.json"
     ))
     .expect("fixture");
     raw.lines()

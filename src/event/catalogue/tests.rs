@@ -261,7 +261,7 @@ fn events_missing_what_they_need_are_errors() {
 
 fn fixture(name: &str) -> Vec<String> {
     let p = format!(
-        "{}/../shared/fixtures/bbb/{name}",
+        "{}/tests/fixtures/bbb-webhooks/{name}",
         env!("CARGO_MANIFEST_DIR")
     );
     std::fs::read_to_string(p)

@@ -20,7 +20,7 @@ fn ids() -> Ids {
 /// output runs them: (event id, statement or skip).
 fn fixture_statements() -> Vec<(String, Result<Option<Statement>, Skip>)> {
     let path = format!(
-        "{}/../shared/fixtures/bbb/raw-events.json",
+        "{}/tests/fixtures/bbb-webhooks/raw-events.json",
         env!("CARGO_MANIFEST_DIR")
     );
     let raw = std::fs::read_to_string(path).expect("fixture");

@@ -27,7 +27,7 @@ pub fn free_port() -> u16 {
 
 /// A line of the BBB fixtures (1-based), and the processed event the reference made from it.
 pub fn fixture(line: usize) -> (String, String) {
-    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/fixtures/bbb/");
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/bbb-webhooks/");
     let read = |f: &str| {
         std::fs::read_to_string(format!("{dir}{f}"))
             .expect("fixture file")
