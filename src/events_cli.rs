@@ -7,7 +7,7 @@ use clap::Subcommand;
 use hookrelay::event_schema;
 
 #[derive(Subcommand)]
-pub enum EventsCommand {
+pub(crate) enum EventsCommand {
     /// Every event id hookrelay can send, one a line, with who gets it: every matching hook,
     /// or only hooks whose eventID names it.
     List,
@@ -22,7 +22,7 @@ pub enum EventsCommand {
     },
 }
 
-pub fn run(command: &EventsCommand) -> ExitCode {
+pub(crate) fn run(command: &EventsCommand) -> ExitCode {
     match command {
         EventsCommand::List => {
             for id in event_schema::ids() {

@@ -24,7 +24,7 @@ fn fail(e: &AuthoringError) -> ExitCode {
 
 /// `hookrelay plugin new NAME --lang L`.
 #[derive(clap::Args)]
-pub struct NewArgs {
+pub(crate) struct NewArgs {
     /// The plugin's name: lowercase letters, digits and '-' (the project's folder, and the
     /// deployed NAME.wasm).
     pub name: String,
@@ -36,7 +36,7 @@ pub struct NewArgs {
     pub dir: PathBuf,
 }
 
-pub fn new(args: &NewArgs) -> ExitCode {
+pub(crate) fn new(args: &NewArgs) -> ExitCode {
     match new::create(&args.dir, &args.name, args.lang) {
         Ok(dir) => {
             println!("{}", dir.display());
@@ -52,13 +52,13 @@ pub fn new(args: &NewArgs) -> ExitCode {
 
 /// `hookrelay plugin build [DIR]`.
 #[derive(clap::Args)]
-pub struct BuildArgs {
+pub(crate) struct BuildArgs {
     /// The project (default: the current folder).
     #[arg(default_value = ".")]
     pub dir: PathBuf,
 }
 
-pub fn build(args: &BuildArgs) -> ExitCode {
+pub(crate) fn build(args: &BuildArgs) -> ExitCode {
     let built = Project::open(&args.dir).and_then(|p| toolchain::build(&p));
     match built {
         Ok(wasm) => {
@@ -71,7 +71,7 @@ pub fn build(args: &BuildArgs) -> ExitCode {
 
 /// `hookrelay plugin test [DIR or CASES...]`.
 #[derive(clap::Args)]
-pub struct TestArgs {
+pub(crate) struct TestArgs {
     /// Projects (their build and tests/*.jsonl) or case files; default: the current folder.
     pub paths: Vec<PathBuf>,
     /// For case files: a plugin folder (NAME.wasm and NAME.toml files) to run, in order.
@@ -95,7 +95,7 @@ struct Tally {
     failed: usize,
 }
 
-pub fn test(args: &TestArgs) -> ExitCode {
+pub(crate) fn test(args: &TestArgs) -> ExitCode {
     let config = match load_config(args.config.as_deref()) {
         Ok(c) => c,
         Err(code) => return code,
@@ -228,7 +228,7 @@ fn run_file(
 
 /// `hookrelay plugin deploy [DIR] --to PLUGINS_DIR [--name NN-NAME]`.
 #[derive(clap::Args)]
-pub struct DeployArgs {
+pub(crate) struct DeployArgs {
     /// The project (default: the current folder).
     #[arg(default_value = ".")]
     pub dir: PathBuf,
@@ -244,7 +244,7 @@ pub struct DeployArgs {
     pub config: Option<PathBuf>,
 }
 
-pub fn deploy(args: &DeployArgs) -> ExitCode {
+pub(crate) fn deploy(args: &DeployArgs) -> ExitCode {
     let config = match load_config(args.config.as_deref()) {
         Ok(c) => c,
         Err(code) => return code,
@@ -286,7 +286,7 @@ fn try_deploy(args: &DeployArgs, config: &Config) -> Result<deploy::Deployed, Au
 
 /// `hookrelay record --out FILE [--duration D] [--count N]`.
 #[derive(clap::Args)]
-pub struct RecordArgs {
+pub(crate) struct RecordArgs {
     /// The file to write (one bus message a line).
     #[arg(long, value_name = "FILE")]
     pub out: PathBuf,
@@ -304,7 +304,7 @@ pub struct RecordArgs {
     pub config: Option<PathBuf>,
 }
 
-pub fn record(args: &RecordArgs) -> ExitCode {
+pub(crate) fn record(args: &RecordArgs) -> ExitCode {
     let config = match load_config(args.config.as_deref()) {
         Ok(c) => c,
         Err(code) => return code,

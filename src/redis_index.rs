@@ -10,7 +10,7 @@ use redis::AsyncCommands;
 ///
 /// # Errors
 /// When Redis cannot be read.
-pub async fn load_all(
+pub(crate) async fn load_all(
     conn: &mut StoreConn,
     set: &str,
     prefix: &str,

@@ -32,7 +32,7 @@ use crate::{
 
 /// One callback to send.
 #[derive(Debug, Clone)]
-pub struct Callback {
+pub(crate) struct Callback {
     pub hook: Arc<Hook>,
     pub event: Arc<Event>,
     /// What the hook gets: the processed event, the bus message (raw hooks), or what the
@@ -51,7 +51,7 @@ pub struct Callback {
 
 /// What a batch of messages came to.
 #[derive(Debug, Default)]
-pub struct Routed {
+pub(crate) struct Routed {
     /// In bus order, and within one message in event order.
     pub callbacks: Vec<Callback>,
     /// Every event made, in order (for counting).
@@ -64,7 +64,7 @@ pub struct Routed {
 
 /// Per-hook callback timestamps.
 #[derive(Debug, Default)]
-pub struct Clock {
+pub(crate) struct Clock {
     last: HashMap<HookId, u64>,
 }
 
@@ -75,20 +75,20 @@ impl Clock {
     }
 
     /// Gives hook `hook`'s next callback its timestamp at wall-clock time `now`.
-    pub fn stamp(&mut self, hook: HookId, now: u64) -> u64 {
+    pub(crate) fn stamp(&mut self, hook: HookId, now: u64) -> u64 {
         let ts = self.next(hook, now);
         self.last.insert(hook, ts);
         ts
     }
 
     /// Makes later timestamps of `hook` exceed `ts` (the last one its queue ever held).
-    pub fn observe(&mut self, hook: HookId, ts: u64) {
+    pub(crate) fn observe(&mut self, hook: HookId, ts: u64) {
         let last = self.last.entry(hook).or_insert(ts);
         *last = (*last).max(ts);
     }
 
     /// Forgets hooks for which `live` is false.
-    pub fn retain(&mut self, live: impl Fn(HookId) -> bool) {
+    pub(crate) fn retain(&mut self, live: impl Fn(HookId) -> bool) {
         self.last.retain(|id, _| live(*id));
     }
 }
@@ -96,7 +96,7 @@ impl Clock {
 /// Routes bus messages to the hooks' callbacks. The state the way needs: one processor (id
 /// mappings) per source and the per-hook clock. Owned by one task, so that messages are
 /// routed strictly in bus order.
-pub struct MessageRouter {
+pub(crate) struct MessageRouter {
     /// Indexed by source.
     pub processors: Vec<Processor>,
     pub clock: Clock,
@@ -112,12 +112,12 @@ pub struct MessageRouter {
 
 impl MessageRouter {
     /// One source.
-    pub fn new(processor: Processor) -> Self {
+    pub(crate) fn new(processor: Processor) -> Self {
         Self::with_sources(vec![processor])
     }
 
     /// `processors[i]` processes source `i`'s messages; at least one.
-    pub fn with_sources(processors: Vec<Processor>) -> Self {
+    pub(crate) fn with_sources(processors: Vec<Processor>) -> Self {
         Self {
             processors,
             clock: Clock::default(),
@@ -128,21 +128,21 @@ impl MessageRouter {
     }
 
     /// This router, matching tenants' hooks to their own meetings' events.
-    pub fn with_tenants(mut self, tenants: Arc<Tenants>) -> Self {
+    pub(crate) fn with_tenants(mut self, tenants: Arc<Tenants>) -> Self {
         self.tenants = Some(tenants);
         self
     }
 
     /// This router, leaving the plugin chain to the hooks' workers: a callback a plugin takes
     /// is routed unchanged, with what the chain will need ([`Callback::chain`]).
-    pub fn deferring(mut self) -> Self {
+    pub(crate) fn deferring(mut self) -> Self {
         self.defer_plugins = true;
         self
     }
 
     /// Routes `messages`, all of the first source, in order to the hooks of `snapshot`,
     /// through `plugins`.
-    pub fn route<'a>(
+    pub(crate) fn route<'a>(
         &mut self,
         messages: impl IntoIterator<Item = &'a Arc<str>>,
         snapshot: &Snapshot,
@@ -154,7 +154,7 @@ impl MessageRouter {
     /// Routes `(source, message)` pairs in order to the hooks of `snapshot`, through
     /// `plugins`. Each source's messages go through its own processor, so that two servers'
     /// internal ids never mix; hooks match by external meeting id, whichever server hosts it.
-    pub fn route_sourced<'a>(
+    pub(crate) fn route_sourced<'a>(
         &mut self,
         messages: impl IntoIterator<Item = (SourceId, &'a Arc<str>)>,
         snapshot: &Snapshot,
@@ -235,7 +235,7 @@ impl MessageRouter {
 /// Runs the plugin chain over one pair; `None` when it drops the callback. A panic in the host
 /// (never in a plugin: those are traps) costs this callback only and counts as a failure of the
 /// chain, so it fails closed.
-pub fn apply(
+pub(crate) fn apply(
     plugins: &PluginSet,
     event: &Arc<Event>,
     hook: &Hook,

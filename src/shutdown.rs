@@ -62,7 +62,7 @@ impl Shutdown {
 /// relay is stopping; `None` when it stops before a try succeeds: the pause ends at once then,
 /// and no new try starts. A try under way is always finished (its own
 /// timeouts bound it): cutting a write short could repeat a delivered callback.
-pub async fn retry_until_ok<T, E, F, Fut>(
+pub(crate) async fn retry_until_ok<T, E, F, Fut>(
     token: &CancellationToken,
     what: impl Display,
     mut op: F,

@@ -7,7 +7,7 @@ use tokio_util::sync::CancellationToken;
 
 /// Sends `READY=1` at the first subscription to any source's bus (one source being down
 /// must not keep the others from being served), then `STOPPING=1` when the relay stops.
-pub async fn ready_when_subscribed(
+pub(crate) async fn ready_when_subscribed(
     subscribed: Vec<tokio::sync::watch::Receiver<u64>>,
     token: CancellationToken,
 ) {

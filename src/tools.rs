@@ -9,7 +9,7 @@ use hookrelay::{
 
 /// `hookrelay check-config`: the configuration is valid; with a plugin folder, every plugin in
 /// it loads too.
-pub fn check_config(config: &Config) -> ExitCode {
+pub(crate) fn check_config(config: &Config) -> ExitCode {
     println!("{}", callback_format(config));
     println!("{}", config.describe_api());
     let origins = origins(config);
@@ -115,7 +115,7 @@ fn names(set: &PluginSet) -> Vec<&str> {
 }
 
 /// `hookrelay plugin check FILE.wasm`.
-pub fn plugin_check(file: &std::path::Path, config: Option<&std::path::Path>) -> ExitCode {
+pub(crate) fn plugin_check(file: &std::path::Path, config: Option<&std::path::Path>) -> ExitCode {
     let defaults = match config.map(|c| Config::load(Some(c))).transpose() {
         Ok(c) => c.unwrap_or_default().plugins.defaults(),
         Err(e) => {
@@ -160,7 +160,7 @@ pub fn plugin_check(file: &std::path::Path, config: Option<&std::path::Path>) ->
 
 /// The arguments of `hookrelay replay`.
 #[derive(clap::Args)]
-pub struct ReplayArgs {
+pub(crate) struct ReplayArgs {
     /// Raw bus messages: one JSON message per line, or a JSON array.
     pub events: PathBuf,
     /// Plugin folder (NAME.wasm and NAME.toml files), applied in file-name order.
@@ -181,7 +181,7 @@ pub struct ReplayArgs {
 }
 
 /// `hookrelay replay EVENTS --plugins DIR [--hook URL ...] [--send]`.
-pub fn replay(args: &ReplayArgs) -> ExitCode {
+pub(crate) fn replay(args: &ReplayArgs) -> ExitCode {
     let fail = |msg: String| {
         eprintln!("hookrelay: {msg}");
         ExitCode::FAILURE

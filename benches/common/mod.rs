@@ -3,7 +3,7 @@
 use hookrelay::{Defaults, Hook, Host, Metrics, Plugin, Settings, wasm_digest};
 
 /// A hook for every meeting and event, getting processed events.
-pub fn hook() -> Hook {
+pub(crate) fn hook() -> Hook {
     Hook {
         id: hookrelay::base::ids::HookId(1),
         callback_url: "https://lms.example/bbb/callback".into(),
@@ -19,7 +19,7 @@ pub fn hook() -> Hook {
 
 /// Compiles `bytes` (or reads them from `host`'s cache) and starts the plugin with the
 /// settings `toml` (defaults when `None`); whether the code came from the cache.
-pub fn start(host: &Host, name: &str, bytes: &[u8], toml: Option<&str>) -> (Plugin, bool) {
+pub(crate) fn start(host: &Host, name: &str, bytes: &[u8], toml: Option<&str>) -> (Plugin, bool) {
     let digest = wasm_digest(bytes);
     let (component, cached) = host.compile(bytes, &digest).expect("compiles");
     let settings = Settings::parse(toml, &Defaults::default()).expect("settings");

@@ -54,7 +54,7 @@ fn wrk(
         .unwrap_or(0.0)
 }
 
-pub async fn run(setup: &Setup, hooks: usize, seconds: u64) -> Figures {
+pub(crate) async fn run(setup: &Setup, hooks: usize, seconds: u64) -> Figures {
     let redis = TestRedis::start().await;
     let (relay, _) = Relay::start(setup, &redis, "").await;
     for i in 0..hooks {

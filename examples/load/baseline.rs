@@ -12,10 +12,10 @@ const FIGURE: &str = "posts_per_s=";
 
 /// The size of a relay's `user-joined` callback to the lean receiver (a form body with the
 /// event, its timestamp and the domain), used when no relay run gave one.
-pub const CALLBACK_BYTES: usize = 620;
+pub(crate) const CALLBACK_BYTES: usize = 620;
 
 /// The `baseline` scenario: a lean receiver and the bare loop, nothing else.
-pub async fn run(requests: usize, body_bytes: usize) -> Figures {
+pub(crate) async fn run(requests: usize, body_bytes: usize) -> Figures {
     let sink = Sink::start(Duration::ZERO).await;
     let posts = measure(&sink, requests, body_bytes).await;
     let mut f = Figures {
@@ -29,7 +29,7 @@ pub async fn run(requests: usize, body_bytes: usize) -> Figures {
 
 /// Runs the bare loop (this tool again, as `post-loop`) against `sink`: POSTs per second, or
 /// `None` when it failed.
-pub async fn measure(sink: &Sink, requests: usize, body_bytes: usize) -> Option<f64> {
+pub(crate) async fn measure(sink: &Sink, requests: usize, body_bytes: usize) -> Option<f64> {
     let exe = std::env::current_exe().ok()?;
     let out = tokio::process::Command::new(exe)
         .arg("post-loop")
@@ -56,7 +56,7 @@ pub async fn measure(sink: &Sink, requests: usize, body_bytes: usize) -> Option<
 
 /// The bare loop itself (`load post-loop`): one task on one thread posting `requests` bodies of
 /// `body_bytes` one after the other (after one to open the connection), then the rate on stdout.
-pub fn post_loop(url: &str, requests: usize, body_bytes: usize) {
+pub(crate) fn post_loop(url: &str, requests: usize, body_bytes: usize) {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

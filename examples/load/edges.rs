@@ -15,13 +15,13 @@ use crate::{
 };
 
 /// One edge process and its server.
-pub struct Edge {
+pub(crate) struct Edge {
     pub bbb: TestRedis,
     pub child: tokio::process::Child,
     _dir: tempfile::TempDir,
 }
 
-pub async fn start_edge(setup: &Setup, store: &TestRedis, i: usize) -> Edge {
+pub(crate) async fn start_edge(setup: &Setup, store: &TestRedis, i: usize) -> Edge {
     let bbb = TestRedis::start().await;
     let dir = tempfile::tempdir().expect("dir");
     let config = dir.path().join("edge.toml");
@@ -67,7 +67,7 @@ fn now_ms() -> f64 {
 
 /// A connection to the bus at `bbb_url`, how many messages each tick of 10 ms publishes for
 /// `rate` a second, and the ticks.
-pub async fn publisher(
+pub(crate) async fn publisher(
     bbb_url: String,
     rate: u64,
 ) -> (
@@ -90,7 +90,7 @@ pub async fn publisher(
 
 /// With `outage_s`, stops `store` a third into a run of `seconds` for that long; when it was
 /// back.
-pub async fn outage(store: &mut TestRedis, seconds: u64, outage_s: u64) -> Option<Instant> {
+pub(crate) async fn outage(store: &mut TestRedis, seconds: u64, outage_s: u64) -> Option<Instant> {
     if outage_s == 0 {
         return None;
     }
@@ -157,14 +157,20 @@ async fn latencies(store: &TestRedis, edges: usize, after_ms: f64) -> (Vec<f64>,
     (out, count, ordered, last_before)
 }
 
-pub fn percentile(sorted: &[f64], p: f64) -> f64 {
+pub(crate) fn percentile(sorted: &[f64], p: f64) -> f64 {
     match sorted.len() {
         0 => 0.0,
         n => sorted[((n as f64 * p) as usize).min(n - 1)],
     }
 }
 
-pub async fn run(setup: &Setup, edges: usize, rate: u64, seconds: u64, outage_s: u64) -> Figures {
+pub(crate) async fn run(
+    setup: &Setup,
+    edges: usize,
+    rate: u64,
+    seconds: u64,
+    outage_s: u64,
+) -> Figures {
     let mut store = TestRedis::start_appendonly().await;
     let mut started = Vec::with_capacity(edges);
     for i in 0..edges {

@@ -13,7 +13,7 @@ use crate::support::{self, SECRET, TestRedis};
 
 /// What every run of a scenario shares.
 #[derive(Clone)]
-pub struct Setup {
+pub(crate) struct Setup {
     pub bin: PathBuf,
     pub max_unacked: usize,
     pub plugins: Vec<String>,
@@ -36,16 +36,16 @@ pub struct Setup {
 }
 
 /// Tenant `i`'s name and its host name.
-pub fn tenant(i: usize) -> (String, String) {
+pub(crate) fn tenant(i: usize) -> (String, String) {
     (format!("t{i}"), format!("t{i}.sl.example.com"))
 }
 
 /// Tenant `i`'s secret.
-pub fn tenant_secret(i: usize) -> String {
+pub(crate) fn tenant_secret(i: usize) -> String {
     format!("tenant-{i:05}-secret-of-the-load")
 }
 
-pub struct Relay {
+pub(crate) struct Relay {
     pub api: SocketAddr,
     /// Where `/metrics` is served, with [`Setup::metrics`].
     pub metrics: Option<SocketAddr>,
@@ -67,7 +67,11 @@ impl Relay {
     /// Starts the relay against `redis` and waits until it answers and is subscribed; returns
     /// it with the time from spawn to subscribed. `delivery` is added to `[delivery]` (more of
     /// its keys, then perhaps other sections).
-    pub async fn start(setup: &Setup, redis: &TestRedis, delivery: &str) -> (Self, Duration) {
+    pub(crate) async fn start(
+        setup: &Setup,
+        redis: &TestRedis,
+        delivery: &str,
+    ) -> (Self, Duration) {
         let dir = tempfile::tempdir().expect("temp dir");
         let api: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().expect("addr");
         let plugins = (!setup.plugins.is_empty()).then(|| {
@@ -164,13 +168,13 @@ impl Relay {
         (relay, subscribed)
     }
 
-    pub fn pid(&self) -> u32 {
+    pub(crate) fn pid(&self) -> u32 {
         self.child.id().expect("running")
     }
 
     /// Registers a hook: the operator's, or with tenants tenant 0's (whose meeting the
     /// scenarios' events are then of, [`Relay::tenant_meeting`]).
-    pub async fn create_hook(&self, url: &str) -> u64 {
+    pub(crate) async fn create_hook(&self, url: &str) -> u64 {
         if self.tenants > 0 {
             return self.create_tenant_hook(0, url).await;
         }
@@ -179,7 +183,7 @@ impl Relay {
 
     /// With tenants, makes the scenarios' meeting (`int-load`) tenant 0's: its creation is
     /// published before any hook exists (no hook gets it).
-    pub async fn tenant_meeting(&self, redis: &TestRedis) {
+    pub(crate) async fn tenant_meeting(&self, redis: &TestRedis) {
         if self.tenants == 0 {
             return;
         }
@@ -196,7 +200,7 @@ impl Relay {
     }
 
     /// Registers a hook of tenant `i` (at its host, signed with its secret).
-    pub async fn create_tenant_hook(&self, i: usize, url: &str) -> u64 {
+    pub(crate) async fn create_tenant_hook(&self, i: usize, url: &str) -> u64 {
         let (_, host) = tenant(i);
         let q = format!("callbackURL={}", hookrelay::base::form::form_encode(url));
         let xml = support::relay::signed_call_at(
@@ -211,7 +215,7 @@ impl Relay {
         support::relay::hook_id_of(&xml).unwrap_or_else(|| panic!("create failed: {xml}"))
     }
 
-    pub async fn kill9(mut self) {
+    pub(crate) async fn kill9(mut self) {
         let _ = self.child.kill().await;
     }
 }

@@ -51,7 +51,7 @@ async fn queued(redis: &TestRedis, ids: &[u64]) -> usize {
 
 /// `hooks` receivers hang (every attempt times out) while `events` arrive; once every callback
 /// is queued, the bytes each takes; then the receivers come back: time until all arrived.
-pub async fn outage(setup: &Setup, hooks: usize, events: usize) -> Figures {
+pub(crate) async fn outage(setup: &Setup, hooks: usize, events: usize) -> Figures {
     let redis = TestRedis::start().await;
     let extra = format!("max_queue = {events}\nrequest_timeout_ms = 60000\n");
     let (relay, _) = Relay::start(setup, &redis, &extra).await;
@@ -98,7 +98,7 @@ pub async fn outage(setup: &Setup, hooks: usize, events: usize) -> Figures {
 }
 
 /// `meetings` meetings of `users` each begin (no hook): Redis bytes and relay RSS per meeting.
-pub async fn meetings(setup: &Setup, meetings: usize, users: usize) -> Figures {
+pub(crate) async fn meetings(setup: &Setup, meetings: usize, users: usize) -> Figures {
     let redis = TestRedis::start().await;
     let (relay, _) = Relay::start(setup, &redis, "").await;
     tokio::time::sleep(Duration::from_millis(500)).await;
@@ -142,7 +142,7 @@ pub async fn meetings(setup: &Setup, meetings: usize, users: usize) -> Figures {
 
 /// `hooks` hooks on one receiver get `events` events each: the relay's RSS before, at its
 /// peak, and per hook.
-pub async fn fanout(setup: &Setup, hooks: usize, events: usize) -> Figures {
+pub(crate) async fn fanout(setup: &Setup, hooks: usize, events: usize) -> Figures {
     let redis = TestRedis::start().await;
     let (relay, _) = Relay::start(setup, &redis, "").await;
     let sink = Sink::start(Duration::ZERO).await;

@@ -13,7 +13,7 @@ use crate::{
 };
 
 /// One side's parameters.
-pub struct Side {
+pub(crate) struct Side {
     pub rate: u64,
     pub total: usize,
     pub slow_hooks: usize,
@@ -38,7 +38,7 @@ struct Measured {
     ok: bool,
 }
 
-pub async fn slow_plugin(setup: &Setup, side: &Side) -> Figures {
+pub(crate) async fn slow_plugin(setup: &Setup, side: &Side) -> Figures {
     let without = measure(setup, side, false).await;
     let with = measure(setup, side, true).await;
     let mut f = Figures {

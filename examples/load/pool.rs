@@ -83,7 +83,7 @@ fn latencies(
     (out, repeats, last_before)
 }
 
-pub async fn run(
+pub(crate) async fn run(
     setup: &Setup,
     edges: usize,
     meetings: usize,

@@ -13,25 +13,25 @@ use crate::{
 
 /// Named figures of one run, and whether every check passed.
 #[derive(Clone, Default)]
-pub struct Figures {
+pub(crate) struct Figures {
     pub values: Vec<(&'static str, f64)>,
     pub ok: bool,
 }
 
 impl Figures {
-    pub fn push(&mut self, name: &'static str, value: f64) {
+    pub(crate) fn push(&mut self, name: &'static str, value: f64) {
         self.values.push((name, value));
     }
 
     /// The value named `name`.
-    pub fn get(&self, name: &str) -> Option<f64> {
+    pub(crate) fn get(&self, name: &str) -> Option<f64> {
         self.values
             .iter()
             .find(|(k, _)| *k == name)
             .map(|(_, v)| *v)
     }
 
-    pub fn line(&self) -> String {
+    pub(crate) fn line(&self) -> String {
         let mut s: Vec<String> = self
             .values
             .iter()
@@ -41,7 +41,7 @@ impl Figures {
         s.join(" ")
     }
 
-    pub fn ratio_line(&self, old: &Figures) -> String {
+    pub(crate) fn ratio_line(&self, old: &Figures) -> String {
         self.values
             .iter()
             .zip(&old.values)
@@ -60,7 +60,7 @@ fn fmt(v: f64) -> String {
 }
 
 /// Per-figure medians of several runs.
-pub fn median(runs: &[Figures]) -> Figures {
+pub(crate) fn median(runs: &[Figures]) -> Figures {
     let mut out = Figures {
         ok: runs.iter().all(|r| r.ok),
         ..Figures::default()
@@ -79,7 +79,7 @@ pub fn median(runs: &[Figures]) -> Figures {
     out
 }
 
-pub async fn run(scenario: &Scenario, setup: &Setup) -> Figures {
+pub(crate) async fn run(scenario: &Scenario, setup: &Setup) -> Figures {
     match scenario.clone() {
         Scenario::Burst {
             events,

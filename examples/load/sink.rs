@@ -22,14 +22,14 @@ struct Inner {
     held: AtomicBool,
 }
 
-pub struct Sink {
+pub(crate) struct Sink {
     pub addr: SocketAddr,
     inner: Arc<Inner>,
 }
 
 impl Sink {
     /// A receiver on a free loopback port that waits `delay` before each answer.
-    pub async fn start(delay: Duration) -> Self {
+    pub(crate) async fn start(delay: Duration) -> Self {
         let inner = Arc::new(Inner {
             delay,
             ..Inner::default()
@@ -45,20 +45,20 @@ impl Sink {
         Self { addr, inner }
     }
 
-    pub fn url(&self, path: &str) -> String {
+    pub(crate) fn url(&self, path: &str) -> String {
         format!("http://{}{path}", self.addr)
     }
 
-    pub fn count(&self) -> usize {
+    pub(crate) fn count(&self) -> usize {
         self.inner.count.load(Ordering::Acquire)
     }
 
     /// Holds (or releases) every request: a held one is never recorded.
-    pub fn hold(&self, on: bool) {
+    pub(crate) fn hold(&self, on: bool) {
         self.inner.held.store(on, Ordering::Release);
     }
 
-    pub fn first_arrival(&self) -> Option<Instant> {
+    pub(crate) fn first_arrival(&self) -> Option<Instant> {
         self.inner
             .got
             .lock()
@@ -67,7 +67,7 @@ impl Sink {
             .map(|g| g.0)
     }
 
-    pub fn last_arrival(&self) -> Option<Instant> {
+    pub(crate) fn last_arrival(&self) -> Option<Instant> {
         self.inner
             .got
             .lock()
@@ -77,7 +77,7 @@ impl Sink {
     }
 
     /// The size of the first callback's body.
-    pub fn first_body_len(&self) -> Option<usize> {
+    pub(crate) fn first_body_len(&self) -> Option<usize> {
         self.inner
             .got
             .lock()
@@ -87,7 +87,7 @@ impl Sink {
     }
 
     /// Every callback so far: arrival time and the `user-joined` number it carries.
-    pub fn arrivals(&self) -> Vec<(Instant, Option<usize>)> {
+    pub(crate) fn arrivals(&self) -> Vec<(Instant, Option<usize>)> {
         let got = self.inner.got.lock().expect("sink lock");
         got.iter()
             .map(|(at, body)| (*at, user_number(body)))

@@ -14,7 +14,7 @@ use crate::{
     support::{TestRedis, meeting_created_with_metadata, user_joined},
 };
 
-pub async fn run(setup: &Setup, tenants: usize) -> Figures {
+pub(crate) async fn run(setup: &Setup, tenants: usize) -> Figures {
     let setup = Setup {
         tenants,
         ..setup.clone()

@@ -38,7 +38,7 @@ fn meeting(i: usize) -> Vec<String> {
         .collect()
 }
 
-pub async fn run(setup: &Setup, meetings: usize, ralph: bool) -> Figures {
+pub(crate) async fn run(setup: &Setup, meetings: usize, ralph: bool) -> Figures {
     let redis = TestRedis::start().await;
     let lrs = if ralph {
         Some(

@@ -35,7 +35,7 @@ impl From<Digest> for Algorithm {
 /// else the configuration. On the command line it is visible to every user of the machine
 /// (`ps`, `/proc/*/cmdline`): taken, with a warning.
 #[derive(Args)]
-pub struct SecretArgs {
+pub(super) struct SecretArgs {
     /// The shared secret, visible to other users there: prefer HOOKRELAY_SIGN_SECRET or
     /// --secret-file (default: bbb.secret of the configuration).
     #[arg(long)]
@@ -49,7 +49,7 @@ pub struct SecretArgs {
 }
 
 #[derive(Args)]
-pub struct SignArgs {
+pub(crate) struct SignArgs {
     /// The callback URL as registered.
     #[arg(long)]
     url: String,
@@ -63,7 +63,7 @@ pub struct SignArgs {
 }
 
 #[derive(Args)]
-pub struct VerifyArgs {
+pub(crate) struct VerifyArgs {
     /// The URL the request came to, with its checksum parameter.
     #[arg(long)]
     url: String,
@@ -160,7 +160,7 @@ fn body(arg: &str) -> Result<String, ExitCode> {
 }
 
 /// `hookrelay sign`: the checksum of a callback and the URL it is posted to.
-pub fn sign(args: &SignArgs) -> ExitCode {
+pub(crate) fn sign(args: &SignArgs) -> ExitCode {
     if let Err(code) = one_stdin(&args.body, &[args.secret.secret_file.as_ref()]) {
         return code;
     }
@@ -176,7 +176,7 @@ pub fn sign(args: &SignArgs) -> ExitCode {
 
 /// `hookrelay verify`: whether a received callback carries the right checksum (when its URL
 /// has one) and, with `--webhook-signature`, the right Standard Webhooks signature.
-pub fn verify(args: &VerifyArgs) -> ExitCode {
+pub(crate) fn verify(args: &VerifyArgs) -> ExitCode {
     let files = [
         args.secret.secret_file.as_ref(),
         args.standard_secret_file.as_ref(),

@@ -8,7 +8,7 @@ use clap::{Args, Subcommand};
 use super::{UNREACHABLE, fail, load};
 
 #[derive(Subcommand)]
-pub enum FleetCommand {
+pub(super) enum FleetCommand {
     /// Show who holds the fleet lease, the live instances and how far back each one's kept
     /// messages reach, and which instance delivers each hook.
     Status {
@@ -19,7 +19,7 @@ pub enum FleetCommand {
 }
 
 #[derive(Args)]
-pub struct FleetArgs {
+pub(crate) struct FleetArgs {
     /// The relay's configuration: its store.
     #[arg(long, short, env = "HOOKRELAY_CONFIG", global = true)]
     config: Option<PathBuf>,
@@ -28,7 +28,7 @@ pub struct FleetArgs {
 }
 
 /// `hookrelay fleet status`.
-pub fn fleet(args: &FleetArgs) -> ExitCode {
+pub(crate) fn fleet(args: &FleetArgs) -> ExitCode {
     let config = match load(args.config.as_deref()) {
         Ok(c) => c,
         Err(code) => return code,

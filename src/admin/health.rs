@@ -13,7 +13,7 @@ use clap::Args;
 use hookrelay::config::Config;
 
 #[derive(Args)]
-pub struct HealthArgs {
+pub(crate) struct HealthArgs {
     /// Ask `/readyz` (the store answers, the bus is subscribed, the hooks are loaded) rather
     /// than `/healthz` (the process's loops turn).
     #[arg(long)]
@@ -45,7 +45,7 @@ fn configured(path: Option<&std::path::Path>) -> Result<SocketAddr, String> {
 /// `hookrelay health [--ready]`: prints the endpoint's one line of JSON; exit 0 when it
 /// answered 200, 1 otherwise (503, no answer within 5 s, nothing listening, a configuration
 /// that does not load).
-pub fn health(args: &HealthArgs) -> ExitCode {
+pub(crate) fn health(args: &HealthArgs) -> ExitCode {
     let address = match args.address {
         Some(a) => a,
         None => match configured(args.config.as_deref()) {

@@ -13,7 +13,7 @@ use super::{
 };
 
 #[derive(Subcommand)]
-pub enum HooksCommand {
+pub(super) enum HooksCommand {
     /// List the registered hooks (with --meeting-id: the global ones and those bound to it).
     List {
         /// Only the global hooks and those bound to this meeting (its external id).
@@ -65,7 +65,7 @@ pub enum HooksCommand {
 }
 
 #[derive(Args)]
-pub struct HooksArgs {
+pub(crate) struct HooksArgs {
     /// The relay's configuration: its secret, and where its API listens.
     #[arg(long, short, env = "HOOKRELAY_CONFIG", global = true)]
     config: Option<PathBuf>,
@@ -119,7 +119,7 @@ struct ListedHook {
 }
 
 /// `hookrelay hooks ...`.
-pub fn hooks(args: &HooksArgs) -> ExitCode {
+pub(crate) fn hooks(args: &HooksArgs) -> ExitCode {
     let config = match load(args.config.as_deref()) {
         Ok(c) => c,
         Err(code) => return code,

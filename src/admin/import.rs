@@ -12,7 +12,7 @@ use hookrelay::{
 use super::{UNREACHABLE, fail};
 
 #[derive(Args)]
-pub struct ImportArgs {
+pub(crate) struct ImportArgs {
     /// The relay's configuration: its Redis, and the rules for callback URLs.
     #[arg(long, short, env = "HOOKRELAY_CONFIG")]
     config: Option<PathBuf>,
@@ -32,7 +32,7 @@ pub struct ImportArgs {
 
 /// `hookrelay import-reference`: imports the hooks bbb-webhooks left in Redis (both layouts),
 /// as the relay does at start, printing one line per record.
-pub fn import_reference(args: &ImportArgs) -> ExitCode {
+pub(crate) fn import_reference(args: &ImportArgs) -> ExitCode {
     let config = match hookrelay::Config::load_with_reference(
         args.config.as_deref(),
         &args.reference_config,

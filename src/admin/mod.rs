@@ -16,15 +16,15 @@ mod tenancy;
 
 use std::process::ExitCode;
 
-pub use callback::{SignArgs, VerifyArgs, sign, verify};
-pub use fleet::{FleetArgs, fleet};
-pub use health::{HealthArgs, health};
+pub(crate) use callback::{SignArgs, VerifyArgs, sign, verify};
+pub(crate) use fleet::{FleetArgs, fleet};
+pub(crate) use health::{HealthArgs, health};
 use hookrelay::Config;
-pub use hooks::{HooksArgs, hooks};
-pub use import::{ImportArgs, import_reference};
-pub use servers::{ServersArgs, servers};
-pub use status::{DeliveriesArgs, RedeliverArgs, deliveries, redeliver};
-pub use tenancy::{AuditArgs, TenantsArgs, audit, tenants};
+pub(crate) use hooks::{HooksArgs, hooks};
+pub(crate) use import::{ImportArgs, import_reference};
+pub(crate) use servers::{ServersArgs, servers};
+pub(crate) use status::{DeliveriesArgs, RedeliverArgs, deliveries, redeliver};
+pub(crate) use tenancy::{AuditArgs, TenantsArgs, audit, tenants};
 
 /// Exit code of a call the relay refused, or a callback that does not verify.
 const REFUSED: u8 = 1;
@@ -33,14 +33,14 @@ const UNREACHABLE: u8 = 3;
 
 /// `hookrelay admin-token`.
 #[derive(clap::Args)]
-pub struct AdminTokenArgs {
+pub(crate) struct AdminTokenArgs {
     /// The relay's configuration.
     #[arg(long, short, env = "HOOKRELAY_CONFIG")]
     config: Option<std::path::PathBuf>,
 }
 
 /// Prints the admin API's TCP token of the configuration.
-pub fn admin_token(args: &AdminTokenArgs) -> ExitCode {
+pub(crate) fn admin_token(args: &AdminTokenArgs) -> ExitCode {
     match load(args.config.as_deref()) {
         Ok(config) => {
             println!("{}", config.admin.token(&config.bbb.secret).expose());

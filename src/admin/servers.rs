@@ -12,7 +12,7 @@ use super::{
 };
 
 #[derive(Args)]
-pub struct ServersArgs {
+pub(crate) struct ServersArgs {
     #[command(flatten)]
     target: AdminTarget,
     /// Take this server out of the store (its edge stopped for good): its name, stream and
@@ -23,7 +23,7 @@ pub struct ServersArgs {
 
 /// `hookrelay servers`: one line per server: its name, whether its edge runs, when it was
 /// last seen, how far behind it the pool's relays are, and its counts.
-pub fn servers(args: &ServersArgs) -> ExitCode {
+pub(crate) fn servers(args: &ServersArgs) -> ExitCode {
     let client = match args.target.client() {
         Ok(c) => c,
         Err(code) => return code,

@@ -12,7 +12,7 @@ use super::{REFUSED, UNREACHABLE, fail};
 
 /// Where the admin API is and how to call it: its Unix socket (from the configuration), or
 /// `--admin-url` over TCP with the configuration's token.
-pub struct AdminClient {
+pub(super) struct AdminClient {
     /// `http://localhost` for the socket.
     base: String,
     socket: Option<std::path::PathBuf>,
@@ -20,10 +20,10 @@ pub struct AdminClient {
 }
 
 /// Why an admin call failed: the exit code and the line to print.
-pub type Failure = (u8, String);
+pub(super) type Failure = (u8, String);
 
 impl AdminClient {
-    pub fn new(config: &Config, admin_url: Option<&str>) -> Self {
+    pub(super) fn new(config: &Config, admin_url: Option<&str>) -> Self {
         let token = Some(config.admin.token(&config.bbb.secret).expose().to_string());
         if let Some(url) = admin_url {
             let base = url.trim_end_matches('/').to_string();
@@ -88,12 +88,12 @@ impl AdminClient {
     }
 
     /// `GET {base}{path}` as JSON.
-    pub fn get(&self, path: &str) -> Result<Value, Failure> {
+    pub(super) fn get(&self, path: &str) -> Result<Value, Failure> {
         self.call(path, None)
     }
 
     /// `POST {base}{path}` with `form` (URL-encoded), answered as JSON.
-    pub fn post(&self, path: &str, form: &[(&str, &str)]) -> Result<Value, Failure> {
+    pub(super) fn post(&self, path: &str, form: &[(&str, &str)]) -> Result<Value, Failure> {
         let body = form
             .iter()
             .map(|(k, v)| format!("{k}={}", hookrelay::base::form::form_encode(v)))
@@ -181,7 +181,7 @@ fn tcp_base(mut addr: std::net::SocketAddr) -> String {
 }
 
 /// Prints `value` for scripts.
-pub fn print_json(value: &Value) {
+pub(super) fn print_json(value: &Value) {
     println!(
         "{}",
         serde_json::to_string_pretty(value).unwrap_or_default()
@@ -193,7 +193,7 @@ fn text<'a>(v: &'a Value, key: &str) -> Option<&'a str> {
 }
 
 /// `hooks show ID`: one hook, a fact a line.
-pub fn print_hook(h: &Value) {
+pub(super) fn print_hook(h: &Value) {
     let id = h["id"].as_u64().unwrap_or_default();
     println!("hook {id}: {}", text(h, "callback_url").unwrap_or(""));
     let state = text(h, "state").unwrap_or("?");
@@ -290,7 +290,7 @@ pub fn print_hook(h: &Value) {
 
 /// Which relay an admin command asks, and how it prints.
 #[derive(Args)]
-pub struct AdminTarget {
+pub(super) struct AdminTarget {
     /// Print JSON (for scripts) instead of lines.
     #[arg(long)]
     pub(super) json: bool,
@@ -311,7 +311,7 @@ impl AdminTarget {
 }
 
 #[derive(Args)]
-pub struct DeliveriesArgs {
+pub(crate) struct DeliveriesArgs {
     /// The hook's id, as hooks list shows it (also a hook removed after failures).
     hook_id: u64,
     /// Only failed attempts.
@@ -329,7 +329,7 @@ pub struct DeliveriesArgs {
 }
 
 /// `hookrelay deliveries ID`: the hook's last attempts, newest first.
-pub fn deliveries(args: &DeliveriesArgs) -> std::process::ExitCode {
+pub(crate) fn deliveries(args: &DeliveriesArgs) -> std::process::ExitCode {
     let client = match args.target.client() {
         Ok(c) => c,
         Err(code) => return code,
@@ -385,7 +385,7 @@ pub fn deliveries(args: &DeliveriesArgs) -> std::process::ExitCode {
 }
 
 #[derive(Args)]
-pub struct RedeliverArgs {
+pub(crate) struct RedeliverArgs {
     /// The hook's id, as hooks list shows it: a registered hook (for a hook removed after
     /// failures, register its URL again and give the new id).
     #[arg(required_unless_present = "all", conflicts_with = "all")]
@@ -410,7 +410,7 @@ pub struct RedeliverArgs {
 }
 
 /// `hookrelay redeliver ID|--all --since TIME`: queues the kept callbacks of the window again.
-pub fn redeliver(args: &RedeliverArgs) -> std::process::ExitCode {
+pub(crate) fn redeliver(args: &RedeliverArgs) -> std::process::ExitCode {
     let client = match args.target.client() {
         Ok(c) => c,
         Err(code) => return code,

@@ -12,13 +12,13 @@ use super::{
 };
 
 #[derive(Args)]
-pub struct TenantsArgs {
+pub(crate) struct TenantsArgs {
     #[command(flatten)]
     target: AdminTarget,
 }
 
 /// `hookrelay tenants`.
-pub fn tenants(args: &TenantsArgs) -> ExitCode {
+pub(crate) fn tenants(args: &TenantsArgs) -> ExitCode {
     let client = match args.target.client() {
         Ok(c) => c,
         Err(code) => return code,
@@ -97,7 +97,7 @@ fn print_tenants(answer: &Value) {
 }
 
 #[derive(Args)]
-pub struct AuditArgs {
+pub(crate) struct AuditArgs {
     /// Only this tenant's records (its name, or its id).
     #[arg(long, value_name = "NAME")]
     tenant: Option<String>,
@@ -114,7 +114,7 @@ pub struct AuditArgs {
 /// `hookrelay audit`: one record a line, oldest first; `--json`: one JSON object a line with
 /// the keys `time`, `tenant`, `caller`, `action`, `hook`, `url` (and `detail` where there is
 /// one).
-pub fn audit(args: &AuditArgs) -> ExitCode {
+pub(crate) fn audit(args: &AuditArgs) -> ExitCode {
     let client = match args.target.client() {
         Ok(c) => c,
         Err(code) => return code,

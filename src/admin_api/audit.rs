@@ -18,7 +18,7 @@ use crate::{
 
 /// The filters.
 #[derive(Debug, Default, Deserialize)]
-pub struct Filter {
+pub(super) struct Filter {
     pub tenant: Option<String>,
     pub since: Option<String>,
     pub limit: Option<usize>,
@@ -26,7 +26,7 @@ pub struct Filter {
 
 /// One record as the API shows it: the keys `hookrelay audit --json` prints.
 #[derive(Debug, Serialize)]
-pub struct RecordView {
+pub(super) struct RecordView {
     pub time: String,
     /// The tenant's name; `null`: the operator.
     pub tenant: Option<String>,
@@ -39,11 +39,11 @@ pub struct RecordView {
 }
 
 #[derive(Serialize)]
-pub struct AuditList {
+pub(super) struct AuditList {
     records: Vec<RecordView>,
 }
 
-pub async fn list(
+pub(super) async fn list(
     State(admin): State<Arc<AdminState>>,
     Query(filter): Query<Filter>,
 ) -> Result<Json<AuditList>, AdminError> {

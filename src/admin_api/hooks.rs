@@ -26,7 +26,7 @@ use crate::{
 
 /// One hook as the API shows it.
 #[derive(Debug, Serialize)]
-pub struct HookView {
+pub(super) struct HookView {
     pub id: u64,
     pub callback_url: String,
     pub meeting_id: Option<String>,
@@ -130,17 +130,17 @@ impl HookView {
 }
 
 #[derive(Serialize)]
-pub struct HookList {
+pub(super) struct HookList {
     hooks: Vec<HookView>,
 }
 
 /// The filter of the lists: `?tenant=NAME` (or its id) keeps that tenant's hooks.
 #[derive(Debug, Default, Deserialize)]
-pub struct ListFilter {
+pub(super) struct ListFilter {
     pub tenant: Option<String>,
 }
 
-pub async fn list(
+pub(super) async fn list(
     State(admin): State<Arc<AdminState>>,
     Query(filter): Query<ListFilter>,
 ) -> Result<Json<HookList>, AdminError> {
@@ -151,7 +151,10 @@ pub async fn list(
 
 /// Every registered hook, then the hooks removed after failures whose state is kept; with a
 /// tenant filter, that tenant's registered hooks.
-pub async fn all(admin: &AdminState, filter: &ListFilter) -> Result<Vec<HookView>, AdminError> {
+pub(super) async fn all(
+    admin: &AdminState,
+    filter: &ListFilter,
+) -> Result<Vec<HookView>, AdminError> {
     let snapshot = admin.store.registry().load();
     let tenants = admin.tenants.load();
     let mut ids: Vec<HookId> = match &filter.tenant {
@@ -183,7 +186,7 @@ pub async fn all(admin: &AdminState, filter: &ListFilter) -> Result<Vec<HookView
 }
 
 /// One hook, registered or removed after failures.
-pub async fn view(admin: &AdminState, id: u64) -> Result<HookView, AdminError> {
+pub(super) async fn view(admin: &AdminState, id: u64) -> Result<HookView, AdminError> {
     let hook = HookId(id);
     let snapshot = admin.store.registry().load();
     let registered = snapshot.get(hook).map(|h| &**h);
@@ -203,14 +206,14 @@ pub async fn view(admin: &AdminState, id: u64) -> Result<HookView, AdminError> {
 
 /// What `POST /v1/hooks/{id}/enable` did.
 #[derive(Serialize)]
-pub struct Enabled {
+pub(super) struct Enabled {
     hook_id: u64,
     /// `false` when it was not disabled.
     enabled: bool,
 }
 
 /// `POST /v1/hooks/{id}/enable`: a disabled hook resumes, its kept callbacks first.
-pub async fn enable(
+pub(super) async fn enable(
     State(admin): State<Arc<AdminState>>,
     Extension(caller): Extension<Caller>,
     Path(id): Path<u64>,
@@ -219,7 +222,12 @@ pub async fn enable(
 }
 
 /// An audit record of `action` on `hook` made by `caller` through the admin API.
-pub fn record_of(admin: &AdminState, caller: &Caller, action: Action, hook: &Hook) -> Record {
+pub(super) fn record_of(
+    admin: &AdminState,
+    caller: &Caller,
+    action: Action,
+    hook: &Hook,
+) -> Record {
     let tenants = admin.tenants.load();
     let tenant = hook.tenant.as_deref().map(|id| {
         let name = tenants.by_id(id).map_or(id, |t| t.name.as_str());
@@ -232,7 +240,7 @@ pub fn record_of(admin: &AdminState, caller: &Caller, action: Action, hook: &Hoo
 
 /// Enables hook `id` (asked by `caller`). A hook whose tenant is gone stays disabled until the
 /// tenant is back.
-pub async fn enable_hook(
+pub(super) async fn enable_hook(
     admin: &AdminState,
     caller: &Caller,
     id: u64,
@@ -261,7 +269,7 @@ pub async fn enable_hook(
 /// What `POST /v1/hooks/{id}/rotate-secret` did: the hook's new signing secret (the only
 /// answer that carries one), and until when the old one signs too.
 #[derive(Serialize)]
-pub struct Rotated {
+pub(super) struct Rotated {
     hook_id: u64,
     signing_secret: String,
     previous_secret_until: Option<String>,
@@ -269,7 +277,7 @@ pub struct Rotated {
 
 /// `POST /v1/hooks/{id}/rotate-secret`: a new signing secret for the hook; its old one signs
 /// too for `delivery.hook_secret_overlap_s`.
-pub async fn rotate_secret(
+pub(super) async fn rotate_secret(
     State(admin): State<Arc<AdminState>>,
     Extension(caller): Extension<Caller>,
     Path(id): Path<u64>,
@@ -296,7 +304,7 @@ pub async fn rotate_secret(
     }))
 }
 
-pub async fn show(
+pub(super) async fn show(
     State(admin): State<Arc<AdminState>>,
     Path(id): Path<u64>,
 ) -> Result<Json<HookView>, AdminError> {
@@ -305,7 +313,7 @@ pub async fn show(
 
 /// The filters of `deliveries`.
 #[derive(Debug, Default, Deserialize)]
-pub struct Filter {
+pub(super) struct Filter {
     /// Only failed attempts.
     #[serde(default)]
     pub failed: bool,
@@ -317,7 +325,7 @@ pub struct Filter {
 
 /// One attempt as the API shows it.
 #[derive(Debug, Serialize)]
-pub struct AttemptView {
+pub(super) struct AttemptView {
     pub at: String,
     pub event_id: String,
     /// The callback's `timestamp`.
@@ -345,12 +353,12 @@ impl From<AttemptRecord> for AttemptView {
 }
 
 #[derive(Serialize)]
-pub struct Deliveries {
+pub(super) struct Deliveries {
     hook: HookView,
     deliveries: Vec<AttemptView>,
 }
 
-pub async fn deliveries(
+pub(super) async fn deliveries(
     State(admin): State<Arc<AdminState>>,
     Path(id): Path<u64>,
     Query(filter): Query<Filter>,
@@ -361,7 +369,7 @@ pub async fn deliveries(
 }
 
 /// Hook `id`'s last attempts that `filter` lets through, newest first.
-pub async fn attempts(
+pub(super) async fn attempts(
     admin: &AdminState,
     id: u64,
     filter: &Filter,

@@ -30,7 +30,7 @@ use crate::{
 };
 
 /// What the calls read: the hooks registered, and the store.
-pub struct AdminState {
+pub(crate) struct AdminState {
     pub store: Arc<HookStore>,
     pub conn: StoreConn,
     /// What is kept of sent callbacks (`delivery.retain`); `None`: nothing.
@@ -56,7 +56,7 @@ pub struct AdminState {
 /// Who made a request, for the audit: its address (or `unix-socket`), put in the request's
 /// extensions by [`router`].
 #[derive(Debug, Clone)]
-pub struct Caller(pub String);
+pub(crate) struct Caller(pub String);
 
 /// Puts the request's [`Caller`] in its extensions.
 async fn with_caller(
@@ -71,7 +71,7 @@ async fn with_caller(
 
 /// Why a call fails.
 #[derive(Debug, thiserror::Error)]
-pub enum AdminError {
+pub(crate) enum AdminError {
     #[error("no hook {0}: not registered, and none of that id removed in the last 7 days")]
     UnknownHook(u64),
     #[error(
@@ -114,7 +114,7 @@ impl From<crate::hooks::record::StoreError> for AdminError {
 
 impl AdminError {
     /// The HTTP status it is answered with.
-    pub fn status(&self) -> StatusCode {
+    pub(crate) fn status(&self) -> StatusCode {
         match self {
             Self::UnknownHook(_) | Self::NotRegistered(_) | Self::UnknownServer(_) => {
                 StatusCode::NOT_FOUND
@@ -155,7 +155,7 @@ async fn same_origin(req: Request, next: Next) -> Response {
 }
 
 /// The admin API's routes, behind `access`.
-pub fn router(state: Arc<AdminState>, access: Arc<auth::Access>) -> Router {
+pub(crate) fn router(state: Arc<AdminState>, access: Arc<auth::Access>) -> Router {
     Router::new()
         .route("/v1/hooks", get(hooks::list))
         .route("/v1/hooks/{id}", get(hooks::show))

@@ -176,7 +176,7 @@ struct ServersPage {
 }
 
 /// `GET /servers`: the edges' servers of a pool.
-pub async fn servers_page(State(admin): State<Arc<AdminState>>) -> Response {
+pub(super) async fn servers_page(State(admin): State<Arc<AdminState>>) -> Response {
     match servers::all(&admin).await {
         Ok(all) => render(
             StatusCode::OK,
@@ -221,7 +221,7 @@ fn problem(e: &AdminError) -> Response {
 }
 
 /// `GET /`, `GET /?tenant=NAME`.
-pub async fn list(
+pub(super) async fn list(
     State(admin): State<Arc<AdminState>>,
     Query(filter): Query<hooks::ListFilter>,
 ) -> Response {
@@ -238,7 +238,7 @@ pub async fn list(
 }
 
 #[derive(Debug, Default, Deserialize)]
-pub struct Done {
+pub(super) struct Done {
     /// Callbacks a redelivery just queued.
     queued: Option<usize>,
     /// The hook was just enabled.
@@ -273,7 +273,7 @@ async fn hook_page(
 }
 
 /// `GET /hooks/{id}`.
-pub async fn hook(
+pub(super) async fn hook(
     State(admin): State<Arc<AdminState>>,
     Path(id): Path<u64>,
     Query(done): Query<Done>,
@@ -294,7 +294,7 @@ pub async fn hook(
 }
 
 /// `POST /hooks/{id}/enable` (the button of a disabled hook): back to its page.
-pub async fn enable(
+pub(super) async fn enable(
     State(admin): State<Arc<AdminState>>,
     Extension(caller): Extension<Caller>,
     Path(id): Path<u64>,
@@ -306,7 +306,7 @@ pub async fn enable(
 }
 
 /// `POST /hooks/{id}/redeliver` (the form): back to the hook's page, saying what was queued.
-pub async fn redeliver(
+pub(super) async fn redeliver(
     State(admin): State<Arc<AdminState>>,
     Extension(caller): Extension<Caller>,
     Path(id): Path<u64>,

@@ -23,11 +23,11 @@ use crate::{
 };
 
 /// Most callbacks one redelivery may queue (fewer when `delivery.max_queue` is lower).
-pub const MAX_CALLBACKS: usize = 10_000;
+pub(super) const MAX_CALLBACKS: usize = 10_000;
 
 /// What to send again.
 #[derive(Debug, Default, Deserialize)]
-pub struct Window {
+pub(super) struct Window {
     /// From this time (RFC 3339, or a duration back from now: `15m`). Required.
     pub since: Option<String>,
     /// Up to this time; default: the last callback kept.
@@ -41,7 +41,7 @@ pub struct Window {
 
 /// What was queued again.
 #[derive(Debug, Serialize)]
-pub struct Redelivery {
+pub(super) struct Redelivery {
     pub hook: u64,
     pub queued: usize,
     pub since: String,
@@ -53,7 +53,7 @@ pub struct Redelivery {
 
 /// What a redelivery to every hook queued.
 #[derive(Debug, Serialize)]
-pub struct Bulk {
+pub(super) struct Bulk {
     /// Callbacks queued again, in all.
     pub queued: usize,
     /// Each hook that got some, in id order, as [`Redelivery`].
@@ -62,7 +62,7 @@ pub struct Bulk {
 
 /// `POST /v1/redeliver`: the window's kept callbacks to every registered hook, each hook's in
 /// its original order. A hook whose URL has nothing kept that far back is left out.
-pub async fn redeliver_all(
+pub(super) async fn redeliver_all(
     State(admin): State<Arc<AdminState>>,
     Extension(caller): Extension<Caller>,
     Form(window): Form<Window>,
@@ -99,7 +99,7 @@ pub async fn redeliver_all(
 }
 
 /// Checks `window` for hook `id` and asks for its redelivery.
-pub async fn redeliver(
+pub(super) async fn redeliver(
     State(admin): State<Arc<AdminState>>,
     Extension(caller): Extension<Caller>,
     Path(id): Path<u64>,
@@ -110,7 +110,7 @@ pub async fn redeliver(
 
 /// Asks, for `caller`, the redelivery of `window` to hook `id` (the status page's form does
 /// too), recorded in the audit with what it queued.
-pub async fn ask(
+pub(super) async fn ask(
     admin: &AdminState,
     caller: &Caller,
     id: u64,

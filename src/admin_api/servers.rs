@@ -22,7 +22,7 @@ use crate::{
 
 /// One server's edge.
 #[derive(Debug, Serialize)]
-pub struct ServerView {
+pub(super) struct ServerView {
     pub server: String,
     /// When the edge last wrote to the store.
     pub last_seen: Option<String>,
@@ -45,11 +45,13 @@ pub struct ServerView {
 
 /// The answer.
 #[derive(Debug, Serialize)]
-pub struct ServerList {
+pub(super) struct ServerList {
     pub servers: Vec<ServerView>,
 }
 
-pub async fn list(State(admin): State<Arc<AdminState>>) -> Result<Json<ServerList>, AdminError> {
+pub(super) async fn list(
+    State(admin): State<Arc<AdminState>>,
+) -> Result<Json<ServerList>, AdminError> {
     Ok(Json(ServerList {
         servers: all(&admin).await?,
     }))
@@ -59,7 +61,7 @@ pub async fn list(State(admin): State<Arc<AdminState>>) -> Result<Json<ServerLis
 ///
 /// # Errors
 /// When the store cannot be read.
-pub async fn all(admin: &AdminState) -> Result<Vec<ServerView>, AdminError> {
+pub(super) async fn all(admin: &AdminState) -> Result<Vec<ServerView>, AdminError> {
     let mut conn = admin.conn.clone();
     let mut names: Vec<String> = redis::cmd("SMEMBERS")
         .arg(EDGES)
@@ -117,7 +119,7 @@ pub async fn all(admin: &AdminState) -> Result<Vec<ServerView>, AdminError> {
 
 /// What forgetting a server did.
 #[derive(Debug, Serialize)]
-pub struct Forgotten {
+pub(super) struct Forgotten {
     pub server: String,
     /// Its messages in the store that no relay had queued, now gone.
     pub messages_dropped: u64,
@@ -129,7 +131,7 @@ pub struct Forgotten {
 ///
 /// # Errors
 /// An unknown name, an edge that runs, or a store that cannot be written.
-pub async fn forget(
+pub(super) async fn forget(
     State(admin): State<Arc<AdminState>>,
     Extension(caller): Extension<Caller>,
     Path(name): Path<String>,

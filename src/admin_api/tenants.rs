@@ -11,7 +11,7 @@ use crate::base::time::rfc3339;
 
 /// One tenant in force.
 #[derive(Debug, Serialize)]
-pub struct TenantView {
+pub(super) struct TenantView {
     pub id: String,
     pub name: String,
     /// `configured` (`[[tenants]]`) or `scalelite`.
@@ -24,7 +24,7 @@ pub struct TenantView {
 /// Something wrong with a tenant record: refused outright (`operator_secret`, `weak_secret`),
 /// or kept at its last good version.
 #[derive(Debug, Serialize)]
-pub struct ProblemView {
+pub(super) struct ProblemView {
     /// The tenant's id (its name for `name_index`).
     pub tenant: String,
     pub reason: &'static str,
@@ -34,7 +34,7 @@ pub struct ProblemView {
 
 /// Scalelite's reads.
 #[derive(Debug, Serialize)]
-pub struct ScaleliteView {
+pub(super) struct ScaleliteView {
     pub last_read: Option<String>,
     pub failing_since: Option<String>,
     /// When the view in force, taken from the store at the start, was kept there (until
@@ -44,7 +44,7 @@ pub struct ScaleliteView {
 
 /// The answer.
 #[derive(Debug, Serialize)]
-pub struct TenantList {
+pub(super) struct TenantList {
     pub tenants: Vec<TenantView>,
     /// Tenants whose hooks wait for them: their tenant is not in force (removed, or refused).
     pub unknown: Vec<UnknownView>,
@@ -55,17 +55,17 @@ pub struct TenantList {
 
 /// Hooks of a tenant that is not in force.
 #[derive(Debug, Serialize)]
-pub struct UnknownView {
+pub(super) struct UnknownView {
     pub id: String,
     pub hooks: usize,
 }
 
-pub async fn list(State(admin): State<Arc<AdminState>>) -> Json<TenantList> {
+pub(super) async fn list(State(admin): State<Arc<AdminState>>) -> Json<TenantList> {
     Json(tenants(&admin))
 }
 
 /// What `GET /v1/tenants` answers.
-pub fn tenants(admin: &AdminState) -> TenantList {
+pub(super) fn tenants(admin: &AdminState) -> TenantList {
     let view = admin.tenants.load();
     let snapshot = admin.store.registry().load();
     let count = |id: &str| {

@@ -7,7 +7,7 @@ use subtle::ConstantTimeEq;
 use crate::base::digest::Algorithm;
 
 /// The query string without its `checksum` parameter, exactly as the reference cuts it.
-pub fn query_without_checksum(query: &str) -> String {
+pub(crate) fn query_without_checksum(query: &str) -> String {
     let mut params: Vec<&str> = query.split('&').collect();
     if let Some(pos) = params
         .iter()
@@ -20,7 +20,7 @@ pub fn query_without_checksum(query: &str) -> String {
 
 /// Which of `secrets` (its index, the first that matches) `supplied` is the checksum of
 /// `call` and `raw_query` with; the query is cut once, whatever the number of secrets.
-pub fn matching_secret<'s>(
+pub(crate) fn matching_secret<'s>(
     call: &str,
     raw_query: &str,
     supplied: &str,

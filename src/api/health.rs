@@ -26,7 +26,7 @@ const STALE_MS: u64 = 10_000;
 const STORE_WITHIN: Duration = Duration::from_secs(1);
 
 /// What the two answers are made from.
-pub struct Health {
+pub(crate) struct Health {
     /// When the heartbeat task last ran (ms since the epoch).
     beat: AtomicU64,
     conn: StoreConn,
@@ -37,7 +37,7 @@ pub struct Health {
 }
 
 impl Health {
-    pub fn new(
+    pub(crate) fn new(
         conn: StoreConn,
         connected: Family<SourceLabel, Gauge>,
         sources: Vec<String>,
@@ -51,7 +51,7 @@ impl Health {
     }
 
     /// Beats until `token` is cancelled.
-    pub async fn beat(self: Arc<Self>, token: tokio_util::sync::CancellationToken) {
+    pub(crate) async fn beat(self: Arc<Self>, token: tokio_util::sync::CancellationToken) {
         let mut tick = tokio::time::interval(BEAT);
         loop {
             tokio::select! {
@@ -86,7 +86,7 @@ impl Health {
 }
 
 /// `GET /healthz`.
-pub async fn live(State(api): State<Arc<ApiState>>) -> impl IntoResponse {
+pub(crate) async fn live(State(api): State<Arc<ApiState>>) -> impl IntoResponse {
     let age = now_ms().saturating_sub(api.health.beat.load(Ordering::Relaxed));
     let alive = age < STALE_MS;
     let status = if alive {
@@ -101,7 +101,7 @@ pub async fn live(State(api): State<Arc<ApiState>>) -> impl IntoResponse {
 }
 
 /// `GET /readyz`. The hooks are loaded before the API serves at all.
-pub async fn ready(State(api): State<Arc<ApiState>>) -> impl IntoResponse {
+pub(crate) async fn ready(State(api): State<Arc<ApiState>>) -> impl IntoResponse {
     let health = &api.health;
     let (bus, store) = (health.bus(), health.store().await);
     let ready = bus != "not subscribed" && store == "reachable";

@@ -18,7 +18,7 @@ use crate::{
 };
 
 /// One call as it came.
-pub struct Asked<'a> {
+pub(crate) struct Asked<'a> {
     pub call: Call,
     /// As sent, for the checksum.
     pub call_name: &'a str,
@@ -30,7 +30,7 @@ pub struct Asked<'a> {
 }
 
 /// What a call was answered.
-pub struct Answered {
+pub(crate) struct Answered {
     pub returncode: &'static str,
     /// For the metrics.
     pub message_key: &'static str,
@@ -43,7 +43,7 @@ pub struct Answered {
 }
 
 /// Runs one call.
-pub async fn answer(state: &ApiState, asked: Asked<'_>) -> Answered {
+pub(crate) async fn answer(state: &ApiState, asked: Asked<'_>) -> Answered {
     let mut tenant = None;
     let result = run(state, asked, &mut tenant).await;
     match result {
@@ -224,7 +224,7 @@ async fn destroy(
 /// The last unfiltered `hooks/list` answer and the hook snapshot and tenants it shows: listing
 /// every hook renders them once per change, not once per call.
 #[derive(Default)]
-pub struct ListCache(std::sync::Mutex<Option<Listed>>);
+pub(crate) struct ListCache(std::sync::Mutex<Option<Listed>>);
 
 /// A list answer: the snapshot and tenants it shows, and its XML.
 type Listed = (Arc<Snapshot>, Arc<View>, Arc<str>);

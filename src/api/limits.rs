@@ -8,7 +8,7 @@ use governor::{DefaultKeyedRateLimiter, Quota, RateLimiter, clock::Clock};
 use crate::config::tenancy::TenancyConfig;
 
 /// The limits every tenant has.
-pub struct TenantLimits {
+pub(crate) struct TenantLimits {
     /// `tenancy.max_hooks`; `None`: no limit.
     pub max_hooks: Option<usize>,
     /// `tenancy.api_rate_per_s` and `api_burst`, a bucket per tenant id.
@@ -16,7 +16,7 @@ pub struct TenantLimits {
 }
 
 impl TenantLimits {
-    pub fn new(config: &TenancyConfig) -> Self {
+    pub(crate) fn new(config: &TenancyConfig) -> Self {
         let rate = NonZeroU32::new(config.api_rate_per_s).map(|rate| {
             let burst = NonZeroU32::new(config.api_burst).unwrap_or(rate);
             RateLimiter::keyed(Quota::per_second(rate).allow_burst(burst))
@@ -29,7 +29,7 @@ impl TenantLimits {
 
     /// Takes one call of tenant `id` from its bucket: `Err` with how long until it may call
     /// again when the bucket is empty.
-    pub fn take_call(&self, id: &str) -> Result<(), Duration> {
+    pub(crate) fn take_call(&self, id: &str) -> Result<(), Duration> {
         let Some(rate) = &self.rate else {
             return Ok(());
         };
@@ -39,7 +39,7 @@ impl TenantLimits {
 }
 
 /// `Retry-After` for a wait: whole seconds, at least 1.
-pub fn retry_after_s(wait: Duration) -> u64 {
+pub(crate) fn retry_after_s(wait: Duration) -> u64 {
     wait.as_secs() + u64::from(wait.subsec_nanos() > 0)
 }
 

@@ -4,12 +4,12 @@
 //! tenant calling too fast). Beside it, [`health`]'s `/healthz` and `/readyz` for
 //! orchestrators.
 
-pub mod checksum;
-pub mod health;
-pub mod hooks;
-pub mod limits;
+pub(crate) mod checksum;
+pub(crate) mod health;
+pub(crate) mod hooks;
+pub(crate) mod limits;
 pub mod params;
-pub mod xml;
+pub(crate) mod xml;
 
 use std::sync::Arc;
 
@@ -29,10 +29,10 @@ use crate::{
 };
 
 /// Longest query string accepted.
-pub const MAX_QUERY_BYTES: usize = 8 * 1024;
+pub(crate) const MAX_QUERY_BYTES: usize = 8 * 1024;
 
 /// What the handlers share.
-pub struct ApiState {
+pub(crate) struct ApiState {
     pub store: Arc<HookStore>,
     pub secret: Secret,
     /// `api.path` without a trailing `/`.
@@ -67,7 +67,7 @@ impl ApiState {
 
 /// The API router. One fallback handler matches paths the way the reference does
 /// (case-insensitive, optional trailing `/`), keeping the path as sent for the checksum.
-pub fn router(state: Arc<ApiState>) -> Router {
+pub(crate) fn router(state: Arc<ApiState>) -> Router {
     Router::new()
         .route("/healthz", axum::routing::get(health::live))
         .route("/readyz", axum::routing::get(health::ready))
@@ -77,7 +77,7 @@ pub fn router(state: Arc<ApiState>) -> Router {
 
 /// A call of the API.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Call {
+pub(crate) enum Call {
     Create,
     Destroy,
     List,

@@ -58,7 +58,7 @@ impl Doc {
 
 /// `hooks/create` registered a new hook; with its own signing secret when it has one
 /// (`delivery.hook_secrets`).
-pub fn created(hook: &Hook, secret: Option<&Secret>) -> String {
+pub(crate) fn created(hook: &Hook, secret: Option<&Secret>) -> String {
     let mut d = Doc::new("SUCCESS");
     d.text("hookID", &hook.id.to_string());
     d.text("permanentHook", bool_str(hook.permanent));
@@ -71,7 +71,7 @@ pub fn created(hook: &Hook, secret: Option<&Secret>) -> String {
 
 /// `hooks/create` for a URL that already has a hook (its signing secret again, when hooks have
 /// their own).
-pub fn duplicate(id: HookId, secret: Option<&Secret>) -> String {
+pub(crate) fn duplicate(id: HookId, secret: Option<&Secret>) -> String {
     let mut d = Doc::new("SUCCESS");
     d.text("hookID", &id.to_string());
     d.text("messageKey", "duplicateWarning");
@@ -83,14 +83,14 @@ pub fn duplicate(id: HookId, secret: Option<&Secret>) -> String {
 }
 
 /// `hooks/destroy` removed the hook.
-pub fn removed() -> String {
+pub(crate) fn removed() -> String {
     let mut d = Doc::new("SUCCESS");
     d.text("removed", "true");
     d.finish()
 }
 
 /// Any FAILED answer.
-pub fn failed(message_key: &str, message: &str) -> String {
+pub(crate) fn failed(message_key: &str, message: &str) -> String {
     let mut d = Doc::new("FAILED");
     d.text("messageKey", message_key);
     d.text("message", message);
@@ -100,7 +100,7 @@ pub fn failed(message_key: &str, message: &str) -> String {
 /// `hooks/list`; given `tenants` (the operator's list), a tenant's hook also says whose it is
 /// (`<tenant>` with its name, after `rawData`; the operator's hooks have none, so a relay
 /// without tenants answers exactly as BBB's webhooks do).
-pub fn list(hooks: &[Arc<Hook>], tenants: Option<&View>) -> String {
+pub(crate) fn list(hooks: &[Arc<Hook>], tenants: Option<&View>) -> String {
     let mut d = Doc::new("SUCCESS");
     d.open("hooks");
     for h in hooks {

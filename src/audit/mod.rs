@@ -21,7 +21,7 @@ use crate::{
 /// What was done.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
-pub enum Action {
+pub(crate) enum Action {
     /// `hooks/create` (a duplicate, or one refused by the tenant's limit, says so in `detail`).
     Create,
     Destroy,
@@ -41,11 +41,11 @@ pub enum Action {
 }
 
 /// Who asked, when not a caller of an API: the relay itself.
-pub const RELAY: &str = "hookrelay";
+pub(crate) const RELAY: &str = "hookrelay";
 
 /// One record.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Record {
+pub(crate) struct Record {
     /// When (ms since the epoch; RFC 3339 where people read it).
     pub time: u64,
     /// The tenant's name (its id when it is not known); `None`: the operator.
@@ -68,7 +68,7 @@ pub struct Record {
 
 impl Record {
     /// A record made now, of the operator (see [`Record::of_tenant`]).
-    pub fn now(action: Action, caller: impl Into<String>) -> Self {
+    pub(crate) fn now(action: Action, caller: impl Into<String>) -> Self {
         Self {
             time: now_ms(),
             tenant: None,
@@ -83,7 +83,7 @@ impl Record {
 
     /// Of the tenant `id` named `name` (its id again when it is not known), or of the
     /// operator (`None`).
-    pub fn of_tenant(mut self, tenant: Option<(&str, &str)>) -> Self {
+    pub(crate) fn of_tenant(mut self, tenant: Option<(&str, &str)>) -> Self {
         self.tenant_id = tenant.map(|(id, _)| id.to_string());
         self.tenant = tenant.map(|(_, name)| name.to_string());
         self
@@ -98,25 +98,25 @@ impl Record {
     }
 
     /// With hook `id` of URL `url` (cut by [`Record::url_of`]).
-    pub fn hook(mut self, id: u64, url: &str) -> Self {
+    pub(crate) fn hook(mut self, id: u64, url: &str) -> Self {
         self.hook = Some(id);
         self.url = Some(Self::url_of(url));
         self
     }
 
     /// With a URL but no hook (a create refused).
-    pub fn with_url(mut self, url: &str) -> Self {
+    pub(crate) fn with_url(mut self, url: &str) -> Self {
         self.url = Some(Self::url_of(url));
         self
     }
 
-    pub fn detail(mut self, detail: impl Into<String>) -> Self {
+    pub(crate) fn detail(mut self, detail: impl Into<String>) -> Self {
         self.detail = Some(detail.into());
         self
     }
 
     /// `url` without credentials, query and fragment (they may carry tokens).
-    pub fn url_of(url: &str) -> String {
+    pub(crate) fn url_of(url: &str) -> String {
         match url::Url::parse(url) {
             Ok(mut u) if !u.cannot_be_a_base() => {
                 let _ = u.set_username("");
@@ -138,7 +138,7 @@ impl Record {
 /// Hands records to the writer ([`Audit::start`]): the change asked for does not wait for the
 /// store's round trip.
 #[derive(Clone)]
-pub struct Audit {
+pub(crate) struct Audit {
     tx: mpsc::Sender<Record>,
     failures: Counter,
 }
@@ -157,7 +157,7 @@ impl Audit {
     /// Starts the writer of records to `conn`, each kept `keep_ms`; records that cannot be
     /// written are counted in `failures`. It writes what is waiting when `token` is cancelled,
     /// then ends (tracked by `tracker`).
-    pub fn start(
+    pub(crate) fn start(
         conn: StoreConn,
         keep_ms: u64,
         failures: Counter,
@@ -177,7 +177,7 @@ impl Audit {
 
     /// Records `record`. A record the writer cannot take within [`WAIT`] (the store down for
     /// long) is logged and counted, never the caller's failure: the change was made.
-    pub async fn record(&self, record: Record) {
+    pub(crate) async fn record(&self, record: Record) {
         let record = match self.tx.try_send(record) {
             Ok(()) => return,
             Err(mpsc::error::TrySendError::Full(r) | mpsc::error::TrySendError::Closed(r)) => r,
@@ -276,7 +276,7 @@ impl Writer {
 
 /// Which records to read.
 #[derive(Debug, Default, Clone)]
-pub struct Filter {
+pub(crate) struct Filter {
     /// Only this tenant's (its name, any case, or its id); empty: every record.
     pub tenant: Option<String>,
     /// Only at or after this time (ms since the epoch).
@@ -289,7 +289,7 @@ pub struct Filter {
 ///
 /// # Errors
 /// When the store cannot be read.
-pub async fn read(conn: &StoreConn, filter: &Filter) -> redis::RedisResult<Vec<Record>> {
+pub(crate) async fn read(conn: &StoreConn, filter: &Filter) -> redis::RedisResult<Vec<Record>> {
     const PAGE: usize = 1000;
     let mut conn = conn.clone();
     let mut out = Vec::new();

@@ -4,7 +4,7 @@
 //! relay's stop it unsubscribes and hands on what was published before. [`stream`] reads the
 //! streams that a pool's edges write instead.
 
-pub mod stream;
+pub(crate) mod stream;
 
 use std::{sync::Arc, time::Duration};
 
@@ -20,11 +20,11 @@ use crate::{
 
 /// How long the stop may take to unsubscribe and hand on what came before: Redis answers an
 /// UNSUBSCRIBE at once, so this bounds only an unanswering server.
-pub const DRAIN_WITHIN: Duration = Duration::from_secs(2);
+pub(crate) const DRAIN_WITHIN: Duration = Duration::from_secs(2);
 
 /// One message as it came off the bus.
 #[derive(Debug, Clone)]
-pub struct BusMessage {
+pub(crate) struct BusMessage {
     /// Which source's bus it came from.
     pub source: SourceId,
     pub channel: String,
@@ -40,7 +40,7 @@ pub struct BusMessage {
 }
 
 /// What the subscriber of one source needs.
-pub struct Subscriber {
+pub(crate) struct Subscriber {
     pub source: SourceId,
     /// The source's name, for logs and metrics.
     pub name: Arc<str>,
@@ -58,7 +58,7 @@ pub struct Subscriber {
 
 impl Subscriber {
     /// Delivers bus messages to `tx` until `token` is cancelled or the receiver is gone.
-    pub async fn run(self, tx: mpsc::Sender<BusMessage>, token: CancellationToken) {
+    pub(crate) async fn run(self, tx: mpsc::Sender<BusMessage>, token: CancellationToken) {
         let backoff = || {
             ExponentialBuilder::default()
                 .with_min_delay(Duration::from_millis(50))

@@ -12,7 +12,7 @@ use crate::{base::sources::SourceId, store_conn::StoreConn};
 
 /// One server's stream, and how far it was read.
 #[derive(Debug, Clone)]
-pub struct Position {
+pub(crate) struct Position {
     pub source: SourceId,
     /// The stream's key.
     pub key: String,
@@ -22,7 +22,7 @@ pub struct Position {
 
 /// What one read gave.
 #[derive(Debug, Default)]
-pub struct Read {
+pub(crate) struct Read {
     /// Each stream's new entries in order, the streams one after the other.
     pub messages: Vec<BusMessage>,
     /// Whether some stream gave `count` entries (more may wait there).
@@ -34,7 +34,7 @@ pub struct Read {
 ///
 /// # Errors
 /// When the store fails; no position moves then.
-pub async fn read(
+pub(crate) async fn read(
     conn: &mut StoreConn,
     streams: &mut [&mut Position],
     count: usize,

@@ -27,12 +27,13 @@ use super::{RecordingState, SharedConference};
 use crate::metrics::{Exports, SourceLabel, TextFamilies};
 
 use summary::RECORDINGS;
-pub use summary::Summary;
+pub(crate) use summary::Summary;
 
 /// Upper bounds of the room histograms of participants and listeners (bbb-exporter's).
-pub const ROOM_BUCKETS: [u32; 14] = [0, 1, 5, 15, 30, 60, 90, 120, 150, 200, 250, 300, 400, 500];
+pub(crate) const ROOM_BUCKETS: [u32; 14] =
+    [0, 1, 5, 15, 30, 60, 90, 120, 150, 200, 250, 300, 400, 500];
 /// Upper bounds of the room histograms of voice and video participants (bbb-exporter's).
-pub const MEDIA_BUCKETS: [u32; 8] = [0, 1, 5, 15, 30, 60, 90, 120];
+pub(crate) const MEDIA_BUCKETS: [u32; 8] = [0, 1, 5, 15, 30, 60, 90, 120];
 
 /// The `version` of `bbb_exporter`: this relay's, marked as hookrelay's.
 const EXPORTER_VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), "-hookrelay");

@@ -11,9 +11,9 @@
 //! ([`RecordingState`], in `recording`); the [`Conference`] of them here; how each event
 //! changes it (`observe`); then the store, the exposition and the seed above.
 
-pub mod exposition;
+pub(crate) mod exposition;
 mod observe;
-pub mod persist;
+pub(crate) mod persist;
 mod recording;
 mod room;
 pub mod seed;
@@ -26,8 +26,8 @@ use std::{
 use crate::event::{catalogue::Mapped, decode::Message};
 
 pub(crate) use observe::client_type;
-pub use recording::RecordingState;
-pub use room::{Member, Origin, Room};
+pub(crate) use recording::RecordingState;
+pub(crate) use room::{Member, Origin, Room};
 
 /// The whole state, and what changed since the last [`Conference::take_changes`].
 #[derive(Debug, Default)]
@@ -56,7 +56,7 @@ pub type SharedConference = Arc<Mutex<Conference>>;
 
 /// The servers of a pool whose edges the relay takes, each with its conference state, in the
 /// order they appeared (the processing stage adds them; the exposition reads them).
-pub type Joined = Arc<std::sync::RwLock<Vec<(Arc<str>, SharedConference)>>>;
+pub(crate) type Joined = Arc<std::sync::RwLock<Vec<(Arc<str>, SharedConference)>>>;
 
 impl crate::event::process::Observer for Mutex<Conference> {
     fn observe(&self, msg: &Message, mapped: &Mapped, now_ms: u64) {

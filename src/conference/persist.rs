@@ -12,7 +12,7 @@ use super::{Changes, Member, RecordingState, Room};
 use crate::base::redis_keys::SourceKeys;
 
 /// Adds `changes` to `pipe` (replies ignored).
-pub fn add_changes(pipe: &mut redis::Pipeline, keys: &SourceKeys, changes: &Changes) {
+pub(crate) fn add_changes(pipe: &mut redis::Pipeline, keys: &SourceKeys, changes: &Changes) {
     for (mid, room) in &changes.rooms {
         let members = keys.conference_members(mid);
         pipe.del(&members).ignore();
@@ -56,7 +56,7 @@ pub fn add_changes(pipe: &mut redis::Pipeline, keys: &SourceKeys, changes: &Chan
 ///
 /// # Errors
 /// When Redis cannot be read.
-pub async fn load(
+pub(crate) async fn load(
     conn: &mut StoreConn,
     keys: &SourceKeys,
 ) -> Result<(HashMap<String, Room>, HashMap<String, RecordingState>), redis::RedisError> {

@@ -35,7 +35,7 @@ const CLI_VARIABLES: &[&str] = &[
 ];
 
 /// The package's configuration, read by every command when `--config` is not given.
-pub const PACKAGE_CONFIG: &str = "/etc/hookrelay/hookrelay.toml";
+pub(super) const PACKAGE_CONFIG: &str = "/etc/hookrelay/hookrelay.toml";
 
 /// Whether the configuration file can be read, said as the person needs it: missing, or not
 /// theirs to read.
@@ -57,7 +57,7 @@ fn readable(path: &Path) -> Result<(), ConfigError> {
 
 /// The file beside the configuration file that holds `HOOKRELAY_*` variables (the secret), in
 /// systemd's `EnvironmentFile` form.
-pub const SECRET_ENV: &str = "secret.env";
+pub(super) const SECRET_ENV: &str = "secret.env";
 
 /// The `NAME=value` lines of an environment file.
 fn read_env_file(path: &Path) -> Result<Vec<(String, String)>, ConfigError> {

@@ -5,19 +5,19 @@ use std::{collections::BTreeMap, path::Path};
 
 /// Dotted key -> where its value came from.
 #[derive(Debug, Default)]
-pub struct Origins {
+pub(super) struct Origins {
     map: BTreeMap<String, String>,
 }
 
 impl Origins {
     /// `key`'s value came from `from` (over what set it before).
-    pub fn set(&mut self, key: &str, from: String) {
+    pub(super) fn set(&mut self, key: &str, from: String) {
         self.map.insert(key.to_string(), from);
     }
 
     /// Every key the TOML file at `path` sets (a file that does not parse sets none here; the
     /// load says why).
-    pub fn toml(&mut self, path: &Path) {
+    pub(super) fn toml(&mut self, path: &Path) {
         let Ok(text) = std::fs::read_to_string(path) else {
             return;
         };
@@ -30,7 +30,7 @@ impl Origins {
     }
 
     /// The keys bbb-webhooks' files set, under everything else.
-    pub fn reference(&mut self, origins: &[(String, std::path::PathBuf)]) {
+    pub(super) fn reference(&mut self, origins: &[(String, std::path::PathBuf)]) {
         for (key, file) in origins {
             self.map
                 .entry(key.clone())
@@ -38,7 +38,7 @@ impl Origins {
         }
     }
 
-    pub fn into_list(self) -> Vec<(String, String)> {
+    pub(super) fn into_list(self) -> Vec<(String, String)> {
         self.map.into_iter().collect()
     }
 }

@@ -16,7 +16,7 @@ pub fn callback_guard(delivery: &DeliveryConfig) -> Guard {
 /// The placeholder of the example configuration.
 pub(super) const PLACEHOLDER: &str = "change-me";
 /// The shortest shared secret taken: a short one is guessed from one signed URL offline.
-pub const MIN_SECRET_CHARS: usize = 12;
+pub(super) const MIN_SECRET_CHARS: usize = 12;
 
 /// Why `secret` cannot be a shared secret, if it cannot.
 pub fn weak_secret(secret: &str) -> Option<&'static str> {

@@ -51,7 +51,7 @@ fn record_of(ctx: &DeliveryContext, action: Action, hook: &Hook, reason: Disable
 
 /// Removes `hook`, whose callback `failed` failed `failures` times (the last with `error`),
 /// keeping what it leaves queued.
-pub async fn give_up(
+pub(crate) async fn give_up(
     ctx: &DeliveryContext,
     hook: &Hook,
     failed: &Entry,
@@ -75,7 +75,7 @@ pub async fn give_up(
 /// (`None`: its tenant is gone, and nothing was tried): it stays registered and keeps its
 /// queue. Whether it is disabled now; `false` when it could not be disabled (gone meanwhile,
 /// or Redis failed: the worker then stops, or tries again).
-pub async fn disable(
+pub(crate) async fn disable(
     ctx: &DeliveryContext,
     hook: &Hook,
     reason: DisabledReason,
@@ -119,7 +119,11 @@ pub async fn disable(
 /// only not be read yet, until they are; then the hook is disabled (`tenant_unknown`) until
 /// its tenant is back and the hook enabled again. `true` to try again, `false` when the worker
 /// must stop (the hook is gone, or the relay stops).
-pub async fn wait_for_tenant(ctx: &DeliveryContext, hook: &Hook, unknown: &UnknownTenant) -> bool {
+pub(crate) async fn wait_for_tenant(
+    ctx: &DeliveryContext,
+    hook: &Hook,
+    unknown: &UnknownTenant,
+) -> bool {
     let (tenants, token) = (&ctx.sending().signer().tenants, ctx.control().token());
     if !tenants.settled() {
         tracing::debug!(hook_id = hook.id.0, %unknown, "waiting for the tenants to be read");
@@ -155,7 +159,7 @@ pub(super) async fn tell(
 
 /// Waits while hook `id` is disabled: `true` once it is enabled, `false` when it is gone or
 /// the worker must stop.
-pub async fn wait_enabled(ctx: &DeliveryContext, id: crate::base::ids::HookId) -> bool {
+pub(crate) async fn wait_enabled(ctx: &DeliveryContext, id: crate::base::ids::HookId) -> bool {
     /// How often a disabled hook's worker looks whether it was enabled (here, or by another
     /// instance of a fleet, whose change reaches the registry).
     const LOOK_EVERY: std::time::Duration = std::time::Duration::from_millis(200);

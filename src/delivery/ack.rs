@@ -47,7 +47,7 @@ struct Pending {
 }
 
 /// Shared by the workers (record, wait) and the flusher (write).
-pub struct Acker {
+pub(crate) struct Acker {
     pending: Mutex<Pending>,
     wake: Notify,
     /// Some hook has [`Acker::gather`] entries recorded: write them now.
@@ -62,7 +62,7 @@ pub struct Acker {
 }
 
 impl Acker {
-    pub fn new(max_unacked: usize) -> Arc<Self> {
+    pub(crate) fn new(max_unacked: usize) -> Arc<Self> {
         Arc::new(Self {
             pending: Mutex::new(Pending {
                 entries: HashMap::new(),
@@ -119,7 +119,7 @@ impl Acker {
 
     /// Waits until every acknowledgement recorded so far is written to Redis (before a hook's
     /// delivery lease is given up, so that its next deliverer does not send them again).
-    pub async fn flushed(&self) {
+    pub(crate) async fn flushed(&self) {
         let target = {
             let p = self.pending.lock().unwrap_or_else(|e| e.into_inner());
             if p.entries.is_empty() {
@@ -137,7 +137,7 @@ impl Acker {
     }
 
     /// A worker's handle; counts it alive until dropped.
-    pub fn worker(self: &Arc<Self>, hook: HookId) -> WorkerAcks {
+    pub(crate) fn worker(self: &Arc<Self>, hook: HookId) -> WorkerAcks {
         self.workers.fetch_add(1, Ordering::AcqRel);
         WorkerAcks {
             acker: self.clone(),
@@ -149,7 +149,7 @@ impl Acker {
 
     /// Writes recorded acknowledgements until the relay stops, the workers are gone and nothing
     /// is left to write.
-    pub async fn run(self: Arc<Self>, conn: StoreConn, token: CancellationToken) {
+    pub(crate) async fn run(self: Arc<Self>, conn: StoreConn, token: CancellationToken) {
         loop {
             if !self.is_idle() {
                 if !self.is_gathered() && !token.is_cancelled() {
@@ -200,7 +200,7 @@ impl Acker {
 }
 
 /// One worker's view: its acknowledgements not yet confirmed written.
-pub struct WorkerAcks {
+pub(crate) struct WorkerAcks {
     acker: Arc<Acker>,
     hook: HookId,
     /// Flush numbers of its delivered entries not yet written, oldest first.
@@ -210,14 +210,14 @@ pub struct WorkerAcks {
 
 impl WorkerAcks {
     /// Records a delivered entry.
-    pub fn delivered(&mut self, removal: journal::Removal) {
+    pub(crate) fn delivered(&mut self, removal: journal::Removal) {
         let flush = self.acker.record(self.hook, removal);
         self.unconfirmed.push_back(flush);
     }
 
     /// Waits until another callback may be sent: fewer than `max_unacked` delivered entries
     /// unwritten. `false` when the relay stops first.
-    pub async fn ready_for_next(&mut self, token: &CancellationToken) -> bool {
+    pub(crate) async fn ready_for_next(&mut self, token: &CancellationToken) -> bool {
         loop {
             let done = *self.done.borrow_and_update();
             while self.unconfirmed.front().is_some_and(|f| *f <= done) {

@@ -25,7 +25,7 @@ use crate::{
 
 /// What the hook's schedule makes of one attempt's outcome.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Verdict {
+pub(crate) enum Verdict {
     Delivered,
     /// Try the same callback again after this wait.
     RetryAfter(Duration),
@@ -35,7 +35,7 @@ pub enum Verdict {
 
 /// Whether an attempt's outcome counts as a failure toward the hook's removal: every failure
 /// but a busy receiver's `Retry-After` within the bound (it asked for time, and is given it).
-pub fn counts(outcome: &Result<u16, DeliveryError>, policy: &RetryPolicy) -> bool {
+pub(crate) fn counts(outcome: &Result<u16, DeliveryError>, policy: &RetryPolicy) -> bool {
     match outcome {
         Ok(_) | Err(DeliveryError::CircuitOpen { .. }) => false,
         Err(e) => !matches!(
@@ -47,7 +47,7 @@ pub fn counts(outcome: &Result<u16, DeliveryError>, policy: &RetryPolicy) -> boo
 
 /// What an attempt's outcome means: `failures` is how many attempts of this callback have
 /// failed and counted ([`counts`]), this one included if it does.
-pub fn judge(
+pub(crate) fn judge(
     outcome: &Result<u16, DeliveryError>,
     failures: usize,
     policy: &RetryPolicy,
@@ -72,7 +72,7 @@ pub fn judge(
 
 /// One attempt of a callback, signed with the secrets in force when it is made (the body and
 /// timestamp are the same at every attempt).
-pub struct Prepared<'a> {
+pub(crate) struct Prepared<'a> {
     url: String,
     /// `url`, made from the hook's parsed URL (no parse per callback).
     target: Option<reqwest::Url>,
@@ -88,7 +88,7 @@ pub struct Prepared<'a> {
 }
 
 /// What one hook's attempts need, made once per worker.
-pub struct HookSender<'a> {
+pub(crate) struct HookSender<'a> {
     pub hook: &'a Hook,
     /// Why the callback URL is refused, when its IP address is.
     pub blocked: Option<String>,
@@ -104,7 +104,11 @@ pub struct HookSender<'a> {
 impl<'a> HookSender<'a> {
     /// The sender of `hook`'s callbacks: an IP address in its URL is checked once here; host
     /// names at each connection.
-    pub fn new(hook: &'a Hook, sending: &'a Sending, registry: &'a crate::hooks::Registry) -> Self {
+    pub(crate) fn new(
+        hook: &'a Hook,
+        sending: &'a Sending,
+        registry: &'a crate::hooks::Registry,
+    ) -> Self {
         let blocked = sending
             .guard()
             .check_url(&hook.callback_url)
@@ -126,7 +130,7 @@ impl<'a> HookSender<'a> {
     ///
     /// # Errors
     /// When the hook's tenant is no longer known: it cannot be signed, nor sent.
-    pub fn prepare(&self, entry: &Entry) -> Result<Prepared<'a>, UnknownTenant> {
+    pub(crate) fn prepare(&self, entry: &Entry) -> Result<Prepared<'a>, UnknownTenant> {
         let signer = self.sending.signer();
         let ts = entry.original_ts();
         // The hook as it is now: its own secrets may have been rotated since the worker began.
@@ -166,7 +170,7 @@ impl<'a> HookSender<'a> {
     /// One attempt. An attempt under way is finished even when the relay is stopping (the
     /// request timeout bounds it), so that a delivered callback is not sent again after a
     /// restart.
-    pub async fn send(&self, prepared: &Prepared<'_>) -> Result<u16, DeliveryError> {
+    pub(crate) async fn send(&self, prepared: &Prepared<'_>) -> Result<u16, DeliveryError> {
         if let Some(why) = &self.blocked {
             return Err(DeliveryError::Blocked(why.clone()));
         }
@@ -199,7 +203,7 @@ impl<'a> HookSender<'a> {
 /// Writes one attempt of `entry` down: in the hook's attempts (with, for a failure, when the
 /// hook is given up if every attempt to come fails too) and in the metrics. `failures`
 /// counts this one when it failed; `started` is when it began.
-pub fn record(
+pub(crate) fn record(
     books: &Books,
     hook: &Hook,
     entry: &Entry,

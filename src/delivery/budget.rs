@@ -19,14 +19,14 @@ use crate::{event::Payload, store_conn::StoreConn};
 
 /// What a stored callback takes in Redis besides its payload (the stream entry's id, fields,
 /// event id and the stream's own bookkeeping), measured on Redis 7 (BENCHMARKS.md).
-pub const ENTRY_OVERHEAD: u64 = 120;
+pub(crate) const ENTRY_OVERHEAD: u64 = 120;
 /// An estimate for a callback whose size is not known (read back from Redis after a restart,
 /// or written by another instance): a user-joined event's, measured.
-pub const UNKNOWN_COST: u64 = 420;
+pub(crate) const UNKNOWN_COST: u64 = 420;
 
 /// The estimated Redis bytes of one stored callback: its entry, and its payload, or its part of
 /// a shared payload record (`sharers` callbacks refer to it).
-pub fn cost(payload: &Payload, sharers: Option<usize>) -> u64 {
+pub(crate) fn cost(payload: &Payload, sharers: Option<usize>) -> u64 {
     let len = payload.text().len() as u64;
     match sharers {
         None => ENTRY_OVERHEAD + len,
@@ -35,11 +35,11 @@ pub fn cost(payload: &Payload, sharers: Option<usize>) -> u64 {
 }
 
 /// The budget when `delivery.queue_budget_mb` is unset and the store has no `maxmemory`.
-pub const DEFAULT_MB: u64 = 1024;
+pub(crate) const DEFAULT_MB: u64 = 1024;
 
 /// The budget in bytes: `configured` megabytes, else half of the store's `maxmemory` when
 /// that is set, else [`DEFAULT_MB`]; with where it came from, for the log.
-pub async fn resolve(configured: Option<u64>, conn: &mut StoreConn) -> (u64, &'static str) {
+pub(crate) async fn resolve(configured: Option<u64>, conn: &mut StoreConn) -> (u64, &'static str) {
     if let Some(mb) = configured {
         return (mb.saturating_mul(1 << 20), "delivery.queue_budget_mb");
     }
@@ -68,7 +68,7 @@ fn maxmemory(info: &str) -> Option<u64> {
 
 /// The budget and what the queues take of it now.
 #[derive(Debug)]
-pub struct Budget {
+pub(crate) struct Budget {
     limit: u64,
     used: AtomicU64,
     /// Owners (each tenant, and the operator) with a queue holding anything.
@@ -86,7 +86,7 @@ impl Default for Budget {
 
 /// One queue's owner within the budget: what it takes is counted for that owner.
 #[derive(Debug, Clone)]
-pub struct Account {
+pub(crate) struct Account {
     budget: Arc<Budget>,
     /// Its owner's queues holding anything (shared by the owner's accounts).
     holding: Arc<AtomicU64>,
@@ -120,7 +120,7 @@ fn down(n: &AtomicU64) -> bool {
 
 impl Account {
     /// A queue of `owner`'s (a tenant's id; `None`: the operator's) within `budget`.
-    pub fn of(budget: &Arc<Budget>, owner: Option<&str>) -> Self {
+    pub(crate) fn of(budget: &Arc<Budget>, owner: Option<&str>) -> Self {
         let mut owners = budget.owners.lock().unwrap_or_else(|e| e.into_inner());
         let holding = owners.entry(owner.map(Arc::from)).or_default().clone();
         drop(owners);
@@ -131,7 +131,7 @@ impl Account {
     }
 
     /// The queue went from taking `before` bytes to `after`.
-    pub fn moved(&self, before: u64, after: u64) {
+    pub(crate) fn moved(&self, before: u64, after: u64) {
         let b = &self.budget;
         b.moved(before, after);
         match (before, after) {
@@ -156,7 +156,7 @@ impl Account {
     /// How many bytes the queue, taking `taken`, should give up now: nothing within the
     /// budget or within its share; else what it holds beyond its share, at most what the
     /// queues are over.
-    pub fn excess(&self, taken: u64) -> u64 {
+    pub(crate) fn excess(&self, taken: u64) -> u64 {
         let over = self.budget.over();
         if over == 0 {
             return 0;
@@ -166,7 +166,7 @@ impl Account {
 }
 
 impl Budget {
-    pub fn new(limit_bytes: u64) -> Self {
+    pub(crate) fn new(limit_bytes: u64) -> Self {
         Self {
             limit: limit_bytes,
             used: AtomicU64::new(0),
@@ -175,12 +175,12 @@ impl Budget {
         }
     }
 
-    pub fn limit(&self) -> u64 {
+    pub(crate) fn limit(&self) -> u64 {
         self.limit
     }
 
     /// Bytes the queues take, as estimated.
-    pub fn used(&self) -> u64 {
+    pub(crate) fn used(&self) -> u64 {
         self.used.load(Ordering::Relaxed)
     }
 
@@ -199,7 +199,7 @@ impl Budget {
     }
 
     /// How many bytes over the budget the queues are (0 within it).
-    pub fn over(&self) -> u64 {
+    pub(crate) fn over(&self) -> u64 {
         self.used().saturating_sub(self.limit)
     }
 }

@@ -17,7 +17,7 @@ const PROBE_WAIT: Duration = Duration::from_millis(250);
 
 /// What an attempt may do.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Pass {
+pub(crate) enum Pass {
     /// The circuit is closed.
     Normal,
     /// The circuit is open and this attempt is its one probe.
@@ -26,7 +26,7 @@ pub enum Pass {
 
 /// What became of an attempt, for the circuit.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Seen {
+pub(crate) enum Seen {
     /// Any HTTP answer: the receiver is reachable.
     Answer,
     /// No connection, a timeout, or a connection broken off.
@@ -35,7 +35,7 @@ pub enum Seen {
 
 /// What an attempt's record changed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Change {
+pub(crate) enum Change {
     None,
     Opened,
     Closed,
@@ -51,7 +51,7 @@ struct State {
 
 /// One receiver's circuit.
 #[derive(Debug)]
-pub struct Circuit {
+pub(crate) struct Circuit {
     after: u32,
     max_open: Duration,
     state: Mutex<State>,
@@ -60,7 +60,7 @@ pub struct Circuit {
 impl Circuit {
     /// Opens after `after` unreachable attempts in a row (at least 1); probes at most
     /// `max_open` apart.
-    pub fn new(after: u32, max_open: Duration) -> Self {
+    pub(crate) fn new(after: u32, max_open: Duration) -> Self {
         Self {
             after: after.max(1),
             max_open: max_open.max(FIRST_OPEN),
@@ -79,7 +79,7 @@ impl Circuit {
 
     /// Whether an attempt may go now: `Err(wait)` while the circuit is open (look again
     /// after `wait`, which counts as no attempt).
-    pub fn enter(&self, now: Instant) -> Result<Pass, Duration> {
+    pub(crate) fn enter(&self, now: Instant) -> Result<Pass, Duration> {
         let mut s = self.lock();
         match s.open_until {
             None => Ok(Pass::Normal),
@@ -93,7 +93,7 @@ impl Circuit {
     }
 
     /// Records what became of an attempt that `enter` let through as `pass`.
-    pub fn record(&self, pass: Pass, seen: Seen, now: Instant) -> Change {
+    pub(crate) fn record(&self, pass: Pass, seen: Seen, now: Instant) -> Change {
         let mut s = self.lock();
         match (seen, pass) {
             (Seen::Answer, _) => {
@@ -129,11 +129,11 @@ impl Circuit {
     }
 
     /// A probe let through did not finish (its task was cancelled): the next may go.
-    pub fn abandon_probe(&self) {
+    pub(crate) fn abandon_probe(&self) {
         self.lock().probing = false;
     }
 
-    pub fn is_open(&self) -> bool {
+    pub(crate) fn is_open(&self) -> bool {
         self.lock().open_until.is_some()
     }
 }

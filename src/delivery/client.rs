@@ -99,12 +99,12 @@ impl DeliveryError {
 
 /// Sends callbacks.
 /// The header naming the conference server an event came from.
-pub const DOMAIN_HEADER: &str = "x-hookrelay-domain";
+pub(crate) const DOMAIN_HEADER: &str = "x-hookrelay-domain";
 /// Says that a callback is sent again (`hookrelay redeliver`); its body, timestamp and event id
 /// are the original's.
-pub const REDELIVERY_HEADER: &str = "x-hookrelay-redelivery";
+pub(crate) const REDELIVERY_HEADER: &str = "x-hookrelay-redelivery";
 /// The callback's timestamp (ms, taken at its first attempt) of a JSON body.
-pub const TIMESTAMP_HEADER: &str = "x-hookrelay-timestamp";
+pub(crate) const TIMESTAMP_HEADER: &str = "x-hookrelay-timestamp";
 
 /// The headers of one callback besides its content type.
 #[derive(Debug, Clone, Copy)]
@@ -516,7 +516,7 @@ impl Receiver {
 
 /// The wait a `Retry-After` value asks for at `now`: seconds, or an HTTP date (a date past is
 /// no wait). `None` for anything else.
-pub fn retry_after(value: &str, now: std::time::SystemTime) -> Option<Duration> {
+pub(crate) fn retry_after(value: &str, now: std::time::SystemTime) -> Option<Duration> {
     let value = value.trim();
     if let Ok(seconds) = value.parse::<u64>() {
         return Some(Duration::from_secs(seconds));

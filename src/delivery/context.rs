@@ -35,7 +35,7 @@ use crate::{
 };
 
 /// What every worker and pager share. Built once by [`DeliveryContext::new`].
-pub struct DeliveryContext {
+pub(crate) struct DeliveryContext {
     sending: Sending,
     books: Books,
     control: Control,
@@ -45,7 +45,7 @@ pub struct DeliveryContext {
 /// How a callback goes out: the lanes (threads, each with its HTTP connections), the signer,
 /// the callback URL policy, the retry schedule, and the plugins a deferred callback goes
 /// through first.
-pub struct Sending {
+pub(crate) struct Sending {
     lanes: Lanes,
     signer: Signer,
     guard: Arc<Guard>,
@@ -61,44 +61,44 @@ pub struct Sending {
 
 impl Sending {
     /// The threads workers run on, with their HTTP clients.
-    pub fn lanes(&self) -> &Lanes {
+    pub(crate) fn lanes(&self) -> &Lanes {
         &self.lanes
     }
 
-    pub fn signer(&self) -> &Signer {
+    pub(crate) fn signer(&self) -> &Signer {
         &self.signer
     }
 
     /// The callback URL policy (the client checks it again at every connection).
-    pub fn guard(&self) -> &Guard {
+    pub(crate) fn guard(&self) -> &Guard {
         &self.guard
     }
 
     /// The retry schedule of a hook (`permanent`: never given up).
-    pub fn retry_policy(&self, permanent: bool) -> RetryPolicy {
+    pub(crate) fn retry_policy(&self, permanent: bool) -> RetryPolicy {
         RetryPolicy::new(&self.retry_intervals_ms, permanent)
             .with_max_retry_after(self.max_retry_after)
     }
 
     /// After how many failed attempts in a row a hook is `hook-failing`.
-    pub fn failing_after(&self) -> usize {
+    pub(crate) fn failing_after(&self) -> usize {
         self.failing_after
     }
 
     /// What becomes of a hook whose schedule ran out.
-    pub fn on_give_up(&self) -> OnGiveUp {
+    pub(crate) fn on_give_up(&self) -> OnGiveUp {
         self.on_give_up
     }
 
     /// The plugin set in force, for the callbacks whose chain runs when they are sent.
-    pub fn plugins(&self) -> &Plugins {
+    pub(crate) fn plugins(&self) -> &Plugins {
         &self.plugins
     }
 }
 
 /// What is written down about deliveries: delivered callbacks marked in Redis, each hook's
 /// attempts and state for people, the metrics, the audit of what the relay did to hooks.
-pub struct Books {
+pub(crate) struct Books {
     acker: Arc<Acker>,
     insight: Arc<Insight>,
     metrics: Arc<Metrics>,
@@ -107,28 +107,28 @@ pub struct Books {
 
 impl Books {
     /// Marks delivered callbacks in Redis, off the hot path.
-    pub fn acker(&self) -> &Arc<Acker> {
+    pub(crate) fn acker(&self) -> &Arc<Acker> {
         &self.acker
     }
 
     /// Keeps each hook's attempts and state for people, off the hot path.
-    pub fn insight(&self) -> &Arc<Insight> {
+    pub(crate) fn insight(&self) -> &Arc<Insight> {
         &self.insight
     }
 
-    pub fn metrics(&self) -> &Arc<Metrics> {
+    pub(crate) fn metrics(&self) -> &Arc<Metrics> {
         &self.metrics
     }
 
     /// Where the hooks the relay disables or removes are recorded.
-    pub fn audit(&self) -> &Audit {
+    pub(crate) fn audit(&self) -> &Audit {
         &self.audit
     }
 }
 
 /// Whether a hook may still send, and the tasks' lifetime: the hooks, the fleet's fence, the
 /// relay's cancellation and its task tracker.
-pub struct Control {
+pub(crate) struct Control {
     store: Arc<HookStore>,
     fence: Fence,
     token: CancellationToken,
@@ -139,24 +139,24 @@ impl Control {
     /// The one check before every attempt and before giving a hook up: the relay is not
     /// stopping, the hook still exists, this instance (in a fleet) still holds its lease, and
     /// the queue (in a spread fleet, under its delivery lease) is still this worker's.
-    pub fn may_send(&self, hook: HookId, queue: &HookQueue) -> bool {
+    pub(crate) fn may_send(&self, hook: HookId, queue: &HookQueue) -> bool {
         !self.token.is_cancelled()
             && self.store.registry().contains(hook)
             && self.fence.holds()
             && queue.may_send()
     }
 
-    pub fn store(&self) -> &HookStore {
+    pub(crate) fn store(&self) -> &HookStore {
         &self.store
     }
 
     /// Cancelled when the relay stops.
-    pub fn token(&self) -> &CancellationToken {
+    pub(crate) fn token(&self) -> &CancellationToken {
         &self.token
     }
 
     /// The relay's tasks, waited for at its stop.
-    pub fn tracker(&self) -> &TaskTracker {
+    pub(crate) fn tracker(&self) -> &TaskTracker {
         &self.tracker
     }
 }
@@ -164,7 +164,7 @@ impl Control {
 /// Where the queues live and what bounds them: the store connection, the byte budget of all
 /// queues, the shared payloads read back, the sources' names their entries store, and the
 /// most entries one hook may have queued.
-pub struct QueueStore {
+pub(crate) struct QueueStore {
     conn: StoreConn,
     budget: Arc<Budget>,
     paged: SharedPayloads,
@@ -174,39 +174,39 @@ pub struct QueueStore {
 
 impl QueueStore {
     /// For the queues' Redis streams.
-    pub fn conn(&self) -> &StoreConn {
+    pub(crate) fn conn(&self) -> &StoreConn {
         &self.conn
     }
 
     /// The bytes all queues may take in Redis together.
-    pub fn budget(&self) -> &Arc<Budget> {
+    pub(crate) fn budget(&self) -> &Arc<Budget> {
         &self.budget
     }
 
     /// `hook`'s account within the budget: its queue's share is fair by tenant first.
-    pub fn account(&self, hook: &crate::hooks::Hook) -> Account {
+    pub(crate) fn account(&self, hook: &crate::hooks::Hook) -> Account {
         Account::of(&self.budget, hook.tenant.as_deref())
     }
 
     /// Payloads of shared records read back by the pagers.
-    pub fn paged(&self) -> &SharedPayloads {
+    pub(crate) fn paged(&self) -> &SharedPayloads {
         &self.paged
     }
 
     /// The sources' names, as the queues' entries store them.
-    pub fn sources(&self) -> &Arc<SourceTable> {
+    pub(crate) fn sources(&self) -> &Arc<SourceTable> {
         &self.sources
     }
 
     /// Most entries queued per hook.
-    pub fn max_queue(&self) -> usize {
+    pub(crate) fn max_queue(&self) -> usize {
         self.max_queue
     }
 }
 
 /// What the relay around delivery gives it: the hooks, the store, the metrics and the tasks'
 /// lifetime.
-pub struct Wiring {
+pub(crate) struct Wiring {
     pub store: Arc<HookStore>,
     pub conn: StoreConn,
     /// The callback URL policy, checked again at every connection.
@@ -233,7 +233,7 @@ impl DeliveryContext {
     ///
     /// # Errors
     /// When the HTTP client cannot be built.
-    pub fn new(
+    pub(crate) fn new(
         config: &DeliveryConfig,
         signer: Signer,
         acker: Arc<Acker>,
@@ -281,22 +281,22 @@ impl DeliveryContext {
     }
 
     /// How callbacks go out.
-    pub fn sending(&self) -> &Sending {
+    pub(crate) fn sending(&self) -> &Sending {
         &self.sending
     }
 
     /// What is written down about deliveries.
-    pub fn books(&self) -> &Books {
+    pub(crate) fn books(&self) -> &Books {
         &self.books
     }
 
     /// Whether a hook may still send; the tasks' lifetime.
-    pub fn control(&self) -> &Control {
+    pub(crate) fn control(&self) -> &Control {
         &self.control
     }
 
     /// Where the queues live and what bounds them.
-    pub fn queues(&self) -> &QueueStore {
+    pub(crate) fn queues(&self) -> &QueueStore {
         &self.queues
     }
 

@@ -27,7 +27,7 @@ use crate::{
 };
 
 /// Owns every hook's queue; used by the pipeline's single processing task only.
-pub struct Dispatcher {
+pub(crate) struct Dispatcher {
     ctx: Arc<DeliveryContext>,
     queues: HashMap<HookId, Arc<HookQueue>>,
     /// The last shared payload reference given.
@@ -38,7 +38,7 @@ pub struct Dispatcher {
 }
 
 impl Dispatcher {
-    pub fn new(ctx: Arc<DeliveryContext>) -> Self {
+    pub(crate) fn new(ctx: Arc<DeliveryContext>) -> Self {
         Self {
             ctx,
             queues: HashMap::new(),
@@ -48,7 +48,7 @@ impl Dispatcher {
     }
 
     /// A dispatcher that queues in memory only the callbacks of the hooks in `held`.
-    pub fn spread(held: Arc<Held>) -> Self {
+    pub(crate) fn spread(held: Arc<Held>) -> Self {
         Self {
             ctx: held.ctx().clone(),
             queues: HashMap::new(),
@@ -58,7 +58,7 @@ impl Dispatcher {
     }
 
     /// Makes later shared payload references exceed `last` (the last one ever written).
-    pub fn observe_shared(&mut self, last: RecordRef) {
+    pub(crate) fn observe_shared(&mut self, last: RecordRef) {
         self.last_shared = self.last_shared.max(last);
     }
 
@@ -72,7 +72,7 @@ impl Dispatcher {
     /// Starts hook `hook`'s worker on the `count` entries its stream holds up to `until` (read
     /// a page at a time, before anything fresh). With delivery spread, the holder of the
     /// hook's delivery lease does that instead.
-    pub fn recover(&mut self, hook: &Arc<Hook>, until: u64, count: usize) {
+    pub(crate) fn recover(&mut self, hook: &Arc<Hook>, until: u64, count: usize) {
         if self.spread.is_some() {
             return;
         }
@@ -96,7 +96,7 @@ impl Dispatcher {
     /// never before the callbacks: [`journal::append`]), then queues the callbacks. Waits (retrying) while Redis is down; `false` when the relay stopped first
     /// (the batch is then not queued).
     /// `arrivals[i]` is when the batch's message `i` came off the bus.
-    pub async fn accept(
+    pub(crate) async fn accept(
         &mut self,
         state: redis::Pipeline,
         commit: Option<Commit>,
@@ -228,23 +228,23 @@ impl Dispatcher {
     }
 
     /// The budget of all queues.
-    pub fn budget(&self) -> &Budget {
+    pub(crate) fn budget(&self) -> &Budget {
         self.ctx.queues().budget()
     }
 
     /// Whether the store is a Redis Cluster.
-    pub fn on_cluster(&self) -> bool {
+    pub(crate) fn on_cluster(&self) -> bool {
         self.ctx.queues().conn().is_cluster()
     }
 
     /// A handle on the store (for housekeeping beside the queues).
-    pub fn conn(&self) -> StoreConn {
+    pub(crate) fn conn(&self) -> StoreConn {
         self.ctx.queues().conn().clone()
     }
 
     /// Closes the queues of hooks that no longer exist (their workers end), and returns how many callbacks each live hook has queued.
     /// `None` with delivery spread: the queues' depths are then reported by whoever delivers.
-    pub fn prune(&mut self) -> Option<Vec<(HookId, usize)>> {
+    pub(crate) fn prune(&mut self) -> Option<Vec<(HookId, usize)>> {
         if self.spread.is_some() {
             return None;
         }

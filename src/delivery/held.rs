@@ -15,32 +15,32 @@ use super::{context::DeliveryContext, hook_queue::HookQueue, journal::Position, 
 use crate::{fleet::lease::Lease, hooks::Hook};
 
 /// The queues delivered here, by hook id.
-pub type Queues = HashMap<HookId, Arc<HookQueue>>;
+pub(crate) type Queues = HashMap<HookId, Arc<HookQueue>>;
 
-pub struct Held {
+pub(crate) struct Held {
     ctx: Arc<DeliveryContext>,
     queues: tokio::sync::Mutex<Queues>,
 }
 
 impl Held {
-    pub fn new(ctx: Arc<DeliveryContext>) -> Arc<Self> {
+    pub(crate) fn new(ctx: Arc<DeliveryContext>) -> Arc<Self> {
         Arc::new(Self {
             ctx,
             queues: tokio::sync::Mutex::default(),
         })
     }
 
-    pub fn ctx(&self) -> &Arc<DeliveryContext> {
+    pub(crate) fn ctx(&self) -> &Arc<DeliveryContext> {
         &self.ctx
     }
 
-    pub async fn lock(&self) -> MutexGuard<'_, Queues> {
+    pub(crate) async fn lock(&self) -> MutexGuard<'_, Queues> {
         self.queues.lock().await
     }
 
     /// Starts delivering `hook` under `lease`, from what its stream holds (`pos`, read with
     /// `queues` locked). Returns its worker.
-    pub fn start(
+    pub(crate) fn start(
         &self,
         queues: &mut Queues,
         hook: &Arc<Hook>,
@@ -64,7 +64,7 @@ impl Held {
     }
 
     /// Stops delivering hook `id`: its worker ends once its callback in flight is done.
-    pub fn stop(queues: &mut Queues, id: HookId) {
+    pub(crate) fn stop(queues: &mut Queues, id: HookId) {
         if let Some(q) = queues.remove(&id) {
             q.close();
         }
@@ -72,7 +72,7 @@ impl Held {
 
     /// Hook `id`'s stream now reaches `until` (about `count` entries were added): the entries
     /// its queue does not have yet are read from Redis.
-    pub fn extend(&self, queues: &Queues, id: HookId, until: u64, count: usize) {
+    pub(crate) fn extend(&self, queues: &Queues, id: HookId, until: u64, count: usize) {
         if let Some(q) = queues.get(&id)
             && q.extend(until, count)
         {
@@ -81,7 +81,7 @@ impl Held {
     }
 
     /// How many callbacks each delivered hook has queued.
-    pub fn depths(queues: &Queues) -> Vec<(HookId, usize)> {
+    pub(crate) fn depths(queues: &Queues) -> Vec<(HookId, usize)> {
         queues.iter().map(|(id, q)| (*id, q.total())).collect()
     }
 }

@@ -22,16 +22,16 @@ use super::{
 use crate::fleet::lease::Lease;
 
 /// Entries read from Redis at a time.
-pub const PAGE: usize = 256;
+pub(crate) const PAGE: usize = 256;
 /// Most entries held in memory per hook.
-pub const WINDOW: usize = 2 * PAGE;
+pub(crate) const WINDOW: usize = 2 * PAGE;
 /// Payload bytes held in memory per hook beyond which new entries stay in Redis only (a
 /// payload several hooks share counts for each of them). A window over large events is short.
-pub const WINDOW_BYTES: usize = 256 * 1024;
+pub(crate) const WINDOW_BYTES: usize = 256 * 1024;
 
 /// Entries in Redis only: ids in `(after, until]`.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Span {
+pub(crate) struct Span {
     pub after: Option<u64>,
     pub until: u64,
     /// How many (as far as known).
@@ -152,7 +152,7 @@ impl Edit<'_> {
 }
 
 /// What to drop before a page is added ([`HookQueue::make_room`]).
-pub struct PageDrops {
+pub(crate) struct PageDrops {
     /// Dropped from memory (older than the page).
     pub from_memory: Vec<Entry>,
     /// How many of the page's first entries to drop.
@@ -163,7 +163,7 @@ pub struct PageDrops {
 
 /// What a push did.
 #[derive(Default)]
-pub struct Pushed {
+pub(crate) struct Pushed {
     /// The oldest entries dropped to stay within `max` or the budget.
     pub dropped: Vec<Entry>,
     /// Some were dropped for the budget of all queues (not only `max`).
@@ -172,7 +172,7 @@ pub struct Pushed {
     pub spilled: bool,
 }
 
-pub struct HookQueue {
+pub(crate) struct HookQueue {
     parts: Mutex<Parts>,
     /// Wakes the worker: an entry or a page arrived, or the queue closed.
     pub ready: Notify,
@@ -203,7 +203,7 @@ impl Drop for HookQueue {
 
 impl HookQueue {
     /// An empty queue within `budget` (its owner's account).
-    pub fn new(budget: impl Into<Account>) -> Self {
+    pub(crate) fn new(budget: impl Into<Account>) -> Self {
         let budget = budget.into();
         Self {
             parts: Mutex::default(),
@@ -218,7 +218,7 @@ impl HookQueue {
 
     /// A queue within `budget` whose `count` entries, ids up to `until`, are in Redis only
     /// (after a restart).
-    pub fn stored(budget: impl Into<Account>, until: u64, count: usize) -> Self {
+    pub(crate) fn stored(budget: impl Into<Account>, until: u64, count: usize) -> Self {
         let q = Self::new(budget);
         let mut p = q.edit();
         p.span = (count > 0).then_some(Span {
@@ -233,7 +233,12 @@ impl HookQueue {
     }
 
     /// A queue as [`stored`](Self::stored), sent only while `lease` is held.
-    pub fn leased(budget: impl Into<Account>, lease: Lease, until: u64, count: usize) -> Self {
+    pub(crate) fn leased(
+        budget: impl Into<Account>,
+        lease: Lease,
+        until: u64,
+        count: usize,
+    ) -> Self {
         let mut q = Self::stored(budget, until, count);
         q.lease = Some(lease);
         q
@@ -242,7 +247,7 @@ impl HookQueue {
     /// Entries up to id `until` were written to Redis by another instance (about `count` of
     /// them): those not already known join (or start) the span. Returns whether a span began
     /// (a pager must be started).
-    pub fn extend(&self, until: u64, count: usize) -> bool {
+    pub(crate) fn extend(&self, until: u64, count: usize) -> bool {
         let mut p = self.edit();
         if until <= p.last {
             return false;
@@ -292,7 +297,7 @@ impl HookQueue {
     /// there is room and nothing waits in Redis, else it joins (or starts) the span. Then the
     /// oldest entries in memory are dropped while more than `max` are queued in all, or while
     /// the queues are over their budget and this one holds more than its share.
-    pub fn push(&self, entry: Entry, cost: u64, max: usize) -> Pushed {
+    pub(crate) fn push(&self, entry: Entry, cost: u64, max: usize) -> Pushed {
         let mut p = self.edit();
         let mut out = Pushed::default();
         if entry.ts <= p.last {
@@ -325,13 +330,13 @@ impl HookQueue {
     }
 
     /// The span to read next, if any.
-    pub fn span(&self) -> Option<Span> {
+    pub(crate) fn span(&self) -> Option<Span> {
         self.lock().span
     }
 
     /// Notes `n` callbacks dropped, the oldest `oldest` (event id, timestamp): the dropped count
     /// since the last line and the oldest lost when a line is due (one a minute).
-    pub fn note_drops(&self, n: u64, oldest: (String, u64)) -> Option<(u64, (String, u64))> {
+    pub(crate) fn note_drops(&self, n: u64, oldest: (String, u64)) -> Option<(u64, (String, u64))> {
         self.drops
             .lock()
             .unwrap_or_else(|e| e.into_inner())
@@ -341,7 +346,7 @@ impl HookQueue {
     /// Makes room before a page of `read` entries (the oldest in Redis) is added: drops the
     /// oldest in memory, then says how many of the page's first entries to drop, while the queue
     /// holds more than `max` entries in all or, over the budget, more than its share.
-    pub fn make_room(&self, read: usize, max: usize) -> PageDrops {
+    pub(crate) fn make_room(&self, read: usize, max: usize) -> PageDrops {
         let mut p = self.edit();
         let mut out = Pushed::default();
         p.trim(max, &mut out);
@@ -360,7 +365,7 @@ impl HookQueue {
     }
 
     /// Entries queued in all, memory and Redis.
-    pub fn total(&self) -> usize {
+    pub(crate) fn total(&self) -> usize {
         let p = self.lock();
         p.mem.len() + p.span.map_or(0, |s| s.count)
     }
@@ -369,7 +374,7 @@ impl HookQueue {
     /// them usable); `complete` when the read reached the span's end as it was then (`until`).
     /// Returns whether a span remains.
     /// Each entry read takes the span's average cost along, so the queue's total is kept.
-    pub fn add_page(
+    pub(crate) fn add_page(
         &self,
         entries: Vec<Entry>,
         read: usize,
@@ -398,7 +403,7 @@ impl HookQueue {
     }
 
     /// The next entry in order; `None` when there is none in memory yet.
-    pub fn pop(&self) -> Option<Entry> {
+    pub(crate) fn pop(&self) -> Option<Entry> {
         let mut p = self.edit();
         let e = p.pop_front().map(|q| q.entry);
         if p.wants_page() {
@@ -408,40 +413,40 @@ impl HookQueue {
     }
 
     /// Whether the pager should read another page now.
-    pub fn wants_more(&self) -> bool {
+    pub(crate) fn wants_more(&self) -> bool {
         self.lock().wants_page()
     }
 
-    pub fn close(&self) {
+    pub(crate) fn close(&self) {
         self.closed.store(true, Ordering::Release);
         self.ready.notify_one();
         self.wants_page.notify_one();
     }
 
-    pub fn is_closed(&self) -> bool {
+    pub(crate) fn is_closed(&self) -> bool {
         self.closed.load(Ordering::Acquire)
     }
 
     /// Whether its worker may send: the queue is open and, in a fleet, its lease held.
-    pub fn may_send(&self) -> bool {
+    pub(crate) fn may_send(&self) -> bool {
         !self.is_closed() && self.lease.as_ref().is_none_or(Lease::is_held)
     }
 
     /// Entries held in memory.
     #[cfg(test)]
-    pub fn in_memory(&self) -> usize {
+    pub(crate) fn in_memory(&self) -> usize {
         self.lock().mem.len()
     }
 
     /// Payload bytes held in memory.
     #[cfg(test)]
-    pub fn bytes_in_memory(&self) -> usize {
+    pub(crate) fn bytes_in_memory(&self) -> usize {
         self.lock().bytes
     }
 
     /// Estimated Redis bytes of the whole queue, as the budget should know them.
     #[cfg(test)]
-    pub fn taken(&self) -> u64 {
+    pub(crate) fn taken(&self) -> u64 {
         self.lock().taken()
     }
 }

@@ -11,7 +11,7 @@ use crate::store_conn::StoreConn;
 ///
 /// # Errors
 /// When Redis fails.
-pub async fn put<T: Serialize>(
+pub(crate) async fn put<T: Serialize>(
     conn: &StoreConn,
     key: &str,
     record: &T,
@@ -29,7 +29,7 @@ pub async fn put<T: Serialize>(
 ///
 /// # Errors
 /// When Redis fails.
-pub async fn oldest<T: DeserializeOwned>(
+pub(crate) async fn oldest<T: DeserializeOwned>(
     conn: &StoreConn,
     key: &str,
     n: usize,
@@ -51,7 +51,11 @@ pub async fn oldest<T: DeserializeOwned>(
 ///
 /// # Errors
 /// When Redis fails.
-pub async fn drop_oldest(conn: &StoreConn, key: &str, n: usize) -> Result<(), redis::RedisError> {
+pub(crate) async fn drop_oldest(
+    conn: &StoreConn,
+    key: &str,
+    n: usize,
+) -> Result<(), redis::RedisError> {
     redis::cmd("LTRIM")
         .arg(key)
         .arg(0)

@@ -7,11 +7,11 @@
 use std::time::{Duration, Instant};
 
 /// At most one line of a kind per hook this often.
-pub const EVERY: Duration = Duration::from_secs(60);
+pub(crate) const EVERY: Duration = Duration::from_secs(60);
 
 /// One hook's failures.
 #[derive(Debug, Default)]
-pub struct Failures {
+pub(crate) struct Failures {
     /// When the last "failed" line was written.
     logged: Option<Instant>,
     /// Failed attempts since the last line.
@@ -25,7 +25,7 @@ pub struct Failures {
 
 /// What to log after an attempt.
 #[derive(Debug, PartialEq, Eq)]
-pub enum Line {
+pub(crate) enum Line {
     None,
     /// A failed attempt, with how many failed unlogged before it.
     Failed {
@@ -40,7 +40,7 @@ pub enum Line {
 
 impl Failures {
     /// After a failed attempt at `now`.
-    pub fn failed(&mut self, now: Instant) -> Line {
+    pub(crate) fn failed(&mut self, now: Instant) -> Line {
         self.streak += 1;
         self.since.get_or_insert(now);
         if self.logged.is_some_and(|t| now.duration_since(t) < EVERY) {
@@ -55,7 +55,7 @@ impl Failures {
     }
 
     /// After a successful attempt at `now`.
-    pub fn succeeded(&mut self, now: Instant) -> Line {
+    pub(crate) fn succeeded(&mut self, now: Instant) -> Line {
         let line = match (self.said, self.since) {
             (true, Some(since)) => Line::Recovered {
                 failed: self.streak,
@@ -72,7 +72,7 @@ impl Failures {
 
 /// One hook's dropped callbacks (its queue full).
 #[derive(Debug, Default)]
-pub struct Drops {
+pub(crate) struct Drops {
     logged: Option<Instant>,
     /// Dropped since the last line, and the oldest of them (event id, timestamp).
     unlogged: u64,
@@ -81,7 +81,7 @@ pub struct Drops {
 
 impl Drops {
     /// `n` callbacks dropped at `now`, the oldest `oldest`: `Some((count, oldest))` to log now.
-    pub fn dropped(
+    pub(crate) fn dropped(
         &mut self,
         now: Instant,
         n: u64,

@@ -28,7 +28,7 @@ struct Lane {
 }
 
 /// The lanes, and the shared client used where none could start.
-pub struct Lanes {
+pub(crate) struct Lanes {
     lanes: Vec<Lane>,
     shared: CallbackClient,
     /// Stops the lanes when they are dropped (the relay's stop stops them too).
@@ -38,7 +38,7 @@ pub struct Lanes {
 impl Lanes {
     /// Starts `count` lanes (at least one), each with a client like `shared` (the same
     /// settings and turns per receiver, connections of its own); they end after `token`.
-    pub fn start(count: usize, shared: CallbackClient, token: &CancellationToken) -> Self {
+    pub(crate) fn start(count: usize, shared: CallbackClient, token: &CancellationToken) -> Self {
         let stop = token.child_token();
         let mut lanes = Vec::new();
         for i in 0..count.max(1) {
@@ -58,7 +58,7 @@ impl Lanes {
     }
 
     /// One lane per core this process may use.
-    pub fn per_core() -> usize {
+    pub(crate) fn per_core() -> usize {
         std::thread::available_parallelism().map_or(1, std::num::NonZero::get)
     }
 
@@ -68,12 +68,12 @@ impl Lanes {
     }
 
     /// The client hook `hook`'s callbacks go through.
-    pub fn client(&self, hook: HookId) -> &CallbackClient {
+    pub(crate) fn client(&self, hook: HookId) -> &CallbackClient {
         self.lane(hook).map_or(&self.shared, |l| &l.client)
     }
 
     /// Runs `task` (hook `hook`'s worker) on the hook's lane.
-    pub fn spawn<F>(&self, hook: HookId, task: F) -> JoinHandle<()>
+    pub(crate) fn spawn<F>(&self, hook: HookId, task: F) -> JoinHandle<()>
     where
         F: Future<Output = ()> + Send + 'static,
     {

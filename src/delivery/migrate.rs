@@ -45,7 +45,7 @@ return redis.call('XLEN', KEYS[2])
 
 /// One hook's stream, moved.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Moved {
+pub(crate) struct Moved {
     pub hook: HookId,
     /// The entries it now holds.
     pub entries: usize,
@@ -58,7 +58,7 @@ pub struct Moved {
 ///
 /// # Errors
 /// When Redis fails; what was moved stays moved, and the call may be made again.
-pub async fn legacy_queues(conn: &StoreConn, merge: bool) -> Result<Vec<Moved>, RedisError> {
+pub(crate) async fn legacy_queues(conn: &StoreConn, merge: bool) -> Result<Vec<Moved>, RedisError> {
     let keys = conn
         .keys_matching(&format!("{LEGACY_QUEUE_PREFIX}*"))
         .await?;

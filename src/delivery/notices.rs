@@ -16,11 +16,11 @@ use crate::{
 };
 
 /// The event ids, in the order a hook's troubles go.
-pub use crate::event::catalogue::ABOUT_HOOKS as IDS;
+pub(crate) use crate::event::catalogue::ABOUT_HOOKS as IDS;
 
 /// One event about a hook.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Notice {
+pub(crate) struct Notice {
     /// One of [`IDS`].
     pub id: String,
     pub hook: HookId,
@@ -39,7 +39,7 @@ pub struct Notice {
 impl Notice {
     /// The notice `id` about `hook`, after `failures` failed attempts in a row, the last
     /// ending with `last` (a status or an error).
-    pub fn new(
+    pub(crate) fn new(
         id: &str,
         hook: &Hook,
         failures: usize,
@@ -58,7 +58,7 @@ impl Notice {
     }
 
     /// The processed event hooks get, in the catalogue's shape.
-    pub fn event_json(&self) -> String {
+    pub(crate) fn event_json(&self) -> String {
         serde_json::json!({
             "data": {
                 "type": "event",
@@ -79,7 +79,7 @@ impl Notice {
     }
 
     /// Whether `hook` gets it: its `eventID` names it, and it may see the hook it is about.
-    pub fn goes_to(&self, hook: &Hook) -> bool {
+    pub(crate) fn goes_to(&self, hook: &Hook) -> bool {
         hook.names(&self.id)
             && IDS.contains(&self.id.as_str())
             && !hook.get_raw
@@ -88,7 +88,7 @@ impl Notice {
 }
 
 /// Tells `notice`: a log line's worth is the caller's; here, the metric and the store.
-pub async fn tell(conn: &StoreConn, metrics: &Metrics, notice: &Notice) {
+pub(crate) async fn tell(conn: &StoreConn, metrics: &Metrics, notice: &Notice) {
     metrics.count_hook_notice(&notice.id);
     if let Err(e) = inbox::put(conn, HOOK_NOTICES, notice).await {
         tracing::warn!(hook_id = notice.hook.0, event = %notice.id, error = %e, "cannot store an event about a hook: it is not sent");
@@ -99,7 +99,10 @@ pub async fn tell(conn: &StoreConn, metrics: &Metrics, notice: &Notice) {
 ///
 /// # Errors
 /// When Redis fails.
-pub async fn told(conn: &StoreConn, n: usize) -> Result<Vec<Option<Notice>>, redis::RedisError> {
+pub(crate) async fn told(
+    conn: &StoreConn,
+    n: usize,
+) -> Result<Vec<Option<Notice>>, redis::RedisError> {
     inbox::oldest(conn, HOOK_NOTICES, n).await
 }
 
@@ -107,7 +110,7 @@ pub async fn told(conn: &StoreConn, n: usize) -> Result<Vec<Option<Notice>>, red
 ///
 /// # Errors
 /// When Redis fails.
-pub async fn taken(conn: &StoreConn, n: usize) -> Result<(), redis::RedisError> {
+pub(crate) async fn taken(conn: &StoreConn, n: usize) -> Result<(), redis::RedisError> {
     inbox::drop_oldest(conn, HOOK_NOTICES, n).await
 }
 

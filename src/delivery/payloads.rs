@@ -19,7 +19,7 @@ use crate::{base::sources::SourceTable, event::Payload, store_conn::StoreConn};
 /// Records are read one pager at a time, so that a thousand hooks starting together read each
 /// record once, not once each.
 #[derive(Default)]
-pub struct SharedPayloads {
+pub(crate) struct SharedPayloads {
     known: Mutex<HashMap<RecordRef, Weak<Payload>>>,
     pub(super) reading: tokio::sync::Mutex<()>,
 }

@@ -11,7 +11,7 @@ use super::{budget, journal::Entry};
 use crate::{event::Payload, hooks::Hook, route::Callback};
 
 /// What a batch comes to.
-pub struct Plan {
+pub(crate) struct Plan {
     /// Each callback's hook, entry and estimated bytes in Redis, in the batch's order.
     pub batch: Vec<(Arc<Hook>, Entry, u64)>,
     /// Shared records: reference, payload, how many entries refer to it.
@@ -22,7 +22,7 @@ pub struct Plan {
 /// `share`, a payload carried by several callbacks (the same `Arc`) becomes a shared record
 /// whose reference `next_shared` gives; without (on a cluster, where a record would sit in
 /// another slot than the entries that release it) every entry holds its payload.
-pub fn plan(
+pub(crate) fn plan(
     callbacks: Vec<Callback>,
     arrivals: &[Instant],
     share: bool,

@@ -60,7 +60,7 @@ static RETAIN_SCRIPT: LazyLock<Script> = LazyLock::new(|| Script::new(RETAIN));
 
 /// The stream of the callbacks kept for `url`, and its byte count (one slot: the digest is
 /// their hash tag).
-pub fn keys(url: &str) -> (String, String) {
+pub(crate) fn keys(url: &str) -> (String, String) {
     let digest = Algorithm::Sha1.hex_digest(&[url.as_bytes()]);
     let stream = format!("hookrelay:retained:{{{}}}", &digest[..20]);
     let bytes = format!("{stream}:bytes");
@@ -69,13 +69,13 @@ pub fn keys(url: &str) -> (String, String) {
 
 /// The bounds of what is kept.
 #[derive(Debug, Clone, Copy)]
-pub struct Bounds {
+pub(crate) struct Bounds {
     pub window_ms: u64,
     pub max_bytes: u64,
 }
 
 /// Adds to `pipe` the script that keeps `kept` for `url`, as of `now` (ms).
-pub fn add(
+pub(crate) fn add(
     pipe: &mut redis::Pipeline,
     url: &str,
     kept: &[Entry],
@@ -128,7 +128,10 @@ pub fn add(
 ///
 /// # Errors
 /// When Redis fails.
-pub async fn send(conn: &StoreConn, pipe: &redis::Pipeline) -> Result<(), redis::RedisError> {
+pub(crate) async fn send(
+    conn: &StoreConn,
+    pipe: &redis::Pipeline,
+) -> Result<(), redis::RedisError> {
     let mut c = conn.clone();
     match pipe.query_async::<()>(&mut c).await {
         Err(e) if e.kind() == redis::ErrorKind::Server(redis::ServerErrorKind::NoScript) => {
@@ -140,7 +143,7 @@ pub async fn send(conn: &StoreConn, pipe: &redis::Pipeline) -> Result<(), redis:
 }
 
 /// A kept callback read back.
-pub struct Found {
+pub(crate) struct Found {
     /// Its id in the kept stream.
     pub id: String,
     /// As stored; its `ts` is the callback's own timestamp.
@@ -152,7 +155,7 @@ pub struct Found {
 ///
 /// # Errors
 /// When Redis fails.
-pub async fn read(
+pub(crate) async fn read(
     conn: &StoreConn,
     url: &str,
     since: u64,
@@ -189,7 +192,7 @@ pub async fn read(
 ///
 /// # Errors
 /// When Redis fails.
-pub async fn oldest(conn: &StoreConn, url: &str) -> Result<Option<u64>, redis::RedisError> {
+pub(crate) async fn oldest(conn: &StoreConn, url: &str) -> Result<Option<u64>, redis::RedisError> {
     let (stream, _) = keys(url);
     let reply: redis::streams::StreamRangeReply = redis::cmd("XRANGE")
         .arg(&stream)
@@ -210,7 +213,7 @@ pub async fn oldest(conn: &StoreConn, url: &str) -> Result<Option<u64>, redis::R
 ///
 /// # Errors
 /// When Redis fails.
-pub async fn read_ids(
+pub(crate) async fn read_ids(
     conn: &StoreConn,
     url: &str,
     ids: &[String],
@@ -239,7 +242,7 @@ pub async fn read_ids(
 
 /// A redelivery asked for: the kept callbacks `ids` of `url` to queue again for `hook`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Request {
+pub(crate) struct Request {
     pub hook: HookId,
     pub url: String,
     pub ids: Vec<String>,
@@ -249,7 +252,7 @@ pub struct Request {
 ///
 /// # Errors
 /// When Redis fails.
-pub async fn ask(conn: &StoreConn, request: &Request) -> Result<(), redis::RedisError> {
+pub(crate) async fn ask(conn: &StoreConn, request: &Request) -> Result<(), redis::RedisError> {
     super::inbox::put(conn, REDELIVERIES, request).await
 }
 
@@ -258,7 +261,10 @@ pub async fn ask(conn: &StoreConn, request: &Request) -> Result<(), redis::Redis
 ///
 /// # Errors
 /// When Redis fails. A record that does not parse is skipped (and dropped by [`taken`]).
-pub async fn asked(conn: &StoreConn, n: usize) -> Result<Vec<Option<Request>>, redis::RedisError> {
+pub(crate) async fn asked(
+    conn: &StoreConn,
+    n: usize,
+) -> Result<Vec<Option<Request>>, redis::RedisError> {
     super::inbox::oldest(conn, REDELIVERIES, n).await
 }
 
@@ -266,6 +272,6 @@ pub async fn asked(conn: &StoreConn, n: usize) -> Result<Vec<Option<Request>>, r
 ///
 /// # Errors
 /// When Redis fails.
-pub async fn taken(conn: &StoreConn, n: usize) -> Result<(), redis::RedisError> {
+pub(crate) async fn taken(conn: &StoreConn, n: usize) -> Result<(), redis::RedisError> {
     super::inbox::drop_oldest(conn, REDELIVERIES, n).await
 }

@@ -4,7 +4,7 @@ use std::time::Duration;
 
 /// The schedule of one hook.
 #[derive(Debug, Clone)]
-pub struct RetryPolicy {
+pub(crate) struct RetryPolicy {
     intervals: Vec<Duration>,
     /// Permanent hooks never give up: they go on at the last interval.
     permanent: bool,
@@ -14,7 +14,7 @@ pub struct RetryPolicy {
 }
 
 impl RetryPolicy {
-    pub fn new(intervals_ms: &[u64], permanent: bool) -> Self {
+    pub(crate) fn new(intervals_ms: &[u64], permanent: bool) -> Self {
         Self {
             intervals: intervals_ms
                 .iter()
@@ -26,7 +26,7 @@ impl RetryPolicy {
     }
 
     /// This policy, honouring a receiver's `Retry-After` up to `max` (zero: not at all).
-    pub fn with_max_retry_after(self, max: Duration) -> Self {
+    pub(crate) fn with_max_retry_after(self, max: Duration) -> Self {
         Self {
             max_retry_after: (!max.is_zero()).then_some(max),
             ..self
@@ -37,14 +37,14 @@ impl RetryPolicy {
     /// asked (within the bound: not a failure toward the hook's removal), `Err(wait)` when
     /// it asks for more (a failure like any other, waiting the bound, if the schedule goes
     /// on). Without a bound, `None`.
-    pub fn asked(&self, asked: Duration) -> Option<Result<Duration, Duration>> {
+    pub(crate) fn asked(&self, asked: Duration) -> Option<Result<Duration, Duration>> {
         let max = self.max_retry_after?;
         Some(if asked <= max { Ok(asked) } else { Err(max) })
     }
 
     /// The wait before the next attempt after `failures` failed attempts (1-based), or `None`
     /// when the hook should be given up.
-    pub fn next_delay(&self, failures: usize) -> Option<Duration> {
+    pub(crate) fn next_delay(&self, failures: usize) -> Option<Duration> {
         match self.intervals.get(failures.saturating_sub(1)) {
             Some(d) => Some(*d),
             None if self.permanent => self.intervals.last().copied(),
@@ -55,7 +55,7 @@ impl RetryPolicy {
     /// After `failures` failed attempts of one callback, how long until the hook is given up
     /// if every attempt to come fails too (their request time not counted); `None` for a hook
     /// that is never given up.
-    pub fn left_after(&self, failures: usize) -> Option<Duration> {
+    pub(crate) fn left_after(&self, failures: usize) -> Option<Duration> {
         if self.permanent {
             return None;
         }

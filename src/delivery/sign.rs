@@ -27,7 +27,7 @@ pub fn spec_body(encoded_event: &str, timestamp_ms: u64) -> String {
 }
 
 /// The reference service's body: `domain=…&event=[<json>]&timestamp=…`.
-pub fn reference_body(domain: &str, encoded_event: &str, timestamp_ms: u64) -> String {
+pub(crate) fn reference_body(domain: &str, encoded_event: &str, timestamp_ms: u64) -> String {
     format!(
         "domain={}&event=%5B{encoded_event}%5D&timestamp={timestamp_ms}",
         form_encode(domain)
@@ -56,7 +56,7 @@ pub fn signed_url(callback_url: &str, checksum: &str) -> String {
 /// [`signed_url`] of `registered`, made from `parsed` (`registered` parsed once, for all its
 /// callbacks) rather than by parsing the signed URL again; `signed` is what `signed_url` gave.
 /// `None` when `signed` is not `registered` with a parameter added.
-pub fn signed_parsed(
+pub(crate) fn signed_parsed(
     registered: &str,
     parsed: &reqwest::Url,
     signed: &str,
@@ -196,12 +196,12 @@ pub struct SignedCallback {
 }
 
 /// The JSON body's Content-Type.
-pub const JSON_CONTENT_TYPE: &str = "application/json";
+pub(crate) const JSON_CONTENT_TYPE: &str = "application/json";
 
 /// The reference's callback Content-Type, charset included (its receivers may check it).
-pub const REFERENCE_CONTENT_TYPE: &str = "application/x-www-form-urlencoded;charset=UTF-8";
+pub(crate) const REFERENCE_CONTENT_TYPE: &str = "application/x-www-form-urlencoded;charset=UTF-8";
 /// The plain form's Content-Type (the specification's).
-pub const CONTENT_TYPE: &str = "application/x-www-form-urlencoded";
+pub(crate) const CONTENT_TYPE: &str = "application/x-www-form-urlencoded";
 
 impl Signer {
     /// The signer of `config`, sending callbacks in the form `format` decided.
@@ -343,7 +343,7 @@ impl Signer {
 }
 
 /// The configured sources' names and domains, in order.
-pub fn source_table(config: &Config) -> SourceTable {
+pub(crate) fn source_table(config: &Config) -> SourceTable {
     let domain = match config.bbb.server_domain.as_str() {
         "" => "localhost",
         d => d,

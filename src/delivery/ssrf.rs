@@ -9,7 +9,7 @@ use reqwest::dns::{Addrs, Name, Resolve, Resolving};
 use crate::base::callback_url::Guard;
 
 /// The resolver handed to reqwest: resolves, keeps only allowed addresses, fails when none is.
-pub struct GuardedResolver {
+pub(crate) struct GuardedResolver {
     pub guard: Arc<Guard>,
 }
 

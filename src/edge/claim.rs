@@ -34,7 +34,7 @@ return 0
 ";
 
 /// The claim of `server`'s name by the edge `me` (`<host> outbox <epoch>`).
-pub struct Claim {
+pub(super) struct Claim {
     pub pool: redis::Client,
     pub server: String,
     pub keys: EdgeKeys,
@@ -46,7 +46,7 @@ pub struct Claim {
 #[error(
     "edge.server {server:?} is taken by another running edge ({other}); this edge is {me}: give one of them another edge.server"
 )]
-pub struct Taken {
+pub(super) struct Taken {
     pub server: String,
     pub other: String,
     pub me: String,
@@ -55,7 +55,7 @@ pub struct Taken {
 impl Claim {
     /// One try: `Err` when another edge holds the name; a store that cannot be reached is
     /// not a reason to stop (the edge keeps the messages meanwhile).
-    pub async fn take(&self) -> Result<(), Taken> {
+    pub(super) async fn take(&self) -> Result<(), Taken> {
         let tried = tokio::time::timeout(Duration::from_secs(3), self.try_take()).await;
         match tried {
             Ok(Ok(Some(other))) => Err(Taken {
@@ -103,7 +103,11 @@ impl Claim {
 
     /// Renews the claim until `token` is cancelled, then gives it up (a stopped edge shows as
     /// stopped at once); when another edge holds it, stops the edge with why.
-    pub async fn hold(self, token: CancellationToken, lost: tokio::sync::oneshot::Sender<Taken>) {
+    pub(super) async fn hold(
+        self,
+        token: CancellationToken,
+        lost: tokio::sync::oneshot::Sender<Taken>,
+    ) {
         loop {
             tokio::select! {
                 () = tokio::time::sleep(RENEW) => {}

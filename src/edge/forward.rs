@@ -19,7 +19,7 @@ use crate::base::{
 const BATCH: usize = 512;
 
 /// What the forwarder needs.
-pub struct Forwarder {
+pub(super) struct Forwarder {
     pub outbox: Arc<Outbox>,
     pub pool: redis::Client,
     pub keys: EdgeKeys,
@@ -35,7 +35,7 @@ pub struct Forwarder {
 
 impl Forwarder {
     /// Forwards until `token` is cancelled.
-    pub async fn run(self, token: CancellationToken) {
+    pub(super) async fn run(self, token: CancellationToken) {
         let mut conn: Option<ConnectionManager> = None;
         // `None`: the cursor must be read from the pool's store first.
         let mut last: Option<String> = None;

@@ -10,7 +10,7 @@ use prometheus_client::{
 
 /// The edge's series (cheap to clone: each shares its value).
 #[derive(Debug, Clone, Default)]
-pub struct EdgeMetrics {
+pub(crate) struct EdgeMetrics {
     pub read: Counter,
     pub forwarded: Counter,
     pub dropped: Counter,

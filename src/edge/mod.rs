@@ -27,7 +27,7 @@ use crate::{
     redis_conn::redis_client_verified,
     shutdown::{Shutdown, retry_until_ok},
 };
-pub use metrics::EdgeMetrics;
+pub(crate) use metrics::EdgeMetrics;
 
 /// Messages waiting between the bus and the outbox, at most.
 const BUS_BUFFER: usize = 65_536;

@@ -16,7 +16,7 @@ const PAGE: usize = 512;
 
 /// One message in the outbox.
 #[derive(Debug, Clone)]
-pub struct Entry {
+pub(super) struct Entry {
     pub id: String,
     pub channel: String,
     pub payload: String,
@@ -33,7 +33,7 @@ fn size(channel: &str, payload: &str) -> i64 {
 }
 
 /// The outbox, its size kept in the edge's gauges.
-pub struct Outbox {
+pub(super) struct Outbox {
     pub conn: ConnectionManager,
     /// `edge.buffer_mib`, in bytes.
     pub limit: i64,
@@ -47,7 +47,7 @@ impl Outbox {
     ///
     /// # Errors
     /// When the server's Redis fails.
-    pub async fn measure(&self) -> redis::RedisResult<()> {
+    pub(super) async fn measure(&self) -> redis::RedisResult<()> {
         let (mut count, mut bytes, mut after) = (0i64, 0i64, None);
         loop {
             let page = self.read_after(after.as_deref(), PAGE).await?;
@@ -66,7 +66,7 @@ impl Outbox {
     ///
     /// # Errors
     /// When the server's Redis fails (nothing of the batch may be in then).
-    pub async fn append(&self, batch: &[BusMessage]) -> redis::RedisResult<()> {
+    pub(super) async fn append(&self, batch: &[BusMessage]) -> redis::RedisResult<()> {
         let mut pipe = redis::pipe();
         let mut bytes = 0;
         for m in batch {
@@ -126,7 +126,7 @@ impl Outbox {
     ///
     /// # Errors
     /// When the server's Redis fails.
-    pub async fn read_after(
+    pub(super) async fn read_after(
         &self,
         after: Option<&str>,
         n: usize,
@@ -153,7 +153,7 @@ impl Outbox {
     ///
     /// # Errors
     /// When the server's Redis fails.
-    pub async fn delete(&self, entries: &[Entry]) -> redis::RedisResult<u64> {
+    pub(super) async fn delete(&self, entries: &[Entry]) -> redis::RedisResult<u64> {
         if entries.is_empty() {
             return Ok(0);
         }
@@ -182,7 +182,7 @@ impl Outbox {
     ///
     /// # Errors
     /// When the server's Redis fails.
-    pub async fn delete_through(&self, id: &str) -> redis::RedisResult<()> {
+    pub(super) async fn delete_through(&self, id: &str) -> redis::RedisResult<()> {
         loop {
             let page = self.range("-", id, PAGE).await?;
             if page.is_empty() {
@@ -213,7 +213,7 @@ fn entry((id, fields): (String, Vec<String>)) -> Entry {
 }
 
 /// The smallest stream id after `id` (`ms-seq`): XRANGE's start is inclusive.
-pub fn next_id(id: &str) -> String {
+pub(super) fn next_id(id: &str) -> String {
     match id
         .split_once('-')
         .map(|(ms, seq)| (ms.parse::<u64>(), seq.parse::<u64>()))

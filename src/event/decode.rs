@@ -40,7 +40,7 @@ pub struct Message {
 ///
 /// # Errors
 /// When the text is not a non-empty JSON object with a message name.
-pub fn decode(text: &str) -> Result<Message, DecodeError> {
+pub(crate) fn decode(text: &str) -> Result<Message, DecodeError> {
     let value: Value = serde_json::from_str(text)?;
     let Value::Object(value) = value else {
         return Err(DecodeError::NotAnObject);
@@ -62,7 +62,7 @@ pub fn decode(text: &str) -> Result<Message, DecodeError> {
 }
 
 /// The value at a key path, if every step is an object holding the key.
-pub fn path<'a>(root: &'a Map<String, Value>, keys: &[&str]) -> Option<&'a Value> {
+pub(crate) fn path<'a>(root: &'a Map<String, Value>, keys: &[&str]) -> Option<&'a Value> {
     let (first, rest) = keys.split_first()?;
     let mut cur = root.get(*first)?;
     for k in rest {
@@ -72,17 +72,17 @@ pub fn path<'a>(root: &'a Map<String, Value>, keys: &[&str]) -> Option<&'a Value
 }
 
 /// A non-empty string value.
-pub fn truthy_str(v: Option<&Value>) -> Option<&str> {
+pub(crate) fn truthy_str(v: Option<&Value>) -> Option<&str> {
     v.and_then(Value::as_str).filter(|s| !s.is_empty())
 }
 
 /// A set value: not null, not an empty string.
-pub fn is_set(v: &Value) -> bool {
+pub(crate) fn is_set(v: &Value) -> bool {
     !v.is_null() && v.as_str() != Some("")
 }
 
 /// A flag as BBB sends it: `true` or `"true"`; anything else is false.
-pub fn flag(v: &Value) -> bool {
+pub(crate) fn flag(v: &Value) -> bool {
     match v {
         Value::Bool(b) => *b,
         Value::String(s) => s == "true",
@@ -91,7 +91,7 @@ pub fn flag(v: &Value) -> bool {
 }
 
 /// JavaScript truthiness of an optional value (missing counts as false).
-pub fn truthy(v: Option<&Value>) -> bool {
+pub(crate) fn truthy(v: Option<&Value>) -> bool {
     match v {
         None | Some(Value::Null) => false,
         Some(Value::Bool(b)) => *b,

@@ -63,7 +63,7 @@ impl MeetingTenant {
 
 /// What plugins are told of a meeting, from the `meeting` object of its `meeting-created`;
 /// `tenant` (`{"id", "name"}`) when its metadata names one.
-pub fn meeting_facts(meeting: &Map<String, Value>) -> Arc<str> {
+pub(crate) fn meeting_facts(meeting: &Map<String, Value>) -> Arc<str> {
     let mut facts = Map::new();
     for k in FACT_KEYS {
         if let Some(v) = meeting.get(k) {

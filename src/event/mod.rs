@@ -4,12 +4,12 @@
 //! [`process`] runs them for one message, with the state changes and synthesized events;
 //! [`schema`] describes each processed event as a JSON Schema.
 
-pub mod catalogue;
-pub mod decode;
-pub mod facts;
-pub mod mapping;
-pub mod persist;
-pub mod process;
+pub(crate) mod catalogue;
+pub(crate) mod decode;
+pub(crate) mod facts;
+pub(crate) mod mapping;
+pub(crate) mod persist;
+pub(crate) mod process;
 #[cfg(test)]
 mod proptests;
 pub mod schema;

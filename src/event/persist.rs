@@ -16,7 +16,7 @@ use crate::redis_index::load_all;
 ///
 /// # Errors
 /// When Redis cannot be read.
-pub async fn load_meetings(
+pub(crate) async fn load_meetings(
     conn: &mut StoreConn,
     keys: &SourceKeys,
 ) -> Result<Vec<StoredMeeting>, redis::RedisError> {
@@ -42,7 +42,7 @@ const FACTS_FIELD: &str = "hookrelayMeeting";
 ///
 /// # Errors
 /// When Redis cannot be read.
-pub async fn load_users(
+pub(crate) async fn load_users(
     conn: &mut StoreConn,
     keys: &SourceKeys,
 ) -> Result<Vec<(String, String, UserEntry)>, redis::RedisError> {
@@ -70,7 +70,7 @@ fn parse_user(h: &HashMap<String, String>) -> Option<(String, String, UserEntry)
 
 /// Adds the commands that persist `writes`, in order, to `pipe` (their replies ignored). Every
 /// command is idempotent, so the pipeline can be sent again after a lost reply.
-pub fn add_writes(pipe: &mut redis::Pipeline, keys: &SourceKeys, writes: &[MappingWrite]) {
+pub(crate) fn add_writes(pipe: &mut redis::Pipeline, keys: &SourceKeys, writes: &[MappingWrite]) {
     let SourceKeys {
         mappings_set,
         mapping_prefix,

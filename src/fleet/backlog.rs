@@ -46,7 +46,7 @@ impl SourceLog {
 }
 
 /// Each source's last messages.
-pub struct Backlog {
+pub(crate) struct Backlog {
     sources: Vec<SourceLog>,
     keep: Duration,
     max_bytes: usize,
@@ -94,7 +94,7 @@ pub struct SourceState {
 }
 
 impl Backlog {
-    pub fn new(sources: usize, keep: Duration, max_bytes: usize) -> Self {
+    pub(crate) fn new(sources: usize, keep: Duration, max_bytes: usize) -> Self {
         Self {
             sources: (0..sources).map(|_| SourceLog::default()).collect(),
             keep,
@@ -104,7 +104,7 @@ impl Backlog {
 
     /// Notes that `source`'s subscription `epoch` began at `at` (seen by the follower; a
     /// message of a later epoch says so too).
-    pub fn subscribed(&mut self, source: usize, epoch: u64, at: Instant) {
+    pub(crate) fn subscribed(&mut self, source: usize, epoch: u64, at: Instant) {
         if let Some(log) = self.sources.get_mut(source)
             && epoch > log.epoch
         {
@@ -114,7 +114,7 @@ impl Backlog {
     }
 
     /// Keeps `m`, and lets go of what is too old or too much.
-    pub fn push(&mut self, m: BusMessage) {
+    pub(crate) fn push(&mut self, m: BusMessage) {
         let source = usize::from(m.source);
         self.subscribed(source, m.epoch, m.arrived);
         let Some(log) = self.sources.get_mut(source) else {
@@ -138,7 +138,7 @@ impl Backlog {
     }
 
     /// Messages kept in all.
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.sources.iter().map(|s| s.kept.len()).sum()
     }
 
@@ -177,7 +177,7 @@ impl Backlog {
     }
 
     /// What this instance can say of each source, against the cursors `cursors[source]`.
-    pub fn states(&self, cursors: &[Option<Cursor>], now: Instant) -> Vec<SourceState> {
+    pub(crate) fn states(&self, cursors: &[Option<Cursor>], now: Instant) -> Vec<SourceState> {
         (0..self.sources.len())
             .map(|i| {
                 let log = &self.sources[i];
@@ -195,7 +195,7 @@ impl Backlog {
 
     /// The messages to queue on taking the lease: for each source those after its cursor
     /// (`cursors[source]`), all in arrival order; and what was found of each cursor.
-    pub fn after(self, cursors: &[Option<Cursor>]) -> (Vec<BusMessage>, Vec<Resume>) {
+    pub(crate) fn after(self, cursors: &[Option<Cursor>]) -> (Vec<BusMessage>, Vec<Resume>) {
         let points: Vec<(usize, Resume)> = (0..self.sources.len())
             .map(|i| self.resume_point(i, cursors.get(i).and_then(Option::as_ref)))
             .collect();

@@ -9,30 +9,30 @@ use sha1::{Digest, Sha1};
 use crate::{base::sources::SourceTable, bus::BusMessage};
 
 /// The store key of source `name`'s cursor.
-pub fn key(name: &str) -> String {
+pub(crate) fn key(name: &str) -> String {
     format!("hookrelay:{{src:{name}}}:cursor")
 }
 
 /// A message's digest (SHA-1 of its text, hex).
-pub fn digest(text: &str) -> String {
+pub(crate) fn digest(text: &str) -> String {
     hex::encode(digest_bytes(text))
 }
 
 /// A message's digest as bytes.
-pub fn digest_bytes(text: &str) -> [u8; 20] {
+pub(crate) fn digest_bytes(text: &str) -> [u8; 20] {
     Sha1::digest(text.as_bytes()).into()
 }
 
 /// A cursor as stored: `<digest before>:<last digest>` (nothing before the colon when the
 /// holder queued one message of that source only).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Cursor {
+pub(crate) struct Cursor {
     pub before: Option<String>,
     pub last: String,
 }
 
 impl Cursor {
-    pub fn parse(text: &str) -> Option<Self> {
+    pub(crate) fn parse(text: &str) -> Option<Self> {
         let (before, last) = text.split_once(':')?;
         if last.is_empty() {
             return None;
@@ -43,14 +43,14 @@ impl Cursor {
         })
     }
 
-    pub fn text(&self) -> String {
+    pub(crate) fn text(&self) -> String {
         format!("{}:{}", self.before.as_deref().unwrap_or(""), self.last)
     }
 }
 
 /// The holder's cursors, kept up to date batch by batch.
 #[derive(Debug, Default)]
-pub struct Cursors {
+pub(crate) struct Cursors {
     /// By source: the digest of the last message queued.
     last: Vec<Option<String>>,
     /// By source: the cursor as last written (or as read when the lease was taken).
@@ -59,7 +59,7 @@ pub struct Cursors {
 
 impl Cursors {
     /// Goes on from the cursors the last holder left (read when the lease was taken).
-    pub fn resuming(read: &[Option<Cursor>]) -> Self {
+    pub(crate) fn resuming(read: &[Option<Cursor>]) -> Self {
         Self {
             last: read
                 .iter()
@@ -71,7 +71,7 @@ impl Cursors {
 
     /// Moves the cursors past `batch` and adds their writes to `pipe` (replies ignored);
     /// returns how they moved (empty when `batch` is).
-    pub fn advance(
+    pub(crate) fn advance(
         &mut self,
         batch: &[BusMessage],
         sources: &SourceTable,
@@ -111,28 +111,28 @@ impl Cursors {
 
 /// How a batch moves the cursors: of each source it has messages of, from where to where.
 #[derive(Debug, Default, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct Mark {
+pub(crate) struct Mark {
     pub moves: Vec<Move>,
 }
 
 /// One source's cursor moved by a batch (cursors as stored).
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct Move {
+pub(crate) struct Move {
     pub source: String,
     pub from: Option<String>,
     pub to: String,
 }
 
 impl Mark {
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.moves.is_empty()
     }
 
-    pub fn text(&self) -> String {
+    pub(crate) fn text(&self) -> String {
         serde_json::to_string(self).unwrap_or_default()
     }
 
-    pub fn parse(text: &str) -> Option<Self> {
+    pub(crate) fn parse(text: &str) -> Option<Self> {
         serde_json::from_str(text).ok()
     }
 }

@@ -32,7 +32,7 @@ return 0
 
 /// One instance's view of the lease.
 #[derive(Clone)]
-pub struct Lease {
+pub(crate) struct Lease {
     key: String,
     owner: String,
     ttl: Duration,
@@ -42,7 +42,7 @@ pub struct Lease {
 }
 
 impl Lease {
-    pub fn new(key: impl Into<String>, owner: impl Into<String>, ttl: Duration) -> Self {
+    pub(crate) fn new(key: impl Into<String>, owner: impl Into<String>, ttl: Duration) -> Self {
         Self {
             key: key.into(),
             owner: owner.into(),
@@ -52,12 +52,12 @@ impl Lease {
         }
     }
 
-    pub fn owner(&self) -> &str {
+    pub(crate) fn owner(&self) -> &str {
         &self.owner
     }
 
     /// Whether this instance holds the lease now (by its own clock, with the margin above).
-    pub fn is_held(&self) -> bool {
+    pub(crate) fn is_held(&self) -> bool {
         self.now_ms() < self.valid_until.load(Ordering::Acquire)
     }
 
@@ -74,7 +74,7 @@ impl Lease {
     ///
     /// # Errors
     /// When Redis cannot be reached.
-    pub async fn try_take(&self, conn: &mut StoreConn) -> redis::RedisResult<bool> {
+    pub(crate) async fn try_take(&self, conn: &mut StoreConn) -> redis::RedisResult<bool> {
         let sent = self.now_ms();
         let taken: Option<String> = redis::cmd("SET")
             .arg(&self.key)
@@ -97,7 +97,7 @@ impl Lease {
     ///
     /// # Errors
     /// When Redis cannot be reached (the lease may still run out).
-    pub async fn renew(&self, conn: &mut StoreConn) -> redis::RedisResult<bool> {
+    pub(crate) async fn renew(&self, conn: &mut StoreConn) -> redis::RedisResult<bool> {
         static SCRIPT: std::sync::LazyLock<Script> =
             std::sync::LazyLock::new(|| Script::new(RENEW));
         let sent = self.now_ms();
@@ -119,7 +119,7 @@ impl Lease {
     ///
     /// # Errors
     /// When Redis cannot be reached.
-    pub async fn release(&self, conn: &mut StoreConn) -> redis::RedisResult<()> {
+    pub(crate) async fn release(&self, conn: &mut StoreConn) -> redis::RedisResult<()> {
         static SCRIPT: std::sync::LazyLock<Script> =
             std::sync::LazyLock::new(|| Script::new(RELEASE));
         self.valid_until.store(0, Ordering::Release);
@@ -132,7 +132,7 @@ impl Lease {
     }
 
     /// How often the holder renews, and a follower tries to take it.
-    pub fn period(&self) -> Duration {
+    pub(crate) fn period(&self) -> Duration {
         self.ttl / 4
     }
 }
@@ -141,7 +141,7 @@ impl Lease {
 /// lease is still held. When it is not, the relay is stopped (and `lost` set, so that it exits
 /// with an error and its service manager starts it again).
 #[derive(Clone)]
-pub struct Fence {
+pub(crate) struct Fence {
     lease: Option<Lease>,
     pub lost: Arc<AtomicBool>,
     token: CancellationToken,
@@ -149,7 +149,7 @@ pub struct Fence {
 
 impl Fence {
     /// No fleet: never fenced.
-    pub fn none(token: CancellationToken) -> Self {
+    pub(crate) fn none(token: CancellationToken) -> Self {
         Self {
             lease: None,
             lost: Arc::default(),
@@ -157,7 +157,7 @@ impl Fence {
         }
     }
 
-    pub fn new(lease: Lease, token: CancellationToken) -> Self {
+    pub(crate) fn new(lease: Lease, token: CancellationToken) -> Self {
         Self {
             lease: Some(lease),
             lost: Arc::default(),
@@ -166,13 +166,13 @@ impl Fence {
     }
 
     /// Whether the relay runs in a fleet.
-    pub fn is_fleet(&self) -> bool {
+    pub(crate) fn is_fleet(&self) -> bool {
         self.lease.is_some()
     }
 
     /// Whether this instance may queue or send now. A lease given up because the relay is
     /// stopping is not lost: the stop stays a clean one.
-    pub fn holds(&self) -> bool {
+    pub(crate) fn holds(&self) -> bool {
         match &self.lease {
             Some(l) if !l.is_held() => {
                 if !self.token.is_cancelled() && !self.lost.swap(true, Ordering::SeqCst) {

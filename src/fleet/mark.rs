@@ -21,7 +21,7 @@ use crate::{
 ///
 /// # Errors
 /// When the store fails.
-pub async fn read(conn: &StoreConn) -> redis::RedisResult<Vec<(HookId, Mark)>> {
+pub(crate) async fn read(conn: &StoreConn) -> redis::RedisResult<Vec<(HookId, Mark)>> {
     let keys = conn.keys_matching(BATCH_MARK_PATTERN).await?;
     if keys.is_empty() {
         return Ok(Vec::new());
@@ -41,13 +41,13 @@ pub async fn read(conn: &StoreConn) -> redis::RedisResult<Vec<(HookId, Mark)>> {
 /// The resumed messages whose callbacks some hooks already have: by hook and source, the
 /// index (in the resumed messages) of the last such message.
 #[derive(Debug, Default)]
-pub struct AlreadyQueued(HashMap<(HookId, SourceId), usize>);
+pub(crate) struct AlreadyQueued(HashMap<(HookId, SourceId), usize>);
 
 impl AlreadyQueued {
     /// What `marks` say of `resumed`, the messages after `cursors`: a hook whose mark moves a
     /// source's cursor from where it stands has the callbacks of that source's messages up to
     /// the mark's last one.
-    pub fn find(
+    pub(crate) fn find(
         resumed: &[BusMessage],
         cursors: &[Option<Cursor>],
         sources: &SourceTable,
@@ -85,14 +85,14 @@ impl AlreadyQueued {
     }
 
     /// Whether `hook` has the callback of resumed message `index`, of `source`.
-    pub fn has(&self, hook: HookId, source: SourceId, index: usize) -> bool {
+    pub(crate) fn has(&self, hook: HookId, source: SourceId, index: usize) -> bool {
         self.0
             .get(&(hook, source))
             .is_some_and(|last| index <= *last)
     }
 
     /// How many hooks' sources it covers.
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.0.len()
     }
 }

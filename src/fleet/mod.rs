@@ -9,12 +9,12 @@
 //! messages reach back to the cursors asks for a free lease while another can ([`reach`]): an
 //! instance started again after the holder died kept nothing from before its start.
 
-pub mod backlog;
-pub mod cursor;
-pub mod lease;
-pub mod mark;
-pub mod reach;
-pub mod share;
+pub(crate) mod backlog;
+pub(crate) mod cursor;
+pub(crate) mod lease;
+pub(crate) mod mark;
+pub(crate) mod reach;
+pub(crate) mod share;
 pub mod status;
 
 use std::time::Duration;
@@ -22,10 +22,10 @@ use std::time::Duration;
 use crate::config::FleetConfig;
 
 /// The store key of the fleet lease.
-pub const LEASE_KEY: &str = "hookrelay:fleet:lease";
+pub(crate) const LEASE_KEY: &str = "hookrelay:fleet:lease";
 
 /// This instance's name: configured, or `<host name>-<process id>`.
-pub fn instance_name(config: &FleetConfig) -> String {
+pub(crate) fn instance_name(config: &FleetConfig) -> String {
     if !config.instance.is_empty() {
         return config.instance.clone();
     }
@@ -36,6 +36,6 @@ pub fn instance_name(config: &FleetConfig) -> String {
 }
 
 /// The lease of `config`, held by `instance`.
-pub fn lease(config: &FleetConfig, instance: &str) -> lease::Lease {
+pub(crate) fn lease(config: &FleetConfig, instance: &str) -> lease::Lease {
     lease::Lease::new(LEASE_KEY, instance, Duration::from_millis(config.lease_ms))
 }

@@ -18,7 +18,7 @@ use super::backlog::{Resume, SourceState};
 use crate::store_conn::StoreConn;
 
 /// The store key of the instances' records.
-pub const REACH_KEY: &str = "hookrelay:fleet:reach";
+pub(crate) const REACH_KEY: &str = "hookrelay:fleet:reach";
 
 /// One instance's record.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
@@ -96,7 +96,7 @@ impl Reach {
 
 /// What a follower does when the lease may be free.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Decision {
+pub(crate) enum Decision {
     /// Ask for it.
     Take,
     /// Leave it to this instance, which can resume better.
@@ -106,7 +106,7 @@ pub enum Decision {
 /// Whether `me` may ask for the lease, given the other live records: at once when its kept
 /// messages reach every cursor; else only when no other can, and none has a record whole for
 /// longer (the instance name breaks ties, so that two never wait for each other).
-pub fn decide(me: &Reach, others: &[Reach]) -> Decision {
+pub(crate) fn decide(me: &Reach, others: &[Reach]) -> Decision {
     if me.able {
         return Decision::Take;
     }
@@ -168,7 +168,7 @@ return live
 ///
 /// # Errors
 /// When Redis fails.
-pub async fn report(
+pub(crate) async fn report(
     conn: &mut StoreConn,
     record: &Reach,
     ttl: Duration,
@@ -192,7 +192,7 @@ pub async fn report(
 ///
 /// # Errors
 /// When Redis fails.
-pub async fn read(conn: &mut StoreConn) -> redis::RedisResult<Vec<(Reach, Duration)>> {
+pub(crate) async fn read(conn: &mut StoreConn) -> redis::RedisResult<Vec<(Reach, Duration)>> {
     static SCRIPT: std::sync::LazyLock<Script> = std::sync::LazyLock::new(|| Script::new(READ));
     let flat: Vec<String> = SCRIPT.key(REACH_KEY).invoke_async(conn).await?;
     Ok(flat
@@ -209,7 +209,7 @@ pub async fn read(conn: &mut StoreConn) -> redis::RedisResult<Vec<(Reach, Durati
 ///
 /// # Errors
 /// When Redis fails.
-pub async fn leave(conn: &mut StoreConn, instance: &str) -> redis::RedisResult<()> {
+pub(crate) async fn leave(conn: &mut StoreConn, instance: &str) -> redis::RedisResult<()> {
     redis::AsyncCommands::hdel(conn, REACH_KEY, instance).await
 }
 

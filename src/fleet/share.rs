@@ -13,22 +13,22 @@ use futures_util::future::join_all;
 use redis::AsyncCommands;
 
 use super::lease::Lease;
-pub use crate::base::redis_keys::lease_key;
+pub(crate) use crate::base::redis_keys::lease_key;
 use crate::store_conn::StoreConn;
 
 /// The sorted set of live instances: member the instance, score until when it is alive (ms).
-pub const MEMBERS_KEY: &str = "hookrelay:fleet:members";
+pub(crate) const MEMBERS_KEY: &str = "hookrelay:fleet:members";
 /// The store channel on which the queue writer announces new entries: `id:ts:n` per hook,
 /// separated by spaces (the hook's queue now reaches id `ts`; `n` entries were added).
-pub const QUEUED_CHANNEL: &str = "hookrelay:queued";
+pub(crate) const QUEUED_CHANNEL: &str = "hookrelay:queued";
 
 /// The delivery lease of hook `id` as held by `owner`.
-pub fn hook_lease(id: HookId, owner: &str, ttl: Duration) -> Lease {
+pub(crate) fn hook_lease(id: HookId, owner: &str, ttl: Duration) -> Lease {
     Lease::new(lease_key(id), owner, ttl)
 }
 
 /// How many leases each of `instances` live instances aims at with `hooks` hooks.
-pub fn target(hooks: usize, instances: usize) -> usize {
+pub(crate) fn target(hooks: usize, instances: usize) -> usize {
     hooks.div_ceil(instances.max(1))
 }
 
@@ -48,7 +48,7 @@ return redis.call('ZCARD', KEYS[1])
 ///
 /// # Errors
 /// When Redis fails.
-pub async fn heartbeat(
+pub(crate) async fn heartbeat(
     conn: &mut StoreConn,
     instance: &str,
     ttl: Duration,
@@ -69,14 +69,14 @@ pub async fn heartbeat(
 ///
 /// # Errors
 /// When Redis fails.
-pub async fn leave(conn: &mut StoreConn, instance: &str) -> redis::RedisResult<()> {
+pub(crate) async fn leave(conn: &mut StoreConn, instance: &str) -> redis::RedisResult<()> {
     conn.zrem(MEMBERS_KEY, instance).await
 }
 
 /// Renews `leases` (at once: one round trip on the multiplexed connection); each then says
 /// whether it is still held ([`Lease::is_held`]). An error leaves one as it was: held until its
 /// time runs out.
-pub async fn renew_all<'a>(conn: &StoreConn, leases: impl IntoIterator<Item = &'a Lease>) {
+pub(crate) async fn renew_all<'a>(conn: &StoreConn, leases: impl IntoIterator<Item = &'a Lease>) {
     join_all(leases.into_iter().map(|l| {
         let mut c = conn.clone();
         async move {
@@ -89,7 +89,7 @@ pub async fn renew_all<'a>(conn: &StoreConn, leases: impl IntoIterator<Item = &'
 }
 
 /// Tries to take the delivery leases of `ids` for `owner`; returns those taken.
-pub async fn take(
+pub(crate) async fn take(
     conn: &StoreConn,
     ids: &[HookId],
     owner: &str,
@@ -115,7 +115,7 @@ pub async fn take(
 
 /// Parses an announcement of [`QUEUED_CHANNEL`]: `(hook, last id, entries added)`; parts that
 /// are not of that form are skipped.
-pub fn parse_queued(text: &str) -> Vec<(HookId, u64, usize)> {
+pub(crate) fn parse_queued(text: &str) -> Vec<(HookId, u64, usize)> {
     text.split_ascii_whitespace()
         .filter_map(|part| {
             let mut it = part.split(':');
@@ -128,7 +128,7 @@ pub fn parse_queued(text: &str) -> Vec<(HookId, u64, usize)> {
 }
 
 /// Writes an announcement of [`QUEUED_CHANNEL`].
-pub fn format_queued(items: impl IntoIterator<Item = (HookId, u64, usize)>) -> String {
+pub(crate) fn format_queued(items: impl IntoIterator<Item = (HookId, u64, usize)>) -> String {
     let mut out = String::new();
     for (id, ts, n) in items {
         if !out.is_empty() {

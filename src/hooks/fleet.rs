@@ -13,7 +13,7 @@ use super::{Registry, model::Registration};
 use crate::{fleet::lease::Lease, store_conn::StoreConn};
 
 /// The store channel on which hook changes are announced: the hook id.
-pub const CHANNEL: &str = "hookrelay:hooks:changed";
+pub(crate) const CHANNEL: &str = "hookrelay:hooks:changed";
 
 /// How long a claim on a callback URL lasts: long enough for the hook created under it to
 /// reach every instance's registry (an announcement takes milliseconds).
@@ -30,7 +30,7 @@ fn claim_key(registration: Registration<'_>) -> String {
 
 /// What [`Fleet::claim_url`] found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Claim {
+pub(crate) enum Claim {
     /// This instance may create the hook.
     Mine,
     /// The hook exists (another instance made it): its id.
@@ -39,12 +39,12 @@ pub enum Claim {
 
 /// In a fleet, this instance's name; outside one, nothing.
 #[derive(Debug, Default)]
-pub struct Fleet {
+pub(crate) struct Fleet {
     instance: Option<String>,
 }
 
 impl Fleet {
-    pub fn new(instance: &str) -> Self {
+    pub(crate) fn new(instance: &str) -> Self {
         Self {
             instance: Some(instance.to_string()),
         }
@@ -52,7 +52,7 @@ impl Fleet {
 
     /// Tells the other instances of a fleet that hook `id` changed (nothing outside a fleet).
     /// A lost announcement is made up for when they next subscribe.
-    pub async fn announce(&self, conn: &mut StoreConn, id: HookId) {
+    pub(crate) async fn announce(&self, conn: &mut StoreConn, id: HookId) {
         if self.instance.is_none() {
             return;
         }
@@ -68,7 +68,7 @@ impl Fleet {
     ///
     /// # Errors
     /// When Redis fails.
-    pub async fn claim_url(
+    pub(crate) async fn claim_url(
         &self,
         conn: &mut StoreConn,
         registry: &Registry,
@@ -90,7 +90,7 @@ impl Fleet {
 
     /// Frees a registration at once if this instance claimed it (its hook is gone, or was
     /// not made): a new hook for it need not wait for the claim to run out.
-    pub async fn unclaim_url(&self, conn: &mut StoreConn, registration: Registration<'_>) {
+    pub(crate) async fn unclaim_url(&self, conn: &mut StoreConn, registration: Registration<'_>) {
         let Some(claim) = self.claim(registration) else {
             return;
         };

@@ -7,17 +7,18 @@
 //! changes other instances make ([`sync`]); and the hooks of tenants that are gone, disabled,
 //! enabled when they are back, removed after a grace period ([`orphans`]).
 
-pub mod fleet;
+pub(crate) mod fleet;
 pub mod import;
 pub mod matcher;
-pub mod model;
-pub mod orphans;
-pub mod record;
-pub mod registry;
-pub mod store;
-pub mod sync;
+pub(crate) mod model;
+pub(crate) mod orphans;
+pub(crate) mod record;
+pub(crate) mod registry;
+pub(crate) mod store;
+pub(crate) mod sync;
 pub mod takeover;
 
 pub use model::Hook;
-pub use registry::{Registry, Snapshot};
-pub use store::{CreateOutcome, HookStore};
+pub use registry::Registry;
+pub(crate) use registry::Snapshot;
+pub(crate) use store::{CreateOutcome, HookStore};

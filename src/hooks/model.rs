@@ -146,7 +146,7 @@ impl<'a> Registration<'a> {
 
 /// Parses an `eventID` parameter: comma-separated, trimmed, lowercased, empty items dropped.
 /// `None` when no id remains.
-pub fn parse_event_ids(value: &str) -> Option<Vec<String>> {
+pub(crate) fn parse_event_ids(value: &str) -> Option<Vec<String>> {
     let ids: Vec<String> = value
         .split(',')
         .map(|s| s.trim().to_ascii_lowercase())

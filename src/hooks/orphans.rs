@@ -21,7 +21,7 @@ use crate::{
 
 /// What to do with one hook.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Change {
+pub(crate) enum Change {
     /// Its tenant is gone: disabled until it is back.
     Disable(HookId),
     /// Its tenant is back: enabled again.
@@ -32,7 +32,7 @@ pub enum Change {
 
 /// The changes the tenants in force (`view`) ask of the hooks of `snapshot` at `now` (ms),
 /// a gone tenant's hooks removed after `grace_ms`.
-pub fn plan(snapshot: &Snapshot, view: &View, now: u64, grace_ms: u64) -> Vec<Change> {
+pub(crate) fn plan(snapshot: &Snapshot, view: &View, now: u64, grace_ms: u64) -> Vec<Change> {
     let mut changes = Vec::new();
     for tenant in snapshot.tenant_ids() {
         let known = view.by_id(tenant).is_some();
@@ -61,7 +61,7 @@ pub fn plan(snapshot: &Snapshot, view: &View, now: u64, grace_ms: u64) -> Vec<Ch
 }
 
 /// What [`follow`] needs.
-pub struct Orphans {
+pub(crate) struct Orphans {
     pub store: Arc<HookStore>,
     pub tenants: Arc<Tenants>,
     pub grace: Duration,
@@ -72,7 +72,7 @@ pub struct Orphans {
 impl Orphans {
     /// Carries out [`plan`] every second until `token` is cancelled, once the tenants in force
     /// say which tenants exist.
-    pub async fn follow(self, token: CancellationToken) {
+    pub(crate) async fn follow(self, token: CancellationToken) {
         self.tenants.wait_settled(&token).await;
         let grace_ms = u64::try_from(self.grace.as_millis()).unwrap_or(u64::MAX);
         loop {

@@ -12,7 +12,7 @@ use imbl::{HashMap, OrdMap, OrdSet};
 use super::{Hook, model::Registration};
 /// How many hooks of each kind a snapshot holds, kept as hooks come and go (the metrics' own
 /// type: they sit below the hooks).
-pub use crate::metrics::HookCounts as Counts;
+pub(crate) use crate::metrics::HookCounts as Counts;
 
 impl Counts {
     fn add(&mut self, h: &Hook, sign: i64) {

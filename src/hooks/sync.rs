@@ -12,7 +12,7 @@ use super::{HookStore, fleet::CHANNEL};
 use crate::store_conn::StoreConn;
 
 /// Applies announced changes to `store`'s registry until `token` is cancelled.
-pub async fn follow(store: Arc<HookStore>, conn: StoreConn, token: CancellationToken) {
+pub(crate) async fn follow(store: Arc<HookStore>, conn: StoreConn, token: CancellationToken) {
     conn.keep_listening("hook changes of other instances", &token, |client| {
         let (store, token) = (store.clone(), token.clone());
         async move { listen(&store, &client, &token).await }

@@ -17,7 +17,7 @@ use crate::config::MetricsAuth;
 
 /// The `Authorization` header values that are let in.
 #[derive(Clone, Default)]
-pub struct Access {
+pub(crate) struct Access {
     accepted: Vec<Vec<u8>>,
     /// What a refused request is told to send (`Bearer` and/or `Basic`).
     challenge: String,
@@ -34,7 +34,7 @@ impl std::fmt::Debug for Access {
 }
 
 impl Access {
-    pub fn new(auth: &MetricsAuth) -> Self {
+    pub(crate) fn new(auth: &MetricsAuth) -> Self {
         let mut access = Self::default();
         let mut challenges = Vec::new();
         if !auth.bearer_token.is_empty() {
@@ -59,7 +59,7 @@ impl Access {
     /// Access for calls with `Authorization: Bearer <token>`, or for a browser basic auth as
     /// user `admin` with the token as password (open when `token` is empty), telling a refused
     /// call `refusal`.
-    pub fn bearer(token: &crate::config::Secret, refusal: &'static str) -> Self {
+    pub(crate) fn bearer(token: &crate::config::Secret, refusal: &'static str) -> Self {
         let user = if token.is_empty() { "" } else { "admin" };
         let mut access = Self::new(&MetricsAuth {
             bearer_token: token.clone(),
@@ -71,12 +71,12 @@ impl Access {
     }
 
     /// Whether no credentials are required.
-    pub fn is_open(&self) -> bool {
+    pub(crate) fn is_open(&self) -> bool {
         self.accepted.is_empty()
     }
 
     /// Whether a request with this `Authorization` header may read the metrics.
-    pub fn allows(&self, authorization: Option<&[u8]>) -> bool {
+    pub(crate) fn allows(&self, authorization: Option<&[u8]>) -> bool {
         if self.is_open() {
             return true;
         }
@@ -91,7 +91,11 @@ impl Access {
 }
 
 /// Axum middleware: 401 with a challenge unless [`Access::allows`] the request.
-pub async fn require(State(access): State<Arc<Access>>, req: Request, next: Next) -> Response {
+pub(crate) async fn require(
+    State(access): State<Arc<Access>>,
+    req: Request,
+    next: Next,
+) -> Response {
     let given = req
         .headers()
         .get(header::AUTHORIZATION)

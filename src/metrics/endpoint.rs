@@ -8,7 +8,7 @@ use axum::{Router, extract::State, http::header, response::IntoResponse, routing
 use super::{Metrics, auth, hosts, merge};
 
 /// `GET /metrics` and the merged endpoint at `merge_path`, behind `access`.
-pub fn router(
+pub(crate) fn router(
     metrics: Arc<Metrics>,
     merger: Arc<merge::Merger>,
     merge_path: &str,

@@ -14,13 +14,13 @@ use axum::{
 
 /// The host names (lowercase, without a port) a listener answers for.
 #[derive(Debug, Clone)]
-pub struct Hosts {
+pub(crate) struct Hosts {
     allowed: Vec<String>,
 }
 
 impl Hosts {
     /// For a listener bound to `bind` (none: a Unix socket) and the `configured` names.
-    pub fn new(bind: Option<IpAddr>, configured: &[String]) -> Self {
+    pub(crate) fn new(bind: Option<IpAddr>, configured: &[String]) -> Self {
         let mut allowed: Vec<String> = ["localhost", "127.0.0.1", "::1"]
             .iter()
             .map(|h| (*h).to_string())
@@ -34,7 +34,7 @@ impl Hosts {
 
     /// Whether a request with this `Host` header is answered: one of the names, whatever the
     /// port; a request without one (HTTP/1.0) too.
-    pub fn allows(&self, host: Option<&str>) -> bool {
+    pub(crate) fn allows(&self, host: Option<&str>) -> bool {
         let Some(host) = host else {
             return true;
         };
@@ -55,7 +55,7 @@ fn host_name(host: &str) -> &str {
 }
 
 /// Axum middleware: 421 unless [`Hosts::allows`] the request's `Host`.
-pub async fn require(State(hosts): State<Arc<Hosts>>, req: Request, next: Next) -> Response {
+pub(crate) async fn require(State(hosts): State<Arc<Hosts>>, req: Request, next: Next) -> Response {
     let host = req
         .headers()
         .get(header::HOST)

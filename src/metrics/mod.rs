@@ -4,19 +4,19 @@
 //! registration in `register`, the per-hook queue series in `queues`, and the HTTP endpoint in
 //! `endpoint`.
 
-pub mod auth;
-pub mod bus;
+pub(crate) mod auth;
+pub(crate) mod bus;
 mod endpoint;
-pub mod fleet;
+pub(crate) mod fleet;
 mod histograms;
-pub mod hosts;
+pub(crate) mod hosts;
 mod labels;
-pub mod live;
+pub(crate) mod live;
 pub mod merge;
 mod queues;
 mod register;
-pub mod tenants;
-pub mod xapi;
+pub(crate) mod tenants;
+pub(crate) mod xapi;
 
 use std::sync::Arc;
 
@@ -26,9 +26,9 @@ use prometheus_client::{
     registry::Registry,
 };
 
-pub use endpoint::router;
-pub use histograms::{ApiLatency, LatencyHistogram, PluginCallTime};
-pub use labels::{
+pub(crate) use endpoint::router;
+pub(crate) use histograms::{ApiLatency, LatencyHistogram, PluginCallTime};
+pub(crate) use labels::{
     ApiCallLabels, ApiLabels, EventIdLabel, HookLabel, KindLabel, PluginActionLabels,
     PluginErrorLabels, PluginLabel, PluginRuleLabels, ReceiverLabel, ResultLabel, SourceLabel,
     SourceResultLabels, TenantLabel, TenantReasonLabels, VersionLabel,

@@ -5,7 +5,7 @@ use super::{Metrics, labels::HookLabel};
 use crate::base::ids::HookId;
 
 /// The tenant (its id) of a hook, for its series' `tenant` label.
-pub type TenantOf<'a> = &'a dyn Fn(HookId) -> Option<String>;
+pub(super) type TenantOf<'a> = &'a dyn Fn(HookId) -> Option<String>;
 
 impl Metrics {
     /// Sets the callbacks queued in all and per hook (`(hook, depth)`).

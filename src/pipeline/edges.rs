@@ -40,7 +40,7 @@ const ROUND: Duration = Duration::from_secs(1);
 const SILENT_AFTER_MS: u64 = 10_000;
 
 /// A server whose edge appeared, for the processing stage to add before its messages.
-pub struct Joined {
+pub(super) struct Joined {
     pub name: Arc<str>,
     pub keys: SourceKeys,
     /// Its processor, with its mappings read back (the stage marks it with the source).
@@ -51,7 +51,7 @@ pub struct Joined {
 }
 
 /// What taking the edges needs.
-pub struct Taker {
+pub(super) struct Taker {
     pub conn: StoreConn,
     pub config: Config,
     pub bus: mpsc::Sender<BusMessage>,
@@ -71,7 +71,7 @@ struct Taking {
 
 impl Taker {
     /// Takes the edges until `token` is cancelled (or the stage is gone).
-    pub async fn run(self, tracker: TaskTracker, token: CancellationToken) {
+    pub(super) async fn run(self, tracker: TaskTracker, token: CancellationToken) {
         let (wake_tx, mut wake) = mpsc::channel::<String>(4096);
         let listener = {
             let (conn, token) = (self.conn.clone(), token.clone());
@@ -295,7 +295,7 @@ async fn listen(
 }
 
 /// The names of the configured sources, which no edge may take.
-pub fn reserved(config: &Config) -> HashSet<String> {
+pub(super) fn reserved(config: &Config) -> HashSet<String> {
     config
         .effective_sources()
         .into_iter()

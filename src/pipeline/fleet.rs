@@ -37,7 +37,7 @@ use crate::{
 
 /// Starts delivering this instance's share of the hooks: the balancer of delivery leases and
 /// the listener of what the queue writer announces. Returns the queues delivered here.
-pub fn spread(
+pub(super) fn spread(
     delivery: &Arc<DeliveryContext>,
     instance: &str,
     config: &FleetConfig,
@@ -68,7 +68,7 @@ pub fn spread(
 
 /// What a new holder of the lease queues first.
 #[derive(Debug, Default)]
-pub struct Resumed {
+pub(super) struct Resumed {
     /// In order, the messages after the last holder's cursors.
     pub messages: Vec<BusMessage>,
     /// The cursors, by source.
@@ -79,7 +79,7 @@ pub struct Resumed {
 
 /// Keeps the bus messages until this instance takes the lease; then returns, in order, those
 /// the last holder had not queued. `None` when the relay stops first.
-pub async fn follow(
+pub(super) async fn follow(
     bus: &mut mpsc::Receiver<BusMessage>,
     follower: Follower<'_>,
     token: &CancellationToken,
@@ -183,7 +183,7 @@ async fn read_where_the_holder_stood(
 }
 
 /// What an instance without the lease needs to follow the holder.
-pub struct Follower<'a> {
+pub(super) struct Follower<'a> {
     pub lease: &'a Lease,
     pub conn: &'a StoreConn,
     pub config: &'a FleetConfig,
@@ -323,7 +323,12 @@ async fn read_cursors(
 /// Renews the lease until the relay stops (then gives it up) or it is lost (then sets `lost`
 /// and stops the relay). Each renewal also says in the store that this instance holds it
 /// ([`reach`], for `fleet status`).
-pub async fn hold(lease: Lease, conn: StoreConn, lost: Arc<AtomicBool>, token: CancellationToken) {
+pub(super) async fn hold(
+    lease: Lease,
+    conn: StoreConn,
+    lost: Arc<AtomicBool>,
+    token: CancellationToken,
+) {
     let mut tick = tokio::time::interval(lease.period());
     let record = Reach::holder(lease.owner());
     loop {

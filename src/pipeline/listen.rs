@@ -118,7 +118,7 @@ impl AdminSocket {
 }
 
 /// Removes the socket file at `path` once its server stopped (when it is still ours).
-pub fn remove_socket(path: &Path) {
+pub(super) fn remove_socket(path: &Path) {
     if let Err(e) = std::fs::remove_file(path)
         && e.kind() != io::ErrorKind::NotFound
     {

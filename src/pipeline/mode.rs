@@ -14,7 +14,7 @@ use crate::{
 
 /// How this instance runs.
 #[derive(Clone)]
-pub enum Mode {
+pub(super) enum Mode {
     /// A relay alone: the one writer of the queues from its start, delivering every hook.
     Alone,
     /// An instance of a fleet: follows the holder of the fleet lease until it takes it, then
@@ -31,7 +31,7 @@ pub enum Mode {
 
 /// A step of the start, before processing, whose place depends on the mode.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Step {
+pub(super) enum Step {
     /// Moves the queues of earlier versions to this version's names; merged only
     /// `as_writer`, by the one writer of the queues.
     MoveLegacyQueues { as_writer: bool },
@@ -61,7 +61,7 @@ impl std::fmt::Debug for Mode {
 
 impl Mode {
     /// The mode `config` asks for.
-    pub fn new(config: &Config) -> Self {
+    pub(super) fn new(config: &Config) -> Self {
         let fleet = &config.fleet;
         if !fleet.enabled {
             return Self::Alone;
@@ -81,7 +81,7 @@ impl Mode {
     }
 
     /// In a fleet, this instance's name.
-    pub fn instance(&self) -> Option<&str> {
+    pub(super) fn instance(&self) -> Option<&str> {
         match self {
             Self::Alone => None,
             Self::Fleet { instance, .. } | Self::Spread { instance, .. } => Some(instance),
@@ -89,7 +89,7 @@ impl Mode {
     }
 
     /// In a fleet, the fleet lease.
-    pub fn lease(&self) -> Option<&Lease> {
+    pub(super) fn lease(&self) -> Option<&Lease> {
         match self {
             Self::Alone => None,
             Self::Fleet { lease, .. } | Self::Spread { lease, .. } => Some(lease),
@@ -97,25 +97,25 @@ impl Mode {
     }
 
     /// With delivery spread: the length of a hook's delivery lease.
-    pub fn hook_lease(&self) -> Option<Duration> {
+    pub(super) fn hook_lease(&self) -> Option<Duration> {
         match self {
             Self::Spread { hook_lease, .. } => Some(*hook_lease),
             _ => None,
         }
     }
 
-    pub fn spreads(&self) -> bool {
+    pub(super) fn spreads(&self) -> bool {
         matches!(self, Self::Spread { .. })
     }
 
     /// Whether the hooks are restored when they are first read; a fleet's instances only read
     /// them (and follow the changes) until one holds the lease.
-    pub fn restores_hooks_at_once(&self) -> bool {
+    pub(super) fn restores_hooks_at_once(&self) -> bool {
         matches!(self, Self::Alone)
     }
 
     /// What stops the processing stage queueing once the fleet lease is lost (nothing alone).
-    pub fn fence(&self, token: &CancellationToken) -> Fence {
+    pub(super) fn fence(&self, token: &CancellationToken) -> Fence {
         match self.lease() {
             Some(lease) => Fence::new(lease.clone(), token.clone()),
             None => Fence::none(token.clone()),
@@ -124,7 +124,7 @@ impl Mode {
 
     /// What each worker checks before sending: the stage's fence, but with delivery spread
     /// each hook's own delivery lease fences its worker instead.
-    pub fn worker_fence(&self, fence: &Fence, token: &CancellationToken) -> Fence {
+    pub(super) fn worker_fence(&self, fence: &Fence, token: &CancellationToken) -> Fence {
         if self.spreads() {
             Fence::none(token.clone())
         } else {
@@ -137,7 +137,7 @@ impl Mode {
     /// its share while it follows; the hooks are restored, the state read back and the
     /// queues moved again as their writer only once the lease is held (an instance of an
     /// earlier version may have held it).
-    pub fn steps(&self) -> &'static [Step] {
+    pub(super) fn steps(&self) -> &'static [Step] {
         use Step::{MoveLegacyQueues, RestoreHooks, RestoreState, StartSpread, TakeLease};
         match self {
             Self::Alone => &[MoveLegacyQueues { as_writer: true }, RestoreState],

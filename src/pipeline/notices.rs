@@ -18,7 +18,7 @@ const AT_ONCE: usize = 64;
 
 impl ProcessStage {
     /// Queues the events about hooks told, if any. `false` when the relay stopped first.
-    pub async fn hook_notices(&mut self) -> bool {
+    pub(super) async fn hook_notices(&mut self) -> bool {
         let conn = self.dispatcher.conn();
         let read = notices::told(&conn, AT_ONCE);
         let Some(told) = self.take_inbox(read, "the events about hooks").await else {

@@ -42,7 +42,7 @@ const MOVED_HOLDER: &str = "(queue moved)";
 /// each moved hook's delivery lease is then given to nobody for that long: its deliverer
 /// stops at its next renewal, before anyone else can take it, and the next one reads the
 /// stream whole. `None` when the relay stopped first.
-pub async fn move_legacy_queues(
+pub(super) async fn move_legacy_queues(
     conn: &StoreConn,
     instance: Option<&str>,
     merge: bool,
@@ -136,7 +136,7 @@ async fn move_locked(
 
 /// Resumes every hook's queue; returns how many callbacks they hold, or `None` when the relay
 /// stopped first.
-pub async fn resume_queues(
+pub(super) async fn resume_queues(
     conn: &StoreConn,
     registry: &Registry,
     dispatcher: &mut Dispatcher,

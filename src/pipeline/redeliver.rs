@@ -19,7 +19,7 @@ const AT_ONCE: usize = 16;
 
 impl ProcessStage {
     /// Queues the redeliveries asked for, if any. `false` when the relay stopped first.
-    pub async fn redeliver(&mut self) -> bool {
+    pub(super) async fn redeliver(&mut self) -> bool {
         let conn = self.dispatcher.conn();
         let read = retain::asked(&conn, AT_ONCE);
         let Some(asked) = self.take_inbox(read, "the redeliveries asked for").await else {

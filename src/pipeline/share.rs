@@ -33,7 +33,7 @@ struct Holding {
     leaving: bool,
 }
 
-pub struct Balancer {
+pub(super) struct Balancer {
     pub instance: String,
     pub ttl: Duration,
     pub conn: StoreConn,
@@ -47,7 +47,7 @@ pub struct Balancer {
 
 impl Balancer {
     #[allow(clippy::too_many_arguments)]
-    pub fn new(
+    pub(super) fn new(
         instance: String,
         ttl: Duration,
         conn: StoreConn,
@@ -72,7 +72,7 @@ impl Balancer {
 
     /// Balances every quarter lease until the relay stops; then gives every lease up once the
     /// workers have ended and what they delivered is marked.
-    pub async fn run(mut self) {
+    pub(super) async fn run(mut self) {
         let mut tick = tokio::time::interval(self.ttl / 4);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         // Round 0 would catch up on positions just read by the leases' takers: start at 1.
@@ -350,7 +350,7 @@ fn fxhash(name: &str) -> usize {
 ///
 /// # Errors
 /// When Redis fails.
-pub async fn catch_up(held: &Held, conn: &StoreConn) -> redis::RedisResult<()> {
+pub(super) async fn catch_up(held: &Held, conn: &StoreConn) -> redis::RedisResult<()> {
     let ids: Vec<HookId> = held.lock().await.keys().copied().collect();
     let positions = super::recover::queue_positions(conn, ids).await?;
     let queues = held.lock().await;
@@ -361,7 +361,7 @@ pub async fn catch_up(held: &Held, conn: &StoreConn) -> redis::RedisResult<()> {
 }
 
 /// Extends the delivered queues with what the queue writer announces, until the relay stops.
-pub async fn listen(held: Arc<Held>, conn: StoreConn, token: CancellationToken) {
+pub(super) async fn listen(held: Arc<Held>, conn: StoreConn, token: CancellationToken) {
     conn.keep_listening("queued callbacks of other instances", &token, |client| {
         let (held, conn, token) = (held.clone(), conn.clone(), token.clone());
         async move {

@@ -25,7 +25,7 @@ use crate::{
 };
 
 /// One source as the pipeline runs it.
-pub struct Source {
+pub(super) struct Source {
     pub id: SourceId,
     pub config: SourceConfig,
     pub keys: SourceKeys,
@@ -33,7 +33,7 @@ pub struct Source {
 }
 
 /// The configured sources, each with its keys and an empty conference state.
-pub fn configured(config: &Config) -> Vec<Source> {
+pub(super) fn configured(config: &Config) -> Vec<Source> {
     config
         .effective_sources()
         .into_iter()
@@ -49,7 +49,7 @@ pub fn configured(config: &Config) -> Vec<Source> {
 
 /// Reads each source's id mappings and conference state back from the store and makes its
 /// processor. `None` when the relay stopped first.
-pub async fn restore(
+pub(super) async fn restore(
     sources: &[Source],
     conn: &StoreConn,
     config: &Config,
@@ -68,7 +68,7 @@ pub async fn restore(
 /// Reads one source's id mappings and conference state (into `conference`) back from the
 /// store under `keys` and makes its processor (of source 0: the caller says which).
 /// `None` when the relay stopped first.
-pub async fn restore_one(
+pub(super) async fn restore_one(
     name: &str,
     keys: &SourceKeys,
     conference: &SharedConference,
@@ -118,7 +118,7 @@ pub async fn restore_one(
 }
 
 /// Each source's subscription counter, watched by readiness and by its seeder.
-pub struct Subscribed {
+pub(super) struct Subscribed {
     pub ready: Vec<watch::Receiver<u64>>,
     /// Made before the subscribers start, so that the seeders, started once the state is
     /// read back, still see the first subscription.
@@ -131,7 +131,7 @@ pub struct Subscribed {
 ///
 /// # Errors
 /// When a source's Redis URL is unusable.
-pub fn subscribe_all(
+pub(super) fn subscribe_all(
     sources: &[Source],
     config: &Config,
     bus: &mpsc::Sender<BusMessage>,
@@ -169,7 +169,7 @@ pub fn subscribe_all(
 
 /// Starts the `getMeetings` seeder of every source with an `api_url`, once their state has
 /// been read back (a seed must not be overwritten by what was stored).
-pub fn seed_all(
+pub(super) fn seed_all(
     sources: &[Source],
     bbb: &crate::config::BbbConfig,
     seeds: Vec<watch::Receiver<u64>>,

@@ -38,7 +38,7 @@ fn sweep_every(inactivity_timeout: Duration) -> Duration {
     (inactivity_timeout / 4).clamp(Duration::from_millis(250), Duration::from_secs(10))
 }
 /// Most bus messages processed (and their callbacks persisted in one pipeline) at a time.
-pub const BATCH: usize = 256;
+pub(super) const BATCH: usize = 256;
 /// About the most callbacks one batch makes: with many hooks a batch holds fewer messages, so
 /// that the transaction that persists it (built in memory whole) stays small.
 const BATCH_CALLBACKS: usize = 4096;
@@ -48,7 +48,7 @@ fn batch_limit(widest: usize) -> usize {
     (BATCH_CALLBACKS / widest.max(1)).clamp(1, BATCH)
 }
 
-pub struct ProcessStage {
+pub(super) struct ProcessStage {
     /// Decode, map, match: plugins are not run here but in the hooks' workers (the router
     /// defers them), so routing is cheap and stays on this task.
     pub router: MessageRouter,
@@ -84,7 +84,7 @@ pub struct ProcessStage {
 impl ProcessStage {
     /// Processes `first` (what a new holder of the fleet lease queues first, less what the
     /// last holder's marks say is queued already), then the bus.
-    pub async fn run(
+    pub(super) async fn run(
         mut self,
         first: Resumed,
         mut rx: mpsc::Receiver<BusMessage>,

@@ -48,7 +48,7 @@ use crate::{
 
 /// The relay's metrics, the conference's `bbb_*` series of every source among them (those of
 /// the edges' servers, `joined`, as they appear).
-pub fn metrics(
+pub(super) fn metrics(
     config: &Config,
     sources: &[Source],
     joined: &crate::conference::Joined,
@@ -70,7 +70,7 @@ pub fn metrics(
 }
 
 /// What every phase uses.
-pub struct Start<'a> {
+pub(super) struct Start<'a> {
     pub config: &'a Config,
     pub metrics: &'a Arc<Metrics>,
     pub token: &'a CancellationToken,
@@ -83,14 +83,14 @@ pub struct Start<'a> {
 }
 
 /// The hooks, and how this instance runs.
-pub struct Hooks {
+pub(super) struct Hooks {
     pub store: Arc<HookStore>,
     pub registry: Arc<Registry>,
     pub mode: Mode,
 }
 
 /// Delivery wired to the sources' subscribers.
-pub struct Wired {
+pub(super) struct Wired {
     pub delivery: Arc<DeliveryContext>,
     pub acker: Arc<Acker>,
     /// In a fleet, nothing is queued (and without spread, nothing sent) once the lease is lost.
@@ -102,7 +102,7 @@ pub struct Wired {
 }
 
 /// What processes the bus, ready to run.
-pub struct Processing {
+pub(super) struct Processing {
     pub stage: stage::ProcessStage,
     /// What a new holder of the fleet lease queues first.
     pub first: fleet::Resumed,
@@ -114,7 +114,7 @@ pub struct Processing {
 impl Start<'_> {
     /// Reads Scalelite's tenants once (briefly: an unreachable Redis of Scalelite's must not
     /// hold the relay up; the view kept in the store is in force meanwhile), then follows them.
-    pub async fn tenants(&self, conn: &StoreConn) {
+    pub(super) async fn tenants(&self, conn: &StoreConn) {
         let configured = i64::try_from(self.tenants.load().len()).unwrap_or(i64::MAX);
         self.metrics.tenants.known.set(configured);
         let Some(scalelite) = self.config.scalelite.clone() else {
@@ -133,7 +133,7 @@ impl Start<'_> {
     }
 
     /// Loads the plugins (watching their folder first, so that no change is missed).
-    pub async fn plugins(&self) -> anyhow::Result<(Arc<Plugins>, Option<Watcher>)> {
+    pub(super) async fn plugins(&self) -> anyhow::Result<(Arc<Plugins>, Option<Watcher>)> {
         let config = self.config;
         if config.delivery.auth == CallbackAuth::Bearer {
             tracing::warn!(
@@ -159,7 +159,7 @@ impl Start<'_> {
     }
 
     /// Connects to the store (waiting while it is down).
-    pub async fn store(&self) -> anyhow::Result<Option<StoreConn>> {
+    pub(super) async fn store(&self) -> anyhow::Result<Option<StoreConn>> {
         let config = self.config;
         let conn = StoreConn::connect(config, self.token).await?;
         Ok(conn.map(|conn| {
@@ -173,7 +173,7 @@ impl Start<'_> {
 
     /// Reads the hooks: restored (imports and permanent hooks included) by a relay alone, only
     /// read and then followed by an instance of a fleet until it holds the lease.
-    pub async fn hooks(&self, conn: &StoreConn, guard: &Arc<Guard>) -> Option<Hooks> {
+    pub(super) async fn hooks(&self, conn: &StoreConn, guard: &Arc<Guard>) -> Option<Hooks> {
         let config = self.config;
         let registry = Arc::new(Registry::default());
         let mode = Mode::new(config);
@@ -209,7 +209,7 @@ impl Start<'_> {
     }
 
     /// Serves the API and, when enabled, the metrics.
-    pub fn serve_http(
+    pub(super) fn serve_http(
         &self,
         listeners: Listeners,
         store: &Arc<HookStore>,
@@ -318,7 +318,7 @@ impl Start<'_> {
 
     /// Subscribes to every source and makes the delivery context: the signer, the marks of
     /// delivered callbacks, the queues' budget, the HTTP client.
-    pub async fn delivery(
+    pub(super) async fn delivery(
         &self,
         sources: &[Source],
         conn: &StoreConn,
@@ -403,7 +403,7 @@ impl Start<'_> {
     /// Everything the processing stage needs, ready: in a fleet, the lease taken first; the
     /// hooks, mappings and conference state read back; queues of earlier versions moved; the
     /// queues resumed. Also the messages kept while following, to process first, and the bus.
-    pub async fn processing(
+    pub(super) async fn processing(
         &self,
         sources: &[Source],
         conn: &StoreConn,

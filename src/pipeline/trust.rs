@@ -19,7 +19,7 @@ const CHECK_WITHIN: Duration = Duration::from_secs(5);
 /// # Errors
 /// The first server whose certificate does not verify: its key, its address, the CAs it was
 /// checked against and why.
-pub async fn check(config: &Config) -> anyhow::Result<()> {
+pub(crate) async fn check(config: &Config) -> anyhow::Result<()> {
     let endpoints = config.redis_endpoints();
     for e in &endpoints {
         if let Some(host) = tls::clear_password_host(e.url.expose()) {

@@ -15,7 +15,7 @@ use sha2::{Digest, Sha256};
 /// The cache folder: `configured` (`plugins.cache_dir`); else systemd's `$CACHE_DIRECTORY`
 /// (its first entry, as `plugins/`), `$XDG_CACHE_HOME/hookrelay` or `~/.cache/hookrelay`, in
 /// that order.
-pub fn folder(configured: Option<&Path>) -> Option<PathBuf> {
+pub(crate) fn folder(configured: Option<&Path>) -> Option<PathBuf> {
     let env = |k: &str| {
         std::env::var_os(k)
             .filter(|v| !v.is_empty())
@@ -33,7 +33,7 @@ pub fn folder(configured: Option<&Path>) -> Option<PathBuf> {
 
 /// A cache folder that passed the ownership checks.
 #[derive(Clone, Debug)]
-pub struct Cache {
+pub(crate) struct Cache {
     dir: PathBuf,
 }
 
@@ -43,7 +43,7 @@ impl Cache {
     ///
     /// # Errors
     /// Says why the folder cannot be trusted.
-    pub fn open(dir: &Path) -> Result<Self, String> {
+    pub(crate) fn open(dir: &Path) -> Result<Self, String> {
         if !dir.exists() {
             std::fs::DirBuilder::new()
                 .recursive(true)
@@ -72,12 +72,12 @@ impl Cache {
         })
     }
 
-    pub fn path(&self, name: &str) -> PathBuf {
+    pub(crate) fn path(&self, name: &str) -> PathBuf {
         self.dir.join(name)
     }
 
     /// The compiled bytes stored under `name`, if present and intact.
-    pub fn read(&self, name: &str) -> Option<Vec<u8>> {
+    pub(crate) fn read(&self, name: &str) -> Option<Vec<u8>> {
         let path = self.path(name);
         let mut bytes = std::fs::read(&path).ok()?;
         if bytes.len() < 32 || Sha256::digest(&bytes[32..])[..] != bytes[..32] {
@@ -92,7 +92,7 @@ impl Cache {
     ///
     /// # Errors
     /// When the file cannot be written.
-    pub fn write(&self, name: &str, compiled: &[u8]) -> std::io::Result<()> {
+    pub(crate) fn write(&self, name: &str, compiled: &[u8]) -> std::io::Result<()> {
         let nanos = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .map_or(0, |d| d.as_nanos());
@@ -115,7 +115,7 @@ impl Cache {
     }
 
     /// Removes the file stored under `name` (a version no longer in use).
-    pub fn remove(&self, name: &str) {
+    pub(crate) fn remove(&self, name: &str) {
         let path = self.path(name);
         if let Err(e) = std::fs::remove_file(&path)
             && e.kind() != std::io::ErrorKind::NotFound

@@ -36,7 +36,7 @@ impl Verdict {
 }
 
 /// One link of the chain; [`Plugin`] in the relay, simple fakes in unit tests.
-pub trait Stage {
+pub(crate) trait Stage {
     /// Whether the stage sees this pair at all (scope and `init`'s event list).
     fn applies(&self, event: &Event, hook: &Hook) -> bool;
     fn on_error(&self) -> OnError;
@@ -73,7 +73,12 @@ impl Stage for Plugin {
 }
 
 /// Runs `stages` for `event` going to `hook`, the callback being timestamped `ts`.
-pub fn run<S: Stage>(stages: &[impl AsRef<S>], event: &Event, hook: &Hook, ts: u64) -> Verdict {
+pub(crate) fn run<S: Stage>(
+    stages: &[impl AsRef<S>],
+    event: &Event,
+    hook: &Hook,
+    ts: u64,
+) -> Verdict {
     let mut applicable = stages
         .iter()
         .map(AsRef::as_ref)

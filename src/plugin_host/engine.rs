@@ -14,7 +14,7 @@ use wasmtime::{Config, Engine, component::Component};
 use super::{PluginError, cache::Cache};
 
 /// How often the epoch advances: call deadlines are counted in these ticks.
-pub const TICK: Duration = Duration::from_millis(1);
+pub(crate) const TICK: Duration = Duration::from_millis(1);
 
 /// The engine and where it caches compiled components.
 #[derive(Clone)]

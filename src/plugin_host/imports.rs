@@ -11,14 +11,14 @@ use wasmtime_wasi::{WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
 use super::limits::Limits;
 
 /// Host bindings generated from `wit/relay.wit`.
-pub mod bindings {
+pub(super) mod bindings {
     wasmtime::component::bindgen!({ world: "plugin", path: "wit" });
 }
 
 /// The host interface of 0.1.0 (`wit/0.1.0/relay.wit`), linked beside 0.2.0's so that plugins
 /// built against it load unchanged. Its exports have the same types as 0.2.0's, so both are
 /// called through [`bindings`].
-pub mod bindings_0_1 {
+pub(super) mod bindings_0_1 {
     wasmtime::component::bindgen!({ world: "plugin", path: "wit/0.1.0" });
 }
 
@@ -27,7 +27,7 @@ use bindings::bbb::relay::types::Level;
 use super::rules::RuleCounts;
 
 /// What a store holds for the plugin's host functions.
-pub struct State {
+pub(super) struct State {
     wasi: WasiCtx,
     table: ResourceTable,
     pub(super) limits: Limits,

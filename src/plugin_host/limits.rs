@@ -5,7 +5,7 @@
 use wasmtime::ResourceLimiter;
 
 /// The store's resource limits; remembers when the memory limit was what stopped a call.
-pub struct Limits {
+pub(super) struct Limits {
     memory_bytes: usize,
     /// Bytes of linear memory of every memory of the instance (a component may have several).
     used: usize,
@@ -17,11 +17,11 @@ pub struct Limits {
 
 impl Limits {
     /// Bytes of linear memory the instance has now.
-    pub fn used(&self) -> usize {
+    pub(super) fn used(&self) -> usize {
         self.used
     }
 
-    pub fn new(memory_bytes: usize) -> Self {
+    pub(super) fn new(memory_bytes: usize) -> Self {
         Self {
             memory_bytes,
             used: 0,

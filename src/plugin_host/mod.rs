@@ -6,24 +6,24 @@
 
 mod breaker;
 pub(crate) mod cache;
-pub mod chain;
-pub mod check;
-pub mod deferred;
-pub mod engine;
+pub(crate) mod chain;
+pub(crate) mod check;
+pub(crate) mod deferred;
+pub(crate) mod engine;
 mod imports;
 mod limits;
-pub mod plugin;
-pub mod reload;
+pub(crate) mod plugin;
+pub(crate) mod reload;
 mod rules;
-pub mod set;
-pub mod settings;
-pub mod threads;
+pub(crate) mod set;
+pub(crate) mod settings;
+pub(crate) mod threads;
 
 pub use chain::Verdict;
-pub use deferred::Deferred;
+pub(crate) use deferred::Deferred;
 pub use engine::Host;
 pub use plugin::Plugin;
-pub use reload::Plugins;
+pub(crate) use reload::Plugins;
 pub use set::PluginSet;
 pub use settings::{Defaults, Settings};
 

@@ -18,7 +18,7 @@ use wasmtime::{
     component::{Component, Linker},
 };
 
-pub use super::breaker::Failure;
+pub(crate) use super::breaker::Failure;
 use super::{
     PluginError,
     breaker::{Breaker, Gate, PluginMetrics},
@@ -30,7 +30,7 @@ use super::{
 };
 use crate::metrics::Metrics;
 
-pub use bindings::bbb::relay::types::{Action, Event as WitEvent, Hook as WitHook};
+pub(crate) use bindings::bbb::relay::types::{Action, Event as WitEvent, Hook as WitHook};
 
 /// A live instance and its store.
 struct Warm {

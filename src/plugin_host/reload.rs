@@ -25,12 +25,12 @@ use crate::{
 };
 
 /// Keeps the folder watched; dropping it stops watching (and ends the reload thread).
-pub struct Watcher {
+pub(crate) struct Watcher {
     _watcher: RecommendedWatcher,
 }
 
 /// The plugins of one relay.
-pub struct Plugins {
+pub(crate) struct Plugins {
     current: ArcSwap<PluginSet>,
     loader: Option<Loader>,
     /// The threads this relay's plugin calls run on.
@@ -50,12 +50,12 @@ struct Loader {
 
 impl Plugins {
     /// The threads this relay's plugin calls run on.
-    pub fn threads(&self) -> &super::threads::PluginThreads {
+    pub(crate) fn threads(&self) -> &super::threads::PluginThreads {
         &self.threads
     }
 
     /// No plugins: every event passes untouched.
-    pub fn disabled() -> Arc<Self> {
+    pub(crate) fn disabled() -> Arc<Self> {
         Arc::new(Self {
             current: ArcSwap::from_pointee(PluginSet::default()),
             loader: None,
@@ -71,7 +71,10 @@ impl Plugins {
     ///
     /// # Errors
     /// When the WebAssembly engine cannot be set up.
-    pub fn new(config: &PluginsConfig, metrics: &Arc<Metrics>) -> Result<Arc<Self>, PluginError> {
+    pub(crate) fn new(
+        config: &PluginsConfig,
+        metrics: &Arc<Metrics>,
+    ) -> Result<Arc<Self>, PluginError> {
         let Some(dir) = config.dir.clone() else {
             return Ok(Self::disabled());
         };
@@ -93,12 +96,12 @@ impl Plugins {
     }
 
     /// The set in force now.
-    pub fn current(&self) -> Arc<PluginSet> {
+    pub(crate) fn current(&self) -> Arc<PluginSet> {
         self.current.load_full()
     }
 
     /// Reads the folder again and swaps in the new set. Returns what changed.
-    pub fn reload(&self) -> LoadReport {
+    pub(crate) fn reload(&self) -> LoadReport {
         let Some(l) = &self.loader else {
             return LoadReport::default();
         };
@@ -189,7 +192,7 @@ impl Plugins {
     ///
     /// # Errors
     /// When the folder cannot be watched.
-    pub fn watch(self: &Arc<Self>, quiet: Duration) -> Result<Option<Watcher>, PluginError> {
+    pub(crate) fn watch(self: &Arc<Self>, quiet: Duration) -> Result<Option<Watcher>, PluginError> {
         let Some(l) = &self.loader else {
             return Ok(None);
         };

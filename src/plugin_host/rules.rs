@@ -8,21 +8,21 @@ use prometheus_client::metrics::counter::Counter;
 use crate::metrics::{Metrics, PluginRuleLabels};
 
 /// Rule names one plugin may have series for; later names count as [`OTHER`].
-pub const MAX_RULES: usize = 256;
+pub(super) const MAX_RULES: usize = 256;
 /// The rule name past [`MAX_RULES`].
-pub const OTHER: &str = "other";
+pub(super) const OTHER: &str = "other";
 /// Longest rule name kept; longer ones are cut.
 const MAX_NAME: usize = 128;
 
 /// One plugin's rule counters, shared by its instances.
-pub struct RuleCounts {
+pub(super) struct RuleCounts {
     plugin: String,
     metrics: std::sync::Arc<Metrics>,
     counters: Mutex<HashMap<String, Counter>>,
 }
 
 impl RuleCounts {
-    pub fn new(plugin: &str, metrics: std::sync::Arc<Metrics>) -> Self {
+    pub(super) fn new(plugin: &str, metrics: std::sync::Arc<Metrics>) -> Self {
         Self {
             plugin: plugin.to_string(),
             metrics,
@@ -31,7 +31,7 @@ impl RuleCounts {
     }
 
     /// Counts one match of rule `name`.
-    pub fn count(&self, name: &str) {
+    pub(super) fn count(&self, name: &str) {
         let mut counters = self.counters.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(c) = counters.get(name) {
             c.inc();

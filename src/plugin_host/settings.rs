@@ -10,8 +10,9 @@ use serde::Deserialize;
 use super::PluginError;
 use crate::hooks::Hook;
 
+pub(crate) use crate::config::OnError;
 /// The relay-wide error policy and limits (`[plugins]`), which `NAME.toml` may override.
-pub use crate::config::{OnError, PluginDefaults as Defaults};
+pub use crate::config::PluginDefaults as Defaults;
 
 /// Which (event, hook) pairs a plugin sees. Every list that is given must match; an absent or
 /// empty list matches everything.
@@ -118,7 +119,7 @@ impl Settings {
 ///
 /// # Errors
 /// When the file exists but cannot be read.
-pub fn read_beside(wasm: &Path) -> Result<Option<String>, PluginError> {
+pub(crate) fn read_beside(wasm: &Path) -> Result<Option<String>, PluginError> {
     let path = wasm.with_extension("toml");
     match std::fs::read_to_string(&path) {
         Ok(text) => Ok(Some(text)),

@@ -27,21 +27,21 @@ const NICE_STEPS: libc::c_int = 10;
 
 /// How long a call may wait for an idle-priority thread to start it before it moves to a
 /// thread at the relay's priority (`auto`).
-pub const STARVED: Duration = Duration::from_millis(500);
+pub(crate) const STARVED: Duration = Duration::from_millis(500);
 
 /// After a call was moved, how long new calls go straight to the relay's priority before idle
 /// threads are tried again (`auto`).
-pub const RESCUED: Duration = Duration::from_secs(2);
+pub(crate) const RESCUED: Duration = Duration::from_secs(2);
 
 /// A plugin call that did not finish: it panicked outside the chain's own guard.
 #[derive(Debug, thiserror::Error)]
 #[error("the plugin call panicked")]
-pub struct Panicked;
+pub(crate) struct Panicked;
 
 /// The threads one relay's plugin calls run on, at its `cpu_priority`, and its count of calls
 /// moved off idle threads. Owned by the relay (its [`super::Plugins`]): two relays in one
 /// process each have their own. The pools start at the first call.
-pub struct PluginThreads {
+pub(crate) struct PluginThreads {
     priority: CpuPriority,
     /// `hookrelay_plugin_starved_total`: calls moved off idle threads.
     starved: Counter,
@@ -56,7 +56,7 @@ pub struct PluginThreads {
 }
 
 impl PluginThreads {
-    pub fn new(priority: CpuPriority, starved: Counter) -> Self {
+    pub(crate) fn new(priority: CpuPriority, starved: Counter) -> Self {
         Self::named(priority, starved, "hookrelay-plugin", None)
     }
 
@@ -97,7 +97,7 @@ impl PluginThreads {
     ///
     /// # Errors
     /// When `f` panicked.
-    pub async fn run<R: Send + 'static>(
+    pub(crate) async fn run<R: Send + 'static>(
         &self,
         f: impl FnOnce() -> R + Send + 'static,
     ) -> Result<R, Panicked> {

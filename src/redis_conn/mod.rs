@@ -1,7 +1,7 @@
 //! Clients of Redis whose connections notice a dead peer (the sources' subscribers and the
 //! store, [`crate::store_conn`]), over TLS for `rediss://` URLs ([`tls`]).
 
-pub mod tls;
+pub(crate) mod tls;
 
 use std::time::Duration;
 
@@ -10,7 +10,7 @@ use redis::io::tcp::{TcpSettings, socket2::TcpKeepalive};
 /// The TCP settings of every connection: TCP keepalive probes and a user timeout, so that a
 /// silently dead peer (no RST after a partition or a reboot) is noticed within about a
 /// minute. Without them a quiet pub/sub connection could wait forever.
-pub fn tcp_settings() -> TcpSettings {
+pub(crate) fn tcp_settings() -> TcpSettings {
     let keepalive = TcpKeepalive::new()
         .with_time(Duration::from_secs(30))
         .with_interval(Duration::from_secs(10));
@@ -25,7 +25,7 @@ pub fn tcp_settings() -> TcpSettings {
 ///
 /// # Errors
 /// When the URL is unusable, or the file cannot be read or holds no certificate.
-pub fn redis_client_verified(
+pub(crate) fn redis_client_verified(
     url: &str,
     ca_file: Option<&std::path::Path>,
 ) -> redis::RedisResult<redis::Client> {
@@ -41,13 +41,16 @@ pub fn redis_client_verified(
 
 /// [`redis_client`], a `rediss://` URL's server verified against `ca` (PEM certificates)
 /// when given, else against the system's roots.
-pub fn redis_client_trusting(url: &str, ca: Option<&tls::Ca>) -> redis::RedisResult<redis::Client> {
+pub(crate) fn redis_client_trusting(
+    url: &str,
+    ca: Option<&tls::Ca>,
+) -> redis::RedisResult<redis::Client> {
     use redis::IntoConnectionInfo;
     redis_client_trusting_info(url.into_connection_info()?, ca)
 }
 
 /// [`redis_client_trusting`] of a connection's parsed settings.
-pub fn redis_client_trusting_info(
+pub(crate) fn redis_client_trusting_info(
     info: redis::ConnectionInfo,
     ca: Option<&tls::Ca>,
 ) -> redis::RedisResult<redis::Client> {

@@ -6,10 +6,10 @@ use std::sync::Arc;
 
 use redis::{ConnectionAddr, ConnectionInfo, RedisError, TlsCertificates};
 
-pub use crate::base::ca::Ca;
+pub(crate) use crate::base::ca::Ca;
 
 /// `ca`'s certificates as the redis crate takes them.
-pub fn certificates(ca: &Ca) -> TlsCertificates {
+pub(crate) fn certificates(ca: &Ca) -> TlsCertificates {
     TlsCertificates {
         client_tls: None,
         root_cert: Some(ca.pem().to_vec()),
@@ -18,7 +18,7 @@ pub fn certificates(ca: &Ca) -> TlsCertificates {
 
 /// The ring provider as the process's default, which the redis crate's TLS uses (as do
 /// reqwest's clients); installing it twice is harmless.
-pub fn install_provider() {
+pub(crate) fn install_provider() {
     let _ = rustls::crypto::ring::default_provider().install_default();
 }
 
@@ -36,7 +36,7 @@ pub(super) fn client(info: ConnectionInfo, ca: Option<&Ca>) -> redis::RedisResul
 
 /// Why the server's certificate did not verify, when that is why `e` happened; `None` for
 /// any other failure (the server down, a refused password, ...).
-pub fn certificate_failure(e: &RedisError) -> Option<String> {
+pub(crate) fn certificate_failure(e: &RedisError) -> Option<String> {
     type Shared = Arc<dyn std::error::Error + Send + Sync>;
     let mut source: Option<&(dyn std::error::Error + 'static)> = Some(e);
     while let Some(s) = source {
@@ -67,7 +67,7 @@ fn is_certificate(e: &rustls::Error) -> bool {
 
 /// The host that `url` sends a password to in clear text, when it is not this machine
 /// (`redis://` with a password, a host other than loopback); `None` otherwise.
-pub fn clear_password_host(url: &str) -> Option<String> {
+pub(crate) fn clear_password_host(url: &str) -> Option<String> {
     let u = url::Url::parse(url).ok()?;
     if u.scheme() != "redis" || (u.password().is_none() && u.username().is_empty()) {
         return None;

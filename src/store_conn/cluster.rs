@@ -23,7 +23,7 @@ use redis::{
 };
 
 /// A connection to the cluster, and clients of its seed nodes for pub/sub.
-pub struct Cluster {
+pub(super) struct Cluster {
     conn: ClusterConnection,
     nodes: Vec<redis::Client>,
     /// The seed node the next subscription uses (each failed one moves on to the next).
@@ -33,7 +33,11 @@ pub struct Cluster {
 impl Cluster {
     /// Connects to the cluster that `nodes` belong to; `auth` (a store URL) may give the
     /// password and user.
-    pub async fn connect(nodes: &[&str], auth: Option<&str>, ca: Option<&Ca>) -> RedisResult<Self> {
+    pub(super) async fn connect(
+        nodes: &[&str],
+        auth: Option<&str>,
+        ca: Option<&Ca>,
+    ) -> RedisResult<Self> {
         let mut builder = ClusterClient::builder(nodes.to_vec())
             .connection_timeout(Duration::from_secs(2))
             .response_timeout(Duration::from_secs(2))
@@ -73,17 +77,17 @@ impl Cluster {
     }
 
     /// A client of one node, for a subscription; each call names the next one.
-    pub fn client(&self) -> redis::Client {
+    pub(super) fn client(&self) -> redis::Client {
         let i = self.next.fetch_add(1, Ordering::Relaxed);
         self.nodes[i % self.nodes.len()].clone()
     }
 
-    pub fn conn(&self) -> ClusterConnection {
+    pub(super) fn conn(&self) -> ClusterConnection {
         self.conn.clone()
     }
 
     /// The keys matching `pattern` on every primary.
-    pub async fn keys_matching(&self, pattern: &str) -> RedisResult<Vec<String>> {
+    pub(super) async fn keys_matching(&self, pattern: &str) -> RedisResult<Vec<String>> {
         let mut conn = self.conn.clone();
         let random = RoutingInfo::SingleNode(SingleNodeRoutingInfo::Random);
         let nodes = conn
@@ -117,7 +121,7 @@ impl Cluster {
     }
 
     /// Sends `pipeline` (see the module's doc); answers as one connection would.
-    pub async fn pipeline(
+    pub(super) async fn pipeline(
         &self,
         pipeline: &Pipeline,
         offset: usize,

@@ -27,7 +27,7 @@ struct StoredTenant {
 }
 
 /// A view read back from the store.
-pub struct Kept {
+pub(crate) struct Kept {
     pub saved_at: u64,
     pub tenants: Vec<Tenant>,
 }
@@ -36,7 +36,7 @@ pub struct Kept {
 ///
 /// # Errors
 /// When the store cannot be written.
-pub async fn save(
+pub(crate) async fn save(
     conn: &mut StoreConn,
     tenants: &[std::sync::Arc<Tenant>],
 ) -> redis::RedisResult<()> {
@@ -65,7 +65,7 @@ pub async fn save(
 ///
 /// # Errors
 /// When the store cannot be read.
-pub async fn load(conn: &mut StoreConn) -> redis::RedisResult<Option<Kept>> {
+pub(crate) async fn load(conn: &mut StoreConn) -> redis::RedisResult<Option<Kept>> {
     let text: Option<String> = redis::cmd("GET")
         .arg(TENANTS_KEPT)
         .query_async(conn)

@@ -6,8 +6,8 @@
 //! the relay's store for a start while Scalelite's Redis is down. Below them all, [`refusal`]:
 //! the secrets no tenant may have, wherever it comes from.
 
-pub mod kept;
-pub mod scalelite;
+pub(crate) mod kept;
+pub(crate) mod scalelite;
 #[cfg(test)]
 mod tests;
 
@@ -40,7 +40,7 @@ pub enum Refusal {
 
 /// Whether a tenant with `secrets` must be refused, `operator` being the secrets only the
 /// operator may hold.
-pub fn refusal(secrets: &[Secret], operator: &[Secret]) -> Option<Refusal> {
+pub(crate) fn refusal(secrets: &[Secret], operator: &[Secret]) -> Option<Refusal> {
     if secrets
         .iter()
         .any(|s| operator.iter().any(|o| !o.is_empty() && o == s))

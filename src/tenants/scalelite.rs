@@ -76,7 +76,7 @@ impl Problem {
 
 /// What one read of Scalelite's keys found.
 #[derive(Debug, Default)]
-pub struct Records {
+pub(crate) struct Records {
     /// Tenant id -> its hash's fields (empty: no hash).
     pub tenants: HashMap<String, HashMap<String, String>>,
     /// Name -> the id its index names (every `<ns>:tenant_name:*` key).
@@ -86,7 +86,7 @@ pub struct Records {
 /// The tenants `records` give, and what is wrong with them. A tenant whose record cannot be
 /// used keeps its version in `last` if it had one; a tenant holding one of `operator`'s
 /// secrets, or a weak one, is refused and left out.
-pub fn interpret(
+pub(crate) fn interpret(
     records: &Records,
     last: &View,
     operator: &[Secret],
@@ -143,7 +143,7 @@ pub fn interpret(
 ///
 /// # Errors
 /// When Redis fails.
-pub async fn read<C: redis::aio::ConnectionLike + Send>(
+pub(crate) async fn read<C: redis::aio::ConnectionLike + Send>(
     conn: &mut C,
     ns: &str,
 ) -> redis::RedisResult<Records> {
@@ -202,7 +202,7 @@ pub async fn read<C: redis::aio::ConnectionLike + Send>(
 /// Follows Scalelite's tenants until `token` is cancelled: the last good view kept in `store`
 /// first (in force until Scalelite's Redis is read), then a read at once and one every
 /// `refresh_ms`; each good view that differs from the one kept is kept.
-pub async fn follow(
+pub(crate) async fn follow(
     tenants: Arc<Tenants>,
     config: ScaleliteConfig,
     metrics: Arc<Metrics>,
@@ -312,7 +312,7 @@ async fn keep(store: &StoreConn, found: &[Arc<Tenant>], told: &mut Told) -> bool
 
 /// Waits, briefly, for [`follow`]'s first read: API calls of Scalelite's tenants are answered
 /// from the start, and an unreachable Redis of Scalelite's does not hold the relay up.
-pub async fn first_read(tenants: &Tenants, token: &CancellationToken) {
+pub(crate) async fn first_read(tenants: &Tenants, token: &CancellationToken) {
     tokio::select! {
         () = token.cancelled() => {}
         () = tenants.tried(Duration::from_secs(5)) => {}

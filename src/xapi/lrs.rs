@@ -12,7 +12,7 @@ use crate::config::xapi::XapiConfig;
 
 /// Why a meeting's LRS payload cannot be used (never says what it holds).
 #[derive(Debug, Clone, thiserror::Error, PartialEq)]
-pub enum PayloadError {
+pub(crate) enum PayloadError {
     #[error("it is not base64")]
     Base64,
     #[error("it is not OpenSSL's salted format")]
@@ -35,7 +35,7 @@ pub enum PayloadError {
 
 impl PayloadError {
     /// The metric label.
-    pub fn reason(&self) -> &'static str {
+    pub(crate) fn reason(&self) -> &'static str {
         match self {
             Self::Base64 | Self::Format => "format",
             Self::Decrypt => "decrypt",
@@ -49,7 +49,7 @@ impl PayloadError {
 
 /// How requests authenticate.
 #[derive(Clone, PartialEq, Eq, Hash)]
-pub enum Auth {
+pub(crate) enum Auth {
     None,
     Basic { user: String, password: String },
     Bearer(String),
@@ -57,7 +57,7 @@ pub enum Auth {
 
 /// One LRS: where its statements are posted and with which credentials.
 #[derive(Clone, PartialEq, Eq, Hash)]
-pub struct Lrs {
+pub(crate) struct Lrs {
     /// `…/xAPI/statements`.
     pub url: String,
     pub auth: Auth,
@@ -75,7 +75,7 @@ impl std::fmt::Debug for Lrs {
 
 impl Lrs {
     /// The default LRS of `[xapi]`; `None` without an endpoint.
-    pub fn default_of(config: &XapiConfig) -> Option<Self> {
+    pub(crate) fn default_of(config: &XapiConfig) -> Option<Self> {
         if config.lrs_endpoint.is_empty() {
             return None;
         }
@@ -101,7 +101,7 @@ impl Lrs {
     ///
     /// # Errors
     /// When the payload does not decrypt, or lacks credentials or an endpoint.
-    pub fn of_payload(
+    pub(crate) fn of_payload(
         payload: &str,
         secret: &str,
         config: &XapiConfig,
@@ -153,7 +153,7 @@ impl Lrs {
 
     /// The name of its queue: a digest of URL and credentials, so that two tenants never
     /// share one (and the key shows neither).
-    pub fn key(&self) -> String {
+    pub(crate) fn key(&self) -> String {
         let mut h = Sha256::new();
         h.update(self.url.as_bytes());
         match &self.auth {
@@ -173,7 +173,7 @@ impl Lrs {
     }
 
     /// The host (and port), for metric labels.
-    pub fn host(&self) -> String {
+    pub(crate) fn host(&self) -> String {
         url::Url::parse(&self.url)
             .ok()
             .and_then(|u| {
@@ -188,7 +188,7 @@ impl Lrs {
 
 /// `endpoint` without a trailing `/xapi`, `/xapi/statements` (any case, with or without a
 /// slash after), then `/xAPI/statements`: a path before it is kept (the reference drops it).
-pub fn statements_url(endpoint: &str) -> String {
+pub(crate) fn statements_url(endpoint: &str) -> String {
     let mut base = endpoint.trim_end_matches('/');
     let lower = base.to_ascii_lowercase();
     for suffix in ["/xapi/statements", "/xapistatements", "/xapi"] {

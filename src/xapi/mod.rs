@@ -7,11 +7,11 @@
 //! ([`store`]); once that is written, [`Output::wake`] tells each LRS's [`sender`] (one per
 //! queue, on the instance that processes the bus).
 
-pub mod lrs;
-pub mod sender;
-pub mod statement;
-pub mod store;
-pub mod translate;
+pub(crate) mod lrs;
+pub(crate) mod sender;
+pub(crate) mod statement;
+pub(crate) mod store;
+pub(crate) mod translate;
 
 use std::{
     collections::{HashMap, HashSet},
@@ -30,7 +30,7 @@ use statement::Ids;
 use translate::{Input, State, Write};
 
 /// The output, owned by the processing stage.
-pub struct Output {
+pub(crate) struct Output {
     shared: Arc<Shared>,
     sources: Arc<SourceTable>,
     /// Ids (namespace and domain) by configured source.
@@ -73,7 +73,7 @@ impl Output {
     }
 
     /// The output of `config` (`None` when off), with a sender for each queue left in the store.
-    pub async fn start(
+    pub(crate) async fn start(
         config: &Config,
         sources: Arc<SourceTable>,
         conn: &StoreConn,
@@ -168,7 +168,7 @@ impl Output {
 
     /// Translates `events` (one batch, in order) and adds the state's changes and the
     /// statements to `pipe`, the batch's transaction.
-    pub async fn add(
+    pub(crate) async fn add(
         &mut self,
         events: &[Arc<Event>],
         conn: &mut StoreConn,
@@ -311,7 +311,7 @@ impl Output {
     }
 
     /// The batch is written: its statements' senders go.
-    pub fn wake(&mut self) {
+    pub(crate) fn wake(&mut self) {
         for key in self.touched.drain() {
             if let Some(h) = self.senders.get(&key) {
                 h.wake.notify_one();

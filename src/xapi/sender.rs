@@ -36,7 +36,7 @@ const PAGE: usize = 64;
 const IDLE_LOOK: Duration = Duration::from_secs(5);
 
 /// What every sender shares.
-pub struct Shared {
+pub(crate) struct Shared {
     pub conn: StoreConn,
     /// For the operator's own endpoint (`[xapi] lrs_endpoint`).
     pub http: reqwest::Client,
@@ -53,7 +53,7 @@ pub struct Shared {
 }
 
 impl Shared {
-    pub fn new(
+    pub(crate) fn new(
         conn: StoreConn,
         config: XapiConfig,
         secrets: HashMap<String, String>,
@@ -93,7 +93,7 @@ impl Shared {
     ///
     /// # Errors
     /// When the payload cannot be used, or there is no default LRS.
-    pub fn resolve(
+    pub(crate) fn resolve(
         &self,
         payload: Option<&str>,
         source: Option<&str>,
@@ -139,7 +139,7 @@ impl Shared {
 
 /// A sender's handle: wakes it, counts what waits in its queue.
 #[derive(Clone, Default)]
-pub struct Handle {
+pub(crate) struct Handle {
     pub wake: Arc<Notify>,
     pub depth: Arc<AtomicUsize>,
 }
@@ -154,7 +154,7 @@ enum Outcome {
 }
 
 /// Sends the queue `key` (host `host`) until `token` is cancelled.
-pub async fn run(
+pub(crate) async fn run(
     shared: Arc<Shared>,
     key: String,
     host: String,

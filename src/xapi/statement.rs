@@ -5,27 +5,27 @@
 use serde_json::{Value, json};
 use uuid::Uuid;
 
-pub const VIRTUAL_CLASSROOM: &str =
+pub(crate) const VIRTUAL_CLASSROOM: &str =
     "https://w3id.org/xapi/virtual-classroom/activity-types/virtual-classroom";
-pub const SESSION_ID: &str = "https://w3id.org/xapi/cmi5/context/extensions/sessionid";
-pub const PLANNED_DURATION: &str = "http://id.tincanapi.com/extension/planned-duration";
-pub const EMOJI: &str = "https://w3id.org/xapi/virtual-classroom/extensions/emoji";
+pub(crate) const SESSION_ID: &str = "https://w3id.org/xapi/cmi5/context/extensions/sessionid";
+pub(crate) const PLANNED_DURATION: &str = "http://id.tincanapi.com/extension/planned-duration";
+pub(crate) const EMOJI: &str = "https://w3id.org/xapi/virtual-classroom/extensions/emoji";
 
 /// Where ids and IRIs come from.
 #[derive(Debug, Clone)]
-pub struct Ids {
+pub(crate) struct Ids {
     pub namespace: Uuid,
     pub domain: String,
 }
 
 impl Ids {
     /// UUID v5 of `name` in the namespace, as text.
-    pub fn uuid(&self, name: &str) -> String {
+    pub(crate) fn uuid(&self, name: &str) -> String {
         Uuid::new_v5(&self.namespace, name.as_bytes()).to_string()
     }
 
     /// An activity's IRI.
-    pub fn activity(&self, name: &str) -> String {
+    pub(crate) fn activity(&self, name: &str) -> String {
         format!(
             "https://{}/xapi/activities/{}",
             self.domain,
@@ -33,13 +33,13 @@ impl Ids {
         )
     }
 
-    pub fn home_page(&self) -> String {
+    pub(crate) fn home_page(&self) -> String {
         format!("https://{}", self.domain)
     }
 }
 
 /// What every statement of a meeting has in common.
-pub struct Base<'a> {
+pub(crate) struct Base<'a> {
     pub ids: &'a Ids,
     pub internal_meeting_id: &'a str,
     pub external_meeting_id: &'a str,
@@ -50,7 +50,7 @@ pub struct Base<'a> {
 impl Base<'_> {
     /// The statement as the reference begins it: the actor by display name, the meeting as
     /// object, registration, profile category and session id.
-    pub fn statement(&self, actor: &str, verb: &str, timestamp_ms: u64) -> Value {
+    pub(crate) fn statement(&self, actor: &str, verb: &str, timestamp_ms: u64) -> Value {
         json!({
             "actor": {"account": {"name": actor, "homePage": self.ids.home_page()}},
             "verb": {"id": verb},
@@ -71,7 +71,7 @@ impl Base<'_> {
     }
 
     /// The meeting as the parent of a statement about something in it.
-    pub fn with_parent(&self, mut statement: Value) -> Value {
+    pub(crate) fn with_parent(&self, mut statement: Value) -> Value {
         if let Some(ca) = statement.pointer_mut("/context/contextActivities") {
             ca["parent"] = json!([{
                 "id": self.ids.activity(self.external_meeting_id),
@@ -83,7 +83,7 @@ impl Base<'_> {
 }
 
 /// `yyyy-mm-ddThh:mm:ss.mmmZ` of milliseconds since the epoch (UTC).
-pub fn iso_ms(ms: u64) -> String {
+pub(crate) fn iso_ms(ms: u64) -> String {
     let secs = ms / 1000;
     let (days, rem) = (secs / 86_400, secs % 86_400);
     let (y, m, d) = civil(days as i64);
@@ -97,7 +97,7 @@ pub fn iso_ms(ms: u64) -> String {
 }
 
 /// `yyyyMMdd` (UTC) of milliseconds since the epoch: the day part of a registration.
-pub fn day(ms: u64) -> String {
+pub(crate) fn day(ms: u64) -> String {
     let (y, m, d) = civil((ms / 1000 / 86_400) as i64);
     format!("{y:04}{m:02}{d:02}")
 }
@@ -117,7 +117,7 @@ fn civil(days: i64) -> (i64, u32, u32) {
 }
 
 /// An ISO 8601 duration of whole minutes as the reference writes it (`PT90M`, `PT0S`).
-pub fn minutes(n: i64) -> String {
+pub(crate) fn minutes(n: i64) -> String {
     if n == 0 {
         "PT0S".into()
     } else {
@@ -126,7 +126,7 @@ pub fn minutes(n: i64) -> String {
 }
 
 /// An ISO 8601 duration of milliseconds in seconds (`PT60S`, `PT9609998.017S`).
-pub fn seconds(ms: u64) -> String {
+pub(crate) fn seconds(ms: u64) -> String {
     let (s, frac) = (ms / 1000, ms % 1000);
     if frac == 0 {
         format!("PT{s}S")

@@ -12,16 +12,16 @@ use super::translate::{Meeting, Poll, State, Write};
 use crate::store_conn::StoreConn;
 
 /// Hash of the queues' names (one per LRS and credentials) to their LRS's host.
-pub const QUEUES: &str = "hookrelay:xapi:lrs";
+pub(crate) const QUEUES: &str = "hookrelay:xapi:lrs";
 
 /// A meeting's state: `m` (the meeting, JSON), `u:<user>` (name), `p:<poll id>` (JSON),
 /// `h:<user>` (`1`: hand raised).
-pub fn state_key(source: &str, mid: &str) -> String {
+pub(crate) fn state_key(source: &str, mid: &str) -> String {
     format!("hookrelay:xapi:state:{source}:{mid}")
 }
 
 /// One LRS's queue.
-pub fn queue_key(lrs: &str) -> String {
+pub(crate) fn queue_key(lrs: &str) -> String {
     format!("hookrelay:xapi:queue:{lrs}")
 }
 
@@ -29,7 +29,7 @@ pub fn queue_key(lrs: &str) -> String {
 ///
 /// # Errors
 /// When Redis fails.
-pub async fn load(
+pub(crate) async fn load(
     conn: &mut StoreConn,
     source: &str,
     mid: &str,
@@ -60,7 +60,7 @@ pub async fn load(
 }
 
 /// Adds the state changes to `pipe` (each write renews the meeting's expiry).
-pub fn add_writes(pipe: &mut redis::Pipeline, source: &str, writes: &[Write], ttl_s: u64) {
+pub(crate) fn add_writes(pipe: &mut redis::Pipeline, source: &str, writes: &[Write], ttl_s: u64) {
     for w in writes {
         let (mid, field, value) = match w {
             Write::Forget(mid) => {
@@ -92,7 +92,7 @@ pub fn add_writes(pipe: &mut redis::Pipeline, source: &str, writes: &[Write], tt
 
 /// One queued statement.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Queued {
+pub(crate) struct Queued {
     /// Its stream entry id.
     pub id: String,
     pub statement: String,
@@ -103,7 +103,7 @@ pub struct Queued {
 }
 
 /// Adds a statement to an LRS's queue in `pipe`.
-pub fn add_statement(
+pub(crate) fn add_statement(
     pipe: &mut redis::Pipeline,
     lrs: &str,
     statement: &str,
@@ -123,7 +123,7 @@ pub fn add_statement(
 ///
 /// # Errors
 /// When Redis fails.
-pub async fn read(
+pub(crate) async fn read(
     conn: &mut StoreConn,
     lrs: &str,
     count: usize,
@@ -148,7 +148,7 @@ pub async fn read(
 ///
 /// # Errors
 /// When Redis fails.
-pub async fn remove(conn: &mut StoreConn, lrs: &str, id: &str) -> redis::RedisResult<()> {
+pub(crate) async fn remove(conn: &mut StoreConn, lrs: &str, id: &str) -> redis::RedisResult<()> {
     conn.xdel::<_, _, ()>(queue_key(lrs), &[id]).await
 }
 
@@ -156,7 +156,9 @@ pub async fn remove(conn: &mut StoreConn, lrs: &str, id: &str) -> redis::RedisRe
 ///
 /// # Errors
 /// When Redis fails.
-pub async fn queues(conn: &mut StoreConn) -> redis::RedisResult<Vec<(String, String, usize)>> {
+pub(crate) async fn queues(
+    conn: &mut StoreConn,
+) -> redis::RedisResult<Vec<(String, String, usize)>> {
     let names: HashMap<String, String> = conn.hgetall(QUEUES).await?;
     let mut out = Vec::with_capacity(names.len());
     for (n, host) in names {

@@ -16,7 +16,7 @@ use super::statement::{Base, Ids, PLANNED_DURATION, minutes};
 
 /// What is kept of a meeting.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
-pub struct Meeting {
+pub(crate) struct Meeting {
     pub external_id: String,
     pub name: String,
     pub registration: String,
@@ -31,14 +31,14 @@ pub struct Meeting {
 
 /// A poll, for its answers.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct Poll {
+pub(crate) struct Poll {
     pub question: String,
     pub choices: Vec<Value>,
 }
 
 /// A meeting's whole state.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct State {
+pub(crate) struct State {
     pub meeting: Meeting,
     pub users: HashMap<String, String>,
     pub polls: HashMap<String, Poll>,
@@ -47,7 +47,7 @@ pub struct State {
 
 /// A change to store (by internal meeting id).
 #[derive(Debug, Clone, PartialEq)]
-pub enum Write {
+pub(crate) enum Write {
     Meeting(String, Meeting),
     User(String, String, String),
     Poll(String, String, Poll),
@@ -58,7 +58,7 @@ pub enum Write {
 
 /// Why an event made no statement (a metric label), when it is one the output handles.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Skip {
+pub(crate) enum Skip {
     Disabled,
     UnknownMeeting,
     UnknownUser,
@@ -68,7 +68,7 @@ pub enum Skip {
 }
 
 impl Skip {
-    pub fn reason(self) -> &'static str {
+    pub(crate) fn reason(self) -> &'static str {
         match self {
             Self::Disabled => "disabled",
             Self::UnknownMeeting => "unknown_meeting",
@@ -81,7 +81,7 @@ impl Skip {
 
 /// A statement for a meeting's LRS.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Statement {
+pub(crate) struct Statement {
     pub internal_meeting_id: String,
     pub lrs_payload: Option<String>,
     pub json: Value,
@@ -89,14 +89,14 @@ pub struct Statement {
 
 /// Whether the output makes statements of event `id` (`meeting-created` and every id of
 /// [`statements::TABLE`]).
-pub fn handles(id: &str) -> bool {
+pub(crate) fn handles(id: &str) -> bool {
     id == "meeting-created" || statements::TABLE.iter().any(|(e, _)| *e == id)
 }
 
 const INITIALIZED: &str = "http://adlnet.gov/expapi/verbs/initialized";
 
 /// An event as the translator reads it.
-pub struct Input<'a> {
+pub(crate) struct Input<'a> {
     /// The processed event (`{"data": {...}}`).
     pub processed: &'a Value,
     /// The bus message it came from; `None` for the events the relay makes itself.
@@ -114,7 +114,7 @@ fn s<'v>(v: &'v Value, path: &str) -> Option<&'v str> {
 ///
 /// # Errors
 /// Why no statement is made, for an event the output handles.
-pub fn translate(
+pub(crate) fn translate(
     ids: &Ids,
     input: &Input<'_>,
     state: Option<&State>,
@@ -262,7 +262,7 @@ fn finish(
 
 impl State {
     /// Applies the changes made for this meeting.
-    pub fn apply(&mut self, w: &Write) {
+    pub(crate) fn apply(&mut self, w: &Write) {
         match w {
             Write::Meeting(_, m) => {
                 *self = Self {

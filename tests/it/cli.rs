@@ -7,12 +7,16 @@ use std::{io::Write, path::Path, process::Stdio};
 use crate::support::{RelayProcess, TestReceiver, TestRedis, process::binary, user_joined};
 
 /// Runs the binary: (exit code, stdout, stderr).
-pub fn run(args: &[&str], stdin: Option<&str>) -> (i32, String, String) {
+pub(crate) fn run(args: &[&str], stdin: Option<&str>) -> (i32, String, String) {
     run_env(args, stdin, &[])
 }
 
 /// [`run`] with variables `env` set.
-pub fn run_env(args: &[&str], stdin: Option<&str>, env: &[(&str, &str)]) -> (i32, String, String) {
+pub(crate) fn run_env(
+    args: &[&str],
+    stdin: Option<&str>,
+    env: &[(&str, &str)],
+) -> (i32, String, String) {
     let mut child = std::process::Command::new(binary())
         .args(args)
         .env_remove("HOOKRELAY_CONFIG")

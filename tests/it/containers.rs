@@ -14,7 +14,7 @@ use crate::support::{
 };
 
 /// `GET http://{api}{path}`: the status and the one line of JSON.
-pub async fn probe(api: &str, path: &str) -> Option<(u16, serde_json::Value)> {
+pub(crate) async fn probe(api: &str, path: &str) -> Option<(u16, serde_json::Value)> {
     let r = http_client()
         .get(format!("http://{api}{path}"))
         .timeout(Duration::from_secs(2))
@@ -28,7 +28,7 @@ pub async fn probe(api: &str, path: &str) -> Option<(u16, serde_json::Value)> {
 }
 
 /// Waits until `/readyz` at `api` answers `status`; its JSON.
-pub async fn readyz_is(api: &str, status: u16) -> serde_json::Value {
+pub(crate) async fn readyz_is(api: &str, status: u16) -> serde_json::Value {
     until(
         &format!("/readyz answers {status}"),
         async || match probe(api, "/readyz").await {
@@ -40,7 +40,7 @@ pub async fn readyz_is(api: &str, status: u16) -> serde_json::Value {
 }
 
 /// The event id (`data.id`) of a callback in BBB's form.
-pub fn event_id(callback: &crate::support::receiver::Received) -> String {
+pub(crate) fn event_id(callback: &crate::support::receiver::Received) -> String {
     let event: serde_json::Value = serde_json::from_str(&callback.event()).expect("event JSON");
     event["data"]["id"].as_str().unwrap_or_default().to_string()
 }

@@ -20,15 +20,15 @@ use crate::support::{
 
 /// Four callbacks may wait to be marked delivered: a takeover repeats at most those and the
 /// one in flight.
-pub const FLEET: &str =
+pub(crate) const FLEET: &str =
     "max_unacked = 4\n[fleet]\nenabled = true\nlease_ms = 1000\nbuffer_s = 30\n";
 const EVENTS: usize = 3000;
 
-pub async fn holds_lease(relay: &RelayProcess) -> bool {
+pub(crate) async fn holds_lease(relay: &RelayProcess) -> bool {
     metric_value(&relay.metrics().await, "hookrelay_fleet_lease_held") == 1.0
 }
 
-pub async fn wait_until_holder(relay: &RelayProcess) {
+pub(crate) async fn wait_until_holder(relay: &RelayProcess) {
     until_within("the lease taken", Duration::from_secs(30), async || {
         let held = metric_value(&relay.metrics().await, "hookrelay_fleet_lease_held");
         match held == 1.0 {
@@ -90,7 +90,7 @@ async fn killing_the_lease_holder_mid_stream_loses_nothing() {
 
 /// Two instances on `store` (a `[store]` section; empty: the bus's Redis); the holder of the
 /// lease is killed in the middle of a stream.
-pub async fn kill_the_holder_mid_stream(store: &str) {
+pub(crate) async fn kill_the_holder_mid_stream(store: &str) {
     let redis = TestRedis::start().await;
     let rx = TestReceiver::start().await;
     let (holder, other) = two_instances(&redis, &rx, store).await;
@@ -209,7 +209,7 @@ async fn a_stopped_holder_is_replaced_and_stops_when_it_wakes() {
 }
 
 /// Publishes joins named `{prefix}0`, `{prefix}1`, ... on `redis`, 20 every 20 ms.
-pub fn publish_named(
+pub(crate) fn publish_named(
     redis: &TestRedis,
     prefix: &'static str,
     n: usize,
@@ -242,7 +242,12 @@ async fn all_of(rx: &TestReceiver, prefix: &str, n: usize) -> usize {
 }
 
 /// [`all_of`] for the callbacks to `path` only (any path: `None`).
-pub async fn all_of_at(rx: &TestReceiver, path: Option<&str>, prefix: &str, n: usize) -> usize {
+pub(crate) async fn all_of_at(
+    rx: &TestReceiver,
+    path: Option<&str>,
+    prefix: &str,
+    n: usize,
+) -> usize {
     let what = format!("{prefix} at {path:?}: all {n} delivered");
     let names = until_within(&what, Duration::from_secs(60), async || {
         let names: Vec<String> = rx
@@ -287,7 +292,7 @@ async fn repeats_at_each(
 }
 
 /// The instance of `relays` that holds the lease, once one does.
-pub async fn holder_of(relays: &[RelayProcess]) -> usize {
+pub(crate) async fn holder_of(relays: &[RelayProcess]) -> usize {
     until_within(
         "someone takes the lease",
         Duration::from_secs(30),
@@ -311,7 +316,7 @@ async fn three_instances_two_sources_a_killed_instance_and_a_lost_source() {
 
 /// Three instances on `store` (a `[store]` section) and two sources; the holder is killed,
 /// then one source is lost and comes back.
-pub async fn three_instances_two_sources(store: &str) {
+pub(crate) async fn three_instances_two_sources(store: &str) {
     let a = TestRedis::start().await;
     let mut b = TestRedis::start().await;
     let rx = TestReceiver::start().await;
@@ -383,7 +388,7 @@ async fn hooks_held(relay: &RelayProcess) -> f64 {
 }
 
 /// Waits until the instances deliver `want[i]` hooks each (in any order).
-pub async fn wait_spread(relays: &[&RelayProcess], want: &[f64]) {
+pub(crate) async fn wait_spread(relays: &[&RelayProcess], want: &[f64]) {
     let what = format!("delivery spread as {want:?}");
     until_within(&what, Duration::from_secs(30), async || {
         let mut held = Vec::new();
@@ -406,7 +411,7 @@ async fn delivery_spreads_and_a_killed_instances_hooks_move_and_come_back_balanc
 
 /// Three instances on the bus's Redis or on `cluster` share six hooks; one is killed
 /// mid-stream, another joins, and it leaves with SIGTERM.
-pub async fn spread_kill_and_join(cluster: Option<&TestCluster>) {
+pub(crate) async fn spread_kill_and_join(cluster: Option<&TestCluster>) {
     let redis = TestRedis::start().await;
     let rx = TestReceiver::start().await;
     let config = format!(
@@ -498,7 +503,7 @@ pub async fn spread_kill_and_join(cluster: Option<&TestCluster>) {
 }
 
 /// `cmd`'s answer from the store: `cluster`, or else `redis`.
-pub async fn store_query<T: redis::FromRedisValue>(
+pub(crate) async fn store_query<T: redis::FromRedisValue>(
     redis: &TestRedis,
     cluster: Option<&TestCluster>,
     cmd: redis::Cmd,

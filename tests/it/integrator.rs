@@ -128,7 +128,7 @@ fn readme_snippet(lang: &str) -> String {
 
 /// The first code block that starts with ```` ```lang ```` in section `title` of
 /// docs/integrators.md.
-pub fn doc_snippet(title: &str, lang: &str) -> String {
+pub(crate) fn doc_snippet(title: &str, lang: &str) -> String {
     let readme =
         std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/integrators.md"))
             .expect("docs/integrators.md");

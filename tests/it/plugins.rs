@@ -11,7 +11,7 @@ use crate::support::{
     meeting_created_with_metadata, meeting_ended, metric_value, user_joined, wait::until,
 };
 
-pub fn parse(event: &str) -> Value {
+pub(crate) fn parse(event: &str) -> Value {
     serde_json::from_str(event).expect("callback event is JSON")
 }
 
@@ -23,7 +23,7 @@ fn ids(events: &[Value]) -> Vec<String> {
 }
 
 /// The relay with `dir` as its plugin folder (quick reloads).
-pub async fn start(redis: &TestRedis, dir: &PluginDir) -> TestRelay {
+pub(crate) async fn start(redis: &TestRedis, dir: &PluginDir) -> TestRelay {
     let mut config = TestRelay::config(redis);
     config.plugins.dir = Some(dir.path().to_path_buf());
     config.plugins.cache_dir = Some(dir.path().join(".cache"));
@@ -32,7 +32,7 @@ pub async fn start(redis: &TestRedis, dir: &PluginDir) -> TestRelay {
 }
 
 /// Polls the relay's metrics until `series` reaches `at_least`.
-pub async fn wait_metric(relay: &TestRelay, series: &str, at_least: f64) -> String {
+pub(crate) async fn wait_metric(relay: &TestRelay, series: &str, at_least: f64) -> String {
     until(&format!("{series} at {at_least} or more"), async || {
         let m = relay.metrics().await;
         match metric_value(&m, series) >= at_least {

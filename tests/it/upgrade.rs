@@ -94,7 +94,7 @@ type Kept = Vec<(String, Vec<(String, Vec<u8>)>)>;
 /// several, a last part is then written under the former names while they run, as an instance
 /// of the earlier version holding the fleet lease would, and moved by the next holder of the
 /// fleet lease; delivered once too.
-pub async fn queues_of_an_earlier_version(cluster: Option<&TestCluster>, instances: usize) {
+pub(crate) async fn queues_of_an_earlier_version(cluster: Option<&TestCluster>, instances: usize) {
     let bus = TestRedis::start().await;
     let store = cluster.map(TestCluster::store_config).unwrap_or_default();
     let (config, later) = if instances > 1 {

@@ -39,7 +39,7 @@ const VERBS: [&str; 19] = [
 
 /// The fixtures' meeting as meeting `name` (its own internal and external ids), its
 /// `meeting-created` with `metadata`.
-pub fn meeting(name: &str, metadata: Value) -> Vec<String> {
+pub(crate) fn meeting(name: &str, metadata: Value) -> Vec<String> {
     let raw = std::fs::read_to_string(concat!(
         env!("CARGO_MANIFEST_DIR"),
         "/tests/fixtures/bbb-webhooks/raw-events.json"
@@ -63,7 +63,7 @@ pub fn meeting(name: &str, metadata: Value) -> Vec<String> {
         .collect()
 }
 
-pub fn config(endpoint: &str) -> String {
+pub(crate) fn config(endpoint: &str) -> String {
     format!(
         "[xapi]\nenabled = true\nlrs_endpoint = \"{endpoint}\"\nlrs_username = \"{USER}\"\nlrs_password = \"{PASSWORD}\"\nuuid_namespace = \"{NAMESPACE}\"\nserver_domain = \"myserver.com\"\nretry_intervals_ms = [100, 200, 400]\nrequest_timeout_ms = 2000\n"
     )
@@ -306,7 +306,7 @@ async fn a_kill_9_mid_meeting_while_the_lrs_is_down_loses_nothing() {
 }
 
 /// `meta_secret-lrs-payload` as `openssl aes-256-cbc -pbkdf2 -a -A -pass pass:SECRET` makes it.
-pub fn encrypt(plain: &str, secret: &str) -> String {
+pub(crate) fn encrypt(plain: &str, secret: &str) -> String {
     use aes::cipher::{BlockModeEncrypt, KeyIvInit, block_padding::Pkcs7};
     use base64::Engine as _;
     let salt = *b"8bytesal";

@@ -10,7 +10,7 @@ const CLIENTS: [&str; 3] = ["html5", "dial-in", "flash"];
 
 /// The numbers one scrape shows.
 #[derive(Debug, Default, PartialEq)]
-pub struct Summary {
+pub(crate) struct Summary {
     pub meetings: usize,
     pub breakout_rooms: usize,
     pub participants: usize,
@@ -40,7 +40,7 @@ pub(super) const RECORDINGS: [RecordingState; 6] = [
 ];
 
 impl Summary {
-    pub fn of(c: &Conference) -> Self {
+    pub(crate) fn of(c: &Conference) -> Self {
         let mut s = Summary {
             meetings: c.rooms.len(),
             unique_meetings: c.unique_meetings,
@@ -85,7 +85,7 @@ impl Summary {
     }
 
     /// Adds `other`'s numbers to these.
-    pub fn add(&mut self, other: Summary) {
+    pub(crate) fn add(&mut self, other: Summary) {
         self.meetings += other.meetings;
         self.breakout_rooms += other.breakout_rooms;
         self.participants += other.participants;

@@ -6,7 +6,7 @@
 //! [`KEPT_FOR`] after their last write, so a hook removed after failures can still be looked
 //! at. [`read`] reads them back, from any instance of a fleet.
 
-pub mod read;
+pub(crate) mod read;
 
 use std::{
     collections::HashMap,
@@ -35,7 +35,7 @@ use crate::{
 };
 
 /// How long a hook's attempts and state stay in the store after their last write.
-pub const KEPT_FOR: Duration = Duration::from_secs(7 * 24 * 3600);
+pub(crate) const KEPT_FOR: Duration = Duration::from_secs(7 * 24 * 3600);
 /// Recorded attempts are written at most this often, together.
 const ROUND: Duration = Duration::from_millis(250);
 /// An error's text is cut to this many bytes, so that a record stays within 512 bytes.
@@ -45,7 +45,7 @@ const MAX_EVENT: usize = 64;
 
 /// One attempt to send a callback, as stored.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct AttemptRecord {
+pub(crate) struct AttemptRecord {
     /// When it ended (ms since the epoch).
     pub at: u64,
     /// The event id (`user-joined`, ...).
@@ -66,7 +66,7 @@ pub struct AttemptRecord {
 
 impl AttemptRecord {
     /// Whether the receiver took it (a 2xx).
-    pub fn ok(&self) -> bool {
+    pub(crate) fn ok(&self) -> bool {
         self.error.is_none()
     }
 }
@@ -115,7 +115,7 @@ struct Pending {
 }
 
 /// How sent callbacks are kept (`delivery.retain`).
-pub struct Retention {
+pub(crate) struct Retention {
     /// The window, and the bytes of all URLs together.
     pub bounds: Bounds,
     /// The sources' names, stored with each callback.
@@ -131,7 +131,7 @@ const MAX_PENDING_KEPT: usize = 10_000;
 const FULL_ROUND: usize = 2_048;
 
 /// Shared by the workers (record) and the flusher (write).
-pub struct Insight {
+pub(crate) struct Insight {
     pending: Mutex<Pending>,
     wake: Notify,
     /// A round is full: write it now.
@@ -147,7 +147,7 @@ pub struct Insight {
 }
 
 /// A worker's registration with [`Insight`], while it lives.
-pub struct WorkerRegistration(Arc<Insight>);
+pub(crate) struct WorkerRegistration(Arc<Insight>);
 
 impl Drop for WorkerRegistration {
     fn drop(&mut self) {
@@ -159,7 +159,11 @@ impl Drop for WorkerRegistration {
 }
 
 impl Insight {
-    pub fn new(keep: usize, instance: Option<String>, retention: Option<Retention>) -> Arc<Self> {
+    pub(crate) fn new(
+        keep: usize,
+        instance: Option<String>,
+        retention: Option<Retention>,
+    ) -> Arc<Self> {
         Arc::new(Self {
             pending: Mutex::new(Pending::default()),
             wake: Notify::new(),
@@ -172,7 +176,7 @@ impl Insight {
     }
 
     /// Counts a worker alive until the returned value is dropped.
-    pub fn worker(self: &Arc<Self>) -> WorkerRegistration {
+    pub(crate) fn worker(self: &Arc<Self>) -> WorkerRegistration {
         self.workers
             .fetch_add(1, std::sync::atomic::Ordering::AcqRel);
         WorkerRegistration(self.clone())
@@ -192,7 +196,7 @@ impl Insight {
 
     /// Keeps `entries` sent (or left queued by a hook removed after failures) to `url` for
     /// `redeliver`. A redelivery is not kept again: its original is.
-    pub fn keep(&self, url: &str, entries: impl IntoIterator<Item = Entry>) {
+    pub(crate) fn keep(&self, url: &str, entries: impl IntoIterator<Item = Entry>) {
         if self.retention.is_none() {
             return;
         }
@@ -224,7 +228,7 @@ impl Insight {
     }
 
     /// The most bytes kept per URL now; `None` when sent callbacks are not kept.
-    pub fn retained_bytes(&self) -> Option<u64> {
+    pub(crate) fn retained_bytes(&self) -> Option<u64> {
         self.retention
             .as_ref()
             .map(|r| r.bounds.max_bytes / r.registry.load().url_count().max(1) as u64)
@@ -232,7 +236,12 @@ impl Insight {
 
     /// Records an attempt of `hook`; `removal_due`, after a failure, is when the hook is
     /// removed if the failures go on (`None`: never, a permanent hook).
-    pub fn attempt(&self, hook: HookId, mut record: AttemptRecord, removal_due: Option<u64>) {
+    pub(crate) fn attempt(
+        &self,
+        hook: HookId,
+        mut record: AttemptRecord,
+        removal_due: Option<u64>,
+    ) {
         cut(&mut record.event, MAX_EVENT);
         if let Some(e) = &mut record.error {
             cut(e, MAX_ERROR);
@@ -261,7 +270,7 @@ impl Insight {
     }
 
     /// Records that `hook` (with `url`) was removed after failures.
-    pub fn removed(&self, hook: HookId, url: &str) {
+    pub(crate) fn removed(&self, hook: HookId, url: &str) {
         let at = now_ms();
         self.news(hook, |n| n.removed = Some((at, url.to_string())));
     }
@@ -325,7 +334,7 @@ impl Insight {
     /// Writes what the workers record, a round at a time, until the relay stops (then once
     /// more). Nothing waits for it: a write that fails is logged and counted, and what it
     /// held is lost (the callbacks are not).
-    pub async fn run(
+    pub(crate) async fn run(
         self: Arc<Self>,
         conn: StoreConn,
         metrics: Arc<Metrics>,

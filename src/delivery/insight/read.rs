@@ -18,7 +18,7 @@ use crate::{
 
 /// A hook's delivery as the store has it. Times are ms since the epoch.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
-pub struct HookState {
+pub(crate) struct HookState {
     /// Callbacks in its queue (the last few delivered may still be counted until they are
     /// marked: at most `delivery.max_unacked`).
     pub queued: u64,
@@ -43,7 +43,7 @@ pub struct HookState {
 /// A hook's state in one word.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
-pub enum State {
+pub(crate) enum State {
     /// Its last attempt succeeded, or it has had none.
     Ok,
     /// Its last attempts failed; it is retrying.
@@ -57,7 +57,7 @@ pub enum State {
 
 impl State {
     /// The word the API and the page say.
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Self::Ok => "ok",
             Self::Failing => "failing",
@@ -68,7 +68,7 @@ impl State {
 }
 
 impl HookState {
-    pub fn state(&self) -> State {
+    pub(crate) fn state(&self) -> State {
         if self.removed.is_some() {
             State::Removed
         } else if self.failures_in_row > 0 {
@@ -102,7 +102,10 @@ impl HookState {
 ///
 /// # Errors
 /// When Redis fails or holds something else under their keys.
-pub async fn states(conn: &StoreConn, hooks: &[HookId]) -> Result<Vec<HookState>, RedisError> {
+pub(crate) async fn states(
+    conn: &StoreConn,
+    hooks: &[HookId],
+) -> Result<Vec<HookState>, RedisError> {
     if hooks.is_empty() {
         return Ok(Vec::new());
     }
@@ -128,7 +131,7 @@ pub async fn states(conn: &StoreConn, hooks: &[HookId]) -> Result<Vec<HookState>
 ///
 /// # Errors
 /// When Redis fails.
-pub async fn oldest_queued(
+pub(crate) async fn oldest_queued(
     conn: &StoreConn,
     hooks: &[HookId],
 ) -> Result<Vec<Option<u64>>, RedisError> {
@@ -150,7 +153,10 @@ pub async fn oldest_queued(
 ///
 /// # Errors
 /// When Redis fails. A record that does not parse is left out.
-pub async fn attempts(conn: &StoreConn, hook: HookId) -> Result<Vec<AttemptRecord>, RedisError> {
+pub(crate) async fn attempts(
+    conn: &StoreConn,
+    hook: HookId,
+) -> Result<Vec<AttemptRecord>, RedisError> {
     let lines: Vec<String> = redis::cmd("LRANGE")
         .arg(attempts_key(hook))
         .arg(0)
@@ -167,7 +173,7 @@ pub async fn attempts(conn: &StoreConn, hook: HookId) -> Result<Vec<AttemptRecor
 ///
 /// # Errors
 /// When Redis fails.
-pub async fn removed_hooks(conn: &StoreConn) -> Result<Vec<HookId>, RedisError> {
+pub(crate) async fn removed_hooks(conn: &StoreConn) -> Result<Vec<HookId>, RedisError> {
     let ids: Vec<u64> = redis::cmd("ZRANGE")
         .arg(REMOVED_HOOKS)
         .arg(0)

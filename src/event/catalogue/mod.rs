@@ -265,7 +265,7 @@ pub const OUTPUT_IDS: &[&str] = &[
 
 /// The events about hooks (`docs/receivers.md`), in the order a hook's troubles go: made by
 /// delivery, not from the bus, and sent only to hooks naming them.
-pub const ABOUT_HOOKS: [&str; 4] = [
+pub(crate) const ABOUT_HOOKS: [&str; 4] = [
     "hook-failing",
     "hook-disabled",
     "hook-removed",
@@ -275,7 +275,7 @@ pub const ABOUT_HOOKS: [&str; 4] = [
 /// The ids of [`OUTPUT_IDS`] that the reference service never sends (BBB 3.x's breakout rooms,
 /// why a meeting ends, role and away changes, the timer): they go only to hooks whose eventID
 /// names them, unless the operator sets `[events] beyond_reference = true`.
-pub const BEYOND_REFERENCE: &[&str] = &[
+pub(crate) const BEYOND_REFERENCE: &[&str] = &[
     "meeting-ending",
     "breakout-room-started",
     "breakout-room-ended",
@@ -292,7 +292,7 @@ pub const BEYOND_REFERENCE: &[&str] = &[
 ];
 
 /// Whether `id` is one of [`BEYOND_REFERENCE`].
-pub fn beyond_reference(id: &str) -> bool {
+pub(crate) fn beyond_reference(id: &str) -> bool {
     BEYOND_REFERENCE.contains(&id)
 }
 
@@ -301,7 +301,7 @@ pub fn beyond_reference(id: &str) -> bool {
 /// # Errors
 /// When the message names a known event but lacks what that event needs, or has it with the
 /// wrong type ([`needs`]).
-pub fn map(msg: &Message, mappings: &Mappings) -> Result<Option<Mapped>, MapError> {
+pub(crate) fn map(msg: &Message, mappings: &Mappings) -> Result<Option<Mapped>, MapError> {
     if let Some((kind, needs, f)) = BY_NAME.get(msg.name.as_str()) {
         needs::check(msg, kind, *needs)?;
         return f(msg, mappings);
@@ -335,7 +335,7 @@ fn pass_through(msg: &Message) -> Result<Option<Mapped>, MapError> {
 }
 
 /// The processed event JSON, compact, keys in the reference's order.
-pub fn to_json(mapped: &Mapped, now_ms: u64) -> String {
+pub(crate) fn to_json(mapped: &Mapped, now_ms: u64) -> String {
     let ts = mapped.ts.clone().unwrap_or_else(|| now_ms.into());
     json!({"data": {
         "type": "event",

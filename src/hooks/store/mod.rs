@@ -35,7 +35,7 @@ use crate::{
 
 /// What `hooks/create` did.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum CreateOutcome {
+pub(crate) enum CreateOutcome {
     Created(Hook),
     /// A hook with that URL exists; nothing was changed.
     Duplicate(HookId),
@@ -45,7 +45,7 @@ pub enum CreateOutcome {
 
 /// Removes a removed hook's queue from the store, releasing the shared payloads it refers to:
 /// delivery's layout, which the pipeline gives ([`HookStore::with_queue_remover`]).
-pub type QueueRemover = Arc<
+pub(crate) type QueueRemover = Arc<
     dyn Fn(StoreConn, HookId) -> futures_util::future::BoxFuture<'static, redis::RedisResult<()>>
         + Send
         + Sync,
@@ -83,7 +83,7 @@ impl NewHook {
 
 /// What [`HookStore::restore`] found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Restored {
+pub(crate) struct Restored {
     /// Hooks registered (stored, imported and permanent).
     pub hooks: usize,
     /// Stored hooks left out because their callback URL is not allowed (left in Redis, so that
@@ -92,7 +92,7 @@ pub struct Restored {
 }
 
 /// Hooks in Redis plus the registry that mirrors them.
-pub struct HookStore {
+pub(crate) struct HookStore {
     conn: StoreConn,
     registry: Arc<Registry>,
     /// Creates share it; restore, destroy, removals, reloads and refreshes take it alone.
@@ -120,7 +120,7 @@ pub struct HookStore {
 }
 
 impl HookStore {
-    pub fn new(
+    pub(crate) fn new(
         conn: StoreConn,
         registry: Arc<Registry>,
         permanent: &[PermanentHook],
@@ -142,14 +142,14 @@ impl HookStore {
     }
 
     /// Removes each removed hook's queue with `remover` too.
-    pub fn with_queue_remover(mut self, remover: QueueRemover) -> Self {
+    pub(crate) fn with_queue_remover(mut self, remover: QueueRemover) -> Self {
         self.queues = Some(remover);
         self
     }
 
     /// In a fleet, as instance `instance`: announces every change to the other instances, and
     /// claims callback URLs before creating hooks.
-    pub fn with_announcements(mut self, instance: &str) -> Self {
+    pub(crate) fn with_announcements(mut self, instance: &str) -> Self {
         self.fleet = Fleet::new(instance);
         self
     }
@@ -170,7 +170,7 @@ impl HookStore {
         }
     }
 
-    pub fn registry(&self) -> &Arc<Registry> {
+    pub(crate) fn registry(&self) -> &Arc<Registry> {
         &self.registry
     }
 
@@ -181,7 +181,10 @@ impl HookStore {
     ///
     /// # Errors
     /// When Redis cannot be read or written.
-    pub async fn restore(&self, permanent: &[PermanentHook]) -> Result<Restored, StoreError> {
+    pub(crate) async fn restore(
+        &self,
+        permanent: &[PermanentHook],
+    ) -> Result<Restored, StoreError> {
         let _guard = self.changes.write().await;
         let mut conn = self.conn.clone();
         let (mut hooks, mut refused) = self.read_all(&mut conn).await?;
@@ -304,7 +307,7 @@ impl HookStore {
     ///
     /// # Errors
     /// When Redis cannot be read.
-    pub async fn reload(&self) -> Result<usize, redis::RedisError> {
+    pub(crate) async fn reload(&self) -> Result<usize, redis::RedisError> {
         let _guard = self.changes.write().await;
         let (hooks, _) = self.read_all(&mut self.conn.clone()).await?;
         let n = hooks.len();
@@ -316,7 +319,7 @@ impl HookStore {
     ///
     /// # Errors
     /// When Redis cannot be read.
-    pub async fn refresh(&self, id: HookId) -> Result<(), redis::RedisError> {
+    pub(crate) async fn refresh(&self, id: HookId) -> Result<(), redis::RedisError> {
         let _guard = self.changes.write().await;
         let fields: HashMap<String, String> = self.conn.clone().hgetall(hook_key(id)).await?;
         match parse_hook(&fields) {
@@ -334,7 +337,7 @@ impl HookStore {
     ///
     /// # Errors
     /// When Redis fails; nothing is registered then.
-    pub async fn create(&self, new: NewHook) -> Result<CreateOutcome, StoreError> {
+    pub(crate) async fn create(&self, new: NewHook) -> Result<CreateOutcome, StoreError> {
         // Before any lock: a refresh of the registry (which the wait needs) takes `changes`.
         let mut conn = self.conn.clone();
         let claim = self
@@ -426,7 +429,7 @@ impl HookStore {
     ///
     /// # Errors
     /// When Redis fails; the hook stays registered then.
-    pub async fn destroy(&self, id: HookId) -> Result<bool, StoreError> {
+    pub(crate) async fn destroy(&self, id: HookId) -> Result<bool, StoreError> {
         let _guard = self.changes.write().await;
         match self.registry.load().get(id) {
             Some(h) if !h.permanent => {}
@@ -450,7 +453,7 @@ impl HookStore {
     /// # Errors
     /// When Redis fails; the hook is gone from memory all the same and its record is retried at
     /// the next restore (it comes back then).
-    pub async fn remove_failed(&self, id: HookId) -> Result<(), StoreError> {
+    pub(crate) async fn remove_failed(&self, id: HookId) -> Result<(), StoreError> {
         let _guard = self.changes.write().await;
         let hook = self.registry.remove(id);
         self.delete_hook(&mut self.conn.clone(), id).await?;

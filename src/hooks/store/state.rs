@@ -21,7 +21,7 @@ impl HookStore {
     ///
     /// # Errors
     /// When Redis fails; the hook stays as it was then.
-    pub async fn set_disabled(
+    pub(crate) async fn set_disabled(
         &self,
         id: HookId,
         reason: Option<DisabledReason>,
@@ -72,7 +72,7 @@ impl HookStore {
     ///
     /// # Errors
     /// When Redis fails; the hook keeps its secrets then.
-    pub async fn rotate_secret(
+    pub(crate) async fn rotate_secret(
         &self,
         id: HookId,
         overlap_ms: u64,
@@ -96,7 +96,10 @@ impl HookStore {
     ///
     /// # Errors
     /// When Redis fails.
-    pub async fn ensure_secret(&self, id: HookId) -> Result<Option<HookSecrets>, StoreError> {
+    pub(crate) async fn ensure_secret(
+        &self,
+        id: HookId,
+    ) -> Result<Option<HookSecrets>, StoreError> {
         let _turn = self.state_changes.lock().await;
         let Some(hook) = self.registry.load().get(id).cloned() else {
             return Ok(None);

@@ -16,7 +16,7 @@ use tokio::{
 };
 
 #[derive(Debug, Clone, Copy)]
-pub enum Misbehaviour {
+pub(crate) enum Misbehaviour {
     /// Reads the request and never answers.
     Hang,
     /// Reads the request and resets the connection.
@@ -27,7 +27,7 @@ pub enum Misbehaviour {
     Huge,
 }
 
-pub struct BadReceiver {
+pub(crate) struct BadReceiver {
     pub addr: SocketAddr,
     /// Connections accepted.
     pub connections: Arc<AtomicU64>,
@@ -39,7 +39,7 @@ pub struct BadReceiver {
 }
 
 impl BadReceiver {
-    pub async fn start(mode: Misbehaviour) -> Self {
+    pub(crate) async fn start(mode: Misbehaviour) -> Self {
         let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
         let addr = listener.local_addr().expect("addr");
         let connections = Arc::new(AtomicU64::new(0));
@@ -71,7 +71,7 @@ impl BadReceiver {
         }
     }
 
-    pub fn url(&self) -> String {
+    pub(crate) fn url(&self) -> String {
         format!("http://{}/bad", self.addr)
     }
 }

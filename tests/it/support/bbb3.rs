@@ -5,7 +5,7 @@ use serde_json::Value;
 
 /// The akka-apps messages, in the order a meeting has them (the recording's `post_events_*`
 /// steps come after the meeting, `MeetingEndingEvtMsg` last).
-pub const MESSAGES: &[&str] = &[
+pub(crate) const MESSAGES: &[&str] = &[
     "BreakoutRoomStartedEvtMsg",
     "UserRoleChangedEvtMsg",
     "UserAwayChangedEvtMsg",
@@ -22,10 +22,10 @@ pub const MESSAGES: &[&str] = &[
 ];
 
 /// The recording's steps of the reference 3.7 (`bigbluebutton:from-rap`).
-pub const POST_EVENTS: [&str; 2] = ["post_events_started", "post_events_ended"];
+pub(crate) const POST_EVENTS: [&str; 2] = ["post_events_started", "post_events_ended"];
 
 /// Fixture `name` as it is in the file.
-pub fn message(name: &str) -> Value {
+pub(crate) fn message(name: &str) -> Value {
     let path = format!(
         "{}/tests/fixtures/bbb-3x/{name}.json",
         env!("CARGO_MANIFEST_DIR")
@@ -35,7 +35,7 @@ pub fn message(name: &str) -> Value {
 }
 
 /// The Redis channel BBB publishes `name` on.
-pub fn channel(name: &str) -> &'static str {
+pub(crate) fn channel(name: &str) -> &'static str {
     match name {
         "BreakoutRoomStartedEvtMsg" => "from-akka-apps-pres-redis-channel",
         n if n.starts_with("post_events") => "bigbluebutton:from-rap",

@@ -15,7 +15,7 @@ struct Answers {
     recordings: Vec<(String, String)>,
 }
 
-pub struct FakeBbbApi {
+pub(crate) struct FakeBbbApi {
     /// The API's base (`http://127.0.0.1:PORT/bigbluebutton/api`), for `api_url`.
     pub url: String,
     answers: Arc<Mutex<Answers>>,
@@ -27,7 +27,7 @@ fn failed(key: &str) -> String {
 }
 
 impl FakeBbbApi {
-    pub async fn start(meetings_xml: String) -> Self {
+    pub(crate) async fn start(meetings_xml: String) -> Self {
         let answers = Arc::new(Mutex::new(Answers {
             meetings: meetings_xml,
             recordings: Vec::new(),
@@ -84,13 +84,13 @@ impl FakeBbbApi {
     }
 
     /// What `getMeetings` answers from now on.
-    pub fn set_meetings(&self, xml: String) {
+    pub(crate) fn set_meetings(&self, xml: String) {
         self.answers.lock().unwrap().meetings = xml;
     }
 
     /// The recordings `getRecordings` lists from now on, `(record id, state)`.
     #[allow(dead_code)]
-    pub fn set_recordings(&self, recordings: &[(&str, &str)]) {
+    pub(crate) fn set_recordings(&self, recordings: &[(&str, &str)]) {
         self.answers.lock().unwrap().recordings = recordings
             .iter()
             .map(|(id, s)| (id.to_string(), s.to_string()))
@@ -99,7 +99,7 @@ impl FakeBbbApi {
 
     /// The calls answered so far (`getRecordings?state=published`, ...).
     #[allow(dead_code)]
-    pub fn calls(&self) -> Vec<String> {
+    pub(crate) fn calls(&self) -> Vec<String> {
         self.calls.lock().unwrap().clone()
     }
 }

@@ -14,7 +14,7 @@ use super::{free_port, on_path, relay::http_client};
 /// The key WebDriver names an element by.
 const ELEMENT: &str = "element-6066-11e4-a52e-4f735466cecf";
 
-pub struct Browser {
+pub(crate) struct Browser {
     /// The session's URL at the driver.
     base: String,
     _driver: tokio::process::Child,
@@ -24,7 +24,7 @@ pub struct Browser {
 impl Browser {
     /// Starts chromedriver and a headless Chromium session; `None` when they are not
     /// installed (a failure under `TEST_REQUIRE_CHROMIUM`).
-    pub async fn start() -> Option<Self> {
+    pub(crate) async fn start() -> Option<Self> {
         let (Some(driver), Some(chromium)) = (on_path("chromedriver"), on_path("chromium")) else {
             assert!(
                 std::env::var_os("TEST_REQUIRE_CHROMIUM").is_none(),
@@ -81,7 +81,7 @@ impl Browser {
     /// Sends `Authorization: <value>` with every request from now on, as a browser does once
     /// its user answered the password prompt (headless Chromium has no prompt; this goes
     /// through its DevTools protocol).
-    pub async fn authorize(&self, value: &str) {
+    pub(crate) async fn authorize(&self, value: &str) {
         let cdp = |cmd: &str, params: Value| {
             let url = format!("{}/goog/cdp/execute", self.base);
             let body = json!({ "cmd": cmd, "params": params });
@@ -96,12 +96,12 @@ impl Browser {
     }
 
     /// Opens `url` and waits until it is loaded.
-    pub async fn open(&self, url: &str) {
+    pub(crate) async fn open(&self, url: &str) {
         post(&format!("{}/url", self.base), &json!({ "url": url })).await;
     }
 
     /// Runs `script` in the page and returns its value.
-    pub async fn run(&self, script: &str) -> Value {
+    pub(crate) async fn run(&self, script: &str) -> Value {
         let answer = post(
             &format!("{}/execute/sync", self.base),
             &json!({ "script": script, "args": [] }),
@@ -111,7 +111,7 @@ impl Browser {
     }
 
     /// The text a person sees on the page.
-    pub async fn text(&self) -> String {
+    pub(crate) async fn text(&self) -> String {
         self.run("return document.body.innerText")
             .await
             .as_str()
@@ -120,7 +120,7 @@ impl Browser {
     }
 
     /// The text of the element `css` selects (empty when there is none).
-    pub async fn text_of(&self, css: &str) -> String {
+    pub(crate) async fn text_of(&self, css: &str) -> String {
         let script = format!(
             "const e = document.querySelector({}); return e ? e.innerText : ''",
             Value::from(css)
@@ -134,7 +134,7 @@ impl Browser {
 
     /// Waits until the page shows the element `css` selects (a form's answer may still be on
     /// its way when the click returns), and returns its text.
-    pub async fn wait_for(&self, css: &str) -> String {
+    pub(crate) async fn wait_for(&self, css: &str) -> String {
         let deadline = Instant::now() + Duration::from_secs(20);
         loop {
             let script = format!(
@@ -168,7 +168,7 @@ impl Browser {
     }
 
     /// Types `text` into the field `css` selects, after clearing it.
-    pub async fn fill(&self, css: &str, text: &str) {
+    pub(crate) async fn fill(&self, css: &str, text: &str) {
         let id = self.element(css).await;
         post(&format!("{}/element/{id}/clear", self.base), &json!({})).await;
         post(
@@ -180,13 +180,13 @@ impl Browser {
 
     /// Clicks the element `css` selects (a link or a button: the page that follows is loaded
     /// when this returns).
-    pub async fn click(&self, css: &str) {
+    pub(crate) async fn click(&self, css: &str) {
         let id = self.element(css).await;
         post(&format!("{}/element/{id}/click", self.base), &json!({})).await;
     }
 
     /// The page's address now.
-    pub async fn url(&self) -> String {
+    pub(crate) async fn url(&self) -> String {
         let answer: Value = http_client()
             .get(format!("{}/url", self.base))
             .send()
@@ -202,7 +202,7 @@ impl Browser {
 
 impl Browser {
     /// Ends the session, which closes Chromium (the driver goes when this is dropped).
-    pub async fn quit(self) {
+    pub(crate) async fn quit(self) {
         let _ = http_client().delete(&self.base).send().await;
     }
 }

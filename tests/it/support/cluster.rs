@@ -5,12 +5,12 @@ use std::time::{Duration, Instant};
 
 use super::redis::TestRedis;
 
-pub struct TestCluster {
+pub(crate) struct TestCluster {
     pub nodes: Vec<TestRedis>,
 }
 
 impl TestCluster {
-    pub async fn start() -> Self {
+    pub(crate) async fn start() -> Self {
         let mut nodes = Vec::new();
         for _ in 0..3 {
             nodes.push(TestRedis::start_cluster_node().await);
@@ -22,7 +22,7 @@ impl TestCluster {
     /// with `ca`'s server certificate; [`tls_store_config`](Self::tls_store_config) reaches
     /// them by TLS alone.
     #[allow(dead_code)]
-    pub async fn start_tls(ca: &super::tls::TestCa) -> Self {
+    pub(crate) async fn start_tls(ca: &super::tls::TestCa) -> Self {
         let mut nodes = Vec::new();
         for _ in 0..3 {
             nodes.push(TestRedis::start_tls_cluster_node(ca).await);
@@ -32,7 +32,7 @@ impl TestCluster {
 
     /// The `[store]` section that makes a relay use this cluster by TLS, trusting `ca`.
     #[allow(dead_code)]
-    pub fn tls_store_config(&self, ca: &super::tls::TestCa) -> String {
+    pub(crate) fn tls_store_config(&self, ca: &super::tls::TestCa) -> String {
         let urls: Vec<String> = self
             .nodes
             .iter()
@@ -92,7 +92,7 @@ impl TestCluster {
     }
 
     /// The `[store]` section that makes a relay use this cluster.
-    pub fn store_config(&self) -> String {
+    pub(crate) fn store_config(&self) -> String {
         let urls: Vec<String> = self
             .nodes
             .iter()
@@ -102,7 +102,7 @@ impl TestCluster {
     }
 
     /// A connection that follows the cluster's redirections, for checking what was stored.
-    pub async fn conn(&self) -> redis::cluster_async::ClusterConnection {
+    pub(crate) async fn conn(&self) -> redis::cluster_async::ClusterConnection {
         let urls: Vec<String> = self.nodes.iter().map(TestRedis::url).collect();
         redis::cluster::ClusterClient::new(urls)
             .expect("cluster client")
@@ -112,7 +112,7 @@ impl TestCluster {
     }
 
     /// The number of keys each node holds.
-    pub async fn keys_per_node(&self) -> Vec<usize> {
+    pub(crate) async fn keys_per_node(&self) -> Vec<usize> {
         let mut counts = Vec::new();
         for node in &self.nodes {
             let mut c = node.conn().await.expect("node up");
@@ -126,7 +126,7 @@ impl TestCluster {
     }
 
     /// The node holding `key` (asked of each node directly: the others answer `MOVED`).
-    pub async fn node_of(&self, key: &str) -> Option<usize> {
+    pub(crate) async fn node_of(&self, key: &str) -> Option<usize> {
         for (i, node) in self.nodes.iter().enumerate() {
             let mut c = node.conn().await?;
             let exists: redis::RedisResult<bool> =
@@ -139,7 +139,7 @@ impl TestCluster {
     }
 
     /// The length of stream `key` on node `node`.
-    pub async fn xlen_on(&self, node: usize, key: &str) -> usize {
+    pub(crate) async fn xlen_on(&self, node: usize, key: &str) -> usize {
         let mut c = self.nodes[node].conn().await.expect("node up");
         redis::cmd("XLEN")
             .arg(key)
@@ -150,7 +150,7 @@ impl TestCluster {
 
     /// Makes node `node` hold every client's writes back (`CLIENT PAUSE ... WRITE`), or go on;
     /// a client that goes away meanwhile has its held writes dropped.
-    pub async fn pause_writes(&self, node: usize, pause: bool) {
+    pub(crate) async fn pause_writes(&self, node: usize, pause: bool) {
         let mut c = self.nodes[node].conn().await.expect("node up");
         let mut cmd = redis::cmd("CLIENT");
         if pause {

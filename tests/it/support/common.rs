@@ -3,13 +3,13 @@
 use std::time::Duration;
 
 /// The shared secret of every test relay.
-pub const SECRET: &str = "test-secret-Zq9";
+pub(crate) const SECRET: &str = "test-secret-Zq9";
 
 /// Longest any test waits for something that should happen.
-pub const PATIENCE: Duration = Duration::from_secs(20);
+pub(crate) const PATIENCE: Duration = Duration::from_secs(20);
 
 /// The program `name` on the PATH, if any.
-pub fn on_path(name: &str) -> Option<std::path::PathBuf> {
+pub(crate) fn on_path(name: &str) -> Option<std::path::PathBuf> {
     std::env::var_os("PATH")
         .into_iter()
         .flat_map(|p| std::env::split_paths(&p).collect::<Vec<_>>())
@@ -18,7 +18,7 @@ pub fn on_path(name: &str) -> Option<std::path::PathBuf> {
 }
 
 /// A loopback port that was free a moment ago (another process may still take it).
-pub fn free_port() -> u16 {
+pub(crate) fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())
         .map(|a| a.port())
@@ -26,7 +26,7 @@ pub fn free_port() -> u16 {
 }
 
 /// A line of the BBB fixtures (1-based), and the processed event the reference made from it.
-pub fn fixture(line: usize) -> (String, String) {
+pub(crate) fn fixture(line: usize) -> (String, String) {
     let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/bbb-webhooks/");
     let read = |f: &str| {
         std::fs::read_to_string(format!("{dir}{f}"))
@@ -40,7 +40,7 @@ pub fn fixture(line: usize) -> (String, String) {
 }
 
 /// Sets `data.event.ts` of a processed event to 0, for comparisons.
-pub fn without_ts(json: &str) -> String {
+pub(crate) fn without_ts(json: &str) -> String {
     let mut v: serde_json::Value = serde_json::from_str(json).expect("event JSON");
     v["data"]["event"]["ts"] = 0.into();
     v.to_string()
@@ -48,7 +48,7 @@ pub fn without_ts(json: &str) -> String {
 
 /// Where a `scripts/ensure-*.sh` installs tools: `$env` when set, else `hookrelay/name` in
 /// `$XDG_CACHE_HOME` or `~/.cache`.
-pub fn tool_dir(env: &str, name: &str) -> std::path::PathBuf {
+pub(crate) fn tool_dir(env: &str, name: &str) -> std::path::PathBuf {
     if let Ok(v) = std::env::var(env) {
         return v.into();
     }
@@ -61,7 +61,7 @@ pub fn tool_dir(env: &str, name: &str) -> std::path::PathBuf {
 }
 
 /// A `UserJoinedMeetingEvtMsg` of meeting `mid` for user `uid`.
-pub fn user_joined(mid: &str, uid: &str, name: &str) -> String {
+pub(crate) fn user_joined(mid: &str, uid: &str, name: &str) -> String {
     serde_json::json!({
         "envelope": {"name": "UserJoinedMeetingEvtMsg", "routing": {"msgType": "BROADCAST_TO_MEETING", "meetingId": mid, "userId": uid}, "timestamp": 1},
         "core": {"header": {"name": "UserJoinedMeetingEvtMsg", "meetingId": mid, "userId": uid},
@@ -71,7 +71,7 @@ pub fn user_joined(mid: &str, uid: &str, name: &str) -> String {
 }
 
 /// A `MeetingCreatedEvtMsg` for internal id `mid`, external id `ext`.
-pub fn meeting_created(mid: &str, ext: &str) -> String {
+pub(crate) fn meeting_created(mid: &str, ext: &str) -> String {
     let (raw, _) = fixture(1);
     raw.replace(
         "8043c8452ae9830aac14c517adff3839dbd9228f-1698771157700",
@@ -81,7 +81,7 @@ pub fn meeting_created(mid: &str, ext: &str) -> String {
 }
 
 /// A `MeetingDestroyedEvtMsg` for internal id `mid`.
-pub fn meeting_ended(mid: &str) -> String {
+pub(crate) fn meeting_ended(mid: &str) -> String {
     serde_json::json!({
         "envelope": {"name": "MeetingDestroyedEvtMsg", "routing": {"sender": "bbb-apps-akka"}, "timestamp": 1},
         "core": {"header": {"name": "MeetingDestroyedEvtMsg"}, "body": {"meetingId": mid}}
@@ -90,7 +90,7 @@ pub fn meeting_ended(mid: &str) -> String {
 }
 
 /// `data.attributes.user.name` of a processed event (the tests number users by name).
-pub fn user_name(event: &str) -> String {
+pub(crate) fn user_name(event: &str) -> String {
     let v: serde_json::Value = serde_json::from_str(event).expect("event JSON");
     v["data"]["attributes"]["user"]["name"]
         .as_str()
@@ -99,7 +99,7 @@ pub fn user_name(event: &str) -> String {
 }
 
 /// The value of one series in a metrics text (`name{labels}` exactly as exposed); 0 when absent.
-pub fn metric_value(metrics: &str, series: &str) -> f64 {
+pub(crate) fn metric_value(metrics: &str, series: &str) -> f64 {
     metrics
         .lines()
         .find_map(|l| l.strip_prefix(series)?.strip_prefix(' '))
@@ -108,7 +108,11 @@ pub fn metric_value(metrics: &str, series: &str) -> f64 {
 }
 
 /// A `MeetingCreatedEvtMsg` like [`meeting_created`] whose meeting carries `metadata`.
-pub fn meeting_created_with_metadata(mid: &str, ext: &str, metadata: &serde_json::Value) -> String {
+pub(crate) fn meeting_created_with_metadata(
+    mid: &str,
+    ext: &str,
+    metadata: &serde_json::Value,
+) -> String {
     meeting_created(mid, ext).replace(
         r#""metadataProp":{"metadata":{}}"#,
         &format!(r#""metadataProp":{{"metadata":{metadata}}}"#),
@@ -117,7 +121,7 @@ pub fn meeting_created_with_metadata(mid: &str, ext: &str, metadata: &serde_json
 
 /// Checks a hook's deliveries: every expected name once in order, apart from re-sent callbacks;
 /// returns how many were duplicates.
-pub fn check_no_loss(names: &[String], expected: usize) -> usize {
+pub(crate) fn check_no_loss(names: &[String], expected: usize) -> usize {
     let mut seen = std::collections::HashSet::new();
     let firsts: Vec<&String> = names.iter().filter(|n| seen.insert(n.as_str())).collect();
     let want: Vec<String> = (0..expected).map(|i| format!("n{i}")).collect();
@@ -135,7 +139,7 @@ pub fn check_no_loss(names: &[String], expected: usize) -> usize {
 }
 
 /// A bus message of akka-apps' shape (`envelope` and `core`) named `name`.
-pub fn akka(name: &str, mid: &str, uid: &str, body: serde_json::Value) -> String {
+pub(crate) fn akka(name: &str, mid: &str, uid: &str, body: serde_json::Value) -> String {
     serde_json::json!({
         "envelope": {"name": name, "routing": {"meetingId": mid, "userId": uid}},
         "core": {"header": {"name": name, "meetingId": mid, "userId": uid}, "body": body}
@@ -144,7 +148,7 @@ pub fn akka(name: &str, mid: &str, uid: &str, body: serde_json::Value) -> String
 }
 
 /// A recording pipeline's bus message (`header.name` the step) for `record`.
-pub fn rap(step: &str, record: &str) -> String {
+pub(crate) fn rap(step: &str, record: &str) -> String {
     serde_json::json!({"header": {"name": step}, "payload": {"meeting_id": record, "record_id": record}})
         .to_string()
 }

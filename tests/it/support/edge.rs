@@ -11,7 +11,7 @@ thread_local! {
 }
 
 /// An edge process and its log.
-pub struct TestEdge {
+pub(crate) struct TestEdge {
     child: tokio::process::Child,
     pub metrics: u16,
     config: std::path::PathBuf,
@@ -22,7 +22,12 @@ pub struct TestEdge {
 impl TestEdge {
     /// An edge of `bbb` named `server`, writing to `store_url`, with `more` in `[edge]`;
     /// waits until it is subscribed to `bbb`'s bus.
-    pub async fn start(bbb: &TestRedis, server: &str, store_url: &str, more: &str) -> TestEdge {
+    pub(crate) async fn start(
+        bbb: &TestRedis,
+        server: &str,
+        store_url: &str,
+        more: &str,
+    ) -> TestEdge {
         let dir = tempfile::tempdir().expect("dir");
         let metrics = free_port();
         let config = dir.path().join("edge.toml");
@@ -41,7 +46,7 @@ impl TestEdge {
     }
 
     /// Waits until the edge is subscribed to `bbb`'s bus.
-    pub async fn wait_subscribed(&self, bbb: &TestRedis) {
+    pub(crate) async fn wait_subscribed(&self, bbb: &TestRedis) {
         wait::until("the edge subscribed", async || {
             if bbb.has_subscriber().await {
                 Ok(())
@@ -73,11 +78,11 @@ impl TestEdge {
         }
     }
 
-    pub fn log_text(&self) -> String {
+    pub(crate) fn log_text(&self) -> String {
         std::fs::read_to_string(&self.log).unwrap_or_default()
     }
 
-    pub async fn metric(&self, series: &str) -> f64 {
+    pub(crate) async fn metric(&self, series: &str) -> f64 {
         let text = crate::support::relay::http_client()
             .get(format!("http://127.0.0.1:{}/metrics", self.metrics))
             .send()
@@ -89,7 +94,7 @@ impl TestEdge {
         metric_value(&text, series)
     }
 
-    pub async fn metric_reaches(&self, series: &str, value: f64) {
+    pub(crate) async fn metric_reaches(&self, series: &str, value: f64) {
         wait::until(&format!("{series} reaches {value}"), async || {
             let v = self.metric(series).await;
             if v >= value { Ok(()) } else { Err(v) }
@@ -98,7 +103,7 @@ impl TestEdge {
     }
 
     /// kill -9, then the same edge started again at once.
-    pub async fn kill9_and_restart(mut self, bbb: &TestRedis) -> TestEdge {
+    pub(crate) async fn kill9_and_restart(mut self, bbb: &TestRedis) -> TestEdge {
         self.child.start_kill().expect("kill");
         let _ = self.child.wait().await;
         let TestEdge {
@@ -112,7 +117,7 @@ impl TestEdge {
         edge
     }
 
-    pub async fn terminate(mut self) -> String {
+    pub(crate) async fn terminate(mut self) -> String {
         if let Some(pid) = self.child.id() {
             let _ = std::process::Command::new("kill")
                 .args(["-TERM", &pid.to_string()])

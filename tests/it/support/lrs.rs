@@ -18,15 +18,15 @@ use tokio::process::{Child, Command};
 
 use super::{PATIENCE, free_port};
 
-pub const USER: &str = "hookrelay";
-pub const PASSWORD: &str = "lrs-pass-7Yq";
+pub(crate) const USER: &str = "hookrelay";
+pub(crate) const PASSWORD: &str = "lrs-pass-7Yq";
 
 /// The virtual environment `scripts/ensure-ralph.sh` installs Ralph in.
 fn venv() -> PathBuf {
     super::tool_dir("HOOKRELAY_RALPH_VENV", "ralph-venv")
 }
 
-pub struct Ralph {
+pub(crate) struct Ralph {
     pub port: u16,
     dir: tempfile::TempDir,
     child: Option<Child>,
@@ -35,7 +35,7 @@ pub struct Ralph {
 impl Ralph {
     /// Starts Ralph with one user ([`USER`], [`PASSWORD`]); `None` when it is not installed
     /// and `TEST_REQUIRE_RALPH` is not set (`scripts/test.sh` installs it and sets it).
-    pub async fn start() -> Option<Self> {
+    pub(crate) async fn start() -> Option<Self> {
         let python = venv().join("bin/python");
         if !python.exists() {
             assert!(
@@ -77,7 +77,7 @@ impl Ralph {
     }
 
     /// Starts it (again, on the same port and data).
-    pub async fn start_again(&mut self) {
+    pub(crate) async fn start_again(&mut self) {
         let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/it/support/ralph_lrs.py");
         let child = Command::new(venv().join("bin/python"))
             .arg(script)
@@ -113,18 +113,18 @@ impl Ralph {
     }
 
     /// Stops it: connections are refused until [`start_again`](Self::start_again).
-    pub async fn stop(&mut self) {
+    pub(crate) async fn stop(&mut self) {
         if let Some(mut c) = self.child.take() {
             let _ = c.kill().await;
         }
     }
 
-    pub fn url(&self) -> String {
+    pub(crate) fn url(&self) -> String {
         format!("http://127.0.0.1:{}", self.port)
     }
 
     /// Every statement it holds, as its `GET /xAPI/statements` gives them (in stored order).
-    pub async fn statements(&self) -> Vec<Value> {
+    pub(crate) async fn statements(&self) -> Vec<Value> {
         let resp = super::relay::http_client()
             .get(format!("{}/xAPI/statements?limit=100000", self.url()))
             .basic_auth(USER, Some(PASSWORD))
@@ -138,7 +138,7 @@ impl Ralph {
     }
 
     /// Waits until it holds `n` statements (or [`PATIENCE`] passed), and returns them.
-    pub async fn wait_for(&self, n: usize) -> Vec<Value> {
+    pub(crate) async fn wait_for(&self, n: usize) -> Vec<Value> {
         let deadline = tokio::time::Instant::now() + PATIENCE * 2;
         loop {
             let all = self.statements().await;
@@ -152,7 +152,7 @@ impl Ralph {
 }
 
 /// A proxy in front of an LRS: forwards, answers 500, or refuses connections.
-pub struct Gate {
+pub(crate) struct Gate {
     pub addr: SocketAddr,
     failing: Arc<AtomicBool>,
     target: String,
@@ -200,7 +200,7 @@ async fn forward(
 
 impl Gate {
     /// A gate in front of `target` (`http://host:port`), open.
-    pub async fn start(target: &str) -> Self {
+    pub(crate) async fn start(target: &str) -> Self {
         let mut g = Self {
             addr: format!("127.0.0.1:{}", free_port()).parse().expect("addr"),
             failing: Arc::new(AtomicBool::new(false)),
@@ -211,17 +211,17 @@ impl Gate {
         g
     }
 
-    pub fn url(&self) -> String {
+    pub(crate) fn url(&self) -> String {
         format!("http://{}", self.addr)
     }
 
     /// Every request gets 500 (`true`) or is forwarded (`false`).
-    pub fn fail(&self, on: bool) {
+    pub(crate) fn fail(&self, on: bool) {
         self.failing.store(on, Ordering::SeqCst);
     }
 
     /// Stops listening: connections are refused.
-    pub async fn close(&mut self) {
+    pub(crate) async fn close(&mut self) {
         if let Some(s) = self.server.take() {
             s.abort();
             let _ = s.await;
@@ -229,7 +229,7 @@ impl Gate {
     }
 
     /// Listens again, on the same address.
-    pub async fn open(&mut self) {
+    pub(crate) async fn open(&mut self) {
         let listener = tokio::net::TcpListener::bind(self.addr)
             .await
             .expect("bind the gate");

@@ -1,31 +1,31 @@
 //! Test support: a real `redis-server` per test ([`TestRedis`]), a scriptable HTTP receiver
 //! ([`TestReceiver`]) and the relay run through the same `run` as the binary ([`TestRelay`]).
 
-pub mod bad_receiver;
-pub mod bbb3;
-pub mod bbb_api;
-pub mod browser;
-pub mod cluster;
+pub(crate) mod bad_receiver;
+pub(crate) mod bbb3;
+pub(crate) mod bbb_api;
+pub(crate) mod browser;
+pub(crate) mod cluster;
 mod common;
-pub mod edge;
-pub mod lrs;
-pub mod netns;
-pub mod plugins;
-pub mod podman;
-pub mod process;
-pub mod prometheus;
-pub mod receiver;
-pub mod redis;
-pub mod relay;
-pub mod scalelite;
-pub mod schema;
-pub mod sentinel;
-pub mod tls;
-pub mod wait;
+pub(crate) mod edge;
+pub(crate) mod lrs;
+pub(crate) mod netns;
+pub(crate) mod plugins;
+pub(crate) mod podman;
+pub(crate) mod process;
+pub(crate) mod prometheus;
+pub(crate) mod receiver;
+pub(crate) mod redis;
+pub(crate) mod relay;
+pub(crate) mod scalelite;
+pub(crate) mod schema;
+pub(crate) mod sentinel;
+pub(crate) mod tls;
+pub(crate) mod wait;
 
-pub use common::*;
-pub use plugins::{PluginDir, plugin_wasm};
-pub use process::RelayProcess;
-pub use receiver::{Reply, TestReceiver};
-pub use redis::TestRedis;
-pub use relay::TestRelay;
+pub(crate) use common::*;
+pub(crate) use plugins::{PluginDir, plugin_wasm};
+pub(crate) use process::RelayProcess;
+pub(crate) use receiver::{Reply, TestReceiver};
+pub(crate) use redis::TestRedis;
+pub(crate) use relay::TestRelay;

@@ -10,9 +10,9 @@
 use std::process::Command;
 
 /// Where the pairs' addresses come from; test relays' SSRF guard lets callbacks through to it.
-pub const RANGE: &str = "10.201.0.0/16";
+pub(crate) const RANGE: &str = "10.201.0.0/16";
 
-pub struct NetCut {
+pub(crate) struct NetCut {
     pub name: String,
     host_link: String,
     /// The host's end of the pair.
@@ -52,7 +52,7 @@ fn remove_leftovers() {
 }
 
 impl NetCut {
-    pub fn create() -> Option<Self> {
+    pub(crate) fn create() -> Option<Self> {
         if std::env::var_os("HOOKRELAY_TEST_NO_NETNS").is_some() {
             return None;
         }
@@ -101,7 +101,7 @@ impl NetCut {
     }
 
     /// Cuts the namespace off (`true`) or joins it again (`false`).
-    pub fn cut(&self, off: bool) {
+    pub(crate) fn cut(&self, off: bool) {
         let state = if off { "down" } else { "up" };
         assert!(
             ip(&["link", "set", &self.host_link, state]),

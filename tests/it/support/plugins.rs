@@ -13,7 +13,7 @@ fn built_dir() -> PathBuf {
 }
 
 /// The component built from the crate `crate_name` (e.g. `event_filter`, `testing_loop`).
-pub fn plugin_wasm(crate_name: &str) -> PathBuf {
+pub(crate) fn plugin_wasm(crate_name: &str) -> PathBuf {
     static BUILT: OnceLock<()> = OnceLock::new();
     BUILT.get_or_init(|| {
         // scripts/test.sh built them once for the whole run (each test is a process of its own).
@@ -32,24 +32,24 @@ pub fn plugin_wasm(crate_name: &str) -> PathBuf {
 }
 
 /// A plugin folder of the test's own.
-pub struct PluginDir {
+pub(crate) struct PluginDir {
     dir: tempfile::TempDir,
 }
 
 impl PluginDir {
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Self {
             dir: tempfile::tempdir().expect("temp dir"),
         }
     }
 
-    pub fn path(&self) -> &Path {
+    pub(crate) fn path(&self) -> &Path {
         self.dir.path()
     }
 
     /// Installs `NAME.wasm` from the crate `crate_name`, and `NAME.toml` when `settings` is
     /// given, the way an operator should: written aside, then renamed into place.
-    pub fn add(&self, name: &str, crate_name: &str, settings: Option<&str>) {
+    pub(crate) fn add(&self, name: &str, crate_name: &str, settings: Option<&str>) {
         if let Some(text) = settings {
             self.write(&format!("{name}.toml"), text.as_bytes());
         }
@@ -58,13 +58,13 @@ impl PluginDir {
     }
 
     /// Writes `file` atomically.
-    pub fn write(&self, file: &str, bytes: &[u8]) {
+    pub(crate) fn write(&self, file: &str, bytes: &[u8]) {
         let tmp = self.dir.path().join(format!(".{file}.tmp"));
         std::fs::write(&tmp, bytes).expect("write");
         std::fs::rename(&tmp, self.dir.path().join(file)).expect("rename");
     }
 
-    pub fn remove(&self, file: &str) {
+    pub(crate) fn remove(&self, file: &str) {
         std::fs::remove_file(self.dir.path().join(file)).expect("remove");
     }
 }

@@ -11,31 +11,31 @@ use std::{
 
 /// The amd64 image the tests run (scripts/test.sh: `scripts/image.sh --profile dev --tag
 /// hookrelay-test`).
-pub const IMAGE: &str = "localhost/hookrelay-test:latest";
+pub(crate) const IMAGE: &str = "localhost/hookrelay-test:latest";
 /// The arm64 image (`--arch arm64`).
-pub const IMAGE_ARM64: &str = "localhost/hookrelay-test:latest-arm64";
+pub(crate) const IMAGE_ARM64: &str = "localhost/hookrelay-test:latest-arm64";
 
 /// The repository's root.
-pub fn repo() -> PathBuf {
+pub(crate) fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
 /// `podman` with the project's settings.
-pub fn podman() -> Command {
+pub(crate) fn podman() -> Command {
     let mut c = Command::new("podman");
     c.env("CONTAINERS_CONF", repo().join("scripts/podman.conf"));
     c
 }
 
 /// Runs `command`; its output.
-pub fn output(command: &mut Command) -> Output {
+pub(crate) fn output(command: &mut Command) -> Output {
     command
         .output()
         .unwrap_or_else(|e| panic!("{command:?}: {e}"))
 }
 
 /// Runs podman with `args`, which must succeed; its standard output.
-pub fn podman_ok(args: &[&str]) -> String {
+pub(crate) fn podman_ok(args: &[&str]) -> String {
     let out = output(podman().args(args));
     assert!(
         out.status.success(),
@@ -47,7 +47,7 @@ pub fn podman_ok(args: &[&str]) -> String {
 
 /// Whether `image` was built; when it was not, a test skips (says so) unless
 /// `TEST_REQUIRE_PODMAN` is set (scripts/test.sh sets it), where it fails.
-pub fn image_built(image: &str) -> bool {
+pub(crate) fn image_built(image: &str) -> bool {
     let there = podman()
         .args(["image", "exists", image])
         .status()
@@ -65,7 +65,7 @@ pub fn image_built(image: &str) -> bool {
 }
 
 /// A name no other test's container or project has.
-pub fn unique(prefix: &str) -> String {
+pub(crate) fn unique(prefix: &str) -> String {
     static NEXT: AtomicU32 = AtomicU32::new(0);
     format!(
         "{prefix}-{}-{}",
@@ -75,13 +75,13 @@ pub fn unique(prefix: &str) -> String {
 }
 
 /// A container started in the background, removed when dropped.
-pub struct Container {
+pub(crate) struct Container {
     pub name: String,
 }
 
 impl Container {
     /// `podman run -d --network host <options> IMAGE <args>`.
-    pub fn start(options: &[&str], image: &str, args: &[&str]) -> Container {
+    pub(crate) fn start(options: &[&str], image: &str, args: &[&str]) -> Container {
         let name = unique("hookrelay-it");
         let mut all = vec!["run", "-d", "--name", &name, "--network", "host"];
         all.extend_from_slice(options);
@@ -92,13 +92,13 @@ impl Container {
     }
 
     /// What the container wrote on stdout and stderr so far.
-    pub fn logs(&self) -> String {
+    pub(crate) fn logs(&self) -> String {
         let out = output(podman().args(["logs", &self.name]));
         String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr)
     }
 
     /// A field of `podman inspect` (a Go template, e.g. `{{.State.ExitCode}}`).
-    pub fn inspect(&self, format: &str) -> String {
+    pub(crate) fn inspect(&self, format: &str) -> String {
         podman_ok(&["inspect", "--format", format, &self.name])
             .trim()
             .to_string()
@@ -113,7 +113,7 @@ impl Drop for Container {
 
 /// A compose project (podman-compose) started from `files` in `dir`, taken down with its
 /// volumes when dropped.
-pub struct Compose {
+pub(crate) struct Compose {
     pub project: String,
     dir: PathBuf,
     files: Vec<PathBuf>,
@@ -122,7 +122,7 @@ pub struct Compose {
 
 impl Compose {
     /// `podman-compose -p <unique> -f FILE... up -d`, in `dir`, with `env`.
-    pub fn up(dir: &Path, files: &[PathBuf], env: &[(&str, String)]) -> Compose {
+    pub(crate) fn up(dir: &Path, files: &[PathBuf], env: &[(&str, String)]) -> Compose {
         let compose = Compose {
             project: unique("hookrelay-it"),
             dir: dir.to_path_buf(),
@@ -159,12 +159,12 @@ impl Compose {
     }
 
     /// The container of `service` (podman-compose names it `<project>_<service>_1`).
-    pub fn container(&self, service: &str) -> String {
+    pub(crate) fn container(&self, service: &str) -> String {
         format!("{}_{service}_1", self.project)
     }
 
     /// What `service`'s container logged.
-    pub fn logs(&self, service: &str) -> String {
+    pub(crate) fn logs(&self, service: &str) -> String {
         let out = output(podman().args(["logs", &self.container(service)]));
         String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr)
     }
@@ -177,7 +177,7 @@ impl Drop for Compose {
 }
 
 /// The files of `image` (exported from a container made of it, never started) under `dir`.
-pub fn export_image(image: &str, dir: &Path) {
+pub(crate) fn export_image(image: &str, dir: &Path) {
     let name = unique("hookrelay-export");
     podman_ok(&["create", "--name", &name, image]);
     let tar = dir.join("image.tar");

@@ -10,7 +10,7 @@ use super::{SECRET, TestRedis, free_port, relay::http_client};
 /// The metrics token of a relay in a network namespace (beyond loopback, metrics need one).
 const METRICS_TOKEN: &str = "netns-metrics-token";
 
-pub struct RelayProcess {
+pub(crate) struct RelayProcess {
     pub api: SocketAddr,
     pub metrics: SocketAddr,
     /// The admin API's address.
@@ -24,7 +24,7 @@ pub struct RelayProcess {
 
 /// The `hookrelay` binary of the same build as this test (`target/<profile>/hookrelay`; cargo
 /// builds it for the integration tests).
-pub fn binary() -> PathBuf {
+pub(crate) fn binary() -> PathBuf {
     let exe = std::env::current_exe().expect("test executable");
     exe.parent()
         .and_then(|deps| deps.parent())
@@ -35,7 +35,7 @@ pub fn binary() -> PathBuf {
 /// The example program `name` (`examples/<name>/`), built by cargo once per test process into
 /// the same target folder and profile as this test: `cargo test` builds examples only as
 /// checks, without leaving their programs where they can be run.
-pub fn example(name: &str) -> PathBuf {
+pub(crate) fn example(name: &str) -> PathBuf {
     static BUILT: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
     let dir = binary().parent().expect("target directory").to_path_buf();
     let program = dir.join("examples").join(name);
@@ -65,7 +65,7 @@ pub fn example(name: &str) -> PathBuf {
 impl RelayProcess {
     /// Waits until the relay's log contains `text` (`what` names the wait).
     #[allow(dead_code)]
-    pub async fn wait_log(&self, what: &str, text: &str) {
+    pub(crate) async fn wait_log(&self, what: &str, text: &str) {
         super::wait::until(what, async || {
             let log = std::fs::read_to_string(&self.log).unwrap_or_default();
             match log.contains(text) {
@@ -78,14 +78,14 @@ impl RelayProcess {
 
     /// Starts the binary against `redis` with `extra` TOML appended to a minimal configuration
     /// (fast retries, 127.0.0.1 allowed as a callback address), and waits until it is subscribed.
-    pub async fn start(redis: &TestRedis, extra: &str) -> Self {
+    pub(crate) async fn start(redis: &TestRedis, extra: &str) -> Self {
         Self::start_logging(redis, extra, "info").await
     }
 
     /// As [`start`](Self::start), logging at `level` (a `RUST_LOG` value). Ports found free can
     /// be taken by another test before the relay binds them: then it exits, and it is started
     /// again on other ports.
-    pub async fn start_logging(redis: &TestRedis, extra: &str, level: &str) -> Self {
+    pub(crate) async fn start_logging(redis: &TestRedis, extra: &str, level: &str) -> Self {
         Self::start_env(redis, extra, level, &[]).await
     }
 
@@ -93,7 +93,7 @@ impl RelayProcess {
     /// `HOOKRELAY_CONFIG` among them, the configuration file is named by that variable (its
     /// value is replaced by the file's path) instead of `--config`; with `HOOKRELAY_BBB__SECRET`,
     /// the file holds no secret.
-    pub async fn start_env(
+    pub(crate) async fn start_env(
         redis: &TestRedis,
         extra: &str,
         level: &str,
@@ -105,21 +105,25 @@ impl RelayProcess {
     /// As [`start`](Self::start) for a pool's relay, which subscribes to no bus of its own
     /// (`[pool] local_bus = false`): waits until its API answers.
     #[allow(dead_code)]
-    pub async fn start_pool(redis: &TestRedis, extra: &str) -> Self {
+    pub(crate) async fn start_pool(redis: &TestRedis, extra: &str) -> Self {
         let extra = format!("{extra}\n[pool]\nlocal_bus = false\n");
         Self::start_in(redis, &extra, "info", &[], None, &[]).await
     }
 
     /// As [`start`](Self::start), with more arguments for `serve` (`--reference-config F`).
     #[allow(dead_code)]
-    pub async fn start_args(redis: &TestRedis, extra: &str, args: &[&str]) -> Self {
+    pub(crate) async fn start_args(redis: &TestRedis, extra: &str, args: &[&str]) -> Self {
         Self::start_in(redis, extra, "info", &[], None, args).await
     }
 
     /// As [`start`](Self::start), in network namespace `ns` (`ip netns exec`), its API and
     /// metrics on the namespace's address.
     #[allow(dead_code)]
-    pub async fn start_in_netns(redis: &TestRedis, extra: &str, ns: &super::netns::NetCut) -> Self {
+    pub(crate) async fn start_in_netns(
+        redis: &TestRedis,
+        extra: &str,
+        ns: &super::netns::NetCut,
+    ) -> Self {
         Self::start_in(redis, extra, "info", &[], Some(ns), &[]).await
     }
 
@@ -254,7 +258,7 @@ impl RelayProcess {
     }
 
     /// The metrics text of the relay at `metrics`.
-    pub async fn metrics(&self) -> String {
+    pub(crate) async fn metrics(&self) -> String {
         let url = format!("http://{}/metrics", self.metrics);
         http_client()
             .get(url)
@@ -270,13 +274,13 @@ impl RelayProcess {
     /// Calls `hooks/<call>` of its API with `query`, signed with SHA-1 and the test secret;
     /// returns the body.
     #[allow(dead_code)]
-    pub async fn call(&self, call: &str, query: &str) -> String {
+    pub(crate) async fn call(&self, call: &str, query: &str) -> String {
         let alg = hookrelay::base::digest::Algorithm::Sha1;
         super::relay::signed_call(&http_client(), self.api, call, query, alg, SECRET).await
     }
 
     /// Sends `signal` (`STOP`, `CONT`, ...) to the process.
-    pub fn signal(&self, signal: &str) {
+    pub(crate) fn signal(&self, signal: &str) {
         let pid = self.child.id().expect("running").to_string();
         let sent = std::process::Command::new("kill")
             .args([&format!("-{signal}"), &pid])
@@ -286,7 +290,7 @@ impl RelayProcess {
     }
 
     /// Waits up to `limit` for the process to exit by itself; its exit status.
-    pub async fn exited_within(&mut self, limit: Duration) -> std::process::ExitStatus {
+    pub(crate) async fn exited_within(&mut self, limit: Duration) -> std::process::ExitStatus {
         tokio::time::timeout(limit, self.child.wait())
             .await
             .expect("exits in time")
@@ -295,17 +299,17 @@ impl RelayProcess {
 
     /// Whether the process has exited by itself.
     #[allow(dead_code)]
-    pub fn has_exited(&mut self) -> bool {
+    pub(crate) fn has_exited(&mut self) -> bool {
         matches!(self.child.try_wait(), Ok(Some(_)))
     }
 
     /// SIGKILL: no chance to clean up.
-    pub async fn kill9(mut self) {
+    pub(crate) async fn kill9(mut self) {
         let _ = self.child.kill().await;
     }
 
     /// SIGTERM, then waits for a clean exit; returns its log.
-    pub async fn terminate(mut self) -> String {
+    pub(crate) async fn terminate(mut self) -> String {
         let pid = self.child.id().expect("running").to_string();
         std::process::Command::new("kill")
             .args(["-TERM", &pid])
@@ -329,7 +333,7 @@ impl RelayProcess {
 /// Runs the binary's command `args` (no `HOOKRELAY_CONFIG` from the environment): its exit
 /// code, standard output and standard error.
 #[allow(dead_code)]
-pub fn cli(args: &[&str]) -> (i32, String, String) {
+pub(crate) fn cli(args: &[&str]) -> (i32, String, String) {
     let out = std::process::Command::new(binary())
         .args(args)
         .env_remove("HOOKRELAY_CONFIG")
@@ -348,7 +352,7 @@ pub fn cli(args: &[&str]) -> (i32, String, String) {
 /// Polls `hookrelay hooks show ID --json` (configuration `cfg`) until `done` holds for it;
 /// returns it.
 #[allow(dead_code)]
-pub async fn show_until(
+pub(crate) async fn show_until(
     cfg: &str,
     id: u64,
     done: impl Fn(&serde_json::Value) -> bool,

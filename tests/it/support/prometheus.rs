@@ -12,7 +12,7 @@ use serde_json::Value;
 use super::{free_port, on_path, relay::http_client};
 
 /// Debian's Prometheus (`/usr/bin/prometheus`), if installed.
-pub fn prometheus() -> Option<PathBuf> {
+pub(crate) fn prometheus() -> Option<PathBuf> {
     let found = on_path("prometheus");
     if found.is_none() && std::env::var_os("TEST_REQUIRE_PROMETHEUS").is_some() {
         panic!("Debian's prometheus package is needed here (scripts/test.sh installs it)");
@@ -28,14 +28,14 @@ fn encoded(name: &str, value: &str) -> String {
 }
 
 /// A Prometheus on a free port scraping `target` every second as job `bbb`.
-pub struct TestPrometheus {
+pub(crate) struct TestPrometheus {
     url: String,
     _dir: tempfile::TempDir,
     _child: tokio::process::Child,
 }
 
 impl TestPrometheus {
-    pub async fn start(binary: &PathBuf, target: std::net::SocketAddr) -> Self {
+    pub(crate) async fn start(binary: &PathBuf, target: std::net::SocketAddr) -> Self {
         let dir = tempfile::tempdir().expect("temp dir");
         let config = dir.path().join("prometheus.yml");
         std::fs::write(
@@ -80,7 +80,7 @@ impl TestPrometheus {
     }
 
     /// The result vector of `query` now.
-    pub async fn query(&self, query: &str) -> Vec<Value> {
+    pub(crate) async fn query(&self, query: &str) -> Vec<Value> {
         let answer: Value = http_client()
             .get(format!(
                 "{}/api/v1/query?{}",
@@ -101,7 +101,7 @@ impl TestPrometheus {
             .unwrap_or_default()
     }
 
-    pub async fn label_values(&self, series: &str, label: &str) -> Vec<String> {
+    pub(crate) async fn label_values(&self, series: &str, label: &str) -> Vec<String> {
         let answer: Value = http_client()
             .get(format!(
                 "{}/api/v1/label/{label}/values?{}",

@@ -21,7 +21,7 @@ use super::{PATIENCE, SECRET};
 
 /// How the receiver answers one request.
 #[derive(Debug, Clone)]
-pub enum Reply {
+pub(crate) enum Reply {
     Status(u16),
     /// Waits, then answers with the status.
     Delay(Duration, u16),
@@ -33,7 +33,7 @@ pub enum Reply {
 
 /// One request as received.
 #[derive(Debug, Clone)]
-pub struct Received {
+pub(crate) struct Received {
     pub method: Method,
     /// Path and query as sent.
     pub uri: String,
@@ -47,24 +47,24 @@ pub struct Received {
 
 impl Received {
     /// A form field of the body.
-    pub fn field(&self, name: &str) -> Option<String> {
+    pub(crate) fn field(&self, name: &str) -> Option<String> {
         form_urlencoded::parse(self.body.as_bytes())
             .find(|(k, _)| k == name)
             .map(|(_, v)| v.into_owned())
     }
 
-    pub fn event(&self) -> String {
+    pub(crate) fn event(&self) -> String {
         self.field("event").expect("event field")
     }
 
-    pub fn timestamp(&self) -> u64 {
+    pub(crate) fn timestamp(&self) -> u64 {
         self.field("timestamp")
             .and_then(|t| t.parse().ok())
             .expect("timestamp field")
     }
 
     /// Checks the checksum as an integrator would: sha1 of registered URL + raw body + secret.
-    pub fn assert_signed(&self, registered_url: &str) {
+    pub(crate) fn assert_signed(&self, registered_url: &str) {
         let (path, checksum) = self
             .uri
             .rsplit_once("checksum=")
@@ -90,7 +90,7 @@ struct Inner {
 }
 
 /// The key of [`TestReceiver::max_in_flight`] that counts every path together.
-pub const ALL_PATHS: &str = "*";
+pub(crate) const ALL_PATHS: &str = "*";
 
 /// Counts one request of a path (and of all paths) as in flight while it lives.
 struct InFlight {
@@ -124,20 +124,20 @@ impl Drop for InFlight {
     }
 }
 
-pub struct TestReceiver {
+pub(crate) struct TestReceiver {
     pub addr: SocketAddr,
     inner: Arc<Inner>,
     _server: tokio::task::JoinHandle<()>,
 }
 
 impl TestReceiver {
-    pub async fn start() -> Self {
+    pub(crate) async fn start() -> Self {
         Self::start_on("127.0.0.1").await
     }
 
     /// A receiver listening on `ip` (`0.0.0.0`: every address; then [`url`](Self::url) names
     /// 127.0.0.1).
-    pub async fn start_on(ip: &str) -> Self {
+    pub(crate) async fn start_on(ip: &str) -> Self {
         let inner = Arc::new(Inner::default());
         let listener = tokio::net::TcpListener::bind((ip, 0)).await.expect("bind");
         let mut addr = listener.local_addr().expect("addr");
@@ -155,39 +155,39 @@ impl TestReceiver {
         }
     }
 
-    pub fn url(&self, path: &str) -> String {
+    pub(crate) fn url(&self, path: &str) -> String {
         format!("http://{}{path}", self.addr)
     }
 
     /// Answers the next requests with these replies, in order (then the default).
-    pub fn script(&self, replies: impl IntoIterator<Item = Reply>) {
+    pub(crate) fn script(&self, replies: impl IntoIterator<Item = Reply>) {
         self.inner.script.lock().unwrap().extend(replies);
     }
 
     /// The answer once the script is used up (200 unless set).
-    pub fn set_default(&self, reply: Reply) {
+    pub(crate) fn set_default(&self, reply: Reply) {
         *self.inner.default.lock().unwrap() = Some(reply);
     }
 
     /// Answers every request whose path starts with `prefix` with `status`.
-    pub fn status_for_prefix(&self, prefix: &str, status: u16) {
+    pub(crate) fn status_for_prefix(&self, prefix: &str, status: u16) {
         *self.inner.by_prefix.lock().unwrap() = Some((prefix.to_string(), status));
     }
 
     /// Ends [`status_for_prefix`](Self::status_for_prefix): the script and default answer again.
     #[allow(dead_code)]
-    pub fn clear_status_for_prefix(&self) {
+    pub(crate) fn clear_status_for_prefix(&self) {
         *self.inner.by_prefix.lock().unwrap() = None;
     }
 
-    pub fn received(&self) -> Vec<Received> {
+    pub(crate) fn received(&self) -> Vec<Received> {
         self.inner.received.lock().unwrap().clone()
     }
 
     /// The most requests to `path` ([`ALL_PATHS`]: to any) that were ever being answered at
     /// once.
     #[allow(dead_code)]
-    pub fn max_in_flight(&self, path: &str) -> usize {
+    pub(crate) fn max_in_flight(&self, path: &str) -> usize {
         self.inner
             .in_flight
             .lock()
@@ -197,7 +197,7 @@ impl TestReceiver {
     }
 
     /// Requests answered with 2xx.
-    pub fn delivered(&self) -> Vec<Received> {
+    pub(crate) fn delivered(&self) -> Vec<Received> {
         self.received()
             .into_iter()
             .filter(|r| (200..300).contains(&r.status))
@@ -206,7 +206,7 @@ impl TestReceiver {
 
     /// The user names of the events delivered to `path`, in order.
     #[allow(dead_code)]
-    pub fn names_at(&self, path: &str) -> Vec<String> {
+    pub(crate) fn names_at(&self, path: &str) -> Vec<String> {
         self.delivered()
             .iter()
             .filter(|r| r.uri.split('?').next() == Some(path))
@@ -215,7 +215,7 @@ impl TestReceiver {
     }
 
     /// How many requests were answered with 2xx (cheap: nothing is copied).
-    pub fn delivered_count(&self) -> usize {
+    pub(crate) fn delivered_count(&self) -> usize {
         let received = self.inner.received.lock().unwrap();
         received
             .iter()
@@ -224,7 +224,7 @@ impl TestReceiver {
     }
 
     /// Waits until `n` requests were answered with 2xx, and returns them.
-    pub async fn wait_delivered(&self, n: usize) -> Vec<Received> {
+    pub(crate) async fn wait_delivered(&self, n: usize) -> Vec<Received> {
         let deadline = tokio::time::Instant::now() + PATIENCE;
         loop {
             if self.delivered_count() >= n {

@@ -11,7 +11,7 @@ use super::free_port;
 use tempfile::TempDir;
 use tokio::process::{Child, Command};
 
-pub struct TestRedis {
+pub(crate) struct TestRedis {
     pub port: u16,
     /// Its TLS port, for [`start_tls`](Self::start_tls) (0: none).
     pub tls_port: u16,
@@ -40,13 +40,13 @@ fn tls_args(ca: &super::tls::TestCa, port: u16) -> Vec<String> {
 }
 
 impl TestRedis {
-    pub async fn start() -> Self {
+    pub(crate) async fn start() -> Self {
         Self::start_with(Vec::new()).await
     }
 
     /// A replica of `master`.
     #[allow(dead_code)]
-    pub async fn start_replica_of(master: &TestRedis) -> Self {
+    pub(crate) async fn start_replica_of(master: &TestRedis) -> Self {
         Self::start_with(vec![
             "--replicaof".into(),
             "127.0.0.1".into(),
@@ -58,13 +58,13 @@ impl TestRedis {
     /// A server that writes every change to its append-only file (fsync every second), so
     /// that a restart keeps its data.
     #[allow(dead_code)]
-    pub async fn start_appendonly() -> Self {
+    pub(crate) async fn start_appendonly() -> Self {
         Self::start_with(vec!["--appendonly".into(), "yes".into()]).await
     }
 
     /// A node for a Redis Cluster (its cluster bus on another free port).
     #[allow(dead_code)]
-    pub async fn start_cluster_node() -> Self {
+    pub(crate) async fn start_cluster_node() -> Self {
         let args = [
             "--cluster-enabled".to_string(),
             "yes".into(),
@@ -80,7 +80,7 @@ impl TestRedis {
 
     /// A server that also listens on `ip` (which must exist).
     #[allow(dead_code)]
-    pub async fn start_also_on(ip: &str) -> Self {
+    pub(crate) async fn start_also_on(ip: &str) -> Self {
         let args = ["--bind", "127.0.0.1", ip, "--protected-mode", "no"];
         Self::start_with(args.map(String::from).to_vec()).await
     }
@@ -89,7 +89,7 @@ impl TestRedis {
     /// certificate (for 127.0.0.1 and localhost); clients show none. Its plain port is the
     /// test's own (publishing, inspecting); what is tested connects to the TLS port alone.
     #[allow(dead_code)]
-    pub async fn start_tls(ca: &super::tls::TestCa) -> Self {
+    pub(crate) async fn start_tls(ca: &super::tls::TestCa) -> Self {
         let tls_port = free_port();
         let mut r = Self::start_with(tls_args(ca, tls_port)).await;
         r.tls_port = tls_port;
@@ -99,7 +99,7 @@ impl TestRedis {
     /// [`start_tls`](Self::start_tls) writing every change to its append-only file, so that
     /// a stop and a start keep its data.
     #[allow(dead_code)]
-    pub async fn start_tls_appendonly(ca: &super::tls::TestCa) -> Self {
+    pub(crate) async fn start_tls_appendonly(ca: &super::tls::TestCa) -> Self {
         let tls_port = free_port();
         let mut args = tls_args(ca, tls_port);
         args.extend(["--appendonly".to_string(), "yes".into()]);
@@ -111,7 +111,7 @@ impl TestRedis {
     /// A node for a Redis Cluster that also speaks TLS ([`start_tls`](Self::start_tls)), its
     /// cluster bus too.
     #[allow(dead_code)]
-    pub async fn start_tls_cluster_node(ca: &super::tls::TestCa) -> Self {
+    pub(crate) async fn start_tls_cluster_node(ca: &super::tls::TestCa) -> Self {
         let tls_port = free_port();
         let cluster = [
             "--tls-cluster".to_string(),
@@ -134,7 +134,7 @@ impl TestRedis {
 
     /// `rediss://127.0.0.1:<tls_port>`.
     #[allow(dead_code)]
-    pub fn tls_url(&self) -> String {
+    pub(crate) fn tls_url(&self) -> String {
         assert!(self.tls_port != 0, "started with start_tls");
         format!("rediss://127.0.0.1:{}", self.tls_port)
     }
@@ -159,11 +159,11 @@ impl TestRedis {
 
     /// The server's process id, while it runs (the load tool reads its CPU time).
     #[allow(dead_code)]
-    pub fn pid(&self) -> Option<u32> {
+    pub(crate) fn pid(&self) -> Option<u32> {
         self.child.as_ref().and_then(Child::id)
     }
 
-    pub fn url(&self) -> String {
+    pub(crate) fn url(&self) -> String {
         format!("redis://127.0.0.1:{}", self.port)
     }
 
@@ -228,14 +228,14 @@ impl TestRedis {
     }
 
     /// Kills the server (SIGKILL) and waits for it to be gone.
-    pub async fn kill(&mut self) {
+    pub(crate) async fn kill(&mut self) {
         if let Some(mut c) = self.child.take() {
             let _ = c.kill().await;
         }
     }
 
     /// Stops the server gracefully (SIGTERM: it writes its data out first).
-    pub async fn stop(&mut self) {
+    pub(crate) async fn stop(&mut self) {
         if let Some(mut c) = self.child.take() {
             if let Some(pid) = c.id() {
                 let _ = std::process::Command::new("kill")
@@ -247,17 +247,17 @@ impl TestRedis {
     }
 
     /// Starts the server again on the same port, with the data it had written out.
-    pub async fn restart(&mut self) {
+    pub(crate) async fn restart(&mut self) {
         self.kill().await;
         self.spawn().await;
     }
 
     /// Starts the server after [`stop`](Self::stop) or [`kill`](Self::kill).
-    pub async fn start_again(&mut self) {
+    pub(crate) async fn start_again(&mut self) {
         self.spawn().await;
     }
 
-    pub async fn conn(&self) -> Option<redis::aio::MultiplexedConnection> {
+    pub(crate) async fn conn(&self) -> Option<redis::aio::MultiplexedConnection> {
         let client = redis::Client::open(self.url()).ok()?;
         let mut c = client.get_multiplexed_async_connection().await.ok()?;
         let pong: redis::RedisResult<String> = redis::cmd("PING").query_async(&mut c).await;
@@ -269,18 +269,18 @@ impl TestRedis {
     }
 
     /// Publishes on BBB's main channel.
-    pub async fn publish(&self, message: &str) {
+    pub(crate) async fn publish(&self, message: &str) {
         self.publish_on("from-akka-apps-redis-channel", message)
             .await;
     }
 
-    pub async fn publish_on(&self, channel: &str, message: &str) {
+    pub(crate) async fn publish_on(&self, channel: &str, message: &str) {
         let mut c = self.must_conn().await;
         let _: i64 = c.publish(channel, message).await.expect("publish");
     }
 
     /// Publishes messages on BBB's main channel in pipelines of 1,000.
-    pub async fn publish_all(&self, messages: &[String]) {
+    pub(crate) async fn publish_all(&self, messages: &[String]) {
         let mut conn = self.must_conn().await;
         for chunk in messages.chunks(1000) {
             let mut pipe = redis::pipe();
@@ -292,7 +292,7 @@ impl TestRedis {
     }
 
     /// Publishes a `user-joined` of meeting `int-1` for user `u{i}` named `n{i}`, for each `i`.
-    pub async fn publish_users(&self, range: std::ops::Range<usize>) {
+    pub(crate) async fn publish_users(&self, range: std::ops::Range<usize>) {
         let messages: Vec<String> = range
             .map(|i| super::user_joined("int-1", &format!("u{i}"), &format!("n{i}")))
             .collect();
@@ -302,7 +302,7 @@ impl TestRedis {
     /// Publishes, in a task of its own, a `user-joined` of meeting `mid` for user `u{i}` named
     /// `user-{i}` for each `i`, one every `pause`: events that stream in while a test changes
     /// something.
-    pub async fn spawn_paced_joins(
+    pub(crate) async fn spawn_paced_joins(
         &self,
         mid: &str,
         range: std::ops::Range<usize>,
@@ -324,7 +324,7 @@ impl TestRedis {
     }
 
     /// Waits until someone (the relay) is subscribed to BBB's main channel.
-    pub async fn wait_for_subscriber(&self) {
+    pub(crate) async fn wait_for_subscriber(&self) {
         for _ in 0..1000 {
             if self.has_subscriber().await {
                 return;
@@ -336,7 +336,7 @@ impl TestRedis {
     }
 
     /// Whether someone is subscribed to BBB's main channel now.
-    pub async fn has_subscriber(&self) -> bool {
+    pub(crate) async fn has_subscriber(&self) -> bool {
         let Some(mut c) = self.conn().await else {
             return false;
         };
@@ -348,17 +348,17 @@ impl TestRedis {
         matches!(r, Ok((_, n)) if n > 0)
     }
 
-    pub async fn hgetall(&self, key: &str) -> std::collections::HashMap<String, String> {
+    pub(crate) async fn hgetall(&self, key: &str) -> std::collections::HashMap<String, String> {
         self.must_conn().await.hgetall(key).await.expect("hgetall")
     }
 
-    pub async fn llen(&self, key: &str) -> usize {
+    pub(crate) async fn llen(&self, key: &str) -> usize {
         self.must_conn().await.llen(key).await.expect("llen")
     }
 
     /// The length of stream `key`.
     #[allow(dead_code)]
-    pub async fn xlen(&self, key: &str) -> usize {
+    pub(crate) async fn xlen(&self, key: &str) -> usize {
         redis::cmd("XLEN")
             .arg(key)
             .query_async(&mut self.must_conn().await)
@@ -366,7 +366,7 @@ impl TestRedis {
             .expect("XLEN")
     }
 
-    pub async fn smembers(&self, key: &str) -> Vec<String> {
+    pub(crate) async fn smembers(&self, key: &str) -> Vec<String> {
         self.must_conn()
             .await
             .smembers(key)
@@ -377,7 +377,7 @@ impl TestRedis {
     /// Every callback the relay keeps for redelivery (`hookrelay:retained:{..}` streams), each
     /// as its fields' values, form-decoded, one per line. Read-only: a test waits on it before
     /// asking for a redelivery once (asking again would queue the callbacks again).
-    pub async fn kept_callbacks(&self) -> Vec<String> {
+    pub(crate) async fn kept_callbacks(&self) -> Vec<String> {
         let mut conn = self.must_conn().await;
         let keys: Vec<String> = redis::cmd("KEYS")
             .arg("hookrelay:retained:*")

@@ -8,7 +8,7 @@ use tokio::net::TcpListener;
 
 use super::{SECRET, TestRedis};
 
-pub struct TestRelay {
+pub(crate) struct TestRelay {
     pub api: SocketAddr,
     pub metrics: SocketAddr,
     /// The admin API (its token: the one derived from the secret, or the configured one).
@@ -21,7 +21,7 @@ pub struct TestRelay {
 
 impl TestRelay {
     /// A configuration for `redis` with fast retries (50, 100, 150 ms) and a 1 s timeout.
-    pub fn config(redis: &TestRedis) -> Config {
+    pub(crate) fn config(redis: &TestRedis) -> Config {
         let text = format!(
             r#"
             [bbb]
@@ -39,12 +39,12 @@ impl TestRelay {
         Config::from_toml(&text).expect("test config")
     }
 
-    pub async fn start(redis: &TestRedis) -> Self {
+    pub(crate) async fn start(redis: &TestRedis) -> Self {
         Self::start_with(redis, Self::config(redis)).await
     }
 
     /// Starts the relay and waits until it is subscribed to the bus.
-    pub async fn start_with(redis: &TestRedis, config: Config) -> Self {
+    pub(crate) async fn start_with(redis: &TestRedis, config: Config) -> Self {
         let api = TcpListener::bind("127.0.0.1:0").await.expect("bind api");
         let metrics = TcpListener::bind("127.0.0.1:0")
             .await
@@ -75,7 +75,7 @@ impl TestRelay {
     }
 
     /// Stops the relay gracefully and waits for it.
-    pub async fn stop(self) {
+    pub(crate) async fn stop(self) {
         self.shutdown.trigger();
         self.handle
             .await
@@ -84,16 +84,22 @@ impl TestRelay {
     }
 
     /// Calls `hooks/<call>` with `query`, signed with sha1; returns the XML body.
-    pub async fn call(&self, call: &str, query: &str) -> String {
+    pub(crate) async fn call(&self, call: &str, query: &str) -> String {
         self.call_with(call, query, Algorithm::Sha1, SECRET).await
     }
 
-    pub async fn call_with(&self, call: &str, query: &str, alg: Algorithm, secret: &str) -> String {
+    pub(crate) async fn call_with(
+        &self,
+        call: &str,
+        query: &str,
+        alg: Algorithm,
+        secret: &str,
+    ) -> String {
         signed_call(&self.http, self.api, call, query, alg, secret).await
     }
 
     /// A GET of `path_and_query`: (status, content type, body).
-    pub async fn get(&self, path_and_query: &str) -> (u16, String, String) {
+    pub(crate) async fn get(&self, path_and_query: &str) -> (u16, String, String) {
         let r = self
             .http
             .get(format!("http://{}{path_and_query}", self.api))
@@ -110,19 +116,19 @@ impl TestRelay {
     }
 
     /// Registers a hook; returns its id.
-    pub async fn create_hook(&self, callback_url: &str, extra: &str) -> u64 {
+    pub(crate) async fn create_hook(&self, callback_url: &str, extra: &str) -> u64 {
         create_hook(&self.http, self.api, callback_url, extra).await
     }
 
     /// `GET {path}` of the admin API, as JSON.
     #[allow(dead_code)]
-    pub async fn admin_get(&self, path: &str) -> serde_json::Value {
+    pub(crate) async fn admin_get(&self, path: &str) -> serde_json::Value {
         self.admin_json(reqwest::Method::GET, path).await
     }
 
     /// `POST {path}` of the admin API (no form), as JSON.
     #[allow(dead_code)]
-    pub async fn admin_post(&self, path: &str) -> serde_json::Value {
+    pub(crate) async fn admin_post(&self, path: &str) -> serde_json::Value {
         self.admin_json(reqwest::Method::POST, path).await
     }
 
@@ -142,7 +148,7 @@ impl TestRelay {
     }
 
     /// The metrics text.
-    pub async fn metrics(&self) -> String {
+    pub(crate) async fn metrics(&self) -> String {
         self.http
             .get(format!("http://{}/metrics", self.metrics))
             .send()
@@ -155,13 +161,13 @@ impl TestRelay {
 }
 
 /// A plain HTTP client for the tests (reqwest is built without a default crypto provider).
-pub fn http_client() -> reqwest::Client {
+pub(crate) fn http_client() -> reqwest::Client {
     let _ = rustls::crypto::ring::default_provider().install_default();
     reqwest::Client::new()
 }
 
 /// Calls `hooks/<call>` of the API at `api`, signed with `alg` and `secret`; returns the body.
-pub async fn signed_call(
+pub(crate) async fn signed_call(
     http: &reqwest::Client,
     api: SocketAddr,
     call: &str,
@@ -173,7 +179,7 @@ pub async fn signed_call(
 }
 
 /// As [`signed_call`], made to host name `host` (a tenant's, say) when given.
-pub async fn signed_call_at(
+pub(crate) async fn signed_call_at(
     http: &reqwest::Client,
     api: SocketAddr,
     host: Option<&str>,
@@ -203,7 +209,7 @@ pub async fn signed_call_at(
 }
 
 /// Registers a hook through the API at `api`; returns its id.
-pub async fn create_hook(
+pub(crate) async fn create_hook(
     http: &reqwest::Client,
     api: SocketAddr,
     callback_url: &str,
@@ -222,7 +228,7 @@ pub async fn create_hook(
 }
 
 /// The `hookID` of a `hooks/create` answer.
-pub fn hook_id_of(xml: &str) -> Option<u64> {
+pub(crate) fn hook_id_of(xml: &str) -> Option<u64> {
     xml.split("<hookID>")
         .nth(1)
         .and_then(|s| s.split("</hookID>").next())

@@ -13,10 +13,10 @@ use super::{
 };
 
 /// Scalelite's default namespace.
-pub const NS: &str = "scalelite";
+pub(crate) const NS: &str = "scalelite";
 
 /// `Tenant#save!`: creates or updates tenant `id`.
-pub async fn save_tenant(redis: &TestRedis, id: &str, name: &str, secrets: &[&str]) {
+pub(crate) async fn save_tenant(redis: &TestRedis, id: &str, name: &str, secrets: &[&str]) {
     let mut conn = redis.conn().await.expect("Scalelite's redis");
     let key = format!("{NS}:tenant:{id}");
     let _: () = redis::pipe()
@@ -35,7 +35,7 @@ pub async fn save_tenant(redis: &TestRedis, id: &str, name: &str, secrets: &[&st
 }
 
 /// `Tenant#destroy!`.
-pub async fn destroy_tenant(redis: &TestRedis, id: &str, name: &str) {
+pub(crate) async fn destroy_tenant(redis: &TestRedis, id: &str, name: &str) {
     let mut conn = redis.conn().await.expect("Scalelite's redis");
     let _: () = redis::pipe()
         .atomic()
@@ -51,7 +51,7 @@ pub async fn destroy_tenant(redis: &TestRedis, id: &str, name: &str) {
 }
 
 /// A rotation (`tenant.secrets = ...; tenant.save!`): `secrets` rewritten alone.
-pub async fn rotate(redis: &TestRedis, id: &str, secrets: &[&str]) {
+pub(crate) async fn rotate(redis: &TestRedis, id: &str, secrets: &[&str]) {
     set_field(
         redis,
         &format!("tenant:{id}"),
@@ -62,7 +62,7 @@ pub async fn rotate(redis: &TestRedis, id: &str, secrets: &[&str]) {
 }
 
 /// Writes one field of a stored hash as it is (to make bad records).
-pub async fn set_field(redis: &TestRedis, key: &str, field: &str, value: &str) {
+pub(crate) async fn set_field(redis: &TestRedis, key: &str, field: &str, value: &str) {
     let mut conn = redis.conn().await.expect("Scalelite's redis");
     let _: () = conn
         .hset(format!("{NS}:{key}"), field, value)
@@ -72,13 +72,13 @@ pub async fn set_field(redis: &TestRedis, key: &str, field: &str, value: &str) {
 
 /// The host name tenant `name` is called at (`<name>.sl.example.com`, as Scalelite's
 /// `URL_HOST` makes it).
-pub fn host(name: &str) -> String {
+pub(crate) fn host(name: &str) -> String {
     format!("{name}.sl.example.com")
 }
 
 /// A call `call` of the API at `api`, made to tenant `at`'s host (the operator's without) and
 /// signed with SHA-1 and `secret`: the XML answer.
-pub async fn call_at(
+pub(crate) async fn call_at(
     api: std::net::SocketAddr,
     at: Option<&str>,
     call: &str,
@@ -98,6 +98,6 @@ pub async fn call_at(
 }
 
 /// The id in a `hooks/create` answer.
-pub fn hook_id(xml: &str) -> u64 {
+pub(crate) fn hook_id(xml: &str) -> u64 {
     super::relay::hook_id_of(xml).unwrap_or_else(|| panic!("no hook id: {xml}"))
 }

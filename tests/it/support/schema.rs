@@ -4,7 +4,7 @@
 use serde_json::Value;
 
 /// Panics, naming what fails, when `event` does not meet its id's schema.
-pub fn assert_meets_schema(event: &Value) {
+pub(crate) fn assert_meets_schema(event: &Value) {
     let id = event["data"]["id"].as_str().unwrap_or_default();
     let schema = hookrelay::event_schema::of(id).unwrap_or_else(|| panic!("no schema for {id:?}"));
     let validator = jsonschema::validator_for(&schema).expect("a schema");

@@ -11,24 +11,24 @@ use tokio::process::{Child, Command};
 use super::{TestRedis, free_port};
 
 /// The master's name in the sentinel's configuration.
-pub const MASTER: &str = "store";
+pub(crate) const MASTER: &str = "store";
 
 /// A sentinel watching `master` (quorum 1, down after 500 ms).
-pub struct TestSentinel {
+pub(crate) struct TestSentinel {
     pub port: u16,
     _dir: tempfile::TempDir,
     _child: Child,
 }
 
 impl TestSentinel {
-    pub async fn start(master: &TestRedis) -> Self {
+    pub(crate) async fn start(master: &TestRedis) -> Self {
         Self::start_with(master.port, String::new()).await
     }
 
     /// A sentinel that also speaks TLS, on `tls_port`, with `ca`'s server certificate, and
     /// watches `master` (started with [`TestRedis::start_tls`]) over TLS, naming its TLS port.
     #[allow(dead_code)]
-    pub async fn start_tls(master: &TestRedis, ca: &super::tls::TestCa) -> (Self, u16) {
+    pub(crate) async fn start_tls(master: &TestRedis, ca: &super::tls::TestCa) -> (Self, u16) {
         let tls_port = free_port();
         let tls = format!(
             "tls-port {tls_port}\ntls-cert-file {}\ntls-key-file {}\ntls-ca-cert-file {}\n\
@@ -72,7 +72,7 @@ impl TestSentinel {
     }
 
     /// Waits until the sentinel names the master on `port`.
-    pub async fn wait_master(&self, port: u16) {
+    pub(crate) async fn wait_master(&self, port: u16) {
         let deadline = Instant::now() + Duration::from_secs(60);
         loop {
             if self.master_port().await == Some(port) {
@@ -101,7 +101,7 @@ impl TestSentinel {
 }
 
 /// Waits until `replica` has its master's data.
-pub async fn in_sync(replica: &TestRedis) {
+pub(crate) async fn in_sync(replica: &TestRedis) {
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
         if let Some(mut c) = replica.conn().await {
@@ -123,7 +123,7 @@ pub async fn in_sync(replica: &TestRedis) {
 impl TestSentinel {
     /// A `[store]` section on this sentinel's master.
     #[allow(dead_code)]
-    pub fn store_config(&self) -> String {
+    pub(crate) fn store_config(&self) -> String {
         format!(
             "[store]\nsentinels = [\"redis://127.0.0.1:{}\"]\nsentinel_master = \"{MASTER}\"\n",
             self.port

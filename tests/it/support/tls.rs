@@ -3,13 +3,13 @@
 
 use std::path::{Path, PathBuf};
 
-pub struct TestCa {
+pub(crate) struct TestCa {
     dir: tempfile::TempDir,
 }
 
 impl TestCa {
     /// A new CA named `name`, and its server certificate.
-    pub fn new(name: &str) -> Self {
+    pub(crate) fn new(name: &str) -> Self {
         let dir = tempfile::tempdir().expect("temp dir");
         let at = |f: &str| dir.path().join(f);
         let openssl = |args: &[&str]| {
@@ -67,20 +67,20 @@ impl TestCa {
     }
 
     /// The CA's certificate (PEM): what a `ca_file` key names.
-    pub fn ca_file(&self) -> String {
+    pub(crate) fn ca_file(&self) -> String {
         self.path("ca.crt").display().to_string()
     }
 
-    pub fn server_cert(&self) -> String {
+    pub(crate) fn server_cert(&self) -> String {
         self.path("server.crt").display().to_string()
     }
 
-    pub fn server_key(&self) -> String {
+    pub(crate) fn server_key(&self) -> String {
         self.path("server.key").display().to_string()
     }
 
     #[allow(dead_code)]
-    pub fn dir(&self) -> &Path {
+    pub(crate) fn dir(&self) -> &Path {
         self.dir.path()
     }
 }

@@ -10,12 +10,12 @@ const POLL: Duration = Duration::from_millis(20);
 
 /// Polls `probe` until it gives `Ok`, for at most [`PATIENCE`]; panics naming `what` and the last
 /// `Err` the probe gave (what it saw instead).
-pub async fn until<T, S: Debug>(what: &str, probe: impl AsyncFnMut() -> Result<T, S>) -> T {
+pub(crate) async fn until<T, S: Debug>(what: &str, probe: impl AsyncFnMut() -> Result<T, S>) -> T {
     until_within(what, PATIENCE, probe).await
 }
 
 /// [`until`] with a deadline of its own.
-pub async fn until_within<T, S: Debug>(
+pub(crate) async fn until_within<T, S: Debug>(
     what: &str,
     within: Duration,
     mut probe: impl AsyncFnMut() -> Result<T, S>,
