@@ -108,23 +108,16 @@ pub use shutdown::Shutdown;
 /// The API's parameter checks (the fuzz targets in `fuzz/`).
 pub use api::params;
 /// Metrics and the conference state (`check-config`, the benches).
-pub use conference::{SharedConference, exposition::ConferenceExport, seed};
+pub use conference::{ConferenceExport, SharedConference, seed};
 /// Signing callbacks, and sending them (`hookrelay callback`, `replay --send`, integrators'
 /// checks).
-pub use delivery::{
-    client::CallbackClient,
-    sign::{Signer, callback_checksum, signed_url, spec_body, unsign_url},
-};
+pub use delivery::{CallbackClient, Signer, callback_checksum, signed_url, spec_body, unsign_url};
 /// The store: the connection, the hooks of the reference service (`hookrelay import`), the
 /// fleet's state (`hookrelay fleet status`), and the queues' layout (the durability tests).
 pub use delivery::{journal, tidy};
 /// Events and hooks, for `replay`, `plugin check` and the benches.
 pub use event::{
-    Event, Payload,
-    catalogue::OUTPUT_IDS,
-    mapping::Mappings,
-    process::{EventFilter, Processor},
-    schema as event_schema,
+    Event, EventFilter, Mappings, OUTPUT_IDS, Payload, Processor, schema as event_schema,
 };
 pub use fleet::status as fleet_status;
 pub use hooks::{Hook, Registry, matcher};
@@ -132,7 +125,7 @@ pub use hooks::{import, takeover};
 pub use metrics::{Metrics, merge};
 /// Plugins (`plugin check`, `replay`, the benches).
 pub use plugin_host::{
-    Defaults, Host, Plugin, PluginSet, Settings, Verdict, check::check_file, engine::wasm_digest,
+    Defaults, Host, Plugin, PluginSet, Settings, Verdict, check_file, wasm_digest,
 };
 pub use store_conn::StoreConn;
 

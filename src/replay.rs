@@ -8,15 +8,8 @@ use std::sync::Arc;
 use bytes::Bytes;
 
 use crate::{
-    delivery::{
-        client::{CallbackClient, CallbackHeaders},
-        sign::Signer,
-    },
-    event::{
-        Payload,
-        mapping::Mappings,
-        process::{EventFilter, Processor},
-    },
+    delivery::{CallbackClient, CallbackHeaders, Signer},
+    event::{EventFilter, Mappings, Payload, Processor},
     hooks::{Hook, Registry},
     plugin_host::PluginSet,
     route::MessageRouter,

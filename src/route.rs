@@ -21,10 +21,7 @@ use std::{collections::HashMap, sync::Arc};
 
 use crate::{
     base::sources::SourceId,
-    event::{
-        Event, Payload,
-        process::{Processor, Skip},
-    },
+    event::{Event, Payload, Processor, Skip},
     hooks::{Hook, Snapshot, matcher},
     plugin_host::{Deferred, PluginSet, Verdict},
     tenants::Tenants,
@@ -257,7 +254,7 @@ pub(crate) fn apply(
 mod tests {
     use super::*;
     use crate::{
-        event::{mapping::Mappings, process::EventFilter},
+        event::{EventFilter, Mappings},
         hooks::Registry,
     };
 

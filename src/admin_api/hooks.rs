@@ -17,11 +17,11 @@ use crate::{
         ids::HookId,
         time::{now_ms, parse_since, rfc3339},
     },
-    delivery::insight::{
+    delivery::{
         AttemptRecord,
-        read::{self, HookState, State as Word},
+        records::{self, HookState, State as Word},
     },
-    hooks::{Hook, model::DisabledReason},
+    hooks::{DisabledReason, Hook},
 };
 
 /// One hook as the API shows it.
@@ -165,13 +165,13 @@ pub(super) async fn all(
         None => snapshot.all().map(|h| h.id).collect(),
     };
     if filter.tenant.is_none() {
-        for id in read::removed_hooks(&admin.conn).await? {
+        for id in records::removed_hooks(&admin.conn).await? {
             if snapshot.get(id).is_none() {
                 ids.push(id);
             }
         }
     }
-    let states = read::states(&admin.conn, &ids).await?;
+    let states = records::states(&admin.conn, &ids).await?;
     let now = now_ms();
     let hooks = ids
         .into_iter()
@@ -190,7 +190,7 @@ pub(super) async fn view(admin: &AdminState, id: u64) -> Result<HookView, AdminE
     let hook = HookId(id);
     let snapshot = admin.store.registry().load();
     let registered = snapshot.get(hook).map(|h| &**h);
-    let state = read::states(&admin.conn, &[hook])
+    let state = records::states(&admin.conn, &[hook])
         .await?
         .pop()
         .unwrap_or_default();
@@ -378,7 +378,7 @@ pub(super) async fn attempts(
         Some(s) => parse_since(s, now_ms()).map_err(AdminError::BadParameter)?,
         None => 0,
     };
-    Ok(read::attempts(&admin.conn, HookId(id))
+    Ok(records::attempts(&admin.conn, HookId(id))
         .await?
         .into_iter()
         .filter(|a| a.at >= since && !(filter.failed && a.ok()))

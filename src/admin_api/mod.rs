@@ -25,7 +25,7 @@ use axum::{
 };
 
 use crate::{
-    audit::Audit, base::forwarded, delivery::retain::Bounds, hooks::HookStore, metrics::auth,
+    audit::Audit, base::forwarded, delivery::records::Bounds, hooks::HookStore, metrics::auth,
     store_conn::StoreConn, tenants::Tenants,
 };
 
@@ -40,7 +40,7 @@ pub(crate) struct AdminState {
     /// The tenants, whose names the hooks show and are filtered by.
     pub tenants: Arc<Tenants>,
     /// The receivers' circuits, whose state each hook shows (`None`: off).
-    pub circuits: Option<Arc<crate::delivery::client::Circuits>>,
+    pub circuits: Option<Arc<crate::delivery::Circuits>>,
     /// Where every change made through it is recorded.
     pub audit: Audit,
     /// `api.trusted_proxies`: whose `X-Forwarded-For` names the caller.
@@ -103,10 +103,10 @@ pub(crate) enum AdminError {
     Internal(String),
 }
 
-impl From<crate::hooks::record::StoreError> for AdminError {
-    fn from(e: crate::hooks::record::StoreError) -> Self {
+impl From<crate::hooks::StoreError> for AdminError {
+    fn from(e: crate::hooks::StoreError) -> Self {
         match e {
-            crate::hooks::record::StoreError::Redis(e) => Self::Store(e),
+            crate::hooks::StoreError::Redis(e) => Self::Store(e),
             other => Self::Internal(other.to_string()),
         }
     }

@@ -19,7 +19,7 @@ use crate::{
         ids::HookId,
         time::{now_ms, parse_since, rfc3339},
     },
-    delivery::retain::{self, Request},
+    delivery::records::{self, Request},
 };
 
 /// Most callbacks one redelivery may queue (fewer when `delivery.max_queue` is lower).
@@ -132,7 +132,7 @@ pub(super) async fn ask(
     let (since, until) = times(window, now)?;
     // What is kept for the hook's registration (its URL within its tenant).
     let kept_for = hook.registration().key().into_owned();
-    let oldest = retain::oldest(&admin.conn, &kept_for).await?;
+    let oldest = records::oldest_kept(&admin.conn, &kept_for).await?;
     let window_start = now.saturating_sub(bounds.window_ms);
     if since < window_start && oldest.is_none_or(|o| since < o) {
         return Err(AdminError::BeforeWindow {
@@ -158,7 +158,7 @@ pub(super) async fn ask(
     let mut sorted: Vec<_> = found.iter().collect();
     sorted.sort_by_key(|f| f.stored.ts);
     if !sorted.is_empty() {
-        retain::ask(
+        records::ask_redelivery(
             &admin.conn,
             &Request {
                 hook: hook.id,
@@ -187,7 +187,7 @@ pub(super) async fn ask(
 
 /// The external meeting id of a kept callback: what its plugin chain kept, else its processed
 /// event's `data.attributes.meeting.external-meeting-id`.
-fn meeting_of(stored: &crate::delivery::journal::Stored) -> Option<String> {
+fn meeting_of(stored: &records::Stored) -> Option<String> {
     if let Some(m) = stored
         .chain
         .as_ref()
@@ -195,7 +195,7 @@ fn meeting_of(stored: &crate::delivery::journal::Stored) -> Option<String> {
     {
         return Some(m);
     }
-    let crate::delivery::journal::StoredBody::Inline(text) = &stored.body else {
+    let records::StoredBody::Inline(text) = &stored.body else {
         return None;
     };
     let v: serde_json::Value = serde_json::from_str(text).ok()?;
@@ -240,7 +240,7 @@ async fn kept(
     since: u64,
     until: u64,
     window: &Window,
-) -> Result<Vec<retain::Found>, AdminError> {
+) -> Result<Vec<records::Found>, AdminError> {
     // No event id listed (a form's empty field): every event.
     let events: Option<HashSet<String>> = window
         .event_id
@@ -254,7 +254,7 @@ async fn kept(
         .filter(|set| !set.is_empty());
     let meeting = window.meeting.as_deref().filter(|m| !m.is_empty());
     let mut seen = HashSet::new();
-    Ok(retain::read(&admin.conn, url, since, until)
+    Ok(records::read_kept(&admin.conn, url, since, until)
         .await?
         .into_iter()
         .filter(|f| {

@@ -106,7 +106,7 @@ pub(super) fn tenants(admin: &AdminState) -> TenantList {
         .map(|p| ProblemView {
             tenant: p.subject().to_string(),
             reason: p.reason(),
-            refused: matches!(p, crate::tenants::scalelite::Problem::Refused(..)),
+            refused: matches!(p, crate::tenants::Problem::Refused(..)),
         })
         .collect();
     let time = |t: Option<u64>| t.map(rfc3339);

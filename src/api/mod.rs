@@ -4,12 +4,15 @@
 //! tenant calling too fast). Beside it, [`health`]'s `/healthz` and `/readyz` for
 //! orchestrators.
 
-pub(crate) mod checksum;
-pub(crate) mod health;
-pub(crate) mod hooks;
-pub(crate) mod limits;
+mod checksum;
+mod health;
+mod hooks;
+mod limits;
 pub mod params;
-pub(crate) mod xml;
+mod xml;
+
+pub(crate) use health::Health;
+pub(crate) use limits::TenantLimits;
 
 use std::sync::Arc;
 

@@ -11,7 +11,7 @@ use crate::{
         callback_url::{Guard, Refusal},
         digest::Algorithm,
     },
-    hooks::{Hook, model::parse_event_ids, store::NewHook},
+    hooks::{Hook, NewHook, parse_event_ids},
     tenants::Tenant,
 };
 

@@ -15,7 +15,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::{
     base::sources::SourceId,
-    metrics::{Metrics, bus::SourceMetrics},
+    metrics::{Metrics, SourceMetrics},
 };
 
 /// How long the stop may take to unsubscribe and hand on what came before: Redis answers an

@@ -11,7 +11,7 @@
 //! ([`RecordingState`], in `recording`); the [`Conference`] of them here; how each event
 //! changes it (`observe`); then the store, the exposition and the seed above.
 
-pub(crate) mod exposition;
+mod exposition;
 mod observe;
 pub(crate) mod persist;
 mod recording;
@@ -23,8 +23,9 @@ use std::{
     sync::{Arc, Mutex},
 };
 
-use crate::event::{catalogue::Mapped, decode::Message};
+use crate::event::{Mapped, Message};
 
+pub use exposition::ConferenceExport;
 pub(crate) use observe::client_type;
 pub(crate) use recording::RecordingState;
 pub(crate) use room::{Member, Origin, Room};
@@ -58,7 +59,7 @@ pub type SharedConference = Arc<Mutex<Conference>>;
 /// order they appeared (the processing stage adds them; the exposition reads them).
 pub(crate) type Joined = Arc<std::sync::RwLock<Vec<(Arc<str>, SharedConference)>>>;
 
-impl crate::event::process::Observer for Mutex<Conference> {
+impl crate::event::Observer for Mutex<Conference> {
     fn observe(&self, msg: &Message, mapped: &Mapped, now_ms: u64) {
         self.lock()
             .unwrap_or_else(|e| e.into_inner())

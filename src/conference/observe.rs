@@ -4,10 +4,7 @@
 use serde_json::Value;
 
 use super::{Conference, Origin, RecordingState, Room};
-use crate::event::{
-    catalogue::Mapped,
-    decode::{Message, flag},
-};
+use crate::event::{Mapped, Message, flag};
 
 impl Conference {
     /// Applies one processed event (`msg` is its bus message, for fields the event omits).

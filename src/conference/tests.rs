@@ -3,10 +3,7 @@
 use serde_json::{Value, json};
 
 use super::{exposition::Summary, *};
-use crate::event::{
-    mapping::Mappings,
-    process::{EventFilter, Processor},
-};
+use crate::event::{EventFilter, Mappings, Processor};
 
 fn akka(name: &str, mid: &str, uid: &str, body: Value) -> Arc<str> {
     json!({

@@ -15,7 +15,7 @@ use super::{
 };
 use crate::{
     audit::{Action, RELAY, Record},
-    hooks::{Hook, model::DisabledReason},
+    hooks::{DisabledReason, Hook},
     metrics::TenantReasonLabels,
 };
 

@@ -39,7 +39,10 @@ pub(crate) const DEFAULT_MB: u64 = 1024;
 
 /// The budget in bytes: `configured` megabytes, else half of the store's `maxmemory` when
 /// that is set, else [`DEFAULT_MB`]; with where it came from, for the log.
-pub(crate) async fn resolve(configured: Option<u64>, conn: &mut StoreConn) -> (u64, &'static str) {
+pub(crate) async fn resolve_budget(
+    configured: Option<u64>,
+    conn: &mut StoreConn,
+) -> (u64, &'static str) {
     if let Some(mb) = configured {
         return (mb.saturating_mul(1 << 20), "delivery.queue_budget_mb");
     }

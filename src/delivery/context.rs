@@ -27,7 +27,7 @@ use crate::{
     audit::Audit,
     base::{callback_url::Guard, sources::SourceTable},
     config::{DeliveryConfig, OnGiveUp},
-    fleet::lease::Fence,
+    fleet::Fence,
     hooks::HookStore,
     metrics::Metrics,
     plugin_host::Plugins,

@@ -12,7 +12,7 @@ use std::{collections::HashMap, sync::Arc};
 use tokio::{sync::MutexGuard, task::JoinHandle};
 
 use super::{context::DeliveryContext, hook_queue::HookQueue, journal::Position, pager, worker};
-use crate::{fleet::lease::Lease, hooks::Hook};
+use crate::{fleet::Lease, hooks::Hook};
 
 /// The queues delivered here, by hook id.
 pub(crate) type Queues = HashMap<HookId, Arc<HookQueue>>;

@@ -19,7 +19,7 @@ use super::{
     incident::Drops,
     journal::Entry,
 };
-use crate::fleet::lease::Lease;
+use crate::fleet::Lease;
 
 /// Entries read from Redis at a time.
 pub(crate) const PAGE: usize = 256;

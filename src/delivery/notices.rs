@@ -16,7 +16,7 @@ use crate::{
 };
 
 /// The event ids, in the order a hook's troubles go.
-pub(crate) use crate::event::catalogue::ABOUT_HOOKS as IDS;
+pub(crate) use crate::event::ABOUT_HOOKS as IDS;
 
 /// One event about a hook.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -99,18 +99,18 @@ pub(crate) async fn tell(conn: &StoreConn, metrics: &Metrics, notice: &Notice) {
 ///
 /// # Errors
 /// When Redis fails.
-pub(crate) async fn told(
+pub(crate) async fn notices_told(
     conn: &StoreConn,
     n: usize,
 ) -> Result<Vec<Option<Notice>>, redis::RedisError> {
     inbox::oldest(conn, HOOK_NOTICES, n).await
 }
 
-/// Drops the `n` oldest notices (those [`told`] gave), once queued.
+/// Drops the `n` oldest notices (those [`notices_told`] gave), once queued.
 ///
 /// # Errors
 /// When Redis fails.
-pub(crate) async fn taken(conn: &StoreConn, n: usize) -> Result<(), redis::RedisError> {
+pub(crate) async fn notices_taken(conn: &StoreConn, n: usize) -> Result<(), redis::RedisError> {
     inbox::drop_oldest(conn, HOOK_NOTICES, n).await
 }
 

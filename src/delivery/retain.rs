@@ -1,5 +1,5 @@
 //! Sent callbacks kept a while (`delivery.retain`), to be sent again (`hookrelay redeliver`):
-//! per registration (the callback URL, within its tenant: [`crate::hooks::model::Registration::key`],
+//! per registration (the callback URL, within its tenant: `Registration::key` in `hooks`,
 //! named `url` below), so that a hook removed after failures and registered again with the
 //! same URL finds them, and a tenant's never reach another tenant's hook of that URL, a Redis stream of the callbacks sent to it (the payload as sent), and of
 //! those still queued when its hook was removed after failures (as they were queued). Each
@@ -155,7 +155,7 @@ pub(crate) struct Found {
 ///
 /// # Errors
 /// When Redis fails.
-pub(crate) async fn read(
+pub(crate) async fn read_kept(
     conn: &StoreConn,
     url: &str,
     since: u64,
@@ -192,7 +192,10 @@ pub(crate) async fn read(
 ///
 /// # Errors
 /// When Redis fails.
-pub(crate) async fn oldest(conn: &StoreConn, url: &str) -> Result<Option<u64>, redis::RedisError> {
+pub(crate) async fn oldest_kept(
+    conn: &StoreConn,
+    url: &str,
+) -> Result<Option<u64>, redis::RedisError> {
     let (stream, _) = keys(url);
     let reply: redis::streams::StreamRangeReply = redis::cmd("XRANGE")
         .arg(&stream)
@@ -213,7 +216,7 @@ pub(crate) async fn oldest(conn: &StoreConn, url: &str) -> Result<Option<u64>, r
 ///
 /// # Errors
 /// When Redis fails.
-pub(crate) async fn read_ids(
+pub(crate) async fn read_kept_ids(
     conn: &StoreConn,
     url: &str,
     ids: &[String],
@@ -252,26 +255,32 @@ pub(crate) struct Request {
 ///
 /// # Errors
 /// When Redis fails.
-pub(crate) async fn ask(conn: &StoreConn, request: &Request) -> Result<(), redis::RedisError> {
+pub(crate) async fn ask_redelivery(
+    conn: &StoreConn,
+    request: &Request,
+) -> Result<(), redis::RedisError> {
     super::inbox::put(conn, REDELIVERIES, request).await
 }
 
 /// The oldest redeliveries asked for, up to `n`, oldest first; they stay asked for until
-/// [`taken`] (a crash in between queues them again: at least once).
+/// [`redeliveries_taken`] (a crash in between queues them again: at least once).
 ///
 /// # Errors
-/// When Redis fails. A record that does not parse is skipped (and dropped by [`taken`]).
-pub(crate) async fn asked(
+/// When Redis fails. A record that does not parse is skipped (and dropped by [`redeliveries_taken`]).
+pub(crate) async fn redeliveries_asked(
     conn: &StoreConn,
     n: usize,
 ) -> Result<Vec<Option<Request>>, redis::RedisError> {
     super::inbox::oldest(conn, REDELIVERIES, n).await
 }
 
-/// Removes the `n` oldest redeliveries asked for (those [`asked`] gave).
+/// Removes the `n` oldest redeliveries asked for (those [`redeliveries_asked`] gave).
 ///
 /// # Errors
 /// When Redis fails.
-pub(crate) async fn taken(conn: &StoreConn, n: usize) -> Result<(), redis::RedisError> {
+pub(crate) async fn redeliveries_taken(
+    conn: &StoreConn,
+    n: usize,
+) -> Result<(), redis::RedisError> {
     super::inbox::drop_oldest(conn, REDELIVERIES, n).await
 }

@@ -20,7 +20,7 @@ use super::{
 };
 use crate::{
     config::OnGiveUp,
-    hooks::{Hook, model::DisabledReason},
+    hooks::{DisabledReason, Hook},
     route,
 };
 

@@ -45,7 +45,7 @@ pub async fn run(
 ) -> anyhow::Result<()> {
     let edge = config.edge.clone().context("no [edge] section")?;
     let (token, tracker) = (shutdown.token().clone(), shutdown.tracker().clone());
-    crate::pipeline::trust::check(&config).await?;
+    crate::pipeline::check(&config).await?;
     let stats = EdgeMetrics::default();
     let metrics = Metrics::with_exports(|_| Exports {
         collectors: vec![Box::new(stats.clone())],
@@ -60,7 +60,7 @@ pub async fn run(
             )?),
             &config.metrics.merge.path,
             Arc::new(crate::metrics::auth::Access::new(&config.metrics.auth)),
-            Arc::new(crate::metrics::hosts::Hosts::new(
+            Arc::new(crate::metrics::Hosts::new(
                 Some(config.metrics.bind.ip()),
                 &config.metrics.allowed_hosts,
             )),

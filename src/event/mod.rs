@@ -4,15 +4,22 @@
 //! [`process`] runs them for one message, with the state changes and synthesized events;
 //! [`schema`] describes each processed event as a JSON Schema.
 
-pub(crate) mod catalogue;
-pub(crate) mod decode;
-pub(crate) mod facts;
-pub(crate) mod mapping;
+mod catalogue;
+mod decode;
+mod facts;
+mod mapping;
 pub(crate) mod persist;
-pub(crate) mod process;
+mod process;
 #[cfg(test)]
 mod proptests;
 pub mod schema;
+
+pub use catalogue::OUTPUT_IDS;
+pub(crate) use catalogue::{ABOUT_HOOKS, Mapped};
+pub(crate) use decode::{Message, flag};
+pub use mapping::Mappings;
+pub use process::{EventFilter, Processor};
+pub(crate) use process::{Observer, Skip};
 
 use std::sync::{Arc, OnceLock};
 

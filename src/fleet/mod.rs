@@ -1,6 +1,6 @@
 //! Several relay instances sharing one store (`[fleet]`). One instance at a time, the holder of
 //! the [`lease`], queues and delivers, exactly as a single relay does. The others serve the API
-//! (hooks are shared through the store, [`crate::hooks::sync`]), listen to every source and
+//! (hooks are shared through the store, `hooks::sync`), listen to every source and
 //! keep its last messages ([`backlog`]). The holder writes, with each batch it queues, a
 //! [`cursor`] per source: the digests of the last two messages of that source it queued.
 //! Whoever takes the lease over reads the cursors, finds them in what it kept, and queues
@@ -9,13 +9,19 @@
 //! messages reach back to the cursors asks for a free lease while another can ([`reach`]): an
 //! instance started again after the holder died kept nothing from before its start.
 
-pub(crate) mod backlog;
+mod backlog;
 pub(crate) mod cursor;
-pub(crate) mod lease;
+mod lease;
 pub(crate) mod mark;
 pub(crate) mod reach;
 pub(crate) mod share;
 pub mod status;
+
+pub(crate) use backlog::{Backlog, Resume};
+pub(crate) use cursor::{Cursor, Cursors, Mark};
+pub(crate) use lease::{Fence, Lease};
+pub(crate) use mark::AlreadyQueued;
+pub(crate) use reach::{Decision, Reach};
 
 use std::time::Duration;
 

@@ -10,7 +10,7 @@ use std::time::Duration;
 use redis::AsyncCommands;
 
 use super::{Registry, model::Registration};
-use crate::{fleet::lease::Lease, store_conn::StoreConn};
+use crate::{fleet::Lease, store_conn::StoreConn};
 
 /// The store channel on which hook changes are announced: the hook id.
 pub(crate) const CHANNEL: &str = "hookrelay:hooks:changed";

@@ -7,16 +7,22 @@
 //! changes other instances make ([`sync`]); and the hooks of tenants that are gone, disabled,
 //! enabled when they are back, removed after a grace period ([`orphans`]).
 
-pub(crate) mod fleet;
+mod fleet;
 pub mod import;
 pub mod matcher;
-pub(crate) mod model;
-pub(crate) mod orphans;
-pub(crate) mod record;
-pub(crate) mod registry;
-pub(crate) mod store;
-pub(crate) mod sync;
+mod model;
+mod orphans;
+mod record;
+mod registry;
+mod store;
+mod sync;
 pub mod takeover;
+
+pub(crate) use model::{DisabledReason, parse_event_ids};
+pub(crate) use orphans::Orphans;
+pub(crate) use record::StoreError;
+pub(crate) use store::NewHook;
+pub(crate) use sync::follow;
 
 pub use model::Hook;
 pub use registry::Registry;

@@ -1,7 +1,7 @@
 //! The hooks of tenants that are gone: a hook whose tenant is no longer in force (removed from
 //! Scalelite or the configuration, or refused for its secrets) is disabled (`tenant_unknown`),
 //! keeps what it has queued, is enabled again when its tenant is back under the same id, and is
-//! removed once it has waited `tenancy.removed_grace_s`. [`plan`] decides (pure); [`follow`]
+//! removed once it has waited `tenancy.removed_grace_s`. [`plan`] decides (pure); [`Orphans::follow`]
 //! carries it out, looking again every second, once the tenants in force say which exist.
 
 use std::{sync::Arc, time::Duration};
@@ -60,7 +60,7 @@ pub(crate) fn plan(snapshot: &Snapshot, view: &View, now: u64, grace_ms: u64) ->
     changes
 }
 
-/// What [`follow`] needs.
+/// What [`Orphans::follow`] needs.
 pub(crate) struct Orphans {
     pub store: Arc<HookStore>,
     pub tenants: Arc<Tenants>,

@@ -5,18 +5,22 @@
 //! `endpoint`.
 
 pub(crate) mod auth;
-pub(crate) mod bus;
+mod bus;
 mod endpoint;
-pub(crate) mod fleet;
+mod fleet;
 mod histograms;
-pub(crate) mod hosts;
+mod hosts;
 mod labels;
-pub(crate) mod live;
+mod live;
 pub mod merge;
 mod queues;
 mod register;
-pub(crate) mod tenants;
-pub(crate) mod xapi;
+mod tenants;
+mod xapi;
+
+pub(crate) use bus::SourceMetrics;
+pub(crate) use hosts::{Hosts, require};
+pub(crate) use xapi::{LrsReasonLabels, XapiMetrics};
 
 use std::sync::Arc;
 

@@ -26,8 +26,8 @@ use crate::{
     },
     conference::SharedConference,
     config::Config,
-    event::process::Processor,
-    metrics::{Metrics, bus::SourceMetrics},
+    event::Processor,
+    metrics::{Metrics, SourceMetrics},
     store_conn::StoreConn,
 };
 

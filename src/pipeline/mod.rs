@@ -17,7 +17,9 @@ mod share;
 mod sources;
 mod stage;
 mod start;
-pub(crate) mod trust;
+mod trust;
+
+pub(crate) use trust::check;
 
 use std::{future::IntoFuture, sync::Arc};
 
@@ -26,7 +28,7 @@ use tokio_util::sync::CancellationToken;
 use crate::{
     base::ids::HookId,
     config::{Config, callback_guard, compat::CallbackFormat},
-    fleet::lease::Fence,
+    fleet::Fence,
     hooks::HookStore,
     metrics::Metrics,
     shutdown::{Shutdown, retry_until_ok},
@@ -51,7 +53,7 @@ pub async fn run(config: Config, listeners: Listeners, shutdown: Shutdown) -> an
     let joined = crate::conference::Joined::default();
     let metrics = start::metrics(&config, &sources, &joined);
     let tenants = crate::tenants::Tenants::of_config(&config);
-    let circuits = crate::delivery::client::Circuits::new(
+    let circuits = crate::delivery::Circuits::new(
         config.delivery.circuit_after,
         std::time::Duration::from_secs(config.delivery.circuit_max_open_s),
         &metrics,
@@ -108,7 +110,7 @@ pub async fn run(config: Config, listeners: Listeners, shutdown: Shutdown) -> an
             tracker.spawn(taker.run(tracker.clone(), token.clone()));
         }
         // The instance that processes the bus looks after the hooks of tenants that are gone.
-        let orphans = crate::hooks::orphans::Orphans {
+        let orphans = crate::hooks::Orphans {
             store: store.clone(),
             tenants: tenants.clone(),
             grace: std::time::Duration::from_secs(config.tenancy.removed_grace_s),
@@ -281,7 +283,7 @@ async fn report_queues(
         .filter(|(_, n)| *n > 0)
         .map(|(h, _)| *h)
         .collect();
-    match crate::delivery::insight::read::oldest_queued(conn, &busy).await {
+    match crate::delivery::records::oldest_queued(conn, &busy).await {
         Ok(oldest) => {
             let oldest: Vec<(HookId, u64)> = busy
                 .iter()

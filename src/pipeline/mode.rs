@@ -9,7 +9,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::{
     config::Config,
-    fleet::lease::{Fence, Lease},
+    fleet::{Fence, Lease},
 };
 
 /// How this instance runs.

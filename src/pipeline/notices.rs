@@ -1,4 +1,4 @@
-//! The processing stage's part in the events about hooks ([`crate::delivery::notices`]):
+//! The processing stage's part in the events about hooks (the notices of `crate::delivery`):
 //! between batches, it takes the notices the workers (of any instance) told, and queues each
 //! as an event for the hooks that ask for it, stamped by the same per-hook clock as every
 //! other callback, so that each queue keeps one writer.
@@ -8,7 +8,7 @@ use std::sync::Arc;
 use super::stage::ProcessStage;
 use crate::{
     base::time::now_ms,
-    delivery::notices,
+    delivery::records,
     event::{Event, Payload},
     route::Callback,
 };
@@ -20,7 +20,7 @@ impl ProcessStage {
     /// Queues the events about hooks told, if any. `false` when the relay stopped first.
     pub(super) async fn hook_notices(&mut self) -> bool {
         let conn = self.dispatcher.conn();
-        let read = notices::told(&conn, AT_ONCE);
+        let read = records::notices_told(&conn, AT_ONCE);
         let Some(told) = self.take_inbox(read, "the events about hooks").await else {
             return true;
         };
@@ -43,7 +43,7 @@ impl ProcessStage {
         }
         self.queue_taken(
             callbacks,
-            notices::taken(&conn, told.len()),
+            records::notices_taken(&conn, told.len()),
             "events about hooks",
         )
         .await

@@ -14,8 +14,8 @@ use std::time::Duration;
 
 use crate::{
     base::redis_keys::lease_key,
-    delivery::{dispatch::Dispatcher, journal, migrate},
-    fleet::lease::Lease,
+    delivery::{Dispatcher, records},
+    fleet::Lease,
     hooks::Registry,
     route::Clock,
     shutdown::retry_until_ok,
@@ -33,7 +33,7 @@ const MOVING_TTL: Duration = Duration::from_secs(10);
 /// What a moved hook's delivery lease is set to: held by nobody for a lease's time.
 const MOVED_HOLDER: &str = "(queue moved)";
 
-/// Moves the streams of earlier versions to their current names ([`migrate`]): at start,
+/// Moves the streams of earlier versions to their current names (`delivery::records::legacy_queues`): at start,
 /// before this instance delivers anything, and in a fleet again on taking the fleet lease (an
 /// instance of the earlier version may have written meanwhile). Streams are merged only with
 /// `merge`, which only the one writer of the queues may ask (a relay alone, or the holder of
@@ -91,16 +91,16 @@ pub(super) async fn move_legacy_queues(
     Some(())
 }
 
-/// [`migrate::legacy_queues`], in a fleet under [`MOVING_KEY`], renewed meanwhile; `None` when
+/// [`records::legacy_queues`], in a fleet under [`MOVING_KEY`], renewed meanwhile; `None` when
 /// the relay stopped while it waited for the lock.
 async fn move_locked(
     conn: &StoreConn,
     instance: Option<&str>,
     merge: bool,
     token: &CancellationToken,
-) -> redis::RedisResult<Option<Vec<migrate::Moved>>> {
+) -> redis::RedisResult<Option<Vec<records::Moved>>> {
     let Some(instance) = instance else {
-        return migrate::legacy_queues(conn, merge).await.map(Some);
+        return records::legacy_queues(conn, merge).await.map(Some);
     };
     let lock = Lease::new(MOVING_KEY, instance, MOVING_TTL);
     let mut c = conn.clone();
@@ -110,7 +110,7 @@ async fn move_locked(
             () = tokio::time::sleep(lock.period() / 10) => {}
         }
     }
-    let work = migrate::legacy_queues(conn, merge);
+    let work = records::legacy_queues(conn, merge);
     tokio::pin!(work);
     let mut tick = tokio::time::interval(lock.period());
     tick.tick().await;
@@ -167,9 +167,9 @@ pub(super) async fn resume_queues(
 async fn positions(
     conn: StoreConn,
     ids: Vec<HookId>,
-) -> Result<(Vec<(HookId, journal::Position)>, RecordRef), redis::RedisError> {
+) -> Result<(Vec<(HookId, records::Position)>, RecordRef), redis::RedisError> {
     let positions = queue_positions(&conn, ids).await?;
-    let last_shared = journal::last_shared(&mut conn.clone()).await?;
+    let last_shared = records::last_shared(&mut conn.clone()).await?;
     Ok((positions, last_shared))
 }
 
@@ -180,11 +180,11 @@ async fn positions(
 pub(super) async fn queue_positions(
     conn: &StoreConn,
     ids: Vec<HookId>,
-) -> Result<Vec<(HookId, journal::Position)>, redis::RedisError> {
+) -> Result<Vec<(HookId, records::Position)>, redis::RedisError> {
     futures_util::stream::iter(ids)
         .map(|id| {
             let mut c = conn.clone();
-            async move { Ok::<_, redis::RedisError>((id, journal::position(&mut c, id).await?)) }
+            async move { Ok::<_, redis::RedisError>((id, records::position(&mut c, id).await?)) }
         })
         .buffer_unordered(PARALLEL)
         .try_collect()
@@ -199,7 +199,7 @@ async fn remove_orphans(
 ) {
     let removed = retry_until_ok(&token, "remove orphaned queues", || {
         let snapshot = snapshot.clone();
-        journal::remove_orphans(conn.clone(), move |id| snapshot.get(id).is_some())
+        records::remove_orphans(conn.clone(), move |id| snapshot.get(id).is_some())
     })
     .await;
     if let Some(n @ 1..) = removed {

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use super::stage::ProcessStage;
 use crate::{
     base::time::now_ms,
-    delivery::{journal::StoredBody, retain},
+    delivery::records::{self, StoredBody},
     event::{Event, Payload},
     route::Callback,
 };
@@ -21,7 +21,7 @@ impl ProcessStage {
     /// Queues the redeliveries asked for, if any. `false` when the relay stopped first.
     pub(super) async fn redeliver(&mut self) -> bool {
         let conn = self.dispatcher.conn();
-        let read = retain::asked(&conn, AT_ONCE);
+        let read = records::redeliveries_asked(&conn, AT_ONCE);
         let Some(asked) = self.take_inbox(read, "the redeliveries asked for").await else {
             return true;
         };
@@ -35,7 +35,7 @@ impl ProcessStage {
                 );
                 continue;
             };
-            let found = match retain::read_ids(&conn, &request.url, &request.ids).await {
+            let found = match records::read_kept_ids(&conn, &request.url, &request.ids).await {
                 Ok(f) => f,
                 Err(e) => {
                     tracing::warn!(error = %e, "cannot read the kept callbacks of a redelivery; asked again later");
@@ -73,8 +73,12 @@ impl ProcessStage {
             );
             self.metrics.redelivered.inc_by(queued);
         }
-        self.queue_taken(callbacks, retain::taken(&conn, asked.len()), "redeliveries")
-            .await
+        self.queue_taken(
+            callbacks,
+            records::redeliveries_taken(&conn, asked.len()),
+            "redeliveries",
+        )
+        .await
     }
 
     /// The records `read` takes from an inbox, when this instance processes the bus and there

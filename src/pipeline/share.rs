@@ -13,8 +13,8 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use crate::{
-    delivery::{ack::Acker, held::Held},
-    fleet::{lease::Lease, share},
+    delivery::{Acker, Held},
+    fleet::{Lease, share},
     hooks::Registry,
     metrics::Metrics,
     store_conn::StoreConn,

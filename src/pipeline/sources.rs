@@ -14,11 +14,7 @@ use crate::{
     bus::{BusMessage, Subscriber},
     conference::{self, SharedConference},
     config::{Config, SourceConfig},
-    event::{
-        mapping::Mappings,
-        persist,
-        process::{EventFilter, Processor},
-    },
+    event::{EventFilter, Mappings, Processor, persist},
     metrics::Metrics,
     redis_conn::redis_client_verified,
     shutdown::retry_until_ok,

@@ -17,29 +17,20 @@ use super::{
 };
 use crate::{
     admin_api::{self, AdminState},
-    api::{self, ApiState, limits::TenantLimits},
+    api::{self, ApiState, TenantLimits},
     audit::Audit,
     base::callback_url::Guard,
     bus::BusMessage,
-    conference::exposition::ConferenceExport,
+    conference::ConferenceExport,
     config::{CallbackAuth, Config},
     delivery::{
-        ack::Acker,
-        budget,
-        context::{DeliveryContext, Wiring},
-        dispatch::Dispatcher,
-        held::Held,
-        insight::{Insight, Retention},
-        retain::Bounds,
-        sign::Signer,
+        Acker, DeliveryContext, Dispatcher, Held, Insight, Retention, Signer, Wiring,
+        records::{self, Bounds},
     },
-    fleet::{
-        cursor::Cursors,
-        lease::{Fence, Lease},
-    },
+    fleet::{Cursors, Fence, Lease},
     hooks::{HookStore, Registry},
     metrics::{Metrics, auth::Access, merge::Merger},
-    plugin_host::{Plugins, reload::Watcher},
+    plugin_host::{Plugins, Watcher},
     route::MessageRouter,
     shutdown::retry_until_ok,
     store_conn::StoreConn,
@@ -79,7 +70,7 @@ pub(super) struct Start<'a> {
     pub tenants: &'a Arc<Tenants>,
     /// The receivers' circuits (`delivery.circuit_after`), shared by delivery and the admin
     /// API.
-    pub circuits: &'a Option<Arc<crate::delivery::client::Circuits>>,
+    pub circuits: &'a Option<Arc<crate::delivery::Circuits>>,
 }
 
 /// The hooks, and how this instance runs.
@@ -120,14 +111,14 @@ impl Start<'_> {
         let Some(scalelite) = self.config.scalelite.clone() else {
             return;
         };
-        let follow = crate::tenants::scalelite::follow(
+        let follow = crate::tenants::follow(
             self.tenants.clone(),
             scalelite,
             self.metrics.clone(),
             conn.clone(),
             self.token.clone(),
         );
-        let first = crate::tenants::scalelite::first_read(self.tenants, self.token);
+        let first = crate::tenants::first_read(self.tenants, self.token);
         self.tracker.spawn(follow);
         first.await;
     }
@@ -185,7 +176,7 @@ impl Start<'_> {
         );
         // Delivery's layout: the hooks know only that a removed hook's queue goes too.
         let store = store.with_queue_remover(Arc::new(|mut conn: StoreConn, id| {
-            Box::pin(async move { crate::delivery::journal::delete(&mut conn, id).await })
+            Box::pin(async move { crate::delivery::records::delete(&mut conn, id).await })
         }));
         let store = Arc::new(match mode.instance() {
             Some(instance) => store.with_announcements(instance),
@@ -193,7 +184,7 @@ impl Start<'_> {
         });
         if !mode.restores_hooks_at_once() {
             retry_until_ok(self.token, "read hooks", || store.reload()).await?;
-            self.tracker.spawn(crate::hooks::sync::follow(
+            self.tracker.spawn(crate::hooks::follow(
                 store.clone(),
                 conn.clone(),
                 self.token.clone(),
@@ -219,7 +210,7 @@ impl Start<'_> {
     ) -> anyhow::Result<()> {
         let (config, metrics) = (self.config, self.metrics);
         let sources = config.effective_sources().into_iter().map(|s| s.name);
-        let health = api::health::Health::new(
+        let health = api::Health::new(
             conn.clone(),
             metrics.bus.connected.clone(),
             sources.collect(),
@@ -254,7 +245,7 @@ impl Start<'_> {
                 config.metrics.merge.sources.clone(),
                 metrics.clone(),
             )?);
-            let hosts = Arc::new(crate::metrics::hosts::Hosts::new(
+            let hosts = Arc::new(crate::metrics::Hosts::new(
                 Some(config.metrics.bind.ip()),
                 &config.metrics.allowed_hosts,
             ));
@@ -293,12 +284,9 @@ impl Start<'_> {
         }
         if let Some(socket) = listeners.admin_socket {
             // The socket's file mode is its access control: no token, and its own host names.
-            let hosts = crate::metrics::hosts::Hosts::new(None, &config.admin.allowed_hosts);
+            let hosts = crate::metrics::Hosts::new(None, &config.admin.allowed_hosts);
             let router = admin_api::router(state, Arc::new(Access::default())).layer(
-                axum::middleware::from_fn_with_state(
-                    Arc::new(hosts),
-                    crate::metrics::hosts::require,
-                ),
+                axum::middleware::from_fn_with_state(Arc::new(hosts), crate::metrics::require),
             );
             serve(
                 self.tracker,
@@ -344,7 +332,7 @@ impl Start<'_> {
         self.tracker
             .spawn(acker.clone().run(conn.clone(), token.clone()));
         let (limit, from) =
-            budget::resolve(config.delivery.queue_budget_mb, &mut conn.clone()).await;
+            records::resolve_budget(config.delivery.queue_budget_mb, &mut conn.clone()).await;
         tracing::info!(
             budget_mb = limit >> 20,
             from,

@@ -17,10 +17,7 @@ use super::{
 };
 use crate::{
     base::ids::HookId,
-    event::{
-        mapping::Mappings,
-        process::{EventFilter, Processor},
-    },
+    event::{EventFilter, Mappings, Processor},
     hooks::Hook,
     metrics::Metrics,
 };

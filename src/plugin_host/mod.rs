@@ -6,22 +6,25 @@
 
 mod breaker;
 pub(crate) mod cache;
-pub(crate) mod chain;
-pub(crate) mod check;
-pub(crate) mod deferred;
-pub(crate) mod engine;
+mod chain;
+mod check;
+mod deferred;
+mod engine;
 mod imports;
 mod limits;
-pub(crate) mod plugin;
-pub(crate) mod reload;
+mod plugin;
+mod reload;
 mod rules;
-pub(crate) mod set;
-pub(crate) mod settings;
-pub(crate) mod threads;
+mod set;
+mod settings;
+mod threads;
+
+pub(crate) use reload::Watcher;
 
 pub use chain::Verdict;
+pub use check::check_file;
 pub(crate) use deferred::Deferred;
-pub use engine::Host;
+pub use engine::{Host, wasm_digest};
 pub use plugin::Plugin;
 pub(crate) use reload::Plugins;
 pub use set::PluginSet;

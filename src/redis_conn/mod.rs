@@ -20,7 +20,7 @@ pub(crate) fn tcp_settings() -> TcpSettings {
         .set_user_timeout(Duration::from_secs(60))
 }
 
-/// [`redis_client`], a `rediss://` URL's server verified against the CAs of `ca_file` when
+/// `redis_client`, a `rediss://` URL's server verified against the CAs of `ca_file` when
 /// given.
 ///
 /// # Errors
@@ -39,7 +39,7 @@ pub(crate) fn redis_client_verified(
     redis_client_trusting(url, ca.as_ref())
 }
 
-/// [`redis_client`], a `rediss://` URL's server verified against `ca` (PEM certificates)
+/// `redis_client`, a `rediss://` URL's server verified against `ca` (PEM certificates)
 /// when given, else against the system's roots.
 pub(crate) fn redis_client_trusting(
     url: &str,

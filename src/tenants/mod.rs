@@ -6,10 +6,12 @@
 //! the relay's store for a start while Scalelite's Redis is down. Below them all, [`refusal`]:
 //! the secrets no tenant may have, wherever it comes from.
 
-pub(crate) mod kept;
-pub(crate) mod scalelite;
+mod kept;
+mod scalelite;
 #[cfg(test)]
 mod tests;
+
+pub(crate) use scalelite::{Problem, first_read, follow};
 
 use std::{
     collections::HashMap,

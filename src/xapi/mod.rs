@@ -7,11 +7,11 @@
 //! ([`store`]); once that is written, [`Output::wake`] tells each LRS's [`sender`] (one per
 //! queue, on the instance that processes the bus).
 
-pub(crate) mod lrs;
-pub(crate) mod sender;
-pub(crate) mod statement;
-pub(crate) mod store;
-pub(crate) mod translate;
+mod lrs;
+mod sender;
+mod statement;
+mod store;
+mod translate;
 
 use std::{
     collections::{HashMap, HashSet},
@@ -297,7 +297,7 @@ impl Output {
             .metrics
             .xapi
             .queued
-            .get_or_create(&crate::metrics::xapi::XapiMetrics::lrs(&lrs.host()))
+            .get_or_create(&crate::metrics::XapiMetrics::lrs(&lrs.host()))
             .set(i64::try_from(depth).unwrap_or(i64::MAX));
         store::add_statement(
             pipe,

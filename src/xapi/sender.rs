@@ -23,9 +23,8 @@ use super::{
 use crate::{
     base::callback_url::Guard,
     config::xapi::XapiConfig,
-    delivery::{retry::RetryPolicy, ssrf::GuardedResolver},
-    metrics::Metrics,
-    metrics::xapi::{LrsReasonLabels, XapiMetrics},
+    delivery::{GuardedResolver, RetryPolicy},
+    metrics::{LrsReasonLabels, Metrics, XapiMetrics},
     store_conn::StoreConn,
 };
 

@@ -8,12 +8,8 @@ use serde_json::Value;
 use super::{Case, CaseFile, HookSpec, Input, Outcome};
 use crate::{
     base::ids::HookId,
-    event::{
-        Event, Payload,
-        mapping::Mappings,
-        process::{EventFilter, Processor},
-    },
-    hooks::{Hook, Registry, matcher, model::parse_event_ids},
+    event::{Event, EventFilter, Mappings, Payload, Processor},
+    hooks::{Hook, Registry, matcher, parse_event_ids},
     plugin_host::PluginSet,
     route::{self, MessageRouter},
 };

@@ -3,10 +3,7 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 
 use super::*;
-use crate::event::{
-    mapping::Mappings,
-    process::{EventFilter, Processor},
-};
+use crate::event::{EventFilter, Mappings, Processor};
 use crate::xapi::statement::EMOJI;
 
 fn ids() -> Ids {
