@@ -98,12 +98,6 @@ impl StandardSigner {
         Ok(Some(Self { keys }))
     }
 
-    /// A signer of one key: the raw bytes of a tenant's secret (`docs/tenants.md`: the
-    /// tenant's Standard Webhooks secret is `whsec_` and its API secret in base64).
-    pub fn of_raw_key(key: &[u8]) -> Self {
-        Self::of_raw_keys([key])
-    }
-
     /// A signer of several raw keys, one signature each (a tenant's new and old secret).
     pub fn of_raw_keys<'k>(keys: impl IntoIterator<Item = &'k [u8]>) -> Self {
         Self {
