@@ -6,14 +6,13 @@
 use std::{
     sync::{
         Arc,
-        atomic::{AtomicBool, AtomicU64, Ordering},
+        atomic::{AtomicU64, Ordering},
     },
     time::{Duration, Instant},
 };
 
 use crate::store_conn::StoreConn;
 use redis::Script;
-use tokio_util::sync::CancellationToken;
 
 /// Renews the lease if `ARGV[1]` holds it: 1 renewed, 0 someone else holds it (or nobody).
 const RENEW: &str = r"
@@ -59,6 +58,12 @@ impl Lease {
     /// Whether this instance holds the lease now (by its own clock, with the margin above).
     pub(crate) fn is_held(&self) -> bool {
         self.now_ms() < self.valid_until.load(Ordering::Acquire)
+    }
+
+    /// How much longer this instance holds the lease by its own clock (zero: not held).
+    pub(crate) fn held_for(&self) -> Duration {
+        let until = self.valid_until.load(Ordering::Acquire);
+        Duration::from_millis(until.saturating_sub(self.now_ms()))
     }
 
     fn now_ms(&self) -> u64 {
@@ -137,32 +142,27 @@ impl Lease {
     }
 }
 
-/// What queueing and sending check first: outside a fleet always true; in a fleet, whether the
-/// lease is still held. When it is not, the relay is stopped (and `lost` set, so that it exits
-/// with an error and its service manager starts it again).
+/// The fleet lease is no longer this instance's: it may neither queue nor send.
+#[derive(Debug, thiserror::Error)]
+#[error("the fleet lease is no longer held")]
+pub(crate) struct LeaseLost;
+
+/// What queueing and sending check first: outside a fleet, nothing; in a fleet, that the lease
+/// is still held. A check only: the lease's holder (the pipeline's `hold`) is what stops the
+/// relay when the lease is lost.
 #[derive(Clone)]
 pub(crate) struct Fence {
     lease: Option<Lease>,
-    pub lost: Arc<AtomicBool>,
-    token: CancellationToken,
 }
 
 impl Fence {
     /// No fleet: never fenced.
-    pub(crate) fn none(token: CancellationToken) -> Self {
-        Self {
-            lease: None,
-            lost: Arc::default(),
-            token,
-        }
+    pub(crate) fn none() -> Self {
+        Self { lease: None }
     }
 
-    pub(crate) fn new(lease: Lease, token: CancellationToken) -> Self {
-        Self {
-            lease: Some(lease),
-            lost: Arc::default(),
-            token,
-        }
+    pub(crate) fn new(lease: Lease) -> Self {
+        Self { lease: Some(lease) }
     }
 
     /// Whether the relay runs in a fleet.
@@ -170,18 +170,11 @@ impl Fence {
         self.lease.is_some()
     }
 
-    /// Whether this instance may queue or send now. A lease given up because the relay is
-    /// stopping is not lost: the stop stays a clean one.
-    pub(crate) fn holds(&self) -> bool {
+    /// Whether this instance may queue or send now (by its own clock, as [`Lease::is_held`]).
+    pub(crate) fn check(&self) -> Result<(), LeaseLost> {
         match &self.lease {
-            Some(l) if !l.is_held() => {
-                if !self.token.is_cancelled() && !self.lost.swap(true, Ordering::SeqCst) {
-                    tracing::error!("the fleet lease is no longer held: stopping");
-                }
-                self.token.cancel();
-                false
-            }
-            _ => true,
+            Some(l) if !l.is_held() => Err(LeaseLost),
+            _ => Ok(()),
         }
     }
 }
@@ -195,27 +188,26 @@ mod tests {
     }
 
     #[test]
-    fn a_lease_gone_while_running_is_lost_and_stops_the_relay() {
-        let token = CancellationToken::new();
-        let fence = Fence::new(unheld(), token.clone());
-        assert!(!fence.holds());
-        assert!(fence.lost.load(Ordering::SeqCst));
-        assert!(token.is_cancelled());
+    fn a_lease_not_held_fails_the_check_and_stops_nothing_itself() {
+        let lease = unheld();
+        assert_eq!(lease.held_for(), Duration::ZERO);
+        assert!(matches!(Fence::new(lease).check(), Err(LeaseLost)));
     }
 
     #[test]
-    fn a_lease_given_up_on_stopping_is_not_lost() {
-        let token = CancellationToken::new();
-        token.cancel();
-        let fence = Fence::new(unheld(), token);
-        assert!(!fence.holds());
-        assert!(!fence.lost.load(Ordering::SeqCst), "a clean stop");
+    fn a_held_lease_passes_the_check_for_half_its_time() {
+        let lease = unheld();
+        lease.held_from(lease.now_ms());
+        assert!(Fence::new(lease.clone()).check().is_ok());
+        let left = lease.held_for();
+        assert!(
+            left > Duration::ZERO && left <= Duration::from_millis(500),
+            "{left:?}"
+        );
     }
 
     #[test]
-    fn outside_a_fleet_the_fence_always_holds() {
-        let token = CancellationToken::new();
-        token.cancel();
-        assert!(Fence::none(token).holds());
+    fn outside_a_fleet_the_fence_always_passes() {
+        assert!(Fence::none().check().is_ok());
     }
 }

@@ -21,14 +21,16 @@ mod trust;
 
 pub(crate) use trust::check;
 
-use std::{future::IntoFuture, sync::Arc};
+use std::{
+    future::IntoFuture,
+    sync::{Arc, atomic::AtomicBool},
+};
 
 use tokio_util::sync::CancellationToken;
 
 use crate::{
     base::ids::HookId,
     config::{Config, callback_guard, compat::CallbackFormat},
-    fleet::Fence,
     hooks::HookStore,
     metrics::Metrics,
     shutdown::{Shutdown, retry_until_ok},
@@ -93,7 +95,7 @@ pub async fn run(config: Config, listeners: Listeners, shutdown: Shutdown) -> an
     let wired = start
         .delivery(&sources, &conn, &hooks, &guard, &plugins, &audit)
         .await?;
-    let fence = wired.fence.clone();
+    let lease_lost = wired.lease_lost.clone();
     let store = hooks.store.clone();
     if let Some(processing) = start
         .processing(&sources, &conn, hooks, wired, plugins, &joined)
@@ -120,16 +122,19 @@ pub async fn run(config: Config, listeners: Listeners, shutdown: Shutdown) -> an
         tracker.spawn(orphans.follow(token.clone()));
         token.cancelled().await;
     }
-    wind_down(&tracker, &fence).await
+    wind_down(&tracker, &lease_lost).await
 }
 
 /// Once the relay is stopping: waits until every task has finished its step (callbacks in
 /// flight, marks, leases given up), then says how the relay ended.
-async fn wind_down(tracker: &tokio_util::task::TaskTracker, fence: &Fence) -> anyhow::Result<()> {
+async fn wind_down(
+    tracker: &tokio_util::task::TaskTracker,
+    lease_lost: &AtomicBool,
+) -> anyhow::Result<()> {
     tracker.close();
     tracker.wait().await;
     tracing::info!("stopped");
-    stopped(fence)
+    stopped(lease_lost)
 }
 
 /// Reads the hooks into the registry, imports the reference service's and makes the
@@ -208,8 +213,8 @@ async fn callback_format(config: &Config, conn: &StoreConn) -> CallbackFormat {
 
 /// How a stopped relay ends: an error when it lost the fleet lease (so that its service
 /// manager starts it again, waiting for the lease).
-fn stopped(fence: &Fence) -> anyhow::Result<()> {
-    if fence.lost.load(std::sync::atomic::Ordering::SeqCst) {
+fn stopped(lease_lost: &AtomicBool) -> anyhow::Result<()> {
+    if lease_lost.load(std::sync::atomic::Ordering::SeqCst) {
         anyhow::bail!("the fleet lease was lost: this instance stopped queueing and sending");
     }
     Ok(())

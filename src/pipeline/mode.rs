@@ -5,8 +5,6 @@
 
 use std::time::Duration;
 
-use tokio_util::sync::CancellationToken;
-
 use crate::{
     config::Config,
     fleet::{Fence, Lease},
@@ -115,18 +113,18 @@ impl Mode {
     }
 
     /// What stops the processing stage queueing once the fleet lease is lost (nothing alone).
-    pub(super) fn fence(&self, token: &CancellationToken) -> Fence {
+    pub(super) fn fence(&self) -> Fence {
         match self.lease() {
-            Some(lease) => Fence::new(lease.clone(), token.clone()),
-            None => Fence::none(token.clone()),
+            Some(lease) => Fence::new(lease.clone()),
+            None => Fence::none(),
         }
     }
 
     /// What each worker checks before sending: the stage's fence, but with delivery spread
     /// each hook's own delivery lease fences its worker instead.
-    pub(super) fn worker_fence(&self, fence: &Fence, token: &CancellationToken) -> Fence {
+    pub(super) fn worker_fence(&self, fence: &Fence) -> Fence {
         if self.spreads() {
-            Fence::none(token.clone())
+            Fence::none()
         } else {
             fence.clone()
         }
@@ -225,12 +223,11 @@ mod tests {
 
     #[test]
     fn only_a_spread_instance_delivers_before_the_lease_and_its_workers_have_no_fleet_fence() {
-        let token = CancellationToken::new();
         for mode in modes() {
             let steps = mode.steps();
-            let fence = mode.fence(&token);
+            let fence = mode.fence();
             assert_eq!(fence.is_fleet(), mode.lease().is_some());
-            let worker = mode.worker_fence(&fence, &token);
+            let worker = mode.worker_fence(&fence);
             match at(steps, Step::StartSpread) {
                 Some(s) => {
                     assert!(mode.spreads() && mode.hook_lease().is_some());

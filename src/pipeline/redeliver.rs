@@ -89,7 +89,7 @@ impl ProcessStage {
         read: impl std::future::Future<Output = redis::RedisResult<Vec<Option<T>>>>,
         what: &str,
     ) -> Option<Vec<Option<T>>> {
-        if !self.fence.holds() {
+        if self.fence.check().is_err() {
             return None;
         }
         match read.await {

@@ -3,7 +3,10 @@
 //! (in a fleet, the lease taken first; state and queues read back). A phase that meets the
 //! relay stopping gives `None`.
 
-use std::{sync::Arc, time::Duration};
+use std::{
+    sync::{Arc, atomic::AtomicBool},
+    time::Duration,
+};
 
 use tokio::sync::mpsc;
 use tokio_util::{sync::CancellationToken, task::TaskTracker};
@@ -86,6 +89,9 @@ pub(super) struct Wired {
     pub acker: Arc<Acker>,
     /// In a fleet, nothing is queued (and without spread, nothing sent) once the lease is lost.
     pub fence: Fence,
+    /// Set by the lease's holder when it lost the lease and stopped the relay (then the relay
+    /// exits with an error, so that its service manager starts it again).
+    pub lease_lost: Arc<AtomicBool>,
     pub bus: mpsc::Receiver<BusMessage>,
     /// Where the edges' messages go into the bus (`[pool] edges`), handed to the taker.
     pub edge_bus: Option<mpsc::Sender<BusMessage>>,
@@ -327,7 +333,7 @@ impl Start<'_> {
         let ready = subscribed.ready.clone();
         self.tracker
             .spawn(crate::systemd::ready_when_subscribed(ready, token.clone()));
-        let fence = hooks.mode.fence(token);
+        let fence = hooks.mode.fence();
         let acker = Acker::new(config.delivery.max_unacked);
         self.tracker
             .spawn(acker.clone().run(conn.clone(), token.clone()));
@@ -342,7 +348,7 @@ impl Start<'_> {
         metrics
             .queue_budget_bytes
             .set(i64::try_from(limit).unwrap_or(i64::MAX));
-        let own_fence = hooks.mode.worker_fence(&fence, token);
+        let own_fence = hooks.mode.worker_fence(&fence);
         let retention = retain_bounds(&config.delivery).map(|bounds| Retention {
             bounds,
             sources: signer.sources.clone(),
@@ -382,6 +388,7 @@ impl Start<'_> {
             delivery,
             acker,
             fence,
+            lease_lost: Arc::default(),
             bus,
             edge_bus,
             subscribed,
@@ -523,7 +530,7 @@ impl Start<'_> {
         self.tracker.spawn(fleet::hold(
             lease.clone(),
             conn.clone(),
-            wired.fence.lost.clone(),
+            wired.lease_lost.clone(),
             self.token.clone(),
         ));
         Some(first)
