@@ -59,7 +59,7 @@ pub(crate) async fn give_up(
     error: &DeliveryError,
 ) {
     tracing::warn!(hook_id = hook.id.0, failures, error = %error, "callbacks keep failing; removing the hook");
-    tell(ctx, "hook-removed", hook, failures, error).await;
+    tell(ctx, "hook-removed", hook, failures, about(error)).await;
     keep_abandoned(ctx, hook, failed).await;
     let (books, store) = (ctx.books(), ctx.control().store());
     book(ctx, Action::Remove, hook, DisabledReason::Failures).await;
@@ -97,12 +97,11 @@ pub(crate) async fn disable(
                 (_, None) => tracing::warn!(hook_id = hook.id.0, "the hook is disabled"),
             }
             book(ctx, Action::Disable, hook, reason).await;
-            let (status, text) = match error {
-                Some(e) => (e.status(), e.to_string()),
-                None => (None, reason.as_str().to_string()),
+            let about = match error {
+                Some(e) => about(e),
+                None => (None, Some(reason.as_str().to_string())),
             };
-            let notice = Notice::new("hook-disabled", hook, failures, (status, Some(text)));
-            notices::tell(ctx.queues().conn(), books.metrics(), &notice).await;
+            tell(ctx, "hook-disabled", hook, failures, about).await;
             let hooks = store.registry().load();
             books.metrics().count_hooks(hooks.len(), hooks.counts());
             true
@@ -140,21 +139,23 @@ pub(crate) async fn wait_for_tenant(
     wait_enabled(ctx, hook.id).await
 }
 
-/// Tells event `id` about `hook` after `failures` failed attempts, the last with `error`.
+/// Tells event `id` (`hook-failing`, `-recovered`, `-disabled`, `-removed`) about `hook` after
+/// `failures` failed attempts: the one place delivery tells hook notices. `about`: the last
+/// answer's status and what went wrong ([`about`]).
 pub(super) async fn tell(
     ctx: &DeliveryContext,
     id: &str,
     hook: &Hook,
     failures: usize,
-    error: &DeliveryError,
+    about: (Option<u16>, Option<String>),
 ) {
-    let notice = Notice::new(
-        id,
-        hook,
-        failures,
-        (error.status(), Some(error.to_string())),
-    );
+    let notice = Notice::new(id, hook, failures, about);
     notices::tell(ctx.queues().conn(), ctx.books().metrics(), &notice).await;
+}
+
+/// What a notice says of a failed attempt: its status, if any, and its error.
+pub(super) fn about(error: &DeliveryError) -> (Option<u16>, Option<String>) {
+    (error.status(), Some(error.to_string()))
 }
 
 /// Waits while hook `id` is disabled: `true` once it is enabled, `false` when it is gone or

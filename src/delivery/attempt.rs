@@ -1,11 +1,11 @@
 //! One callback's attempts, as steps: [`HookSender::prepare`] signs it with the secrets in
 //! force (anew at each attempt, so that a rotation applies to the next one); [`HookSender::send`]
-//! posts it; [`judge`], a pure function, says what the outcome
-//! means under the hook's retry schedule; [`record`] writes the attempt down (the hook's
+//! posts it; [`super::judge`], a pure function, decides what the outcome means; [`record`]
+//! writes the attempt down (the hook's
 //! attempts for people, the metrics). The worker ([`super::worker`]) loops over these steps;
 //! giving a hook up is [`super::abandon`].
 
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use bytes::Bytes;
 
@@ -22,53 +22,6 @@ use crate::{
     hooks::Hook,
     metrics::{TenantLabel, TenantReasonLabels},
 };
-
-/// What the hook's schedule makes of one attempt's outcome.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Verdict {
-    Delivered,
-    /// Try the same callback again after this wait.
-    RetryAfter(Duration),
-    /// The schedule ran out: the hook is to be removed.
-    GiveUp,
-}
-
-/// Whether an attempt's outcome counts as a failure toward the hook's removal: every failure
-/// but a busy receiver's `Retry-After` within the bound (it asked for time, and is given it).
-pub(crate) fn counts(outcome: &Result<u16, DeliveryError>, policy: &RetryPolicy) -> bool {
-    match outcome {
-        Ok(_) | Err(DeliveryError::CircuitOpen { .. }) => false,
-        Err(e) => !matches!(
-            e.retry_after().and_then(|asked| policy.asked(asked)),
-            Some(Ok(_))
-        ),
-    }
-}
-
-/// What an attempt's outcome means: `failures` is how many attempts of this callback have
-/// failed and counted ([`counts`]), this one included if it does.
-pub(crate) fn judge(
-    outcome: &Result<u16, DeliveryError>,
-    failures: usize,
-    policy: &RetryPolicy,
-) -> Verdict {
-    let Err(error) = outcome else {
-        return Verdict::Delivered;
-    };
-    // Not tried: the receiver's circuit says when to look again.
-    if let DeliveryError::CircuitOpen { retry_in } = error {
-        return Verdict::RetryAfter(*retry_in);
-    }
-    let asked = error.retry_after().and_then(|asked| policy.asked(asked));
-    if let Some(Ok(wait)) = asked {
-        return Verdict::RetryAfter(wait);
-    }
-    match policy.next_delay(failures).filter(|_| error.should_retry()) {
-        // Asked for more than the bound: the bound, as long as the schedule goes on.
-        Some(wait) => Verdict::RetryAfter(asked.map_or(wait, |a| a.unwrap_or_else(|max| max))),
-        None => Verdict::GiveUp,
-    }
-}
 
 /// One attempt of a callback, signed with the secrets in force when it is made (the body and
 /// timestamp are the same at every attempt).
@@ -207,7 +160,7 @@ pub(crate) fn record(
     books: &Books,
     hook: &Hook,
     entry: &Entry,
-    outcome: &Result<u16, DeliveryError>,
+    outcome: Result<u16, &DeliveryError>,
     (failures, policy): (usize, &RetryPolicy),
     started: Instant,
 ) {
@@ -228,7 +181,7 @@ pub(crate) fn record(
     let tenant = hook.tenant.as_deref();
     match outcome {
         Ok(status) => {
-            record.status = Some(*status);
+            record.status = Some(status);
             books.insight().attempt(hook.id, record, None);
             metrics
                 .callbacks_delivered
@@ -252,107 +205,6 @@ pub(crate) fn record(
             books.insight().attempt(hook.id, record, due);
             let reason = TenantReasonLabels::of(tenant, &e.reason());
             metrics.callback_failures.get_or_create(&reason).inc();
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn policy(permanent: bool) -> RetryPolicy {
-        RetryPolicy::new(&[100, 1_000, 5_000], permanent)
-    }
-
-    #[test]
-    fn a_2xx_is_delivered_whatever_came_before() {
-        for failures in [0, 1, 3, 10] {
-            assert_eq!(
-                judge(&Ok(204), failures, &policy(false)),
-                Verdict::Delivered
-            );
-        }
-    }
-
-    #[test]
-    fn failures_follow_the_schedule_then_give_up() {
-        let p = policy(false);
-        let failed = Err(DeliveryError::Status(500));
-        let waits: Vec<Verdict> = (1..=4).map(|n| judge(&failed, n, &p)).collect();
-        assert_eq!(
-            waits,
-            [
-                Verdict::RetryAfter(Duration::from_millis(100)),
-                Verdict::RetryAfter(Duration::from_millis(1_000)),
-                Verdict::RetryAfter(Duration::from_millis(5_000)),
-                Verdict::GiveUp,
-            ]
-        );
-    }
-
-    #[test]
-    fn every_kind_of_failure_is_judged_alike() {
-        let p = policy(false);
-        for e in [
-            DeliveryError::Timeout,
-            DeliveryError::Connect("refused".into()),
-            DeliveryError::Request("reset".into()),
-            DeliveryError::Blocked("blocked: 10.0.0.1".into()),
-            DeliveryError::Status(404),
-        ] {
-            let outcome = Err(e);
-            assert_eq!(
-                judge(&outcome, 2, &p),
-                Verdict::RetryAfter(Duration::from_secs(1))
-            );
-            assert_eq!(judge(&outcome, 4, &p), Verdict::GiveUp);
-        }
-    }
-
-    #[test]
-    fn a_busy_receiver_gets_the_time_it_asks_for_and_is_not_given_up_for_asking() {
-        let p = policy(false).with_max_retry_after(Duration::from_secs(600));
-        let busy = |s| {
-            Err(DeliveryError::AskedToWait {
-                status: 429,
-                retry_after: Duration::from_secs(s),
-            })
-        };
-        // Within the bound: the wait asked, not counted, never a reason to give up.
-        assert!(!counts(&busy(30), &p));
-        for failures in [0, 3, 10] {
-            assert_eq!(
-                judge(&busy(30), failures, &p),
-                Verdict::RetryAfter(Duration::from_secs(30))
-            );
-        }
-        // Beyond it: counted, the bound as the wait while the schedule goes on.
-        assert!(counts(&busy(3600), &p));
-        assert_eq!(
-            judge(&busy(3600), 1, &p),
-            Verdict::RetryAfter(Duration::from_secs(600))
-        );
-        assert_eq!(judge(&busy(3600), 4, &p), Verdict::GiveUp);
-        // Without a bound (0), an ordinary failure on the schedule.
-        let off = policy(false).with_max_retry_after(Duration::ZERO);
-        assert!(counts(&busy(30), &off));
-        assert_eq!(
-            judge(&busy(30), 1, &off),
-            Verdict::RetryAfter(Duration::from_millis(100))
-        );
-        assert!(counts(&Err(DeliveryError::Status(503)), &p));
-        assert!(!counts(&Ok(200), &p));
-    }
-
-    #[test]
-    fn a_permanent_hook_is_never_given_up() {
-        let p = policy(true);
-        let failed = Err(DeliveryError::Timeout);
-        for failures in [4, 5, 100, 100_000] {
-            assert_eq!(
-                judge(&failed, failures, &p),
-                Verdict::RetryAfter(Duration::from_millis(5_000))
-            );
         }
     }
 }

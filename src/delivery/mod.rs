@@ -36,6 +36,7 @@ mod inbox;
 mod incident;
 mod insight;
 pub mod journal;
+mod judge;
 mod lanes;
 mod migrate;
 mod notices;

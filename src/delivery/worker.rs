@@ -10,13 +10,13 @@ use std::{sync::Arc, time::Instant};
 
 use super::{
     abandon,
-    attempt::{HookSender, Verdict, counts, judge, record},
+    attempt::{HookSender, record},
     client::DeliveryError,
     context::DeliveryContext,
     hook_queue::HookQueue,
     incident::{Failures, Line},
     journal::{self, Entry},
-    notices::{self, Notice},
+    judge::{Decision, Spell, judge},
 };
 use crate::{
     config::OnGiveUp,
@@ -140,9 +140,9 @@ async fn through_plugins(
     }
 }
 
-/// Delivers one entry with retries: prepare once, then send, judge and record each attempt
-/// until it is delivered, the hook is given up, or the worker must stop. Failed attempts and
-/// the end of a failing spell are logged as `failures_log` allows (a line per minute).
+/// Delivers one entry with retries: at each attempt signs and sends it, [`judge`]s the
+/// outcome, records the attempt and carries the decision out, until it is delivered, the hook
+/// is given up, or the worker must stop.
 async fn deliver(
     ctx: &DeliveryContext,
     sender: &HookSender<'_>,
@@ -156,50 +156,32 @@ async fn deliver(
     if !abandon::wait_enabled(ctx, hook.id).await || !control.may_send(hook.id, queue) {
         return Outcome::Stopped;
     }
-    let mut failures = 0;
-    // Whether `hook-failing` was told in this spell (then its end is `hook-recovered`).
-    let mut told_failing = false;
+    let mut spell = Spell::default();
     loop {
         // Signed anew at each attempt: a rotation of its secrets applies to the next one.
-        let prepared = match sender.prepare(entry) {
-            Ok(p) => p,
-            Err(unknown) => {
-                // Its tenant is gone: no attempt, no failure; the hook waits, disabled, for
-                // its tenant (or its removal after the grace period).
-                if !abandon::wait_for_tenant(ctx, hook, &unknown).await
-                    || !control.may_send(hook.id, queue)
-                {
-                    return Outcome::Stopped;
-                }
-                continue;
+        let (attempt, started) = match sender.prepare(entry) {
+            Ok(prepared) => {
+                let started = Instant::now();
+                (Ok(sender.send(&prepared).await), started)
             }
+            Err(unknown) => (Err(unknown), Instant::now()),
         };
-        let started = Instant::now();
-        let outcome = sender.send(&prepared).await;
-        let counted = counts(&outcome, &policy);
-        if counted {
-            failures += 1;
+        let failing_after = ctx.sending().failing_after();
+        let (decision, next) = judge(attempt, spell, &policy, failing_after);
+        spell = next;
+        if let Some(outcome) = decision.attempted() {
+            let failures = (spell.failures(), &policy);
+            record(ctx.books(), hook, entry, outcome, failures, started);
         }
-        let verdict = judge(&outcome, failures, &policy);
-        // A callback held back by its receiver's open circuit was not tried: no attempt.
-        let tried = !matches!(outcome, Err(DeliveryError::CircuitOpen { .. }));
-        if tried {
-            record(
-                ctx.books(),
-                hook,
-                entry,
-                &outcome,
-                (failures, &policy),
-                started,
-            );
+        if let (Some(tell), Some(outcome)) = (decision.tell(), decision.attempted()) {
+            let about = match outcome {
+                Ok(status) => (Some(status), None),
+                Err(error) => abandon::about(error),
+            };
+            abandon::tell(ctx, tell.event_id(), hook, spell.failures(), about).await;
         }
-        let error = match outcome {
-            Ok(status) => {
-                if told_failing {
-                    let notice =
-                        Notice::new("hook-recovered", hook, failures, (Some(status), None));
-                    notices::tell(ctx.queues().conn(), ctx.books().metrics(), &notice).await;
-                }
+        let carried = match decision {
+            Decision::Delivered { .. } => {
                 if let Line::Recovered { failed, lasted } = failures_log.succeeded(Instant::now()) {
                     tracing::info!(
                         hook_id = hook.id.0,
@@ -210,65 +192,84 @@ async fn deliver(
                 }
                 return Outcome::Delivered;
             }
-            Err(e) => e,
-        };
-        if counted && failures == ctx.sending().failing_after() && !told_failing {
-            told_failing = true;
-            abandon::tell(ctx, "hook-failing", hook, failures, &error).await;
-        }
-        let wait = match verdict {
-            Verdict::RetryAfter(wait) => wait,
-            Verdict::GiveUp | Verdict::Delivered => {
+            // Its tenant is gone: no attempt, no failure; the hook waits, disabled, for its
+            // tenant (or its removal after the grace period).
+            Decision::Refused(unknown) => abandon::wait_for_tenant(ctx, hook, &unknown).await,
+            Decision::Retry {
+                wait, tried, error, ..
+            } => {
+                log_retry(
+                    hook,
+                    entry,
+                    (&error, tried),
+                    wait,
+                    spell.failures(),
+                    failures_log,
+                );
+                tokio::select! {
+                    () = tokio::time::sleep(wait) => true,
+                    () = control.token().cancelled() => false,
+                }
+            }
+            Decision::Exhausted { error, .. } => {
                 if !control.may_send(hook.id, queue) {
                     return Outcome::Stopped;
                 }
                 if ctx.sending().on_give_up() == OnGiveUp::Remove {
-                    abandon::give_up(ctx, hook, entry, failures, &error).await;
+                    abandon::give_up(ctx, hook, entry, spell.failures(), &error).await;
                     return Outcome::GaveUp;
                 }
                 // Disabled: this callback, and the queue behind it, wait until it is enabled;
                 // then its schedule starts again.
-                if !abandon::disable(ctx, hook, DisabledReason::Failures, failures, Some(&error))
-                    .await
-                    || !abandon::wait_enabled(ctx, hook.id).await
-                    || !control.may_send(hook.id, queue)
-                {
-                    return Outcome::Stopped;
+                let failures = spell.failures();
+                spell = spell.restarted();
+                let enabled =
+                    abandon::disable(ctx, hook, DisabledReason::Failures, failures, Some(&error))
+                        .await
+                        && abandon::wait_enabled(ctx, hook.id).await;
+                if enabled {
+                    tracing::info!(
+                        hook_id = hook.id.0,
+                        "the hook is enabled again: sending its kept callbacks"
+                    );
                 }
-                tracing::info!(
-                    hook_id = hook.id.0,
-                    "the hook is enabled again: sending its kept callbacks"
-                );
-                failures = 0;
-                continue;
+                enabled
             }
         };
-        let retry_in_ms = u64::try_from(wait.as_millis()).unwrap_or(u64::MAX);
-        if !tried {
-            tracing::debug!(
-                hook_id = hook.id.0,
-                retry_in_ms,
-                "held back: the receiver's circuit is open"
-            );
-        } else if let Line::Failed { before } = failures_log.failed(Instant::now()) {
-            tracing::info!(
-                hook_id = hook.id.0,
-                event = %entry.event_id,
-                attempt = failures,
-                error = %error,
-                retry_in_ms,
-                failed_since_last_line = before,
-                "a callback failed; retrying (one line a minute per hook while it goes on)"
-            );
-        } else {
-            tracing::debug!(hook_id = hook.id.0, event = %entry.event_id, failures, error = %error, retry_in_ms, "callback failed");
-        }
-        tokio::select! {
-            () = tokio::time::sleep(wait) => {}
-            () = control.token().cancelled() => return Outcome::Stopped,
-        }
-        if !control.may_send(hook.id, queue) {
+        if !carried || !control.may_send(hook.id, queue) {
             return Outcome::Stopped;
         }
+    }
+}
+
+/// Logs a failed attempt (`tried`) or one held back by its receiver's open circuit, to be
+/// tried again after `wait`: failures as `failures_log` allows (a line per minute per hook).
+fn log_retry(
+    hook: &Hook,
+    entry: &Entry,
+    (error, tried): (&DeliveryError, bool),
+    wait: std::time::Duration,
+    failures: usize,
+    failures_log: &mut Failures,
+) {
+    let retry_in_ms = u64::try_from(wait.as_millis()).unwrap_or(u64::MAX);
+    if !tried {
+        tracing::debug!(
+            hook_id = hook.id.0,
+            retry_in_ms,
+            "held back: the receiver's circuit is open"
+        );
+    } else if let Line::Failed { before } = failures_log.failed(Instant::now()) {
+        tracing::info!(
+            hook_id = hook.id.0,
+            event = %entry.event_id,
+            attempt = failures,
+            error = %error,
+            retry_in_ms,
+            failed_since_last_line = before,
+            "a callback failed; retrying (one line a minute per hook while it goes on)"
+        );
+    } else {
+        tracing::debug!(hook_id = hook.id.0, event = %entry.event_id, failures, error = %error, retry_in_ms, "callback failed");
     }
 }
