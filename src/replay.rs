@@ -150,17 +150,25 @@ pub async fn send(replay: &Replay, signer: &Signer, client: &CallbackClient) -> 
         let receiver = client.receiver(&out.hook.callback_url);
         for cb in &out.callbacks {
             // A replayed file is one server's bus: the first source's.
-            let signed = signer.sign(&out.hook.callback_url, &cb.payload, cb.ts, 0);
-            let standard = signer.standard_headers(out.hook.id, cb.ts, signed.body.as_bytes());
+            let now = crate::base::time::now_ms();
+            let (signed, keys) = match signer.sign_attempt(&out.hook, &cb.payload, (cb.ts, 0), now)
+            {
+                Ok(signed) => signed,
+                Err(unknown) => {
+                    lines.push(format!("{} {}: not sent: {unknown}", cb.ts, cb.event_id));
+                    continue;
+                }
+            };
+            let standard = keys.standard_headers(out.hook.id, cb.ts, signed.body.as_bytes());
             let result = receiver
                 .post(
                     &signed.url,
                     Bytes::from(signed.body),
                     signed.content_type,
                     CallbackHeaders {
-                        bearer: signer.bearer(),
+                        bearer: keys.bearer(),
                         standard: standard.as_ref(),
-                        domain: &signer.sources.domain(0),
+                        domain: &signer.sources().domain(0),
                         redelivery: false,
                         timestamp: signed.timestamp_header,
                     },

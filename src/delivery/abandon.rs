@@ -40,7 +40,7 @@ async fn book(ctx: &DeliveryContext, action: Action, hook: &Hook, reason: Disabl
 
 /// An audit record of `action` the relay took on `hook`, for `reason`.
 fn record_of(ctx: &DeliveryContext, action: Action, hook: &Hook, reason: DisabledReason) -> Record {
-    let tenants = &ctx.sending().signer().tenants;
+    let tenants = ctx.sending().signer().tenants();
     let name = hook.tenant.as_deref().map(|id| tenants.name_of(id));
     let tenant = hook.tenant.as_deref().zip(name.as_deref());
     Record::now(action, RELAY)
@@ -123,7 +123,7 @@ pub(crate) async fn wait_for_tenant(
     hook: &Hook,
     unknown: &UnknownTenant,
 ) -> bool {
-    let (tenants, token) = (&ctx.sending().signer().tenants, ctx.control().token());
+    let (tenants, token) = (ctx.sending().signer().tenants(), ctx.control().token());
     if !tenants.settled() {
         tracing::debug!(hook_id = hook.id.0, %unknown, "waiting for the tenants to be read");
         tenants.wait_settled(token).await;

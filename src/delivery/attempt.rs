@@ -89,20 +89,14 @@ impl<'a> HookSender<'a> {
         // The hook as it is now: its own secrets may have been rotated since the worker began.
         let live = self.registry.load().get(self.hook.id).cloned();
         let hook = live.as_deref().unwrap_or(self.hook);
-        let keys = signer.keys_for(hook, now_ms())?;
-        let secret = keys.secret();
+        let (signed, keys) =
+            signer.sign_attempt(hook, &entry.payload, (ts, entry.source), now_ms())?;
         let SignedCallback {
             url,
             body,
             content_type,
             timestamp_header,
-        } = signer.sign_with(
-            secret,
-            &self.hook.callback_url,
-            &entry.payload,
-            ts,
-            entry.source,
-        );
+        } = signed;
         let target = self
             .parsed
             .as_ref()
@@ -114,7 +108,7 @@ impl<'a> HookSender<'a> {
             content_type,
             timestamp_header,
             ts,
-            domain: signer.sources.domain(entry.source),
+            domain: signer.sources().domain(entry.source),
             keys,
             redelivery: entry.original.is_some(),
         })

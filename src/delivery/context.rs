@@ -252,7 +252,7 @@ impl DeliveryContext {
                 conn: wiring.conn,
                 budget: Arc::new(Budget::new(budget_bytes)),
                 paged: SharedPayloads::default(),
-                sources: signer.sources.clone(),
+                sources: signer.sources().clone(),
                 max_queue: config.max_queue,
             },
             sending: Sending {

@@ -1,4 +1,7 @@
-//! Pure signing: the callback body, its checksum and the signed URL.
+//! Signing callbacks. The pure parts: the body, its checksum, the signed URL. And the one
+//! rule of whose secrets sign a hook's callback, [`Signer::sign_attempt`]: a tenant's hook its
+//! tenant's (read live, so that a rotation applies to the next attempt), the operator's hooks
+//! the operator's, each hook's own secrets besides; a hook whose tenant is gone is refused.
 
 use crate::base::ids::HookId;
 
@@ -100,18 +103,18 @@ pub fn unsign_url(url: &str) -> Option<(String, &str)> {
 /// `hookrelay replay --send`.
 #[derive(Debug, Clone)]
 pub struct Signer {
-    pub secret: Secret,
-    pub algorithm: Algorithm,
-    pub compat: Compat,
-    pub auth: CallbackAuth,
+    secret: Secret,
+    algorithm: Algorithm,
+    compat: Compat,
+    auth: CallbackAuth,
     /// The sources' domains: the `domain` of the reference body form.
-    pub sources: Arc<SourceTable>,
+    sources: Arc<SourceTable>,
     /// Standard Webhooks headers, when configured.
-    pub standard: Option<StandardSigner>,
+    standard: Option<StandardSigner>,
     /// Which callbacks have the JSON body.
-    pub json: JsonBodies,
+    json: JsonBodies,
     /// The tenants, whose hooks' callbacks are signed with their own first secret.
-    pub tenants: Arc<Tenants>,
+    tenants: Arc<Tenants>,
 }
 
 /// The secrets that sign one hook's attempt ([`Signer::keys_for`]).
@@ -170,14 +173,14 @@ pub struct UnknownTenant(pub String);
 /// Which callbacks carry the event's JSON as their body (`[delivery.standard_webhooks] body`
 /// and `json_url_prefixes`).
 #[derive(Debug, Clone, Default)]
-pub struct JsonBodies {
-    pub all: bool,
-    pub url_prefixes: Vec<String>,
+pub(crate) struct JsonBodies {
+    all: bool,
+    url_prefixes: Vec<String>,
 }
 
 impl JsonBodies {
     /// Whether callbacks to `callback_url` carry JSON.
-    pub fn applies_to(&self, callback_url: &str) -> bool {
+    fn applies_to(&self, callback_url: &str) -> bool {
         self.all
             || self
                 .url_prefixes
@@ -229,6 +232,34 @@ impl Signer {
         Self { tenants, ..self }
     }
 
+    /// The sources' names and domains.
+    pub(crate) fn sources(&self) -> &Arc<SourceTable> {
+        &self.sources
+    }
+
+    /// The tenants in force.
+    pub(crate) fn tenants(&self) -> &Tenants {
+        &self.tenants
+    }
+
+    /// An attempt at `hook`'s callback of `payload` (from `source`, timestamped `ts`) made now
+    /// (`now_ms`), signed: the callback to POST and the secrets that sign it, for its bearer
+    /// token and Standard Webhooks headers. The one place that signs a hook's callback.
+    ///
+    /// # Errors
+    /// When the hook is a tenant's the relay does not know (any more): nothing is signed.
+    pub fn sign_attempt(
+        &self,
+        hook: &Hook,
+        payload: &Payload,
+        (ts, source): (u64, SourceId),
+        now_ms: u64,
+    ) -> Result<(SignedCallback, HookKeys<'_>), UnknownTenant> {
+        let keys = self.keys_for(hook, now_ms)?;
+        let signed = self.sign_with(keys.secret(), &hook.callback_url, payload, ts, source);
+        Ok((signed, keys))
+    }
+
     /// The secrets that sign an attempt at `hook`'s callback made now (`now_ms`): the one
     /// place that chooses them. A tenant's hook is signed with its tenant's secrets as they are
     /// now (so that a rotation applies to the next attempt), the operator's with the
@@ -237,7 +268,7 @@ impl Signer {
     /// # Errors
     /// When the hook is a tenant's the relay does not know (any more): it is signed with
     /// nothing, certainly not the operator's secret.
-    pub fn keys_for(&self, hook: &Hook, now_ms: u64) -> Result<HookKeys<'_>, UnknownTenant> {
+    fn keys_for(&self, hook: &Hook, now_ms: u64) -> Result<HookKeys<'_>, UnknownTenant> {
         let tenant = match &hook.tenant {
             None => None,
             Some(id) => match self.tenants.load().by_id(id) {
@@ -278,29 +309,11 @@ impl Signer {
         }
     }
 
-    /// The Standard Webhooks headers of an attempt made now at callback `ts` of `hook`, an
-    /// operator's hook (`replay --send`).
-    pub fn standard_headers(&self, hook: HookId, ts: u64, body: &[u8]) -> Option<Headers> {
-        let now_s = crate::base::time::now_ms() / 1000;
-        Some(self.standard.as_ref()?.headers(hook, ts, now_s, body))
-    }
-
-    /// The body for `payload` of `source`, timestamped `ts`, and the URL to POST it to: signed
-    /// with `checksum=` (of the URL, the body as sent and the secret) in checksum mode, as
-    /// registered in bearer mode. The body is the form, or the payload itself where
+    /// The body for `payload` of `source`, timestamped `ts`, and the URL to POST it to, signed
+    /// with `secret`: with `checksum=` (of the URL, the body as sent and the secret) in checksum
+    /// mode, as registered in bearer mode. The body is the form, or the payload itself where
     /// [`JsonBodies`] says.
-    pub fn sign(
-        &self,
-        callback_url: &str,
-        payload: &Payload,
-        ts: u64,
-        source: SourceId,
-    ) -> SignedCallback {
-        self.sign_with(&self.secret, callback_url, payload, ts, source)
-    }
-
-    /// As [`Signer::sign`], with `secret` (a tenant's) instead of the operator's.
-    pub fn sign_with(
+    fn sign_with(
         &self,
         secret: &Secret,
         callback_url: &str,
@@ -334,11 +347,6 @@ impl Signer {
             },
             timestamp_header: json.then_some(ts),
         }
-    }
-
-    /// The `Authorization: Bearer` token: the secret in bearer mode, none otherwise.
-    pub fn bearer(&self) -> Option<&str> {
-        (self.auth == CallbackAuth::Bearer).then(|| self.secret.expose())
     }
 }
 
@@ -382,6 +390,13 @@ mod tests {
             callback_checksum(Algorithm::Sha256, url, &body, "s3cr3t"),
             "ac807574cc78c1c3000d9299e7fcc857882b02599a3873723e960dde264ce181"
         );
+    }
+
+    impl Signer {
+        /// An operator's callback, signed.
+        fn sign(&self, url: &str, payload: &Payload, ts: u64, source: SourceId) -> SignedCallback {
+            self.sign_with(&self.secret, url, payload, ts, source)
+        }
     }
 
     fn signer(toml: &str) -> Signer {

@@ -351,7 +351,7 @@ impl Start<'_> {
         let own_fence = hooks.mode.worker_fence(&fence);
         let retention = retain_bounds(&config.delivery).map(|bounds| Retention {
             bounds,
-            sources: signer.sources.clone(),
+            sources: signer.sources().clone(),
             registry: hooks.registry.clone(),
         });
         let insight = Insight::new(
