@@ -23,7 +23,7 @@ use super::{
     worker,
 };
 use crate::{
-    fleet::share, hooks::Hook, route::Callback, shutdown::retry_until_ok, store_conn::StoreConn,
+    fleet::spread, hooks::Hook, route::Callback, shutdown::retry_until_ok, store_conn::StoreConn,
 };
 
 /// Owns every hook's queue; used by the pipeline's single processing task only.
@@ -214,13 +214,13 @@ impl Dispatcher {
         if announce.is_empty() {
             return;
         }
-        let text = share::format_queued(announce.into_iter().map(|(id, (ts, n))| (id, ts, n)));
+        let text = spread::format_queued(announce.into_iter().map(|(id, (ts, n))| (id, ts, n)));
         let sent: redis::RedisResult<i64> = self
             .ctx
             .queues()
             .conn()
             .clone()
-            .publish(share::QUEUED_CHANNEL, text)
+            .publish(spread::QUEUED_CHANNEL, text)
             .await;
         if let Err(e) = sent {
             tracing::warn!(error = %e, "cannot announce queued callbacks to the instances that deliver them: they read them at their next check");

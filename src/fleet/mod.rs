@@ -14,7 +14,7 @@ pub(crate) mod cursor;
 mod lease;
 pub(crate) mod mark;
 pub(crate) mod reach;
-pub(crate) mod share;
+pub(crate) mod spread;
 pub mod status;
 
 pub(crate) use backlog::{Backlog, Resume};

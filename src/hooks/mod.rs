@@ -7,7 +7,7 @@
 //! changes other instances make ([`sync`]); and the hooks of tenants that are gone, disabled,
 //! enabled when they are back, removed after a grace period ([`orphans`]).
 
-mod fleet;
+mod announce;
 pub mod import;
 pub mod matcher;
 mod model;

@@ -1,5 +1,5 @@
 //! Hooks shared by the instances of a fleet: every instance applies the changes the others
-//! announce ([`super::fleet`]) to its registry, reading the hook back from the store; at each
+//! announce ([`super::announce`]) to its registry, reading the hook back from the store; at each
 //! (re)subscription, in case something was missed, every hook is read again.
 
 use crate::base::ids::HookId;
@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use tokio_util::sync::CancellationToken;
 
-use super::{HookStore, fleet::CHANNEL};
+use super::{HookStore, announce::CHANNEL};
 use crate::store_conn::StoreConn;
 
 /// Applies announced changes to `store`'s registry until `token` is cancelled.

@@ -5,15 +5,15 @@
 //! [`recover`] reads the queues back at start, [`redeliver`] queues the redeliveries asked for, [`notices`] the events about hooks, [`fleet`] and [`share`] are an instance's part
 //! in a fleet, [`edges`] takes a pool's edges' streams as sources of their own and [`joins`] adds them to the processing stage.
 
+mod balancer;
 mod edges;
-mod fleet;
+mod follower;
 mod joins;
 mod listen;
 mod mode;
 mod notices;
 mod recover;
 mod redeliver;
-mod share;
 mod sources;
 mod stage;
 mod start;

@@ -23,7 +23,7 @@ use crate::{
     fleet::{AlreadyQueued, Cursors, Fence},
     hooks::{Registry, Snapshot},
     metrics::Metrics,
-    pipeline::{edges::Joined, fleet::Resumed},
+    pipeline::{edges::Joined, follower::Resumed},
     plugin_host::Plugins,
     route::{MessageRouter, Routed},
 };

@@ -12,9 +12,9 @@ use tokio::sync::mpsc;
 use tokio_util::{sync::CancellationToken, task::TaskTracker};
 
 use super::{
-    BUS_BUFFER, Listeners, callback_format, edges, fleet,
+    BUS_BUFFER, Listeners, balancer, callback_format, edges, follower,
     mode::{Mode, Step},
-    recover, restore_hooks, serve, serve_tcp, share,
+    recover, restore_hooks, serve, serve_tcp,
     sources::{self, Source},
     stage,
 };
@@ -102,7 +102,7 @@ pub(super) struct Wired {
 pub(super) struct Processing {
     pub stage: stage::ProcessStage,
     /// What a new holder of the fleet lease queues first.
-    pub first: fleet::Resumed,
+    pub first: follower::Resumed,
     pub bus: mpsc::Receiver<BusMessage>,
     /// Takes the edges' streams into the bus (`[pool] edges`).
     pub taker: Option<edges::Taker>,
@@ -408,7 +408,7 @@ impl Start<'_> {
         joined: &crate::conference::Joined,
     ) -> Option<Processing> {
         let (config, token, mode) = (self.config, self.token, &hooks.mode);
-        let (mut held, mut first, mut processors) = (None, fleet::Resumed::default(), None);
+        let (mut held, mut first, mut processors) = (None, follower::Resumed::default(), None);
         for step in mode.steps() {
             match *step {
                 Step::MoveLegacyQueues { as_writer } => {
@@ -419,7 +419,7 @@ impl Start<'_> {
                 Step::StartSpread => {
                     held = mode.instance().map(|instance| {
                         let (delivery, acker) = (&wired.delivery, &wired.acker);
-                        fleet::spread(delivery, instance, &config.fleet, &hooks.registry, acker)
+                        follower::spread(delivery, instance, &config.fleet, &hooks.registry, acker)
                     });
                 }
                 Step::TakeLease => {
@@ -515,8 +515,8 @@ impl Start<'_> {
         lease: &Lease,
         conn: &StoreConn,
         wired: &mut Wired,
-    ) -> Option<fleet::Resumed> {
-        let follower = fleet::Follower {
+    ) -> Option<follower::Resumed> {
+        let follower = follower::Follower {
             lease,
             conn,
             config: &self.config.fleet,
@@ -525,9 +525,9 @@ impl Start<'_> {
             metrics: self.metrics,
         };
         // `None`: stopped before taking the lease; what this instance delivers ends cleanly.
-        let first = fleet::follow(&mut wired.bus, follower, self.token).await?;
+        let first = follower::follow(&mut wired.bus, follower, self.token).await?;
         self.metrics.fleet.holder.set(1);
-        self.tracker.spawn(fleet::hold(
+        self.tracker.spawn(follower::hold(
             lease.clone(),
             conn.clone(),
             wired.lease_lost.clone(),
@@ -548,7 +548,7 @@ impl Start<'_> {
             return Some(Dispatcher::new(delivery));
         };
         retry_until_ok(self.token, "read where the delivered queues end", || {
-            share::catch_up(&held, conn)
+            balancer::catch_up(&held, conn)
         })
         .await?;
         Some(Dispatcher::spread(held))

@@ -18,7 +18,7 @@ mod state;
 
 use super::{
     Hook, Registry,
-    fleet::{Claim, Fleet},
+    announce::{Claim, Fleet},
     import,
     model::{HookSecrets, Registration},
     record::{StoreError, fields, parse_hook, stored_id, write_hook},

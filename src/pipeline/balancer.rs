@@ -1,4 +1,4 @@
-//! Delivery spread over a fleet, wired ([`crate::fleet::share`]): the balancer says this
+//! Delivery spread over a fleet, wired ([`crate::fleet::spread`]): the balancer says this
 //! instance is alive, renews its delivery leases, takes free ones while it holds fewer than
 //! its share and gives up its extras (once their callback in flight is done and marked), and
 //! starts and stops the queues they cover ([`Held`]); the listener extends those queues with
@@ -14,7 +14,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::{
     delivery::{Acker, Held},
-    fleet::{Lease, share},
+    fleet::{Lease, spread},
     hooks::Registry,
     metrics::Metrics,
     store_conn::StoreConn,
@@ -89,7 +89,8 @@ impl Balancer {
     }
 
     async fn round(&mut self, catch_up_now: bool) {
-        let alive = match share::heartbeat(&mut self.conn.clone(), &self.instance, self.ttl).await {
+        let alive = match spread::heartbeat(&mut self.conn.clone(), &self.instance, self.ttl).await
+        {
             Ok(n) => n,
             Err(e) => {
                 tracing::warn!(error = %e, "cannot tell the fleet this instance is alive");
@@ -124,7 +125,7 @@ impl Balancer {
             .map(|(id, _)| *id)
             .collect();
         // A lease found another's is no longer held; one not renewed in time neither.
-        share::renew_all(
+        spread::renew_all(
             &self.conn,
             self.mine
                 .iter()
@@ -206,7 +207,7 @@ impl Balancer {
     /// Aims at this instance's share of the hooks: gives up the extras, or takes free leases.
     async fn balance(&mut self, alive: usize) {
         let snapshot = self.registry.load();
-        let target = share::target(snapshot.len(), alive);
+        let target = spread::target(snapshot.len(), alive);
         let mut active: Vec<HookId> = self
             .mine
             .iter()
@@ -252,7 +253,7 @@ impl Balancer {
                 break;
             }
             let chunk = &chunk[..chunk.len().min(want)];
-            let taken = share::take(&self.conn, chunk, &self.instance, self.ttl).await;
+            let taken = spread::take(&self.conn, chunk, &self.instance, self.ttl).await;
             want -= taken.len();
             self.start(taken).await;
         }
@@ -311,7 +312,7 @@ impl Balancer {
             async move { h.lease.release(&mut c).await }
         }))
         .await;
-        if let Err(e) = share::leave(&mut conn.clone(), &self.instance).await {
+        if let Err(e) = spread::leave(&mut conn.clone(), &self.instance).await {
             tracing::debug!(error = %e, "cannot tell the fleet this instance leaves");
         }
     }
@@ -327,7 +328,7 @@ async fn free_of(
     }
     let mut pipe = redis::pipe();
     for id in ids {
-        pipe.exists(share::lease_key(*id));
+        pipe.exists(spread::lease_key(*id));
     }
     let held: Vec<bool> = pipe.query_async(&mut conn.clone()).await?;
     Ok(ids
@@ -366,13 +367,13 @@ pub(super) async fn listen(held: Arc<Held>, conn: StoreConn, token: Cancellation
         let (held, conn, token) = (held.clone(), conn.clone(), token.clone());
         async move {
             let mut pubsub = client.get_async_pubsub().await?;
-            pubsub.subscribe(share::QUEUED_CHANNEL).await?;
+            pubsub.subscribe(spread::QUEUED_CHANNEL).await?;
             // Whatever was announced while not subscribed.
             catch_up(&held, &conn).await?;
             let mut messages = pubsub.into_on_message();
             while let Some(text) = StoreConn::next_message(&mut messages, &token).await? {
                 let queues = held.lock().await;
-                for (id, ts, n) in share::parse_queued(&text) {
+                for (id, ts, n) in spread::parse_queued(&text) {
                     held.extend(&queues, id, ts, n);
                 }
             }

@@ -18,7 +18,7 @@ use crate::store_conn::StoreConn;
 use tokio::sync::{mpsc, watch};
 use tokio_util::sync::CancellationToken;
 
-use super::share::Balancer;
+use super::balancer::Balancer;
 use crate::{
     base::{ids::HookId, sources::SourceTable},
     bus::BusMessage,
@@ -54,7 +54,7 @@ pub(super) fn spread(
         token.clone(),
     );
     tracker.spawn(balancer.run());
-    tracker.spawn(super::share::listen(
+    tracker.spawn(super::balancer::listen(
         held.clone(),
         conn.clone(),
         token.clone(),
