@@ -95,13 +95,13 @@ impl Clock {
 /// routed strictly in bus order.
 pub(crate) struct MessageRouter {
     /// Indexed by source.
-    pub processors: Vec<Processor>,
-    pub clock: Clock,
+    processors: Vec<Processor>,
+    clock: Clock,
     /// Leave the plugin chain to the hooks' workers (the relay) instead of running it here.
     defer_plugins: bool,
     /// The time messages are processed at (milliseconds since the epoch); `None`: the clock.
     /// Test cases fix it, so that the events' timestamps are the same at every run.
-    pub now: Option<u64>,
+    now: Option<u64>,
     /// The tenants whose hooks get their own meetings' events; none: every event is of no
     /// tenant (only the operator's hooks match it).
     tenants: Option<Arc<Tenants>>,
@@ -122,6 +122,51 @@ impl MessageRouter {
             now: None,
             tenants: None,
         }
+    }
+
+    /// This router, its hooks' callbacks timestamped after those `clock` saw (the queues' last,
+    /// at a start).
+    pub(crate) fn with_clock(mut self, clock: Clock) -> Self {
+        self.clock = clock;
+        self
+    }
+
+    /// Processes every message at `now` (milliseconds since the epoch) rather than at the
+    /// clock's time: test cases, whose events must be the same at every run.
+    pub(crate) fn at(&mut self, now: u64) {
+        self.now = Some(now);
+    }
+
+    /// The processors, by source.
+    pub(crate) fn processors(&self) -> &[Processor] {
+        &self.processors
+    }
+
+    /// The processors, by source, to persist or expire their mappings.
+    pub(crate) fn processors_mut(&mut self) -> &mut [Processor] {
+        &mut self.processors
+    }
+
+    /// The id the next source added gets; `None` when there are as many sources as ids.
+    pub(crate) fn next_source(&self) -> Option<SourceId> {
+        SourceId::try_from(self.processors.len()).ok()
+    }
+
+    /// Adds the processor of a new source (an edge that joined), whose id is
+    /// [`MessageRouter::next_source`].
+    pub(crate) fn add_source(&mut self, processor: Processor) {
+        self.processors.push(processor);
+    }
+
+    /// Gives hook `hook`'s next callback, made outside the bus (a notice, a redelivery), its
+    /// timestamp at wall-clock time `now`.
+    pub(crate) fn stamp(&mut self, hook: HookId, now: u64) -> u64 {
+        self.clock.stamp(hook, now)
+    }
+
+    /// Forgets the timestamps of hooks for which `live` is false.
+    pub(crate) fn forget_hooks(&mut self, live: impl Fn(HookId) -> bool) {
+        self.clock.retain(live);
     }
 
     /// This router, matching tenants' hooks to their own meetings' events.

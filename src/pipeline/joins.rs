@@ -23,10 +23,10 @@ impl ProcessStage {
             reply,
         } = joined;
         // Only this task adds sources, so a new one's index is the processors' count.
-        let next = SourceId::try_from(self.router.processors.len()).ok();
+        let next = self.router.next_source();
         let id = next.filter(|n| self.sources.push(&name, &name) == Some(*n));
         if let Some(id) = id {
-            self.router.processors.push(processor.with_source(id));
+            self.router.add_source(processor.with_source(id));
             self.keys.push(keys);
             self.conferences.push(conference.clone());
             (self.joined.write().unwrap_or_else(|p| p.into_inner()))

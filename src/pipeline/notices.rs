@@ -31,7 +31,7 @@ impl ProcessStage {
             let event = Arc::new(Event::of_payload(0, &notice.id, payload.clone()));
             for hook in snapshot.all().filter(|h| notice.goes_to(h)) {
                 callbacks.push(Callback {
-                    ts: self.router.clock.stamp(hook.id, now_ms()),
+                    ts: self.router.stamp(hook.id, now_ms()),
                     hook: hook.clone(),
                     event: event.clone(),
                     payload: payload.clone(),

@@ -134,16 +134,16 @@ async fn move_locked(
     result.map(Some)
 }
 
-/// Resumes every hook's queue; returns how many callbacks they hold, or `None` when the relay
-/// stopped first.
+/// Resumes every hook's queue; returns how many callbacks they hold and the clock of the
+/// hooks' timestamps, each after the last its queue ever held (for the router), or `None`
+/// when the relay stopped first.
 pub(super) async fn resume_queues(
     conn: &StoreConn,
     registry: &Registry,
     dispatcher: &mut Dispatcher,
-    clock: &mut Clock,
     tracker: &TaskTracker,
     token: &CancellationToken,
-) -> Option<usize> {
+) -> Option<(usize, Clock)> {
     let snapshot = registry.load();
     let ids: Vec<HookId> = snapshot.all().map(|h| h.id).collect();
     let (positions, last_shared) = retry_until_ok(token, "read the queues' positions", || {
@@ -151,7 +151,7 @@ pub(super) async fn resume_queues(
     })
     .await?;
     dispatcher.observe_shared(last_shared);
-    let mut total = 0;
+    let (mut total, mut clock) = (0, Clock::default());
     for (id, pos) in positions {
         clock.observe(id, pos.last_ts);
         if let (Some(hook), true) = (snapshot.get(id), pos.length > 0) {
@@ -160,7 +160,7 @@ pub(super) async fn resume_queues(
         }
     }
     tracker.spawn(remove_orphans(conn.clone(), snapshot, token.clone()));
-    Some(total)
+    Some((total, clock))
 }
 
 /// Every hook's queue position, and the last shared payload reference.

@@ -55,7 +55,7 @@ impl ProcessStage {
                     payload.clone(),
                 ));
                 callbacks.push(Callback {
-                    ts: self.router.clock.stamp(hook.id, now_ms()),
+                    ts: self.router.stamp(hook.id, now_ms()),
                     hook: hook.clone(),
                     event,
                     payload,

@@ -97,7 +97,7 @@ impl ProcessStage {
         }
         let timeout = Duration::from_millis(
             self.router
-                .processors
+                .processors()
                 .first()
                 .map_or(40_000, |p| p.mappings.timeout_ms()),
         );
@@ -242,7 +242,7 @@ impl ProcessStage {
         {
             for ((processor, keys), c) in self
                 .router
-                .processors
+                .processors_mut()
                 .iter_mut()
                 .zip(&self.keys)
                 .zip(&self.conferences)
@@ -291,7 +291,7 @@ impl ProcessStage {
             .is_some_and(|last| !Arc::ptr_eq(last, &snapshot))
         {
             self.dispatcher.prune();
-            self.router.clock.retain(|id| snapshot.get(id).is_some());
+            self.router.forget_hooks(|id| snapshot.get(id).is_some());
         }
         self.last_snapshot = Some(snapshot.clone());
         let plugins = self.plugins.current();
@@ -320,7 +320,7 @@ impl ProcessStage {
             .queue_bytes
             .set(i64::try_from(used).unwrap_or(i64::MAX));
         let (mut meetings, mut users) = (0, 0);
-        for (i, processor) in self.router.processors.iter_mut().enumerate() {
+        for (i, processor) in self.router.processors_mut().iter_mut().enumerate() {
             let mappings = &mut processor.mappings;
             let timeout = mappings.timeout_ms();
             let expired = mappings.expire(now_ms());

@@ -444,18 +444,14 @@ impl Start<'_> {
         let fence = wired.fence.clone();
         let source_table = wired.delivery.queues().sources().clone();
         let mut dispatcher = self.dispatcher(held, wired.delivery, conn).await?;
-        let mut router = MessageRouter::with_sources(processors)
+        let (resumed, clock) =
+            recover::resume_queues(conn, &hooks.registry, &mut dispatcher, self.tracker, token)
+                .await?;
+        // Each hook's callbacks are timestamped after the last one its queue held.
+        let router = MessageRouter::with_sources(processors)
+            .with_clock(clock)
             .deferring()
             .with_tenants(self.tenants.clone());
-        let resumed = recover::resume_queues(
-            conn,
-            &hooks.registry,
-            &mut dispatcher,
-            &mut router.clock,
-            self.tracker,
-            token,
-        )
-        .await?;
         if resumed > 0 && !mode.spreads() {
             tracing::info!(callbacks = resumed, "resuming queued callbacks");
         } else if resumed > 0 {

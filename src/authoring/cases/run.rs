@@ -68,7 +68,7 @@ pub fn run(file: &CaseFile, plugins: &PluginSet, filter: EventFilter) -> Vec<Cas
         // A fixed time per line: events, timestamps and what plugins make of them are the
         // same at every run.
         let now = CLOCK + case.line as u64;
-        router.now = Some(now);
+        router.at(now);
         let own = specs
             .iter()
             .position(|s| *s == case.hook)
