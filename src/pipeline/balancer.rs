@@ -110,7 +110,7 @@ impl Balancer {
             self.metrics.fleet.hooks_held.set(queues.len() as i64);
             Held::depths(&queues)
         };
-        super::report_queues(&self.metrics, &self.conn, &depths, &self.registry).await;
+        super::depths::report_queues(&self.metrics, &self.conn, &depths, &self.registry).await;
     }
 
     /// Renews every lease; those found another's or not renewed in time are stopped (their

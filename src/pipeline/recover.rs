@@ -14,9 +14,11 @@ use std::time::Duration;
 
 use crate::{
     base::redis_keys::lease_key,
+    config::Config,
     delivery::{Dispatcher, records},
     fleet::Lease,
-    hooks::Registry,
+    hooks::{HookStore, Registry},
+    metrics::Metrics,
     route::Clock,
     shutdown::retry_until_ok,
 };
@@ -205,4 +207,32 @@ async fn remove_orphans(
     if let Some(n @ 1..) = removed {
         tracing::info!(queues = n, "removed the queues of hooks that are gone");
     }
+}
+
+/// Reads the hooks into the registry, imports the reference service's and makes the
+/// permanent ones exist. `false` when the relay stopped first.
+pub(super) async fn restore_hooks(
+    store: &HookStore,
+    config: &Config,
+    metrics: &Metrics,
+    token: &CancellationToken,
+) -> bool {
+    let restored = retry_until_ok(token, "restore hooks", || {
+        store.restore(&config.delivery.permanent_hooks)
+    })
+    .await;
+    let Some(restored) = restored else {
+        return false;
+    };
+    {
+        let hooks = store.registry().load();
+        metrics.count_hooks(hooks.len(), hooks.counts());
+    }
+    metrics.hooks_refused.inc_by(restored.refused as u64);
+    tracing::info!(
+        hooks = restored.hooks,
+        refused_hooks = restored.refused,
+        "hooks restored from Redis"
+    );
+    true
 }

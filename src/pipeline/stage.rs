@@ -119,7 +119,7 @@ impl ProcessStage {
                 _ = sweep.tick() => {
                     if let Some(depths) = self.sweep() {
                         let conn = self.dispatcher.conn();
-                        super::report_queues(&self.metrics, &conn, &depths, &self.registry).await;
+                        super::depths::report_queues(&self.metrics, &conn, &depths, &self.registry).await;
                     }
                     // Expired mappings are removed from Redis too.
                     if !self.handle(&[]).await {

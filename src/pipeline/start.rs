@@ -12,12 +12,18 @@ use tokio::sync::mpsc;
 use tokio_util::{sync::CancellationToken, task::TaskTracker};
 
 use super::{
-    BUS_BUFFER, Listeners, balancer, callback_format, edges, follower,
+    balancer, edges, follower,
+    listen::Listeners,
     mode::{Mode, Step},
-    recover, restore_hooks, serve, serve_tcp,
+    recover::{self, restore_hooks},
+    serve::{serve, serve_tcp},
     sources::{self, Source},
     stage,
+    takeover::callback_format,
 };
+
+/// Bus messages buffered between the subscriber and the processing task.
+const BUS_BUFFER: usize = 65_536;
 use crate::{
     admin_api::{self, AdminState},
     api::{self, ApiState, TenantLimits},
