@@ -1,9 +1,14 @@
 //! Wires the stages top to bottom: bus -> [`route`](crate::route) (decode, mapping, catalogue,
 //! matcher, plugins) -> per-hook queues -> signed delivery, plus the API and metrics servers.
-//! The only module that knows them all; [`start`] holds the phases of the start, [`sources`]
-//! starts each source's subscriber and reads its state back, [`stage`] is the processing task,
-//! [`recover`] reads the queues back at start, [`redeliver`] queues the redeliveries asked for, [`notices`] the events about hooks, [`fleet`] and [`share`] are an instance's part
-//! in a fleet, [`edges`] takes a pool's edges' streams as sources of their own and [`joins`] adds them to the processing stage.
+//! The only module that knows them all. [`run`] runs the start's phases, which [`start`] holds,
+//! and waits for the stop; the other files are their parts and import nothing from this one:
+//! [`sources`] starts each source's subscriber and reads its state back, [`stage`] is the
+//! processing task, [`recover`] reads the hooks and the queues back at start, [`takeover`] what
+//! a takeover from bbb-webhooks left, [`redeliver`] queues the redeliveries asked for,
+//! [`notices`] the events about hooks, [`follower`] (an instance without the lease, then its
+//! holder) and [`balancer`] (spread delivery) are an instance's part in a fleet, [`edges`]
+//! takes a pool's edges' streams as sources of their own and [`joins`] adds them to the
+//! processing stage; [`serve`] runs the HTTP servers, [`depths`] reports the queues.
 
 mod balancer;
 mod depths;
