@@ -3,18 +3,18 @@
 //! Codemap, in data-flow order (a bus message goes bus -> decode -> map -> match -> plugins ->
 //! per-hook queue -> signed delivery):
 //! - [`bus`]: subscribes to BBB's Redis pub/sub channels, hands on raw messages in bus order.
-//! - [`event`]: [`event::decode`] parses a message, [`event::mapping`] keeps internal -> external
-//!   ids, [`event::catalogue`] maps it to a processed webhook event.
-//! - [`hooks`]: the hook records ([`hooks::store`] in Redis, [`hooks::registry`] in memory) and
-//!   [`hooks::matcher`], which picks the hooks an event goes to; in a fleet, the changes other
-//!   instances make ([`hooks::sync`]).
+//! - [`event`]: `event/decode.rs` parses a message, `mapping.rs` keeps internal -> external
+//!   ids, `catalogue/` maps it to a processed webhook event.
+//! - [`hooks`]: the hook records (`hooks/store/` in Redis, `registry.rs` in memory) and
+//!   `hooks::matcher`, which picks the hooks an event goes to; in a fleet, the changes it
+//!   announces (`announce.rs`) and those other instances make (`sync.rs`).
 //! - [`route`]: process -> match -> plugin chain for a batch, the one place the pipeline and
 //!   [`replay`] (plugin authors' dry run over recorded messages) share; it also gives each
 //!   callback its per-hook timestamp.
 //! - [`plugin_host`]: WebAssembly plugins that keep, replace or drop each (event, hook) pair
 //!   after matching, hot reloaded from a folder. In the relay a pair a plugin takes is queued
-//!   unchanged ([`plugin_host::Deferred`]) and its hook's worker runs the chain when it sends
-//!   it, on threads of lower priority ([`plugin_host::threads`]).
+//!   unchanged (`plugin_host::Deferred`) and its hook's worker runs the chain when it sends
+//!   it, on threads of lower priority (`plugin_host/threads.rs`).
 //! - [`authoring`]: the plugin authors' workflow around the engine (`plugin new`, `build`,
 //!   `test`, `deploy`, `record`): finds a project and its language, writes one from a template,
 //!   builds it with pinned tools, runs its golden cases through [`route`], deploys it into a
@@ -27,7 +27,7 @@
 //!   batch's transaction, sent in order by a sender per LRS.
 //! - [`api`]: `hooks/create`, `hooks/destroy`, `hooks/list` (BBB checksum, BBB XML).
 //! - [`admin_api`]: each hook's delivery state and last attempts, as JSON on a listener of its
-//!   own (`[admin]`), read from what [`delivery::insight`] keeps in the store.
+//!   own (`[admin]`), read from what delivery keeps in the store (`delivery::records`).
 //! - [`conference`]: the meetings, participants and recordings the events show, for the
 //!   `bbb_*` metrics (fed by [`event::process`], read by [`metrics`]).
 //! - [`metrics`]: the Prometheus endpoint.
@@ -37,7 +37,11 @@
 //! - [`audit`]: the record of every change asked of the relay (hooks created, destroyed,
 //!   enabled, disabled, removed, secrets rotated, redeliveries), kept in the store.
 //! - [`fleet`]: several instances on one store: the lease, the messages kept while not holding
-//!   it, the cursors and delivery spread over the instances.
+//!   it, the cursors and delivery spread over the instances (`fleet/spread.rs`). Its layer is
+//!   below the events and the hooks: it knows the bus, the store and the tenants only, so that
+//!   the pipeline's parts of an instance in a fleet (`pipeline/follower.rs`, the instance
+//!   without the lease, then its holder; `pipeline/balancer.rs`, spread delivery) wire it to
+//!   delivery.
 //! - [`pipeline`]: wires the stages at start (sources, recovery of queues, the processing
 //!   stage, the fleet's follower); [`config`] (plain data), [`shutdown`] and [`systemd`]
 //!   (readiness) serve it.
@@ -49,19 +53,35 @@
 //! - [`base`]: leaf modules everyone may use and that use nothing of the crate: secrets, digest
 //!   algorithms, the callback URL policy, Redis key names, form encoding, the clock, CA files.
 //!
-//! Layers, bottom first, each importing only from those before it (`src/layers.rs` tests it):
+//! Layers, bottom first, each importing only from those before it (`src/layers/` tests it):
 //! `base`; `redis_conn`, `shutdown`, `systemd`; `config`; `store_conn`; `redis_index`,
 //! `metrics`, `audit`; `bus`, `tenants`; `fleet`; `event`; `hooks`; `conference`,
 //! `plugin_host`; `route`; `delivery`; `admin_api`, `api`, `authoring`, `replay`, `xapi`;
 //! `pipeline`; `edge`. Where a lower
-//! layer must reach a higher one it defines the interface: [`event::process::Observer`] (the
-//! conference follows the events), [`hooks::store::QueueRemover`] (a removed hook's queue goes
+//! layer must reach a higher one it defines the interface: `event::Observer` (the
+//! conference follows the events), `QueueRemover` of `hooks/store/` (a removed hook's queue goes
 //! too).
 //!
 //! The interface. Four modules are public as they are: [`authoring`] (the plugin authors'
 //! workflow), [`base`] (leaf helpers: digests, form encoding, ids, Redis key names),
 //! [`config`] (the configuration, plain data) and [`replay`] (the plugin authors' dry run).
 //! The rest is the crate's own, reached through the `pub use` items below.
+//!
+//! Front doors. Below a folder's `mod.rs` every submodule is private (`mod x;`): what other
+//! folders may use is re-exported from the `mod.rs` (`pub(crate) use x::Y;`), so a folder's
+//! `mod.rs` is all a newcomer reads to know what it offers, and the compiler sees its inside
+//! (`unreachable_pub` and the dead-code lint are on). A file named like `mod.rs`'s
+//! re-exports is the door; anything else there is the folder's own. The submodules left open
+//! are listed in `src/layers/doors.rs` and named here, each with why: the public libraries of
+//! parts ([`authoring`], [`base`], [`config`]: each of their files is a door); the modules
+//! the library's surface below gives whole, for the tests, the benches and the binary
+//! (`api::params`, `conference::seed`, `delivery::journal`, `delivery::tidy`, `event::schema`,
+//! `fleet::status`, `hooks::import`, `hooks::takeover`, `hooks::matcher`, `metrics::merge`);
+//! delivery's read side for the admin API and recovery (`delivery::records`); and modules
+//! whose functions are called by their module's name, which says what they act on
+//! (`bus::stream`, `conference::persist`, `event::persist`, `fleet::cursor`, `fleet::mark`,
+//! `fleet::reach`, `fleet::spread`). Files of one job have one name in the crate: the files
+//! of `src/admin/` are named after the commands they implement (`fleet`, `health`, `import`).
 //!
 //! The binary's commands are in `src/main.rs` (the command line, `serve`), `src/tools.rs`
 //! (`check-config`, `plugin check`, `replay`), `src/plugin_cli.rs` (`plugin new`, `build`,

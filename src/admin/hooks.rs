@@ -8,8 +8,10 @@ use hookrelay::base::{digest::Algorithm, form::form_encode};
 use serde::Deserialize;
 
 use super::{
-    REFUSED, UNREACHABLE, fail, load,
-    status::{AdminClient, print_hook, print_json},
+    REFUSED, UNREACHABLE, fail,
+    hook_view::print_hook,
+    load,
+    status::{AdminClient, print_json},
 };
 
 #[derive(Subcommand)]

@@ -8,6 +8,7 @@
 mod callback;
 mod fleet;
 mod health;
+mod hook_view;
 mod hooks;
 mod import;
 mod servers;

@@ -25,8 +25,13 @@ use axum::{
 };
 
 use crate::{
-    audit::Audit, base::forwarded, delivery::records::Bounds, hooks::HookStore, metrics::auth,
-    store_conn::StoreConn, tenants::Tenants,
+    audit::Audit,
+    base::forwarded,
+    delivery::records::Bounds,
+    hooks::HookStore,
+    metrics::{Access, require_access},
+    store_conn::StoreConn,
+    tenants::Tenants,
 };
 
 /// What the calls read: the hooks registered, and the store.
@@ -155,7 +160,7 @@ async fn same_origin(req: Request, next: Next) -> Response {
 }
 
 /// The admin API's routes, behind `access`.
-pub(crate) fn router(state: Arc<AdminState>, access: Arc<auth::Access>) -> Router {
+pub(crate) fn router(state: Arc<AdminState>, access: Arc<Access>) -> Router {
     Router::new()
         .route("/v1/hooks", get(hooks::list))
         .route("/v1/hooks/{id}", get(hooks::show))
@@ -179,5 +184,5 @@ pub(crate) fn router(state: Arc<AdminState>, access: Arc<auth::Access>) -> Route
         ))
         .with_state(state)
         .layer(axum::middleware::from_fn(same_origin))
-        .layer(axum::middleware::from_fn_with_state(access, auth::require))
+        .layer(axum::middleware::from_fn_with_state(access, require_access))
 }

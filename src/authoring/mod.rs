@@ -53,8 +53,8 @@ pub fn load_chain(
     dir: &std::path::Path,
     defaults: &crate::plugin_host::Defaults,
 ) -> Result<crate::plugin_host::PluginSet, AuthoringError> {
-    use crate::plugin_host::{Host, PluginSet, cache};
-    let host = Host::new(cache::folder(None)).map_err(|e| AuthoringError::Plugin(e.to_string()))?;
+    use crate::plugin_host::{Host, PluginSet, cache_folder};
+    let host = Host::new(cache_folder(None)).map_err(|e| AuthoringError::Plugin(e.to_string()))?;
     let (set, report) = PluginSet::load_dir(
         &host,
         dir,

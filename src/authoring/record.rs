@@ -6,7 +6,10 @@ use std::{io::Write, path::Path, time::Duration};
 use futures_util::StreamExt;
 
 use super::AuthoringError;
-use crate::{config::Config, redis_conn::redis_client_verified};
+use crate::{
+    config::{Config, SourceConfig},
+    redis_conn::redis_client_verified,
+};
 
 /// When to stop (whichever comes first; with neither, at Ctrl-C or SIGTERM).
 #[derive(Clone, Copy, Debug, Default)]
@@ -39,18 +42,7 @@ pub async fn record(
     ready: impl FnOnce(&str, usize),
 ) -> Result<Recorded, AuthoringError> {
     let sources = config.effective_sources();
-    let chosen = match source {
-        None => sources.first(),
-        Some(name) => sources.iter().find(|s| s.name == name),
-    }
-    .ok_or_else(|| {
-        let names: Vec<&str> = sources.iter().map(|s| s.name.as_str()).collect();
-        AuthoringError::Usage(format!(
-            "no source {:?}: the configuration has {}",
-            source.unwrap_or_default(),
-            names.join(", ")
-        ))
-    })?;
+    let chosen = chosen_source(&sources, source)?;
     let fail = |e: redis::RedisError| {
         AuthoringError::Record(format!(
             "cannot subscribe at {}: {e}",
@@ -91,31 +83,51 @@ pub async fn record(
         let Some(Some(message)) = message else {
             break;
         };
-        let payload: String = match message.get_payload() {
-            Ok(p) => p,
-            Err(_) => {
-                recorded.skipped += 1;
-                continue;
-            }
-        };
-        // One line each: a message is written as it came unless it spans lines.
-        let line = match serde_json::from_str::<serde_json::Value>(&payload) {
-            Ok(_) if !payload.contains('\n') => payload,
-            Ok(v) => v.to_string(),
-            Err(_) => {
-                tracing::warn!(
-                    channel = message.get_channel_name(),
-                    "a message that is not JSON is not recorded"
-                );
-                recorded.skipped += 1;
-                continue;
-            }
+        let Some(line) = line_of(&message) else {
+            recorded.skipped += 1;
+            continue;
         };
         writeln!(file, "{line}").map_err(|e| AuthoringError::io(out, e))?;
         recorded.messages += 1;
     }
     file.flush().map_err(|e| AuthoringError::io(out, e))?;
     Ok(recorded)
+}
+
+/// The source `source` names, or the first one.
+fn chosen_source<'s>(
+    sources: &'s [SourceConfig],
+    source: Option<&str>,
+) -> Result<&'s SourceConfig, AuthoringError> {
+    let chosen = match source {
+        None => sources.first(),
+        Some(name) => sources.iter().find(|s| s.name == name),
+    };
+    chosen.ok_or_else(|| {
+        let names: Vec<&str> = sources.iter().map(|s| s.name.as_str()).collect();
+        AuthoringError::Usage(format!(
+            "no source {:?}: the configuration has {}",
+            source.unwrap_or_default(),
+            names.join(", ")
+        ))
+    })
+}
+
+/// The line a bus message is recorded as: as it came unless it spans lines; `None` (skipped)
+/// when it is not JSON text.
+fn line_of(message: &redis::Msg) -> Option<String> {
+    let payload: String = message.get_payload().ok()?;
+    match serde_json::from_str::<serde_json::Value>(&payload) {
+        Ok(_) if !payload.contains('\n') => Some(payload),
+        Ok(v) => Some(v.to_string()),
+        Err(_) => {
+            tracing::warn!(
+                channel = message.get_channel_name(),
+                "a message that is not JSON is not recorded"
+            );
+            None
+        }
+    }
 }
 
 /// Creates (or empties) the file `out` readable by its owner only: bus messages hold meeting

@@ -177,7 +177,7 @@ fn toolchains() -> Result<PathBuf, AuthoringError> {
     if let Some(dir) = std::env::var_os("HOOKRELAY_TOOLCHAINS").filter(|d| !d.is_empty()) {
         return Ok(PathBuf::from(dir));
     }
-    crate::plugin_host::cache::folder(None)
+    crate::plugin_host::cache_folder(None)
         .map(|d| d.join("toolchains"))
         .ok_or_else(|| {
             AuthoringError::Build("no cache folder: set HOOKRELAY_TOOLCHAINS or HOME".into())

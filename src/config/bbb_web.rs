@@ -83,7 +83,7 @@ impl Config {
     /// signs nothing and takes none.
     pub(super) fn find_secret(&mut self) {
         let unset =
-            self.bbb.secret.is_empty() || self.bbb.secret.expose() == super::validate::PLACEHOLDER;
+            self.bbb.secret.is_empty() || self.bbb.secret.expose() == super::strength::PLACEHOLDER;
         if !unset || self.edge.is_some() {
             return;
         }

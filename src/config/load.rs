@@ -115,75 +115,13 @@ impl Config {
                 Err(_) => None,
             },
         };
-        let mut own = Figment::new();
         let mut origins = super::origins::Origins::default();
-        if let Some(path) = path {
-            readable(path)?;
-            own = own.merge(Toml::file(path));
-            origins.toml(path);
-            // The package keeps the secret apart from the configuration, in `secret.env`
-            // beside it, which the unit reads as its environment: the commands run by hand
-            // read it too, under the process's own variables.
-            let beside = path.with_file_name(SECRET_ENV);
-            if beside.is_file() {
-                let pairs = read_env_file(&beside)?;
-                let env = EnvKeys::read(pairs.iter().map(|(k, _)| k.clone()));
-                for (name, value) in pairs {
-                    let Some(rest) = name.strip_prefix(PREFIX) else {
-                        continue;
-                    };
-                    if std::env::var_os(&name).is_some() {
-                        continue;
-                    }
-                    if let Some(key) = env.keys.get(&rest.to_ascii_lowercase()) {
-                        origins.set(key, format!("{} ({name})", beside.display()));
-                        let value: figment::value::Value = value
-                            .parse()
-                            .unwrap_or_else(|_| figment::value::Value::from(value));
-                        own = own.merge((key.as_str(), value));
-                    }
-                }
-            }
-        }
-        let names = std::env::vars_os().filter_map(|(k, _)| k.into_string().ok());
-        let env = EnvKeys::read(names);
-        for name in &env.ignored {
-            tracing::warn!(
-                variable = %name,
-                "ignoring an environment variable that names no configuration key"
-            );
-        }
-        for (rest, key) in &env.keys {
-            origins.set(
-                key,
-                format!("the environment ({PREFIX}{})", rest.to_ascii_uppercase()),
-            );
-        }
-        let mut from_files = Vec::with_capacity(env.files.len());
-        for (key, variable) in &env.files {
-            from_files.push((key.clone(), file_value(key, variable, &env)?));
-            let path = std::env::var(variable).unwrap_or_default();
-            origins.set(key, format!("the file {path} ({variable})"));
-        }
-        let mut own = own.merge(env.provider());
-        for (key, value) in from_files {
-            own = own.merge((key.as_str(), value));
-        }
-        let (files, given) = if reference.is_empty() {
-            let read: bool = own
-                .extract_inner("reference.read_installed")
-                .unwrap_or(true);
-            let root: PathBuf = own
-                .extract_inner("reference.root")
-                .unwrap_or_else(|_| PathBuf::from("/"));
-            let found = match read {
-                true => super::reference_files::installed(&root),
-                false => Vec::new(),
-            };
-            (found, false)
-        } else {
-            (reference.to_vec(), true)
+        let own = match path {
+            Some(path) => own_file(path, &mut origins)?,
+            None => Figment::new(),
         };
+        let own = environment(own, &mut origins)?;
+        let (files, given) = reference_to_read(&own, reference);
         let layered = super::reference_files::read_layered(&files)?;
         origins.reference(&layered.origins);
         let figment = Figment::new()
@@ -377,6 +315,89 @@ fn is_leaf_key(key: &str) -> bool {
             .into_iter()
             .any(|e| matches!(e.kind, Kind::UnknownField(..))),
     }
+}
+
+/// The TOML file at `path`, and `secret.env` beside it (the package keeps the secret there,
+/// which its unit reads as its environment: the commands run by hand read it too, under the
+/// process's own variables).
+fn own_file(path: &Path, origins: &mut super::origins::Origins) -> Result<Figment, ConfigError> {
+    readable(path)?;
+    let mut own = Figment::new().merge(Toml::file(path));
+    origins.toml(path);
+    let beside = path.with_file_name(SECRET_ENV);
+    if !beside.is_file() {
+        return Ok(own);
+    }
+    let pairs = read_env_file(&beside)?;
+    let env = EnvKeys::read(pairs.iter().map(|(k, _)| k.clone()));
+    for (name, value) in pairs {
+        let Some(rest) = name.strip_prefix(PREFIX) else {
+            continue;
+        };
+        if std::env::var_os(&name).is_some() {
+            continue;
+        }
+        if let Some(key) = env.keys.get(&rest.to_ascii_lowercase()) {
+            origins.set(key, format!("{} ({name})", beside.display()));
+            let value: figment::value::Value = value
+                .parse()
+                .unwrap_or_else(|_| figment::value::Value::from(value));
+            own = own.merge((key.as_str(), value));
+        }
+    }
+    Ok(own)
+}
+
+/// `own` under the `HOOKRELAY_*` variables and the files their `_FILE` variants name.
+fn environment(
+    own: Figment,
+    origins: &mut super::origins::Origins,
+) -> Result<Figment, ConfigError> {
+    let names = std::env::vars_os().filter_map(|(k, _)| k.into_string().ok());
+    let env = EnvKeys::read(names);
+    for name in &env.ignored {
+        tracing::warn!(
+            variable = %name,
+            "ignoring an environment variable that names no configuration key"
+        );
+    }
+    for (rest, key) in &env.keys {
+        origins.set(
+            key,
+            format!("the environment ({PREFIX}{})", rest.to_ascii_uppercase()),
+        );
+    }
+    let mut from_files = Vec::with_capacity(env.files.len());
+    for (key, variable) in &env.files {
+        from_files.push((key.clone(), file_value(key, variable, &env)?));
+        let path = std::env::var(variable).unwrap_or_default();
+        origins.set(key, format!("the file {path} ({variable})"));
+    }
+    let mut own = own.merge(env.provider());
+    for (key, value) in from_files {
+        own = own.merge((key.as_str(), value));
+    }
+    Ok(own)
+}
+
+/// The reference's files to read, and whether they were given: `reference` when it names
+/// some, else (unless `reference.read_installed` is off) bbb-webhooks' files installed under
+/// `reference.root`.
+fn reference_to_read(own: &Figment, reference: &[PathBuf]) -> (Vec<PathBuf>, bool) {
+    if !reference.is_empty() {
+        return (reference.to_vec(), true);
+    }
+    let read: bool = own
+        .extract_inner("reference.read_installed")
+        .unwrap_or(true);
+    let root: PathBuf = own
+        .extract_inner("reference.root")
+        .unwrap_or_else(|_| PathBuf::from("/"));
+    let found = match read {
+        true => super::reference_files::installed(&root),
+        false => Vec::new(),
+    };
+    (found, false)
 }
 
 #[cfg(test)]

@@ -2,11 +2,7 @@
 //! `config/default.yml` or `production.yml`): the keys hookrelay understands become its own,
 //! under the TOML file and the environment; every other key is named as ignored.
 
-use std::path::Path;
-
 use serde_json::{Map, Value, json};
-
-use super::ConfigError;
 
 /// The reference's settings as hookrelay keys, and the reference keys that were not used.
 #[derive(Debug, Default, PartialEq)]
@@ -20,14 +16,6 @@ const IN: &str = "modules.../in/redis/index.js.config";
 const OUT: &str = "modules.../out/webhooks/index.js.config";
 const DB: &str = "modules.../db/redis/index.js.config";
 const XAPI: &str = "modules.../out/xapi/index.js";
-
-/// Reads one reference configuration file.
-///
-/// # Errors
-/// When the file cannot be read or is not YAML.
-pub fn read(path: &Path) -> Result<Reference, ConfigError> {
-    Ok(translate(&super::reference_files::read_yaml(path)?))
-}
 
 /// Every leaf of `v` with its dotted path (arrays are leaves).
 fn leaves(v: &Value, prefix: &str, out: &mut Vec<(String, Value)>) {

@@ -17,6 +17,14 @@ use super::{
     reference::{Reference, translate},
 };
 
+/// Reads one reference configuration file.
+///
+/// # Errors
+/// When the file cannot be read or is not YAML.
+pub fn read(path: &Path) -> Result<Reference, ConfigError> {
+    Ok(translate(&read_yaml(path)?))
+}
+
 /// The reference's files read together: hookrelay's keys from them, and which file gave each.
 #[derive(Debug, Default)]
 pub struct Layered {
@@ -139,6 +147,18 @@ pub fn merge(base: &mut Value, over: Value) {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn a_bad_or_missing_file_is_one_line_naming_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let bad = dir.path().join("bad.yml");
+        std::fs::write(&bad, "bbb: [unclosed\n").unwrap();
+        let err = read(&bad).unwrap_err().to_string();
+        assert!(err.starts_with("configuration: reference config "), "{err}");
+        assert_eq!(err.lines().count(), 1);
+        let missing = read(&dir.path().join("none.yml")).unwrap_err().to_string();
+        assert!(missing.contains("none.yml"), "{missing}");
+    }
 
     #[test]
     fn objects_merge_and_arrays_are_replaced() {

@@ -203,33 +203,7 @@ impl Config {
         if self.fleet.buffer_mib == 0 {
             return fail("fleet.buffer_mib", "must be greater than 0".into());
         }
-        if let Some(url) = &self.store.url
-            && !is_redis_url(url)
-        {
-            return fail("store.url", "must be a redis:// URL".into());
-        }
-        for url in &self.store.sentinels {
-            if !is_redis_url(url) {
-                return fail("store.sentinels", "each must be a redis:// URL".into());
-            }
-        }
-        for url in &self.store.cluster_nodes {
-            if !is_redis_url(url) {
-                return fail("store.cluster_nodes", "each must be a redis:// URL".into());
-            }
-        }
-        if !self.store.cluster_nodes.is_empty() && !self.store.sentinels.is_empty() {
-            return fail(
-                "store.cluster_nodes",
-                "a store is a cluster or a Sentinel-watched server, not both".into(),
-            );
-        }
-        if self.store.sentinels.is_empty() != self.store.sentinel_master.is_empty() {
-            return fail(
-                "store.sentinel_master",
-                "sentinels and sentinel_master go together".into(),
-            );
-        }
+        self.validate_store()?;
         if self.sources.len() > MAX_SOURCES {
             return fail("sources", format!("at most {MAX_SOURCES} sources"));
         }
@@ -268,6 +242,37 @@ impl Config {
                     format!("source {:?}: must be an http(s) URL", s.name),
                 );
             }
+        }
+        Ok(())
+    }
+}
+
+impl Config {
+    /// Checks `[store]`: Redis URLs, and a cluster or a Sentinel-watched server, not both.
+    fn validate_store(&self) -> Result<(), ConfigError> {
+        let fail = |key: &str, why: &str| Err(ConfigError(format!("{key}: {why}")));
+        if let Some(url) = &self.store.url
+            && !is_redis_url(url)
+        {
+            return fail("store.url", "must be a redis:// URL");
+        }
+        if !self.store.sentinels.iter().all(is_redis_url) {
+            return fail("store.sentinels", "each must be a redis:// URL");
+        }
+        if !self.store.cluster_nodes.iter().all(is_redis_url) {
+            return fail("store.cluster_nodes", "each must be a redis:// URL");
+        }
+        if !self.store.cluster_nodes.is_empty() && !self.store.sentinels.is_empty() {
+            return fail(
+                "store.cluster_nodes",
+                "a store is a cluster or a Sentinel-watched server, not both",
+            );
+        }
+        if self.store.sentinels.is_empty() != self.store.sentinel_master.is_empty() {
+            return fail(
+                "store.sentinel_master",
+                "sentinels and sentinel_master go together",
+            );
         }
         Ok(())
     }

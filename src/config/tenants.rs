@@ -3,7 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{ConfigError, validate::weak_secret};
+use super::{ConfigError, strength::weak_secret};
 use crate::base::secret::{Secret, SecretUrl};
 
 /// `[scalelite]`: where Scalelite keeps its tenants (its own Redis, not the relay's store).

@@ -1,7 +1,7 @@
 //! What types alone cannot check: required values, ranges, and the permanent hooks against the
 //! callback URL policy that the configuration itself describes.
 
-use super::{CallbackAuth, Config, ConfigError, DeliveryConfig, Secret};
+use super::{CallbackAuth, Config, ConfigError, DeliveryConfig, Secret, strength::weak_secret};
 use crate::base::callback_url::Guard;
 
 /// The callback URL policy of `[delivery]`: `[delivery.ssrf]`, `allow_url_credentials`, and
@@ -11,23 +11,6 @@ pub fn callback_guard(delivery: &DeliveryConfig) -> Guard {
     Guard::new(delivery.ssrf.enabled, delivery.ssrf.allow_cidrs.clone())
         .allow_credentials(delivery.allow_url_credentials)
         .https_only(delivery.auth == CallbackAuth::Bearer && !delivery.allow_insecure_bearer)
-}
-
-/// The placeholder of the example configuration.
-pub(super) const PLACEHOLDER: &str = "change-me";
-/// The shortest shared secret taken: a short one is guessed from one signed URL offline.
-pub(super) const MIN_SECRET_CHARS: usize = 12;
-
-/// Why `secret` cannot be a shared secret, if it cannot.
-pub fn weak_secret(secret: &str) -> Option<&'static str> {
-    if secret == PLACEHOLDER {
-        return Some(
-            "is still the example's placeholder change-me: set the server's shared secret (bbb-conf --secret)",
-        );
-    }
-    (secret.chars().count() < MIN_SECRET_CHARS).then_some(
-        "must be at least 12 characters (BigBlueButton's own are 32 or more): a short secret is guessed from one signed URL",
-    )
 }
 
 /// The error naming `key` and why its value is unusable.

@@ -1,7 +1,7 @@
-//! Delivery, in layers that import only downwards (`src/layers.rs` tests it), from
+//! Delivery, in layers that import only downwards (`src/layers/` tests it), from
 //! the bottom:
 //!
-//! 1. Parts: the retry schedule ([`retry`]), signing ([`sign`], pure), the address check at
+//! 1. Parts: the retry schedule ([`retry`]), signing ([`sign`]: the pure parts, and the one rule of whose secrets sign a hook), the address check at
 //!    connection time ([`ssrf`]), the byte budget of all queues ([`budget`]), what the log says
 //!    of a hook's troubles ([`incident`]), each receiver's circuit ([`circuit`]); then the
 //!    HTTP client ([`client`], with the receivers' rates and circuits) and the threads
@@ -15,8 +15,12 @@
 //! 3. One hook's queue in memory ([`hook_queue`]); the payloads read back that the queues
 //!    share ([`payloads`]); a batch's callbacks planned as entries, without I/O ([`plan`]).
 //! 4. What every worker and pager share, in four typed parts ([`context`]).
-//! 5. One callback's attempts as steps: prepare, send, judge, record ([`attempt`]); giving a
-//!    hook up when its schedule ran out ([`abandon`]).
+//! 5. One callback's attempts as steps: prepare, send, record ([`attempt`]); what an attempt
+//!    decides, pure ([`judge`], beside the client in the layers); giving a hook up when its
+//!    schedule ran out, and the hook notices told ([`abandon`]).
+//!
+//! Beside them, the read side of what delivery keeps in the store, for the admin API and the
+//! pipeline's recovery ([`records`]). From outside, delivery is what this file re-exports.
 //! 6. The loops of one hook: its worker, one callback in flight ([`worker`]), and its pager,
 //!    reading back what waits in Redis only ([`pager`]).
 //! 7. In a fleet that spreads delivery, the queues of the hooks this instance holds ([`held`]).

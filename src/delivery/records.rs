@@ -5,9 +5,7 @@
 //! memory budget. Delivery's own modules write these records; others go through this door.
 
 pub(crate) use super::budget::resolve_budget;
-pub(crate) use super::insight::read::{
-    HookState, State, attempts, oldest_queued, removed_hooks, states,
-};
+pub(crate) use super::insight::{HookState, State, attempts, oldest_queued, removed_hooks, states};
 pub(crate) use super::journal::{
     Position, Stored, StoredBody, delete, last_shared, position, remove_orphans,
 };

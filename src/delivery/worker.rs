@@ -219,27 +219,36 @@ async fn deliver(
                     abandon::give_up(ctx, hook, entry, spell.failures(), &error).await;
                     return Outcome::GaveUp;
                 }
-                // Disabled: this callback, and the queue behind it, wait until it is enabled;
-                // then its schedule starts again.
                 let failures = spell.failures();
                 spell = spell.restarted();
-                let enabled =
-                    abandon::disable(ctx, hook, DisabledReason::Failures, failures, Some(&error))
-                        .await
-                        && abandon::wait_enabled(ctx, hook.id).await;
-                if enabled {
-                    tracing::info!(
-                        hook_id = hook.id.0,
-                        "the hook is enabled again: sending its kept callbacks"
-                    );
-                }
-                enabled
+                disable_until_enabled(ctx, hook, failures, &error).await
             }
         };
         if !carried || !control.may_send(hook.id, queue) {
             return Outcome::Stopped;
         }
     }
+}
+
+/// Disables `hook`, whose schedule ran out after `failures` failures (the last `error`): this
+/// callback, and the queue behind it, wait until it is enabled; then its schedule starts
+/// again. `false` when the worker must stop.
+async fn disable_until_enabled(
+    ctx: &DeliveryContext,
+    hook: &Hook,
+    failures: usize,
+    error: &DeliveryError,
+) -> bool {
+    let enabled = abandon::disable(ctx, hook, DisabledReason::Failures, failures, Some(error))
+        .await
+        && abandon::wait_enabled(ctx, hook.id).await;
+    if enabled {
+        tracing::info!(
+            hook_id = hook.id.0,
+            "the hook is enabled again: sending its kept callbacks"
+        );
+    }
+    enabled
 }
 
 /// Logs a failed attempt (`tried`) or one held back by its receiver's open circuit, to be

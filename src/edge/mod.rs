@@ -52,19 +52,7 @@ pub async fn run(
         texts: Vec::new(),
     });
     if let Some(l) = metrics_listener {
-        let router = crate::metrics::router(
-            metrics.clone(),
-            Arc::new(crate::metrics::merge::Merger::new(
-                Vec::new(),
-                metrics.clone(),
-            )?),
-            &config.metrics.merge.path,
-            Arc::new(crate::metrics::auth::Access::new(&config.metrics.auth)),
-            Arc::new(crate::metrics::Hosts::new(
-                Some(config.metrics.bind.ip()),
-                &config.metrics.allowed_hosts,
-            )),
-        );
+        let router = crate::pipeline::metrics_router(&config, &metrics, Vec::new())?;
         crate::pipeline::serve_tcp(&tracker, &token, l, router, "metrics");
     }
     let local = redis_client_verified(config.redis.url.expose(), config.redis.ca_file.as_deref())?;
@@ -82,15 +70,7 @@ pub async fn run(
         return Ok(());
     };
     let keys = EdgeKeys::new(&edge.server);
-    let claim = claim::Claim {
-        pool: pool.clone(),
-        server: edge.server.clone(),
-        keys: EdgeKeys::new(&edge.server),
-        me: format!("host {} outbox {epoch}", crate::config::edge::host_name()),
-    };
-    claim.take().await?;
-    let (lost_tx, mut lost) = oneshot::channel();
-    tracker.spawn(claim.hold(token.clone(), lost_tx));
+    let mut lost = claim(&edge.server, &pool, &epoch, &tracker, &token).await?;
     let outbox = Arc::new(outbox::Outbox {
         conn,
         limit: i64::try_from(edge.buffer_mib.saturating_mul(1024 * 1024)).unwrap_or(i64::MAX),
@@ -111,17 +91,7 @@ pub async fn run(
     );
     let wake = Arc::new(Notify::new());
     let (tx, rx) = mpsc::channel(BUS_BUFFER);
-    let name: Arc<str> = edge.server.as_str().into();
-    let subscriber = Subscriber {
-        source: SourceId::MIN,
-        series: metrics.bus.source(&name),
-        name,
-        client: local,
-        channels: config.redis.channels.clone(),
-        max_message_bytes: config.redis.max_message_bytes,
-        metrics: metrics.clone(),
-        subscribed: tokio::sync::watch::channel(0).0,
-    };
+    let subscriber = subscriber(&config, &edge.server, local, &metrics);
     tracker.spawn(subscriber.run(tx, token.clone()));
     tracker.spawn(append(rx, outbox.clone(), wake.clone(), token.clone()));
     let forwarder = forward::Forwarder {
@@ -140,6 +110,50 @@ pub async fn run(
     match lost.try_recv() {
         Ok(taken) => Err(taken.into()),
         Err(_) => Ok(()),
+    }
+}
+
+/// Takes the server's name in the pool's store for this edge (of outbox `epoch`) and holds
+/// it; the receiver says when another edge took it.
+///
+/// # Errors
+/// When another edge holds the name, or the store cannot be asked.
+async fn claim(
+    server: &str,
+    pool: &redis::Client,
+    epoch: &str,
+    tracker: &tokio_util::task::TaskTracker,
+    token: &tokio_util::sync::CancellationToken,
+) -> anyhow::Result<oneshot::Receiver<claim::Taken>> {
+    let claim = claim::Claim {
+        pool: pool.clone(),
+        server: server.to_string(),
+        keys: EdgeKeys::new(server),
+        me: format!("host {} outbox {epoch}", crate::config::edge::host_name()),
+    };
+    claim.take().await?;
+    let (lost_tx, lost) = oneshot::channel();
+    tracker.spawn(claim.hold(token.clone(), lost_tx));
+    Ok(lost)
+}
+
+/// The subscriber of this server's bus (`[redis]`), as the edge's one source.
+fn subscriber(
+    config: &Config,
+    server: &str,
+    client: redis::Client,
+    metrics: &Arc<Metrics>,
+) -> Subscriber {
+    let name: Arc<str> = server.into();
+    Subscriber {
+        source: SourceId::MIN,
+        series: metrics.bus.source(&name),
+        name,
+        client,
+        channels: config.redis.channels.clone(),
+        max_message_bytes: config.redis.max_message_bytes,
+        metrics: metrics.clone(),
+        subscribed: tokio::sync::watch::channel(0).0,
     }
 }
 

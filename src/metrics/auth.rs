@@ -91,7 +91,7 @@ impl Access {
 }
 
 /// Axum middleware: 401 with a challenge unless [`Access::allows`] the request.
-pub(crate) async fn require(
+pub(crate) async fn require_access(
     State(access): State<Arc<Access>>,
     req: Request,
     next: Next,

@@ -20,7 +20,10 @@ pub(crate) fn router(
         .route("/metrics", get(serve))
         .with_state(metrics)
         .route(merge_path, get(serve_merged).with_state(merger))
-        .layer(axum::middleware::from_fn_with_state(access, auth::require));
+        .layer(axum::middleware::from_fn_with_state(
+            access,
+            auth::require_access,
+        ));
     // Without credentials, only for its own names (DNS rebinding).
     match open {
         true => router.layer(axum::middleware::from_fn_with_state(hosts, hosts::require)),

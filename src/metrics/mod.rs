@@ -4,7 +4,7 @@
 //! registration in `register`, the per-hook queue series in `queues`, and the HTTP endpoint in
 //! `endpoint`.
 
-pub(crate) mod auth;
+mod auth;
 mod bus;
 mod endpoint;
 mod fleet;
@@ -18,6 +18,7 @@ mod register;
 mod tenants;
 mod xapi;
 
+pub(crate) use auth::{Access, require_access};
 pub(crate) use bus::SourceMetrics;
 pub(crate) use hosts::{Hosts, require};
 pub(crate) use xapi::{LrsReasonLabels, XapiMetrics};

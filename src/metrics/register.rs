@@ -6,7 +6,7 @@ use prometheus_client::registry::Registry;
 use super::{Metrics, labels::VersionLabel};
 
 impl Metrics {
-    /// The queues and the callbacks.
+    /// The callbacks and what became of their hooks; then the queues.
     pub(super) fn register_delivery(&self, r: &mut Registry) {
         r.register(
             "hookrelay_callbacks_delivered",
@@ -60,6 +60,12 @@ impl Metrics {
             "Rounds of the hooks' delivery attempts and states that could not be written to the store (those records are lost; the callbacks are not)",
             self.insight_write_failures.clone(),
         );
+        self.register_queues(r);
+    }
+
+    /// The hooks, their queues and workers: what the queues hold, take and dropped, the
+    /// callbacks' latency.
+    fn register_queues(&self, r: &mut Registry) {
         r.register(
             "hookrelay_queue_dropped",
             "Callbacks dropped because their hook's queue was full",

@@ -118,34 +118,10 @@ pub(super) async fn follow(
     while let Ok(m) = bus.try_recv() {
         state.backlog.push(m);
     }
-    let (cursors, marks) = loop {
-        match read_where_the_holder_stood(conn, sources).await {
-            Ok(read) => break read,
-            Err(e) => {
-                tracing::warn!(error = %e, "cannot read the sources' cursors; retrying");
-                tokio::select! {
-                    () = tokio::time::sleep(Duration::from_millis(200)) => {}
-                    () = token.cancelled() => return None,
-                }
-            }
-        }
-    };
+    let (cursors, marks) = where_the_holder_stood(conn, sources, token).await?;
     let kept = state.backlog.len();
     let (resume, found) = state.backlog.after(&cursors);
-    for (i, how) in found.iter().enumerate() {
-        let source = sources.name(u16::try_from(i).unwrap_or(0));
-        match how {
-            Resume::CursorNotFound => {
-                metrics.fleet.cursor_not_found(&source);
-                tracing::warn!(%source, "the last holder's place in this source was not among the messages kept: all of them are queued, some perhaps again");
-            }
-            Resume::AcrossGap => {
-                metrics.fleet.cursor_not_found(&source);
-                tracing::warn!(%source, "this instance's subscription was made again since the last holder's place in this source: what was published in between is lost");
-            }
-            _ => {}
-        }
-    }
+    warn_where_not_found(&found, sources, metrics);
     let queued = AlreadyQueued::find(&resume, &cursors, sources, &marks);
     metrics.fleet.takeovers.inc();
     metrics.fleet.resumed.inc_by(resume.len() as u64);
@@ -162,6 +138,46 @@ pub(super) async fn follow(
         cursors,
         queued,
     })
+}
+
+/// Warns of each source whose last holder's place this instance cannot resume from exactly
+/// (`found`, by source), and counts it.
+fn warn_where_not_found(found: &[Resume], sources: &SourceTable, metrics: &Metrics) {
+    for (i, how) in found.iter().enumerate() {
+        let source = sources.name(u16::try_from(i).unwrap_or(0));
+        match how {
+            Resume::CursorNotFound => {
+                metrics.fleet.cursor_not_found(&source);
+                tracing::warn!(%source, "the last holder's place in this source was not among the messages kept: all of them are queued, some perhaps again");
+            }
+            Resume::AcrossGap => {
+                metrics.fleet.cursor_not_found(&source);
+                tracing::warn!(%source, "this instance's subscription was made again since the last holder's place in this source: what was published in between is lost");
+            }
+            _ => {}
+        }
+    }
+}
+
+/// [`read_where_the_holder_stood`], again every 200 ms while the store fails; `None` when the
+/// relay stops first.
+async fn where_the_holder_stood(
+    conn: &StoreConn,
+    sources: &SourceTable,
+    token: &CancellationToken,
+) -> Option<(Vec<Option<Cursor>>, Vec<(HookId, Mark)>)> {
+    loop {
+        match read_where_the_holder_stood(conn, sources).await {
+            Ok(read) => return Some(read),
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot read the sources' cursors; retrying");
+                tokio::select! {
+                    () = tokio::time::sleep(Duration::from_millis(200)) => {}
+                    () = token.cancelled() => return None,
+                }
+            }
+        }
+    }
 }
 
 /// The sources' cursors, and on a Redis Cluster the hooks' batch marks.

@@ -1,6 +1,7 @@
 //! Wires the stages top to bottom: bus -> [`route`](crate::route) (decode, mapping, catalogue,
 //! matcher, plugins) -> per-hook queues -> signed delivery, plus the API and metrics servers.
-//! The only module that knows them all. [`run`] runs the start's phases, which [`start`] holds,
+//! The only module that knows them all. [`run`] runs the start's phases, which [`start`] holds (the steps before processing in
+//! [`steps`]),
 //! and waits for the stop; the other files are their parts and import nothing from this one:
 //! [`sources`] starts each source's subscriber and reads its state back, [`stage`] is the
 //! processing task, [`recover`] reads the hooks and the queues back at start, [`takeover`] what
@@ -8,12 +9,13 @@
 //! [`notices`] the events about hooks, [`follower`] (an instance without the lease, then its
 //! holder) and [`balancer`] (spread delivery) are an instance's part in a fleet, [`edges`]
 //! takes a pool's edges' streams as sources of their own and [`joins`] adds them to the
-//! processing stage; [`serve`] runs the HTTP servers, [`depths`] reports the queues.
+//! processing stage; [`http`] starts the HTTP servers, which [`serve`] runs; [`depths`] reports the queues.
 
 mod balancer;
 mod depths;
 mod edges;
 mod follower;
+mod http;
 mod joins;
 mod listen;
 mod mode;
@@ -24,10 +26,11 @@ mod serve;
 mod sources;
 mod stage;
 mod start;
+mod steps;
 mod takeover;
 mod trust;
 
-pub(crate) use serve::serve_tcp;
+pub(crate) use serve::{metrics_router, serve_tcp};
 pub(crate) use trust::check;
 
 use std::sync::{Arc, atomic::AtomicBool};

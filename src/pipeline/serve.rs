@@ -5,6 +5,35 @@ use std::future::IntoFuture;
 
 use tokio_util::{sync::CancellationToken, task::TaskTracker};
 
+use crate::{
+    config::{Config, MergeSource},
+    metrics::{Access, Hosts, Metrics, merge::Merger},
+};
+
+/// The metrics endpoint of `config` (its access, host names and path), merging `merged`'s
+/// exporters into `metrics`: the relay's, and an edge's (which merges none).
+///
+/// # Errors
+/// When an exporter's address is unusable.
+pub(crate) fn metrics_router(
+    config: &Config,
+    metrics: &std::sync::Arc<Metrics>,
+    merged: Vec<MergeSource>,
+) -> anyhow::Result<axum::Router> {
+    use std::sync::Arc;
+    let config = &config.metrics;
+    let merger = Arc::new(Merger::new(merged, metrics.clone())?);
+    let hosts = Arc::new(Hosts::new(Some(config.bind.ip()), &config.allowed_hosts));
+    let access = Arc::new(Access::new(&config.auth));
+    Ok(crate::metrics::router(
+        metrics.clone(),
+        merger,
+        &config.merge.path,
+        access,
+        hosts,
+    ))
+}
+
 /// Serves `router` on a Unix socket (no peer address: the audit says `unix-socket`).
 pub(super) fn serve<L>(
     tracker: &TaskTracker,

@@ -12,39 +12,37 @@ use tokio::sync::mpsc;
 use tokio_util::{sync::CancellationToken, task::TaskTracker};
 
 use super::{
-    balancer, edges, follower,
-    listen::Listeners,
-    mode::{Mode, Step},
+    edges, follower,
+    mode::Mode,
     recover::{self, restore_hooks},
-    serve::{serve, serve_tcp},
     sources::{self, Source},
     stage,
+    steps::Stepped,
     takeover::callback_format,
 };
 
-/// Bus messages buffered between the subscriber and the processing task.
-const BUS_BUFFER: usize = 65_536;
 use crate::{
-    admin_api::{self, AdminState},
-    api::{self, ApiState, TenantLimits},
     audit::Audit,
     base::callback_url::Guard,
     bus::BusMessage,
     conference::ConferenceExport,
     config::{CallbackAuth, Config},
     delivery::{
-        Acker, DeliveryContext, Dispatcher, Held, Insight, Retention, Signer, Wiring,
+        Acker, DeliveryContext, Insight, Retention, Signer, Wiring,
         records::{self, Bounds},
     },
-    fleet::{Cursors, Fence, Lease},
+    fleet::{Cursors, Fence},
     hooks::{HookStore, Registry},
-    metrics::{Metrics, auth::Access, merge::Merger},
+    metrics::Metrics,
     plugin_host::{Plugins, Watcher},
     route::MessageRouter,
     shutdown::retry_until_ok,
     store_conn::StoreConn,
     tenants::Tenants,
 };
+
+/// Bus messages buffered between the subscriber and the processing task.
+const BUS_BUFFER: usize = 65_536;
 
 /// The relay's metrics, the conference's `bbb_*` series of every source among them (those of
 /// the edges' servers, `joined`, as they appear).
@@ -211,111 +209,6 @@ impl Start<'_> {
         })
     }
 
-    /// Serves the API and, when enabled, the metrics.
-    pub(super) fn serve_http(
-        &self,
-        listeners: Listeners,
-        store: &Arc<HookStore>,
-        conn: &StoreConn,
-        guard: &Arc<Guard>,
-        audit: &Audit,
-    ) -> anyhow::Result<()> {
-        let (config, metrics) = (self.config, self.metrics);
-        let sources = config.effective_sources().into_iter().map(|s| s.name);
-        let health = api::Health::new(
-            conn.clone(),
-            metrics.bus.connected.clone(),
-            sources.collect(),
-        );
-        self.tracker.spawn(health.clone().beat(self.token.clone()));
-        let api_state = Arc::new(ApiState {
-            health,
-            guard: guard.clone(),
-            store: store.clone(),
-            secret: config.bbb.secret.clone(),
-            path: config.api.path.trim_end_matches('/').to_string(),
-            algorithms: config.api.checksum_algorithms.clone(),
-            metrics: metrics.clone(),
-            list_cache: Default::default(),
-            tenants: self.tenants.clone(),
-            limits: TenantLimits::new(&config.tenancy),
-            audit: audit.clone(),
-            hook_secrets: config.delivery.hook_secrets,
-            trusted_proxies: config.api.trusted_proxies.clone(),
-        });
-        serve_tcp(
-            self.tracker,
-            self.token,
-            listeners.api,
-            api::router(api_state),
-            "api",
-        );
-        if let Some(l) = listeners.metrics {
-            // Beyond loopback [metrics.auth] is required (the configuration's validation).
-            let access = Arc::new(Access::new(&config.metrics.auth));
-            let merger = Arc::new(Merger::new(
-                config.metrics.merge.sources.clone(),
-                metrics.clone(),
-            )?);
-            let hosts = Arc::new(crate::metrics::Hosts::new(
-                Some(config.metrics.bind.ip()),
-                &config.metrics.allowed_hosts,
-            ));
-            let router = crate::metrics::router(
-                metrics.clone(),
-                merger,
-                &config.metrics.merge.path,
-                access,
-                hosts,
-            );
-            serve_tcp(self.tracker, self.token, l, router, "metrics");
-        }
-        if listeners.admin.is_none() && listeners.admin_socket.is_none() {
-            return Ok(());
-        }
-        let state = Arc::new(AdminState {
-            store: store.clone(),
-            conn: conn.clone(),
-            retain: retain_bounds(&config.delivery),
-            max_queue: config.delivery.max_queue,
-            tenants: self.tenants.clone(),
-            circuits: self.circuits.clone(),
-            audit: audit.clone(),
-            trusted_proxies: config.api.trusted_proxies.clone(),
-            scalelite: config.scalelite.is_some(),
-            hook_secret_overlap_ms: config.delivery.hook_secret_overlap_s.saturating_mul(1000),
-            removed_grace_ms: config.tenancy.removed_grace_s.saturating_mul(1000),
-        });
-        if let Some(l) = listeners.admin {
-            let access = Arc::new(Access::bearer(
-                &config.admin.token(&config.bbb.secret),
-                "the admin API needs its token (admin.bearer_token, or the one `hookrelay admin-token` prints): send it as a bearer token, or in a browser as the password of user admin\n",
-            ));
-            let router = admin_api::router(state.clone(), access);
-            serve_tcp(self.tracker, self.token, l, router, "admin API");
-        }
-        if let Some(socket) = listeners.admin_socket {
-            // The socket's file mode is its access control: no token, and its own host names.
-            let hosts = crate::metrics::Hosts::new(None, &config.admin.allowed_hosts);
-            let router = admin_api::router(state, Arc::new(Access::default())).layer(
-                axum::middleware::from_fn_with_state(Arc::new(hosts), crate::metrics::require),
-            );
-            serve(
-                self.tracker,
-                self.token,
-                socket.listener,
-                router,
-                "admin API",
-            );
-            let token = self.token.clone();
-            self.tracker.spawn(async move {
-                token.cancelled().await;
-                super::listen::remove_socket(&socket.path);
-            });
-        }
-        Ok(())
-    }
-
     /// Subscribes to every source and makes the delivery context: the signer, the marks of
     /// delivered callbacks, the queues' budget, the HTTP client.
     pub(super) async fn delivery(
@@ -414,39 +307,11 @@ impl Start<'_> {
         joined: &crate::conference::Joined,
     ) -> Option<Processing> {
         let (config, token, mode) = (self.config, self.token, &hooks.mode);
-        let (mut held, mut first, mut processors) = (None, follower::Resumed::default(), None);
-        for step in mode.steps() {
-            match *step {
-                Step::MoveLegacyQueues { as_writer } => {
-                    let (instance, hook_lease) = (mode.instance(), mode.hook_lease());
-                    recover::move_legacy_queues(conn, instance, as_writer, hook_lease, token)
-                        .await?;
-                }
-                Step::StartSpread => {
-                    held = mode.instance().map(|instance| {
-                        let (delivery, acker) = (&wired.delivery, &wired.acker);
-                        follower::spread(delivery, instance, &config.fleet, &hooks.registry, acker)
-                    });
-                }
-                Step::TakeLease => {
-                    if let Some(lease) = mode.lease() {
-                        first = self.take_lease(lease, conn, &mut wired).await?;
-                    }
-                }
-                Step::RestoreHooks => {
-                    if !restore_hooks(&hooks.store, config, self.metrics, token).await {
-                        return None;
-                    }
-                }
-                Step::RestoreState => {
-                    processors = Some(sources::restore(sources, conn, config, token).await?);
-                    let seeds = std::mem::take(&mut wired.subscribed.seeds);
-                    let (metrics, tracker) = (self.metrics, self.tracker);
-                    sources::seed_all(sources, &config.bbb, seeds, metrics, tracker, token);
-                }
-            }
-        }
-        let processors = processors?;
+        let Stepped {
+            held,
+            first,
+            processors,
+        } = self.steps(sources, conn, &hooks, &mut wired).await?;
         let fence = wired.fence.clone();
         let source_table = wired.delivery.queues().sources().clone();
         let mut dispatcher = self.dispatcher(held, wired.delivery, conn).await?;
@@ -509,57 +374,11 @@ impl Start<'_> {
             taker,
         })
     }
-
-    /// In a fleet: follows the holder (keeping messages) until this instance takes the lease,
-    /// then holds it. Returns the kept messages to process first.
-    async fn take_lease(
-        &self,
-        lease: &Lease,
-        conn: &StoreConn,
-        wired: &mut Wired,
-    ) -> Option<follower::Resumed> {
-        let follower = follower::Follower {
-            lease,
-            conn,
-            config: &self.config.fleet,
-            sources: wired.delivery.queues().sources(),
-            subscriptions: std::mem::take(&mut wired.subscribed.fleet),
-            metrics: self.metrics,
-        };
-        // `None`: stopped before taking the lease; what this instance delivers ends cleanly.
-        let first = follower::follow(&mut wired.bus, follower, self.token).await?;
-        self.metrics.fleet.holder.set(1);
-        self.tracker.spawn(follower::hold(
-            lease.clone(),
-            conn.clone(),
-            wired.lease_lost.clone(),
-            self.token.clone(),
-        ));
-        Some(first)
-    }
-
-    /// The dispatcher: with delivery spread, on the queues this instance holds, once what the
-    /// last writer wrote and announced is in them (its announcements may have been missed).
-    async fn dispatcher(
-        &self,
-        held: Option<Arc<Held>>,
-        delivery: Arc<DeliveryContext>,
-        conn: &StoreConn,
-    ) -> Option<Dispatcher> {
-        let Some(held) = held else {
-            return Some(Dispatcher::new(delivery));
-        };
-        retry_until_ok(self.token, "read where the delivered queues end", || {
-            balancer::catch_up(&held, conn)
-        })
-        .await?;
-        Some(Dispatcher::spread(held))
-    }
 }
 
 /// What is kept of sent callbacks (`delivery.retain`, `delivery.retain_max_mib`); `None` when
 /// nothing is.
-fn retain_bounds(config: &crate::config::DeliveryConfig) -> Option<Bounds> {
+pub(super) fn retain_bounds(config: &crate::config::DeliveryConfig) -> Option<Bounds> {
     (!config.retain.is_zero()).then_some(Bounds {
         window_ms: config.retain.as_millis() as u64,
         max_bytes: config.retain_max_mib << 20,

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use crate::{
     config::{Config, RedisEndpoint},
-    redis_conn::{redis_client_verified, tls},
+    redis_conn::{certificate_failure, clear_password_host, redis_client_verified},
 };
 
 /// How long one check may take; a server that does not answer in time is not refused (the
@@ -22,7 +22,7 @@ const CHECK_WITHIN: Duration = Duration::from_secs(5);
 pub(crate) async fn check(config: &Config) -> anyhow::Result<()> {
     let endpoints = config.redis_endpoints();
     for e in &endpoints {
-        if let Some(host) = tls::clear_password_host(e.url.expose()) {
+        if let Some(host) = clear_password_host(e.url.expose()) {
             tracing::warn!(
                 key = %e.key,
                 host,
@@ -65,7 +65,7 @@ async fn verify(e: &RedisEndpoint<'_>) -> Option<String> {
     };
     let tried = tokio::time::timeout(CHECK_WITHIN, client.get_multiplexed_async_connection());
     match tried.await {
-        Ok(Err(err)) => tls::certificate_failure(&err).map(|why| {
+        Ok(Err(err)) => certificate_failure(&err).map(|why| {
             format!(
                 "{} ({address}): the server's certificate does not verify against {against}: {why}",
                 e.key

@@ -5,7 +5,7 @@
 //! swaps in a new set without stopping the relay.
 
 mod breaker;
-pub(crate) mod cache;
+mod cache;
 mod chain;
 mod check;
 mod deferred;
@@ -19,6 +19,7 @@ mod set;
 mod settings;
 mod threads;
 
+pub(crate) use cache::folder as cache_folder;
 pub(crate) use reload::Watcher;
 
 pub use chain::Verdict;

@@ -1,7 +1,11 @@
 //! Clients of Redis whose connections notice a dead peer (the sources' subscribers and the
 //! store, [`crate::store_conn`]), over TLS for `rediss://` URLs ([`tls`]).
 
-pub(crate) mod tls;
+mod tls;
+
+pub(crate) use tls::{
+    Ca, certificate_failure, certificates, clear_password_host, install_provider,
+};
 
 use std::time::Duration;
 

@@ -13,7 +13,7 @@ use std::{
     time::Duration,
 };
 
-use crate::redis_conn::tls::Ca;
+use crate::redis_conn::Ca;
 use redis::{
     Arg, Cmd, IntoConnectionInfo, Pipeline, RedisResult, Value,
     aio::ConnectionLike,
@@ -45,8 +45,8 @@ impl Cluster {
         if let Some(ca) = ca
             && nodes.iter().any(|n| n.starts_with("rediss://"))
         {
-            crate::redis_conn::tls::install_provider();
-            builder = builder.certs(crate::redis_conn::tls::certificates(ca));
+            crate::redis_conn::install_provider();
+            builder = builder.certs(crate::redis_conn::certificates(ca));
         }
         let mut clients = Vec::new();
         let auth = auth

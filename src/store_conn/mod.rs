@@ -7,6 +7,9 @@
 //! (the callers retry), the next ones go to the new master.
 
 mod cluster;
+mod sentinel;
+
+use sentinel::{master, sentinel_trusting};
 
 use std::{
     sync::{
@@ -27,7 +30,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::{
     config::Config,
-    redis_conn::{redis_client_trusting, tls::Ca},
+    redis_conn::{Ca, redis_client_trusting},
     shutdown::retry_until_ok,
 };
 
@@ -344,7 +347,7 @@ impl Way {
                     let info = url.expose().into_connection_info()?;
                     node = node.set_redis_connection_info(info.redis_settings().clone());
                     if matches!(info.addr(), redis::ConnectionAddr::TcpTls { .. }) {
-                        crate::redis_conn::tls::install_provider();
+                        crate::redis_conn::install_provider();
                         node = node.set_tls_mode(redis::TlsMode::Secure);
                     }
                 }
@@ -396,62 +399,6 @@ impl Way {
         };
         Ok(StoreConn(kind, None))
     }
-}
-
-/// A client of the sentinels of `store` and of the master they name, each `rediss://` one
-/// verified against `ca`; the first sentinel URL's password and user are the sentinels'.
-fn sentinel_trusting(store: &crate::config::StoreConfig, ca: &Ca) -> RedisResult<SentinelClient> {
-    use redis::sentinel::SentinelClientBuilder;
-    crate::redis_conn::tls::install_provider();
-    let infos = store
-        .sentinels
-        .iter()
-        .map(|u| u.expose().into_connection_info())
-        .collect::<RedisResult<Vec<_>>>()?;
-    let addrs = infos.iter().map(|i| i.addr().clone());
-    let mut b =
-        SentinelClientBuilder::new(addrs, &store.sentinel_master, SentinelServerType::Master)?
-            .set_client_to_sentinel_tcp_settings(crate::redis_conn::tcp_settings())
-            .set_client_to_redis_tcp_settings(crate::redis_conn::tcp_settings());
-    if infos
-        .iter()
-        .any(|i| matches!(i.addr(), redis::ConnectionAddr::TcpTls { .. }))
-    {
-        b = b.set_client_to_sentinel_certificates(crate::redis_conn::tls::certificates(ca));
-    }
-    if let Some(first) = infos.first() {
-        let s = first.redis_settings();
-        if let Some(p) = s.password() {
-            b = b.set_client_to_sentinel_password(p);
-        }
-        if let Some(u) = s.username() {
-            b = b.set_client_to_sentinel_username(u);
-        }
-    }
-    if let Some(url) = &store.url {
-        let info = url.expose().into_connection_info()?;
-        let s = info.redis_settings();
-        if let Some(p) = s.password() {
-            b = b.set_client_to_redis_password(p);
-        }
-        if let Some(u) = s.username() {
-            b = b.set_client_to_redis_username(u);
-        }
-        b = b.set_client_to_redis_db(s.db());
-        if matches!(info.addr(), redis::ConnectionAddr::TcpTls { .. }) {
-            b = b
-                .set_client_to_redis_tls_mode(redis::TlsMode::Secure)
-                .set_client_to_redis_certificates(crate::redis_conn::tls::certificates(ca));
-        }
-    }
-    b.build()
-}
-
-/// Asks the sentinels for the master and connects to it.
-async fn master(client: &mut SentinelClient) -> RedisResult<Current> {
-    let client = client.async_get_client().await?;
-    let conn = ConnectionManager::new_with_config(client.clone(), manager_config()).await?;
-    Ok(Current { conn, client })
 }
 
 impl ConnectionLike for StoreConn {

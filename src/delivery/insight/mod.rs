@@ -6,7 +6,9 @@
 //! [`KEPT_FOR`] after their last write, so a hook removed after failures can still be looked
 //! at. [`read`] reads them back, from any instance of a fleet.
 
-pub(crate) mod read;
+mod read;
+
+pub(crate) use read::{HookState, State, attempts, oldest_queued, removed_hooks, states};
 
 use std::{
     collections::HashMap,

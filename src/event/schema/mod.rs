@@ -5,8 +5,9 @@
 
 mod attributes;
 mod beyond;
+mod parts;
 
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 
 use super::catalogue::{ABOUT_HOOKS, BEYOND_REFERENCE, OUTPUT_IDS};
 
@@ -41,7 +42,7 @@ pub fn file_name(id: &str) -> String {
 /// The schema of the processed event `id`; `None` for an id no event has.
 pub fn of(id: &str) -> Option<Value> {
     let id = ids().find(|i| *i == id)?;
-    let (description, attributes) = attributes::of(id)?;
+    let (description, attributes) = attributes::of(id).or_else(|| beyond::of(id))?;
     let mut schema = json!({
         "$schema": DIALECT,
         "title": id,
@@ -70,7 +71,7 @@ pub fn of(id: &str) -> Option<Value> {
             }
         }
     });
-    let defs = attributes::defs_used(&schema);
+    let defs = parts::defs_used(&schema);
     if !defs.is_empty()
         && let Some(o) = schema.as_object_mut()
     {
@@ -103,17 +104,6 @@ pub fn files() -> Vec<(String, String)> {
         .collect();
     out.push((INDEX_FILE.to_string(), pretty(&index())));
     out
-}
-
-/// A JSON object, for the parts.
-fn object(required: &[&str], properties: Value) -> Value {
-    let mut o = Map::new();
-    o.insert("type".into(), "object".into());
-    if !required.is_empty() {
-        o.insert("required".into(), json!(required));
-    }
-    o.insert("properties".into(), properties);
-    Value::Object(o)
 }
 
 /// Checks a processed event against its id's schema: the errors, one a line (tests).

@@ -14,12 +14,12 @@ use crate::store_conn::StoreConn;
 use redis::{AsyncCommands, Script};
 use tokio::sync::{Mutex, RwLock};
 
+mod restore;
 mod state;
 
 use super::{
     Hook, Registry,
     announce::{Claim, Fleet},
-    import,
     model::{HookSecrets, Registration},
     record::{StoreError, fields, parse_hook, stored_id, write_hook},
 };
@@ -172,108 +172,6 @@ impl HookStore {
 
     pub(crate) fn registry(&self) -> &Arc<Registry> {
         &self.registry
-    }
-
-    /// Reads every hook from Redis into the registry, then makes the configured permanent hooks
-    /// exist as configured (and demotes stored permanent hooks the configuration no longer names,
-    /// removing them). A stored or reference hook whose URL `hooks/create` would refuse is not
-    /// loaded (nor imported) and is counted in [`Restored::refused`].
-    ///
-    /// # Errors
-    /// When Redis cannot be read or written.
-    pub(crate) async fn restore(
-        &self,
-        permanent: &[PermanentHook],
-    ) -> Result<Restored, StoreError> {
-        let _guard = self.changes.write().await;
-        let mut conn = self.conn.clone();
-        let (mut hooks, mut refused) = self.read_all(&mut conn).await?;
-        let mut changed = Vec::new();
-        // Hooks stored as permanent whose URL left the configuration are removed.
-        let mut stale = Vec::new();
-        hooks.retain(|h| {
-            let keep = !h.permanent || self.permanent_urls.contains(&h.callback_url);
-            if !keep {
-                stale.push(h.id);
-            }
-            keep
-        });
-        changed.extend(&stale);
-        for id in stale {
-            tracing::info!(
-                hook_id = id.0,
-                "removing a permanent hook no longer in the configuration"
-            );
-            self.delete_hook(&mut conn, id).await?;
-        }
-        let found = import::plan(&mut conn, &self.guard, &hooks, &self.permanent_urls).await?;
-        for f in &found {
-            match &f.action {
-                import::Action::Refuse(why) => {
-                    refused += 1;
-                    tracing::warn!(hook = f.member, %why, "not importing a hook of the reference service: its callback URL is refused by the same rules as hooks/create");
-                }
-                import::Action::Unreadable => {
-                    tracing::warn!(
-                        hook = f.member,
-                        "skipping a hook of the reference service that cannot be read"
-                    );
-                }
-                import::Action::Drop(why) => {
-                    tracing::info!(hook = f.member, %why, "not importing a hook of the reference service");
-                }
-                import::Action::Import | import::Action::Seen(_) => {}
-            }
-        }
-        let max_id = hooks.iter().map(|h| h.id).max().unwrap_or_default();
-        for h in import::apply(&mut conn, &found, max_id).await? {
-            tracing::info!(hook_id = h.id.0, "imported a hook of the reference service");
-            changed.push(h.id);
-            hooks.push(h);
-        }
-        for p in permanent {
-            match hooks
-                .iter_mut()
-                .find(|h| h.tenant.is_none() && h.callback_url == p.url)
-            {
-                Some(h)
-                    if h.permanent
-                        && h.get_raw == p.get_raw
-                        && h.meeting_id.is_none()
-                        && h.event_ids.is_none() => {}
-                Some(h) => {
-                    h.permanent = true;
-                    h.get_raw = p.get_raw;
-                    h.meeting_id = None;
-                    h.event_ids = None;
-                    write_hook(&mut conn, h).await?;
-                    changed.push(h.id);
-                }
-                None => {
-                    let id: HookId = conn.incr(ID_COUNTER, 1).await?;
-                    let h = Hook {
-                        id,
-                        callback_url: p.url.clone(),
-                        meeting_id: None,
-                        event_ids: None,
-                        get_raw: p.get_raw,
-                        permanent: true,
-                        tenant: None,
-                        disabled: None,
-                        signing: None,
-                    };
-                    write_hook(&mut conn, &h).await?;
-                    changed.push(h.id);
-                    hooks.push(h);
-                }
-            }
-        }
-        let n = hooks.len();
-        self.registry.replace_all(hooks);
-        for id in changed {
-            self.fleet.announce(&mut self.conn.clone(), id).await;
-        }
-        Ok(Restored { hooks: n, refused })
     }
 
     /// Every stored hook (hooks of the reference service apart) whose callback URL passes,
