@@ -9,6 +9,7 @@ use super::{
     context::DeliveryContext,
     hook_queue::PAGE,
     journal::{self, Entry},
+    judge::about,
     notices::{self, Notice},
     payloads::resolve,
     sign::UnknownTenant,
@@ -141,7 +142,7 @@ pub(crate) async fn wait_for_tenant(
 
 /// Tells event `id` (`hook-failing`, `-recovered`, `-disabled`, `-removed`) about `hook` after
 /// `failures` failed attempts: the one place delivery tells hook notices. `about`: the last
-/// answer's status and what went wrong ([`about`]).
+/// answer's status and what went wrong.
 pub(super) async fn tell(
     ctx: &DeliveryContext,
     id: &str,
@@ -151,11 +152,6 @@ pub(super) async fn tell(
 ) {
     let notice = Notice::new(id, hook, failures, about);
     notices::tell(ctx.queues().conn(), ctx.books().metrics(), &notice).await;
-}
-
-/// What a notice says of a failed attempt: its status, if any, and its error.
-pub(super) fn about(error: &DeliveryError) -> (Option<u16>, Option<String>) {
-    (error.status(), Some(error.to_string()))
 }
 
 /// Waits while hook `id` is disabled: `true` once it is enabled, `false` when it is gone or

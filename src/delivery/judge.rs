@@ -90,6 +90,15 @@ impl Decision {
         }
     }
 
+    /// What a hook notice says of the attempt: the status it got, if any, and what went wrong.
+    pub(crate) fn about(&self) -> (Option<u16>, Option<String>) {
+        match self.attempted() {
+            Some(Ok(status)) => (Some(status), None),
+            Some(Err(error)) => about(error),
+            None => (None, None),
+        }
+    }
+
     /// The notice to tell, if any.
     pub(crate) fn tell(&self) -> Option<Tell> {
         match self {
@@ -99,6 +108,11 @@ impl Decision {
             Self::Refused(_) => None,
         }
     }
+}
+
+/// What a hook notice says of a failed attempt: its status, if any, and its error.
+pub(crate) fn about(error: &DeliveryError) -> (Option<u16>, Option<String>) {
+    (error.status(), Some(error.to_string()))
 }
 
 /// Whether an attempt's outcome counts as a failure toward the hook's removal: every failure

@@ -17,6 +17,7 @@ use super::{
     incident::{Failures, Line},
     journal::{self, Entry},
     judge::{Decision, Spell, judge},
+    retry::RetryPolicy,
 };
 use crate::{
     config::OnGiveUp,
@@ -158,28 +159,8 @@ async fn deliver(
     }
     let mut spell = Spell::default();
     loop {
-        // Signed anew at each attempt: a rotation of its secrets applies to the next one.
-        let (attempt, started) = match sender.prepare(entry) {
-            Ok(prepared) => {
-                let started = Instant::now();
-                (Ok(sender.send(&prepared).await), started)
-            }
-            Err(unknown) => (Err(unknown), Instant::now()),
-        };
-        let failing_after = ctx.sending().failing_after();
-        let (decision, next) = judge(attempt, spell, &policy, failing_after);
+        let (decision, next) = attempt(ctx, sender, entry, spell, &policy).await;
         spell = next;
-        if let Some(outcome) = decision.attempted() {
-            let failures = (spell.failures(), &policy);
-            record(ctx.books(), hook, entry, outcome, failures, started);
-        }
-        if let (Some(tell), Some(outcome)) = (decision.tell(), decision.attempted()) {
-            let about = match outcome {
-                Ok(status) => (Some(status), None),
-                Err(error) => abandon::about(error),
-            };
-            abandon::tell(ctx, tell.event_id(), hook, spell.failures(), about).await;
-        }
         let carried = match decision {
             Decision::Delivered { .. } => {
                 if let Line::Recovered { failed, lasted } = failures_log.succeeded(Instant::now()) {
@@ -228,6 +209,43 @@ async fn deliver(
             return Outcome::Stopped;
         }
     }
+}
+
+/// One attempt at `entry`, signed anew (a rotation of its secrets applies to the next one),
+/// sent, judged and recorded, the hook notice it calls for told: the decision to carry out,
+/// and the spell after it.
+async fn attempt(
+    ctx: &DeliveryContext,
+    sender: &HookSender<'_>,
+    entry: &Entry,
+    spell: Spell,
+    policy: &RetryPolicy,
+) -> (Decision, Spell) {
+    let hook = sender.hook;
+    let (attempt, started) = match sender.prepare(entry) {
+        Ok(prepared) => {
+            let started = Instant::now();
+            (Ok(sender.send(&prepared).await), started)
+        }
+        Err(unknown) => (Err(unknown), Instant::now()),
+    };
+    let failing_after = ctx.sending().failing_after();
+    let (decision, spell) = judge(attempt, spell, policy, failing_after);
+    if let Some(outcome) = decision.attempted() {
+        record(
+            ctx.books(),
+            hook,
+            entry,
+            outcome,
+            (spell.failures(), policy),
+            started,
+        );
+    }
+    if let Some(tell) = decision.tell() {
+        let about = decision.about();
+        abandon::tell(ctx, tell.event_id(), hook, spell.failures(), about).await;
+    }
+    (decision, spell)
 }
 
 /// Disables `hook`, whose schedule ran out after `failures` failures (the last `error`): this
