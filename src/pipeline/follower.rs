@@ -334,10 +334,11 @@ async fn read_cursors(
 
 /// Renews the lease until the relay stops (then gives it up) or it is lost (then sets `lost`
 /// and stops the relay): the one place where a lost lease stops the relay. It is lost when the
-/// store gives it to another instance, or when this instance's own clock says it ran out
-/// (renewals failing, or the process paused), the moment the [`crate::fleet::Fence`] that
-/// queueing and sending check starts refusing. Each renewal also says in the store that this
-/// instance holds it ([`reach`], for `fleet status`).
+/// store gives it to another instance, or when a renewal fails after this instance's own clock
+/// says it ran out. Meanwhile the [`crate::fleet::Fence`] that queueing and sending check
+/// refuses from the moment the lease runs out by that clock, and a renewal that succeeds
+/// (sent before, answered late: a store that came back) lets them go on. Each renewal also
+/// says in the store that this instance holds it ([`reach`], for `fleet status`).
 pub(super) async fn hold(
     lease: Lease,
     conn: StoreConn,
@@ -347,7 +348,6 @@ pub(super) async fn hold(
     let mut tick = tokio::time::interval(lease.period());
     let record = Reach::holder(lease.owner());
     loop {
-        let ran_out = tokio::time::sleep(lease.held_for());
         tokio::select! {
             () = token.cancelled() => {
                 if lease.is_held() && let Err(e) = lease.release(&mut conn.clone()).await {
@@ -358,20 +358,9 @@ pub(super) async fn hold(
                 }
                 return;
             }
-            () = ran_out => {
-                tracing::error!("the fleet lease ran out unrenewed: stopping");
-                break;
-            }
             _ = tick.tick() => {}
         }
-        let mut renewing = conn.clone();
-        let renewed = tokio::select! {
-            renewed = lease.renew(&mut renewing) => renewed,
-            () = tokio::time::sleep(lease.held_for()) => {
-                tracing::error!("the fleet lease ran out while renewing it: stopping");
-                break;
-            }
-        };
+        let renewed = lease.renew(&mut conn.clone()).await;
         if matches!(renewed, Ok(true)) {
             let ttl = lease.period() * 4;
             if let Err(e) = reach::report(&mut conn.clone(), &record, ttl).await {
