@@ -142,7 +142,7 @@ impl Control {
     pub(crate) fn may_send(&self, hook: HookId, queue: &HookQueue) -> bool {
         !self.token.is_cancelled()
             && self.store.registry().contains(hook)
-            && self.fence.check().is_ok()
+            && self.fence.check_or_stop().is_ok()
             && queue.may_send()
     }
 

@@ -6,13 +6,14 @@
 use std::{
     sync::{
         Arc,
-        atomic::{AtomicU64, Ordering},
+        atomic::{AtomicBool, AtomicU64, Ordering},
     },
     time::{Duration, Instant},
 };
 
 use crate::store_conn::StoreConn;
 use redis::Script;
+use tokio_util::sync::CancellationToken;
 
 /// Renews the lease if `ARGV[1]` holds it: 1 renewed, 0 someone else holds it (or nobody).
 const RENEW: &str = r"
@@ -141,12 +142,44 @@ impl Lease {
 #[error("the fleet lease is no longer held")]
 pub(crate) struct LeaseLost;
 
+/// What turns a lost lease into the relay's stop, the one place that does: the relay's
+/// cancellation, and whether a lost lease caused it (then the relay exits with an error, so that
+/// its service manager starts it again, waiting for the lease). Owned by the pipeline, which
+/// stops and reports; the fence and the lease's holder call it.
+#[derive(Clone, Default)]
+pub(crate) struct LeaseStop {
+    token: CancellationToken,
+    lost: Arc<AtomicBool>,
+}
+
+impl LeaseStop {
+    pub(crate) fn new(token: CancellationToken) -> Self {
+        Self {
+            token,
+            lost: Arc::default(),
+        }
+    }
+
+    /// Stops the relay because the lease is lost (`why`, said once). A lease that ends because
+    /// the relay is stopping anyway is not lost: that stop stays a clean one.
+    pub(crate) fn lease_lost(&self, why: &str) {
+        if !self.token.is_cancelled() && !self.lost.swap(true, Ordering::SeqCst) {
+            tracing::error!("{why}: stopping");
+        }
+        self.token.cancel();
+    }
+
+    /// Whether a lost lease stopped the relay.
+    pub(crate) fn was_lost(&self) -> bool {
+        self.lost.load(Ordering::SeqCst)
+    }
+}
+
 /// What queueing and sending check first: outside a fleet, nothing; in a fleet, that the lease
-/// is still held. A check only: the lease's holder (the pipeline's `hold`) is what stops the
-/// relay when the lease is lost; until then a failed check only holds the work back.
+/// is still held (by this instance's own clock).
 #[derive(Clone)]
 pub(crate) struct Fence {
-    lease: Option<Lease>,
+    lease: Option<(Lease, LeaseStop)>,
 }
 
 impl Fence {
@@ -155,8 +188,11 @@ impl Fence {
         Self { lease: None }
     }
 
-    pub(crate) fn new(lease: Lease) -> Self {
-        Self { lease: Some(lease) }
+    /// The fence of `lease`; `stop` stops the relay when a check finds the lease lost.
+    pub(crate) fn new(lease: Lease, stop: LeaseStop) -> Self {
+        Self {
+            lease: Some((lease, stop)),
+        }
     }
 
     /// Whether the relay runs in a fleet.
@@ -164,12 +200,22 @@ impl Fence {
         self.lease.is_some()
     }
 
-    /// Whether this instance may queue or send now (by its own clock, as [`Lease::is_held`]).
+    /// Whether this instance may queue or send now: a check only.
     pub(crate) fn check(&self) -> Result<(), LeaseLost> {
         match &self.lease {
-            Some(l) if !l.is_held() => Err(LeaseLost),
+            Some((l, _)) if !l.is_held() => Err(LeaseLost),
             _ => Ok(()),
         }
+    }
+
+    /// [`Fence::check`], and when the lease is lost, the relay stopped through its
+    /// [`LeaseStop`]: what queueing and sending do, since nothing may go on without the lease.
+    pub(crate) fn check_or_stop(&self) -> Result<(), LeaseLost> {
+        let checked = self.check();
+        if let (Err(lost), Some((_, stop))) = (&checked, &self.lease) {
+            stop.lease_lost(&lost.to_string());
+        }
+        checked
     }
 }
 
@@ -185,23 +231,52 @@ mod tests {
     fn a_lease_not_held_fails_the_check_and_stops_nothing_itself() {
         let lease = unheld();
         assert!(!lease.is_held());
-        assert!(matches!(Fence::new(lease).check(), Err(LeaseLost)));
+        let stop = LeaseStop::new(CancellationToken::new());
+        assert!(matches!(
+            Fence::new(lease, stop.clone()).check(),
+            Err(LeaseLost)
+        ));
+        assert!(
+            !stop.was_lost() && !stop.token.is_cancelled(),
+            "a check only"
+        );
+    }
+
+    #[test]
+    fn queueing_or_sending_without_the_lease_stops_the_relay_once() {
+        let stop = LeaseStop::new(CancellationToken::new());
+        let fence = Fence::new(unheld(), stop.clone());
+        assert!(fence.check_or_stop().is_err());
+        assert!(fence.check_or_stop().is_err());
+        assert!(stop.was_lost() && stop.token.is_cancelled());
+    }
+
+    #[test]
+    fn a_lease_given_up_on_stopping_is_not_lost() {
+        let token = CancellationToken::new();
+        token.cancel();
+        let stop = LeaseStop::new(token);
+        assert!(Fence::new(unheld(), stop.clone()).check_or_stop().is_err());
+        assert!(!stop.was_lost(), "a clean stop");
     }
 
     #[test]
     fn a_held_lease_passes_the_check_until_half_its_time_is_gone() {
         let lease = unheld();
         lease.held_from(lease.now_ms());
-        assert!(Fence::new(lease).check().is_ok());
+        assert!(Fence::new(lease, LeaseStop::default()).check().is_ok());
         // A lease of 4 ms is held for 2 ms from its renewal's sending, then no more.
         let short = Lease::new("k", "me", Duration::from_millis(4));
         short.held_from(short.now_ms());
         std::thread::sleep(Duration::from_millis(3));
-        assert!(matches!(Fence::new(short).check(), Err(LeaseLost)));
+        assert!(matches!(
+            Fence::new(short, LeaseStop::default()).check(),
+            Err(LeaseLost)
+        ));
     }
 
     #[test]
     fn outside_a_fleet_the_fence_always_passes() {
-        assert!(Fence::none().check().is_ok());
+        assert!(Fence::none().check_or_stop().is_ok());
     }
 }

@@ -19,7 +19,7 @@ pub mod status;
 
 pub(crate) use backlog::{Backlog, Resume};
 pub(crate) use cursor::{Cursor, Cursors, Mark};
-pub(crate) use lease::{Fence, Lease};
+pub(crate) use lease::{Fence, Lease, LeaseStop};
 pub(crate) use mark::AlreadyQueued;
 pub(crate) use reach::{Decision, Reach};
 

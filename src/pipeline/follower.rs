@@ -7,10 +7,7 @@
 //! ([`spread`]).
 
 use std::{
-    sync::{
-        Arc,
-        atomic::{AtomicBool, Ordering},
-    },
+    sync::Arc,
     time::{Duration, Instant},
 };
 
@@ -25,7 +22,8 @@ use crate::{
     config::FleetConfig,
     delivery::{Acker, DeliveryContext, Held},
     fleet::{
-        AlreadyQueued, Backlog, Cursor, Decision, Lease, Mark, Reach, Resume, cursor, mark, reach,
+        AlreadyQueued, Backlog, Cursor, Decision, Lease, LeaseStop, Mark, Reach, Resume, cursor,
+        mark, reach,
     },
     hooks::Registry,
     metrics::Metrics,
@@ -332,19 +330,12 @@ async fn read_cursors(
     Ok((holder, cursors))
 }
 
-/// Renews the lease until the relay stops (then gives it up) or it is lost (then sets `lost`
-/// and stops the relay): the one place where a lost lease stops the relay. It is lost when the
-/// store gives it to another instance, or when a renewal fails after this instance's own clock
-/// says it ran out. Meanwhile the [`crate::fleet::Fence`] that queueing and sending check
-/// refuses from the moment the lease runs out by that clock, and a renewal that succeeds
-/// (sent before, answered late: a store that came back) lets them go on. Each renewal also
-/// says in the store that this instance holds it ([`reach`], for `fleet status`).
-pub(super) async fn hold(
-    lease: Lease,
-    conn: StoreConn,
-    lost: Arc<AtomicBool>,
-    token: CancellationToken,
-) {
+/// Renews the lease until the relay stops (then gives it up) or it is lost: the store gave it
+/// to another instance, or a renewal failed after this instance's own clock says it ran out
+/// (then `stop` stops the relay, as the fence does when queueing or sending finds it lost).
+/// Each renewal also says in the store that this instance holds it ([`reach`], for `fleet
+/// status`).
+pub(super) async fn hold(lease: Lease, conn: StoreConn, stop: LeaseStop, token: CancellationToken) {
     let mut tick = tokio::time::interval(lease.period());
     let record = Reach::holder(lease.owner());
     loop {
@@ -367,17 +358,16 @@ pub(super) async fn hold(
                 tracing::debug!(error = %e, "cannot say in the store that this instance holds the lease");
             }
         }
-        match renewed {
+        let why = match renewed {
             Ok(true) => continue,
-            Ok(false) => tracing::error!("the fleet lease is another instance's now: stopping"),
+            Ok(false) => "the fleet lease is another instance's now".to_string(),
             Err(e) if lease.is_held() => {
                 tracing::warn!(error = %e, "cannot renew the fleet lease; retrying");
                 continue;
             }
-            Err(e) => tracing::error!(error = %e, "the fleet lease ran out unrenewed: stopping"),
-        }
-        break;
+            Err(e) => format!("the fleet lease ran out unrenewed ({e})"),
+        };
+        stop.lease_lost(&why);
+        return;
     }
-    lost.store(true, Ordering::SeqCst);
-    token.cancel();
 }

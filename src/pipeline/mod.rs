@@ -33,7 +33,7 @@ mod trust;
 pub(crate) use serve::{metrics_router, serve_tcp};
 pub(crate) use trust::check;
 
-use std::sync::{Arc, atomic::AtomicBool};
+use std::sync::Arc;
 
 use crate::{
     config::{Config, callback_guard},
@@ -95,7 +95,7 @@ pub async fn run(config: Config, listeners: Listeners, shutdown: Shutdown) -> an
     let wired = start
         .delivery(&sources, &conn, &hooks, &guard, &plugins, &audit)
         .await?;
-    let lease_lost = wired.lease_lost.clone();
+    let lease_stop = wired.lease_stop.clone();
     let store = hooks.store.clone();
     if let Some(processing) = start
         .processing(&sources, &conn, hooks, wired, plugins, &joined)
@@ -122,25 +122,25 @@ pub async fn run(config: Config, listeners: Listeners, shutdown: Shutdown) -> an
         tracker.spawn(orphans.follow(token.clone()));
         token.cancelled().await;
     }
-    wind_down(&tracker, &lease_lost).await
+    wind_down(&tracker, &lease_stop).await
 }
 
 /// Once the relay is stopping: waits until every task has finished its step (callbacks in
 /// flight, marks, leases given up), then says how the relay ended.
 async fn wind_down(
     tracker: &tokio_util::task::TaskTracker,
-    lease_lost: &AtomicBool,
+    lease_stop: &crate::fleet::LeaseStop,
 ) -> anyhow::Result<()> {
     tracker.close();
     tracker.wait().await;
     tracing::info!("stopped");
-    stopped(lease_lost)
+    stopped(lease_stop)
 }
 
 /// How a stopped relay ends: an error when it lost the fleet lease (so that its service
 /// manager starts it again, waiting for the lease).
-fn stopped(lease_lost: &AtomicBool) -> anyhow::Result<()> {
-    if lease_lost.load(std::sync::atomic::Ordering::SeqCst) {
+fn stopped(lease_stop: &crate::fleet::LeaseStop) -> anyhow::Result<()> {
+    if lease_stop.was_lost() {
         anyhow::bail!("the fleet lease was lost: this instance stopped queueing and sending");
     }
     Ok(())

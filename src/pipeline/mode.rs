@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use crate::{
     config::Config,
-    fleet::{Fence, Lease},
+    fleet::{Fence, Lease, LeaseStop},
 };
 
 /// How this instance runs.
@@ -112,10 +112,11 @@ impl Mode {
         matches!(self, Self::Alone)
     }
 
-    /// What stops the processing stage queueing once the fleet lease is lost (nothing alone).
-    pub(super) fn fence(&self) -> Fence {
+    /// What stops the processing stage queueing once the fleet lease is lost (nothing alone);
+    /// `stop` stops the relay then.
+    pub(super) fn fence(&self, stop: &LeaseStop) -> Fence {
         match self.lease() {
-            Some(lease) => Fence::new(lease.clone()),
+            Some(lease) => Fence::new(lease.clone(), stop.clone()),
             None => Fence::none(),
         }
     }
@@ -225,7 +226,7 @@ mod tests {
     fn only_a_spread_instance_delivers_before_the_lease_and_its_workers_have_no_fleet_fence() {
         for mode in modes() {
             let steps = mode.steps();
-            let fence = mode.fence();
+            let fence = mode.fence(&LeaseStop::default());
             assert_eq!(fence.is_fleet(), mode.lease().is_some());
             let worker = mode.worker_fence(&fence);
             match at(steps, Step::StartSpread) {

@@ -89,7 +89,7 @@ impl ProcessStage {
         read: impl std::future::Future<Output = redis::RedisResult<Vec<Option<T>>>>,
         what: &str,
     ) -> Option<Vec<Option<T>>> {
-        if self.fence.check().is_err() {
+        if self.fence.check_or_stop().is_err() {
             return None;
         }
         match read.await {

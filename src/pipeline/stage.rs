@@ -267,7 +267,7 @@ impl ProcessStage {
             })
         });
         let commit = self.with_taken(batch, commit);
-        if self.fence.check().is_err() {
+        if self.fence.check_or_stop().is_err() {
             return false;
         }
         let arrivals: Vec<std::time::Instant> = batch.iter().map(|m| m.arrived).collect();

@@ -3,10 +3,7 @@
 //! (in a fleet, the lease taken first; state and queues read back). A phase that meets the
 //! relay stopping gives `None`.
 
-use std::{
-    sync::{Arc, atomic::AtomicBool},
-    time::Duration,
-};
+use std::{sync::Arc, time::Duration};
 
 use tokio::sync::mpsc;
 use tokio_util::{sync::CancellationToken, task::TaskTracker};
@@ -31,7 +28,7 @@ use crate::{
         Acker, DeliveryContext, Insight, Retention, Signer, Wiring,
         records::{self, Bounds},
     },
-    fleet::{Cursors, Fence},
+    fleet::{Cursors, Fence, LeaseStop},
     hooks::{HookStore, Registry},
     metrics::Metrics,
     plugin_host::{Plugins, Watcher},
@@ -93,9 +90,8 @@ pub(super) struct Wired {
     pub acker: Arc<Acker>,
     /// In a fleet, nothing is queued (and without spread, nothing sent) once the lease is lost.
     pub fence: Fence,
-    /// Set by the lease's holder when it lost the lease and stopped the relay (then the relay
-    /// exits with an error, so that its service manager starts it again).
-    pub lease_lost: Arc<AtomicBool>,
+    /// What stops the relay when the lease is lost, and says afterwards whether it did.
+    pub lease_stop: LeaseStop,
     pub bus: mpsc::Receiver<BusMessage>,
     /// Where the edges' messages go into the bus (`[pool] edges`), handed to the taker.
     pub edge_bus: Option<mpsc::Sender<BusMessage>>,
@@ -232,7 +228,8 @@ impl Start<'_> {
         let ready = subscribed.ready.clone();
         self.tracker
             .spawn(crate::systemd::ready_when_subscribed(ready, token.clone()));
-        let fence = hooks.mode.fence();
+        let lease_stop = LeaseStop::new(token.clone());
+        let fence = hooks.mode.fence(&lease_stop);
         let acker = Acker::new(config.delivery.max_unacked);
         self.tracker
             .spawn(acker.clone().run(conn.clone(), token.clone()));
@@ -287,7 +284,7 @@ impl Start<'_> {
             delivery,
             acker,
             fence,
-            lease_lost: Arc::default(),
+            lease_stop,
             bus,
             edge_bus,
             subscribed,

@@ -97,7 +97,7 @@ impl Start<'_> {
         self.tracker.spawn(follower::hold(
             lease.clone(),
             conn.clone(),
-            wired.lease_lost.clone(),
+            wired.lease_stop.clone(),
             self.token.clone(),
         ));
         Some(first)

@@ -20,11 +20,12 @@ use crate::support::{
 /// The pool relays' configuration beyond the test's defaults: bbb-webhooks' callback form (its
 /// `domain` field names the server), a fleet, and the store.
 /// `lease_ms` is the fleet lease's: a holder that cannot renew it for that long stops (for its
-/// service manager to start it again).
+/// service manager to start it again). The messages kept cover two leases, as they must.
 fn pool_config(store_url: &str, ca_file: Option<&str>, lease_ms: u64) -> String {
     let ca = ca_file.map_or(String::new(), |f| format!("ca_file = \"{f}\"\n"));
+    let buffer_s = (lease_ms * 2 / 1000).max(60);
     format!(
-        "compat = \"reference\"\nmax_unacked = 4\n[fleet]\nenabled = true\nlease_ms = {lease_ms}\n[store]\nurl = \"{store_url}\"\n{ca}"
+        "compat = \"reference\"\nmax_unacked = 4\n[fleet]\nenabled = true\nlease_ms = {lease_ms}\nbuffer_s = {buffer_s}\n[store]\nurl = \"{store_url}\"\n{ca}"
     )
 }
 
@@ -147,8 +148,11 @@ async fn three_edges_through_a_tls_store_stopped_10_s_mid_meeting_lose_nothing()
     let ca = TestCa::new("pool-ca");
     let mut store = TestRedis::start_tls_appendonly(&ca).await;
     let rx = TestReceiver::start().await;
-    // A lease longer than the outage: the holder rides it out.
-    let config = pool_config(&store.tls_url(), Some(&ca.ca_file()), 30_000);
+    // A lease that outlasts the outage by the holder's own clock: it holds a lease for half
+    // its length from the last renewal it sent and renews every quarter, so at any moment it
+    // has at least a quarter left (20 s here, against the 10 s outage and the time around it;
+    // with 30 s it had 7.5 s, and on a loaded machine the holder stopped, as it must).
+    let config = pool_config(&store.tls_url(), Some(&ca.ca_file()), 80_000);
     let (holder, other) = two_pool_relays(&store, &config, &rx).await;
     let servers = ["bbb1", "bbb2", "bbb3"];
     let mut buses = Vec::new();
