@@ -7,34 +7,11 @@
 use serde_json::{Value, json};
 
 use super::parts::{
-    boolean, def, def_requiring, integer, object, string, user_event, with_meeting,
+    Row, Shape, boolean, def, def_requiring, find, integer, object, string, with_meeting,
 };
 
-/// How an event's attributes are shaped.
-enum Shape {
-    /// A meeting, nothing more.
-    Meeting,
-    /// A meeting and a user holding these fields.
-    User(&'static [&'static str]),
-    /// A step of the recording pipeline (its fields depend on the step).
-    Rap,
-    /// One of its own.
-    Built(fn() -> Value),
-}
-
-impl Shape {
-    fn schema(&self, id: &str) -> Value {
-        match self {
-            Self::Meeting => with_meeting(&[], json!({})),
-            Self::User(required) => user_event(required),
-            Self::Rap => rap_step(id),
-            Self::Built(build) => build(),
-        }
-    }
-}
-
 /// The reference's events: id, what it is, the shape of its attributes.
-const EVENTS: &[(&str, &str, Shape)] = &[
+const EVENTS: &[Row] = &[
     (
         "meeting-created",
         "A meeting was created.",
@@ -171,20 +148,28 @@ const EVENTS: &[(&str, &str, Shape)] = &[
         "A user's speech was transcribed (final: the transcription will not change).",
         Shape::Built(transcript_updated),
     ),
-    ("rap-published", "A recording was published.", Shape::Rap),
+    (
+        "rap-published",
+        "A recording was published.",
+        Shape::ById(rap_step),
+    ),
     (
         "rap-unpublished",
         "A recording was unpublished.",
-        Shape::Rap,
+        Shape::ById(rap_step),
     ),
-    ("rap-deleted", "A recording was deleted.", Shape::Rap),
+    (
+        "rap-deleted",
+        "A recording was deleted.",
+        Shape::ById(rap_step),
+    ),
 ];
 
 /// What the event `id` is, and its attributes' schema; `None` for an id of none of the
 /// reference's events.
 pub(super) fn of(id: &str) -> Option<(&'static str, Value)> {
-    if let Some((_, description, shape)) = EVENTS.iter().find(|(known, ..)| *known == id) {
-        return Some((description, shape.schema(id)));
+    if let Some(found) = find(EVENTS, id) {
+        return Some(found);
     }
     if id.starts_with("hook-") {
         let hook = object(&["hook"], json!({"hook": def("hook")}));

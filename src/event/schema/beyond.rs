@@ -4,48 +4,10 @@
 
 use serde_json::{Value, json};
 
-use super::parts::{boolean, def_requiring, object, string, user_event, with_meeting};
-
-/// How an event's attributes are shaped.
-enum Shape {
-    /// A meeting, nothing more.
-    Meeting,
-    /// A meeting and a user holding these fields.
-    User(&'static [&'static str]),
-    /// A meeting (the parent) and one of its breakout rooms.
-    Breakout,
-    /// A meeting, the user who acted on its timer and, when given, the timer holding these
-    /// fields.
-    Timer(Option<&'static [&'static str]>),
-    /// One of its own.
-    Built(fn() -> Value),
-}
-
-impl Shape {
-    fn schema(&self) -> Value {
-        match self {
-            Self::Meeting => with_meeting(&[], json!({})),
-            Self::User(required) => user_event(required),
-            Self::Breakout => with_meeting(
-                &["breakout"],
-                json!({"breakout": room(&["internal-meeting-id"])}),
-            ),
-            Self::Timer(timer_required) => {
-                let mut more = json!({"user": def_requiring("user", &["internal-user-id", "external-user-id"])});
-                let mut required = vec!["user"];
-                if let Some(t) = timer_required {
-                    more["timer"] = timer(t);
-                    required.push("timer");
-                }
-                with_meeting(&required, more)
-            }
-            Self::Built(build) => build(),
-        }
-    }
-}
+use super::parts::{Row, Shape, boolean, def_requiring, find, object, string, with_meeting};
 
 /// The events beyond the reference's catalogue: id, what it is, the shape of its attributes.
-const EVENTS: &[(&str, &str, Shape)] = &[
+const EVENTS: &[Row] = &[
     (
         "meeting-ending",
         "The meeting is ending, and why (meeting-ended follows).",
@@ -54,12 +16,12 @@ const EVENTS: &[(&str, &str, Shape)] = &[
     (
         "breakout-room-started",
         "A breakout room of the meeting started (meeting: the parent meeting).",
-        Shape::Breakout,
+        Shape::Built(breakout),
     ),
     (
         "breakout-room-ended",
         "A breakout room of the meeting ended (meeting: the parent meeting).",
-        Shape::Breakout,
+        Shape::Built(breakout),
     ),
     (
         "user-role-changed",
@@ -74,37 +36,40 @@ const EVENTS: &[(&str, &str, Shape)] = &[
     (
         "timer-activated",
         "The meeting's timer was shown, with its settings.",
-        Shape::Timer(Some(&["stopwatch", "running", "time", "accumulated"])),
+        Shape::Holding(
+            timer_event,
+            &["stopwatch", "running", "time", "accumulated"],
+        ),
     ),
     (
         "timer-started",
         "The meeting's timer was started.",
-        Shape::Timer(None),
+        Shape::Holding(timer_event, &[]),
     ),
     (
         "timer-stopped",
         "The meeting's timer was stopped (timer.accumulated: how long it ran).",
-        Shape::Timer(Some(&["accumulated"])),
+        Shape::Holding(timer_event, &["accumulated"]),
     ),
     (
         "timer-switched",
         "The meeting's timer was switched between stopwatch and countdown.",
-        Shape::Timer(Some(&["stopwatch"])),
+        Shape::Holding(timer_event, &["stopwatch"]),
     ),
     (
         "timer-set",
         "The countdown's length was set.",
-        Shape::Timer(Some(&["time"])),
+        Shape::Holding(timer_event, &["time"]),
     ),
     (
         "timer-reset",
         "The meeting's timer was reset.",
-        Shape::Timer(None),
+        Shape::Holding(timer_event, &[]),
     ),
     (
         "timer-deactivated",
         "The meeting's timer was hidden.",
-        Shape::Timer(None),
+        Shape::Holding(timer_event, &[]),
     ),
     (
         "timer-ended",
@@ -115,8 +80,28 @@ const EVENTS: &[(&str, &str, Shape)] = &[
 
 /// What the event `id` is and its attributes' schema; `None` for an id it does not know.
 pub(super) fn of(id: &str) -> Option<(&'static str, Value)> {
-    let (_, description, shape) = EVENTS.iter().find(|(known, ..)| *known == id)?;
-    Some((description, shape.schema()))
+    find(EVENTS, id)
+}
+
+/// A meeting, the user who acted on its timer and, when `timer_required` names fields, the
+/// timer holding them.
+fn timer_event(timer_required: &[&str]) -> Value {
+    let mut more =
+        json!({"user": def_requiring("user", &["internal-user-id", "external-user-id"])});
+    let mut required = vec!["user"];
+    if !timer_required.is_empty() {
+        more["timer"] = timer(timer_required);
+        required.push("timer");
+    }
+    with_meeting(&required, more)
+}
+
+/// A meeting (the parent) and one of its breakout rooms.
+fn breakout() -> Value {
+    with_meeting(
+        &["breakout"],
+        json!({"breakout": room(&["internal-meeting-id"])}),
+    )
 }
 
 /// The meeting's timer, each of `required` present.

@@ -1,6 +1,6 @@
 //! The parts the events' schemas are built from: plain types, references to the shared
-//! `$defs` (a meeting, a user, a hook) and the shapes most events have (a meeting; a meeting
-//! and a user).
+//! `$defs` (a meeting, a user, a hook), the shapes most events have (a meeting; a meeting
+//! and a user) and the [`Shape`] the catalogues' tables give each event.
 
 use serde_json::{Map, Value, json};
 
@@ -112,4 +112,39 @@ pub(super) fn user_event(user_required: &[&str]) -> Value {
         &["user"],
         json!({"user": def_requiring("user", user_required)}),
     )
+}
+
+/// How an event's attributes are shaped.
+pub(super) enum Shape {
+    /// A meeting, nothing more.
+    Meeting,
+    /// A meeting and a user holding these fields.
+    User(&'static [&'static str]),
+    /// One of its own.
+    Built(fn() -> Value),
+    /// One of its own that depends on the event id (a recording's step).
+    ById(fn(&str) -> Value),
+    /// Built by the function from these fields (a timer holding them).
+    Holding(fn(&[&str]) -> Value, &'static [&'static str]),
+}
+
+impl Shape {
+    fn schema(&self, id: &str) -> Value {
+        match self {
+            Self::Meeting => with_meeting(&[], json!({})),
+            Self::User(required) => user_event(required),
+            Self::Built(build) => build(),
+            Self::ById(build) => build(id),
+            Self::Holding(build, fields) => build(fields),
+        }
+    }
+}
+
+/// A catalogue's row: the event id, what it is, the shape of its attributes.
+pub(super) type Row = (&'static str, &'static str, Shape);
+
+/// What the event `id` of the `table` is and its attributes' schema.
+pub(super) fn find(table: &[Row], id: &str) -> Option<(&'static str, Value)> {
+    let (_, description, shape) = table.iter().find(|(known, ..)| *known == id)?;
+    Some((description, shape.schema(id)))
 }
