@@ -27,13 +27,13 @@ fn fail(e: &AuthoringError) -> ExitCode {
 pub(crate) struct NewArgs {
     /// The plugin's name: lowercase letters, digits and '-' (the project's folder, and the
     /// deployed NAME.wasm).
-    pub name: String,
+    name: String,
     /// rust, python or js.
     #[arg(long)]
-    pub lang: Lang,
+    lang: Lang,
     /// Where to make the project folder (default: the current folder).
     #[arg(long, value_name = "DIR", default_value = ".")]
-    pub dir: PathBuf,
+    dir: PathBuf,
 }
 
 pub(crate) fn new(args: &NewArgs) -> ExitCode {
@@ -55,7 +55,7 @@ pub(crate) fn new(args: &NewArgs) -> ExitCode {
 pub(crate) struct BuildArgs {
     /// The project (default: the current folder).
     #[arg(default_value = ".")]
-    pub dir: PathBuf,
+    dir: PathBuf,
 }
 
 pub(crate) fn build(args: &BuildArgs) -> ExitCode {
@@ -73,19 +73,19 @@ pub(crate) fn build(args: &BuildArgs) -> ExitCode {
 #[derive(clap::Args)]
 pub(crate) struct TestArgs {
     /// Projects (their build and tests/*.jsonl) or case files; default: the current folder.
-    pub paths: Vec<PathBuf>,
+    paths: Vec<PathBuf>,
     /// For case files: a plugin folder (NAME.wasm and NAME.toml files) to run, in order.
     #[arg(long, value_name = "DIR", conflicts_with = "plugin")]
-    pub plugins: Option<PathBuf>,
+    plugins: Option<PathBuf>,
     /// For case files: one plugin file (its NAME.toml beside it is read).
     #[arg(long, value_name = "FILE.wasm")]
-    pub plugin: Option<PathBuf>,
+    plugin: Option<PathBuf>,
     /// Write what came out as each case's expectation (turns a recording into cases).
     #[arg(long)]
-    pub update: bool,
+    update: bool,
     /// The relay's configuration, for its [plugins] defaults and event filters.
     #[arg(long, short, value_name = "FILE", env = "HOOKRELAY_CONFIG")]
-    pub config: Option<PathBuf>,
+    config: Option<PathBuf>,
 }
 
 /// How many cases passed and failed.
@@ -231,17 +231,17 @@ fn run_file(
 pub(crate) struct DeployArgs {
     /// The project (default: the current folder).
     #[arg(default_value = ".")]
-    pub dir: PathBuf,
+    dir: PathBuf,
     /// The relay's plugin folder ([plugins] dir).
     #[arg(long, value_name = "PLUGINS_DIR")]
-    pub to: PathBuf,
+    to: PathBuf,
     /// The deployed name, e.g. 05-my-plugin (the number sets the order); default: the
     /// project's name.
     #[arg(long, value_name = "NN-NAME")]
-    pub name: Option<String>,
+    name: Option<String>,
     /// The relay's configuration, for its [plugins] defaults.
     #[arg(long, short, value_name = "FILE", env = "HOOKRELAY_CONFIG")]
-    pub config: Option<PathBuf>,
+    config: Option<PathBuf>,
 }
 
 pub(crate) fn deploy(args: &DeployArgs) -> ExitCode {
@@ -289,19 +289,19 @@ fn try_deploy(args: &DeployArgs, config: &Config) -> Result<deploy::Deployed, Au
 pub(crate) struct RecordArgs {
     /// The file to write (one bus message a line).
     #[arg(long, value_name = "FILE")]
-    pub out: PathBuf,
+    out: PathBuf,
     /// Stop after this long (e.g. 90s, 10m, 1h).
     #[arg(long, value_parser = humantime::parse_duration, value_name = "D")]
-    pub duration: Option<Duration>,
+    duration: Option<Duration>,
     /// Stop after this many messages.
     #[arg(long, value_name = "N")]
-    pub count: Option<u64>,
+    count: Option<u64>,
     /// With [[sources]]: which server's bus (default: the first).
     #[arg(long, value_name = "NAME")]
-    pub source: Option<String>,
+    source: Option<String>,
     /// The relay's configuration (its Redis and channels).
     #[arg(long, short, value_name = "FILE", env = "HOOKRELAY_CONFIG")]
-    pub config: Option<PathBuf>,
+    config: Option<PathBuf>,
 }
 
 pub(crate) fn record(args: &RecordArgs) -> ExitCode {

@@ -27,7 +27,7 @@ pub enum ReplayError {
 /// One callback that would be sent.
 #[derive(Debug, Clone)]
 pub struct Callback {
-    pub ts: u64,
+    pub(crate) ts: u64,
     pub event_id: String,
     pub payload: Arc<Payload>,
 }

@@ -30,33 +30,33 @@ use crate::{
 /// One callback to send.
 #[derive(Debug, Clone)]
 pub(crate) struct Callback {
-    pub hook: Arc<Hook>,
-    pub event: Arc<Event>,
+    pub(crate) hook: Arc<Hook>,
+    pub(crate) event: Arc<Event>,
     /// What the hook gets: the processed event, the bus message (raw hooks), or what the
     /// plugin chain made of them.
-    pub payload: Arc<Payload>,
+    pub(crate) payload: Arc<Payload>,
     /// The callback's `timestamp` (milliseconds); also its id in the hook's queue.
-    pub ts: u64,
+    pub(crate) ts: u64,
     /// Index of its bus message in the routed batch.
-    pub message: usize,
+    pub(crate) message: usize,
     /// Set when a plugin takes it and the chain runs at sending time: what it needs of the
     /// event besides `payload`.
-    pub chain: Option<Deferred>,
+    pub(crate) chain: Option<Deferred>,
     /// A redelivery: the timestamp of the callback it sends again.
-    pub original: Option<u64>,
+    pub(crate) original: Option<u64>,
 }
 
 /// What a batch of messages came to.
 #[derive(Debug, Default)]
 pub(crate) struct Routed {
     /// In bus order, and within one message in event order.
-    pub callbacks: Vec<Callback>,
+    pub(crate) callbacks: Vec<Callback>,
     /// Every event made, in order (for counting).
-    pub events: Vec<Arc<Event>>,
+    pub(crate) events: Vec<Arc<Event>>,
     /// Messages that made no event: (index in the batch, why).
-    pub skipped: Vec<(usize, Skip)>,
+    pub(crate) skipped: Vec<(usize, Skip)>,
     /// Hook ids of the callbacks the plugin chain dropped, one entry per callback.
-    pub dropped: Vec<HookId>,
+    pub(crate) dropped: Vec<HookId>,
 }
 
 /// Per-hook callback timestamps.

@@ -162,22 +162,22 @@ pub(crate) fn plugin_check(file: &std::path::Path, config: Option<&std::path::Pa
 #[derive(clap::Args)]
 pub(crate) struct ReplayArgs {
     /// Raw bus messages: one JSON message per line, or a JSON array.
-    pub events: PathBuf,
+    events: PathBuf,
     /// Plugin folder (NAME.wasm and NAME.toml files), applied in file-name order.
     #[arg(long, value_name = "DIR")]
-    pub plugins: Option<PathBuf>,
+    plugins: Option<PathBuf>,
     /// A hook getting processed events (repeatable); default: one at http://localhost/.
     #[arg(long = "hook", value_name = "URL")]
-    pub hooks: Vec<String>,
+    hooks: Vec<String>,
     /// A hook getting raw bus messages (repeatable).
     #[arg(long = "raw-hook", value_name = "URL")]
-    pub raw_hooks: Vec<String>,
+    raw_hooks: Vec<String>,
     /// POST the callbacks, signed with the configuration's secret, instead of printing them.
     #[arg(long)]
-    pub send: bool,
+    send: bool,
     /// Configuration (secret and signing for --send, event filters, plugin defaults).
     #[arg(long, short, value_name = "FILE", env = "HOOKRELAY_CONFIG")]
-    pub config: Option<PathBuf>,
+    config: Option<PathBuf>,
 }
 
 /// `hookrelay replay EVENTS --plugins DIR [--hook URL ...] [--send]`.

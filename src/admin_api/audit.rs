@@ -19,23 +19,23 @@ use crate::{
 /// The filters.
 #[derive(Debug, Default, Deserialize)]
 pub(super) struct Filter {
-    pub tenant: Option<String>,
-    pub since: Option<String>,
-    pub limit: Option<usize>,
+    tenant: Option<String>,
+    since: Option<String>,
+    limit: Option<usize>,
 }
 
 /// One record as the API shows it: the keys `hookrelay audit --json` prints.
 #[derive(Debug, Serialize)]
 pub(super) struct RecordView {
-    pub time: String,
+    time: String,
     /// The tenant's name; `null`: the operator.
-    pub tenant: Option<String>,
-    pub caller: String,
-    pub action: Action,
-    pub hook: Option<u64>,
-    pub url: Option<String>,
+    tenant: Option<String>,
+    caller: String,
+    action: Action,
+    hook: Option<u64>,
+    url: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub detail: Option<String>,
+    detail: Option<String>,
 }
 
 #[derive(Serialize)]

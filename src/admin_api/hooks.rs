@@ -27,41 +27,41 @@ use crate::{
 /// One hook as the API shows it.
 #[derive(Debug, Serialize)]
 pub(super) struct HookView {
-    pub id: u64,
-    pub callback_url: String,
-    pub meeting_id: Option<String>,
-    pub event_ids: Option<Vec<String>>,
-    pub get_raw: bool,
-    pub permanent: bool,
+    pub(super) id: u64,
+    pub(super) callback_url: String,
+    meeting_id: Option<String>,
+    event_ids: Option<Vec<String>>,
+    get_raw: bool,
+    permanent: bool,
     /// `ok`, `failing` or `removed`.
-    pub state: Word,
-    pub queued: u64,
-    pub oldest_queued: Option<String>,
-    pub oldest_queued_age_s: Option<f64>,
-    pub last_success: Option<String>,
-    pub last_failure: Option<String>,
-    pub last_error: Option<String>,
-    pub failures_in_row: u64,
+    pub(super) state: Word,
+    pub(super) queued: u64,
+    oldest_queued: Option<String>,
+    pub(super) oldest_queued_age_s: Option<f64>,
+    pub(super) last_success: Option<String>,
+    pub(super) last_failure: Option<String>,
+    pub(super) last_error: Option<String>,
+    failures_in_row: u64,
     /// When it is removed if its failures go on.
-    pub removal_due: Option<String>,
-    pub removed: Option<String>,
+    pub(super) removal_due: Option<String>,
+    pub(super) removed: Option<String>,
     /// In a fleet, the instance that delivered its last callback.
-    pub delivered_by: Option<String>,
+    pub(super) delivered_by: Option<String>,
     /// The tenant whose hook it is (its name; its id when no longer known); none for the
     /// operator's.
-    pub tenant: Option<String>,
+    pub(super) tenant: Option<String>,
     /// Its receiver's circuit on this instance: `open` (its callbacks wait, one probe at a
     /// time tries it) or `closed`; none without circuits (`delivery.circuit_after`).
-    pub receiver_circuit: Option<&'static str>,
+    receiver_circuit: Option<&'static str>,
     /// Why it is disabled: `failures` (its retries ran out) or `tenant_unknown` (its tenant is
     /// gone); none while enabled.
-    pub disabled_reason: Option<&'static str>,
+    pub(super) disabled_reason: Option<&'static str>,
     /// Since when it is disabled.
-    pub disabled_since: Option<String>,
+    pub(super) disabled_since: Option<String>,
     /// Whether it has its own signing secret (`delivery.hook_secrets`; never the secret).
-    pub own_secret: bool,
+    own_secret: bool,
     /// Until when the secret it had before its last rotation signs too.
-    pub previous_secret_until: Option<String>,
+    previous_secret_until: Option<String>,
 }
 
 impl HookView {
@@ -137,7 +137,7 @@ pub(super) struct HookList {
 /// The filter of the lists: `?tenant=NAME` (or its id) keeps that tenant's hooks.
 #[derive(Debug, Default, Deserialize)]
 pub(super) struct ListFilter {
-    pub tenant: Option<String>,
+    pub(super) tenant: Option<String>,
 }
 
 pub(super) async fn list(
@@ -316,25 +316,25 @@ pub(super) async fn show(
 pub(super) struct Filter {
     /// Only failed attempts.
     #[serde(default)]
-    pub failed: bool,
+    failed: bool,
     /// Only attempts at or after this time (RFC 3339, or a duration back from now: `15m`).
-    pub since: Option<String>,
+    since: Option<String>,
     /// At most this many (newest first); default 100.
-    pub limit: Option<usize>,
+    limit: Option<usize>,
 }
 
 /// One attempt as the API shows it.
 #[derive(Debug, Serialize)]
 pub(super) struct AttemptView {
-    pub at: String,
-    pub event_id: String,
+    pub(super) at: String,
+    pub(super) event_id: String,
     /// The callback's `timestamp`.
-    pub timestamp: u64,
-    pub attempt: u32,
-    pub ok: bool,
-    pub status: Option<u16>,
-    pub error: Option<String>,
-    pub latency_ms: f64,
+    timestamp: u64,
+    pub(super) attempt: u32,
+    pub(super) ok: bool,
+    pub(super) status: Option<u16>,
+    pub(super) error: Option<String>,
+    pub(super) latency_ms: f64,
 }
 
 impl From<AttemptRecord> for AttemptView {

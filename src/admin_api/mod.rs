@@ -36,26 +36,26 @@ use crate::{
 
 /// What the calls read: the hooks registered, and the store.
 pub(crate) struct AdminState {
-    pub store: Arc<HookStore>,
-    pub conn: StoreConn,
+    pub(crate) store: Arc<HookStore>,
+    pub(crate) conn: StoreConn,
     /// What is kept of sent callbacks (`delivery.retain`); `None`: nothing.
-    pub retain: Option<Bounds>,
+    pub(crate) retain: Option<Bounds>,
     /// `delivery.max_queue`: a redelivery queues no more.
-    pub max_queue: usize,
+    pub(crate) max_queue: usize,
     /// The tenants, whose names the hooks show and are filtered by.
-    pub tenants: Arc<Tenants>,
+    pub(crate) tenants: Arc<Tenants>,
     /// The receivers' circuits, whose state each hook shows (`None`: off).
-    pub circuits: Option<Arc<crate::delivery::Circuits>>,
+    pub(crate) circuits: Option<Arc<crate::delivery::Circuits>>,
     /// Where every change made through it is recorded.
-    pub audit: Audit,
+    pub(crate) audit: Audit,
     /// `api.trusted_proxies`: whose `X-Forwarded-For` names the caller.
-    pub trusted_proxies: Vec<ipnet::IpNet>,
+    pub(crate) trusted_proxies: Vec<ipnet::IpNet>,
     /// Whether Scalelite's tenants are read (`[scalelite]`).
-    pub scalelite: bool,
+    pub(crate) scalelite: bool,
     /// `delivery.hook_secret_overlap_s`, in ms.
-    pub hook_secret_overlap_ms: u64,
+    pub(crate) hook_secret_overlap_ms: u64,
     /// `tenancy.removed_grace_s`, in ms: when a gone tenant's hook is removed.
-    pub removed_grace_ms: u64,
+    pub(crate) removed_grace_ms: u64,
 }
 
 /// Who made a request, for the audit: its address (or `unix-socket`), put in the request's

@@ -29,35 +29,35 @@ pub(super) const MAX_CALLBACKS: usize = 10_000;
 #[derive(Debug, Default, Deserialize)]
 pub(super) struct Window {
     /// From this time (RFC 3339, or a duration back from now: `15m`). Required.
-    pub since: Option<String>,
+    since: Option<String>,
     /// Up to this time; default: the last callback kept.
-    pub until: Option<String>,
+    until: Option<String>,
     /// Only these event ids, comma-separated.
-    pub event_id: Option<String>,
+    event_id: Option<String>,
     /// Only the events of this meeting (its external id), as the processed events say (a
     /// raw hook's bus messages do not say it: none of them is sent again).
-    pub meeting: Option<String>,
+    meeting: Option<String>,
 }
 
 /// What was queued again.
 #[derive(Debug, Serialize)]
 pub(super) struct Redelivery {
-    pub hook: u64,
-    pub queued: usize,
-    pub since: String,
-    pub until: String,
+    hook: u64,
+    pub(super) queued: usize,
+    since: String,
+    until: String,
     /// The first and last callbacks' timestamps.
-    pub first_timestamp: Option<u64>,
-    pub last_timestamp: Option<u64>,
+    first_timestamp: Option<u64>,
+    last_timestamp: Option<u64>,
 }
 
 /// What a redelivery to every hook queued.
 #[derive(Debug, Serialize)]
 pub(super) struct Bulk {
     /// Callbacks queued again, in all.
-    pub queued: usize,
+    queued: usize,
     /// Each hook that got some, in id order, as [`Redelivery`].
-    pub hooks: Vec<Redelivery>,
+    hooks: Vec<Redelivery>,
 }
 
 /// `POST /v1/redeliver`: the window's kept callbacks to every registered hook, each hook's in

@@ -23,30 +23,30 @@ use crate::{
 /// One server's edge.
 #[derive(Debug, Serialize)]
 pub(super) struct ServerView {
-    pub server: String,
+    pub(super) server: String,
     /// When the edge last wrote to the store.
-    pub last_seen: Option<String>,
+    pub(super) last_seen: Option<String>,
     /// How long ago, in seconds.
-    pub seconds_since_seen: Option<u64>,
+    pub(super) seconds_since_seen: Option<u64>,
     /// Whether an edge holds the name now (its claim is renewed every 5 s).
-    pub running: bool,
-    pub read: u64,
-    pub forwarded: u64,
+    pub(super) running: bool,
+    pub(super) read: u64,
+    pub(super) forwarded: u64,
     /// In the edge's outbox, not yet in the store (as last said).
-    pub buffered: u64,
-    pub dropped: u64,
+    pub(super) buffered: u64,
+    pub(super) dropped: u64,
     /// Messages in the server's stream in the store (those not yet taken, and the last one
     /// taken until the next trim).
-    pub stream_length: u64,
+    stream_length: u64,
     /// How far the pool's relays are behind this server: the age, in seconds, of its oldest
     /// message in the store that no relay has queued yet (0 when none waits).
-    pub lag_s: f64,
+    pub(super) lag_s: f64,
 }
 
 /// The answer.
 #[derive(Debug, Serialize)]
 pub(super) struct ServerList {
-    pub servers: Vec<ServerView>,
+    servers: Vec<ServerView>,
 }
 
 pub(super) async fn list(
@@ -120,9 +120,9 @@ pub(super) async fn all(admin: &AdminState) -> Result<Vec<ServerView>, AdminErro
 /// What forgetting a server did.
 #[derive(Debug, Serialize)]
 pub(super) struct Forgotten {
-    pub server: String,
+    server: String,
     /// Its messages in the store that no relay had queued, now gone.
-    pub messages_dropped: u64,
+    messages_dropped: u64,
 }
 
 /// `POST /v1/servers/{name}/forget`: takes a server whose edge is stopped out of the store (its

@@ -12,13 +12,13 @@ use crate::base::time::rfc3339;
 /// One tenant in force.
 #[derive(Debug, Serialize)]
 pub(super) struct TenantView {
-    pub id: String,
-    pub name: String,
+    id: String,
+    name: String,
     /// `configured` (`[[tenants]]`) or `scalelite`.
-    pub source: &'static str,
-    pub hooks: usize,
+    source: &'static str,
+    hooks: usize,
     /// Of them, disabled.
-    pub disabled_hooks: usize,
+    disabled_hooks: usize,
 }
 
 /// Something wrong with a tenant record: refused outright (`operator_secret`, `weak_secret`),
@@ -26,38 +26,38 @@ pub(super) struct TenantView {
 #[derive(Debug, Serialize)]
 pub(super) struct ProblemView {
     /// The tenant's id (its name for `name_index`).
-    pub tenant: String,
-    pub reason: &'static str,
+    tenant: String,
+    reason: &'static str,
     /// Whether the tenant is refused (not in force at all).
-    pub refused: bool,
+    refused: bool,
 }
 
 /// Scalelite's reads.
 #[derive(Debug, Serialize)]
 pub(super) struct ScaleliteView {
-    pub last_read: Option<String>,
-    pub failing_since: Option<String>,
+    last_read: Option<String>,
+    failing_since: Option<String>,
     /// When the view in force, taken from the store at the start, was kept there (until
     /// Scalelite's Redis is read).
-    pub from_store: Option<String>,
+    from_store: Option<String>,
 }
 
 /// The answer.
 #[derive(Debug, Serialize)]
 pub(super) struct TenantList {
-    pub tenants: Vec<TenantView>,
+    tenants: Vec<TenantView>,
     /// Tenants whose hooks wait for them: their tenant is not in force (removed, or refused).
-    pub unknown: Vec<UnknownView>,
-    pub problems: Vec<ProblemView>,
+    unknown: Vec<UnknownView>,
+    problems: Vec<ProblemView>,
     /// `None` without `[scalelite]`.
-    pub scalelite: Option<ScaleliteView>,
+    scalelite: Option<ScaleliteView>,
 }
 
 /// Hooks of a tenant that is not in force.
 #[derive(Debug, Serialize)]
 pub(super) struct UnknownView {
-    pub id: String,
-    pub hooks: usize,
+    id: String,
+    hooks: usize,
 }
 
 pub(super) async fn list(State(admin): State<Arc<AdminState>>) -> Json<TenantList> {

@@ -19,27 +19,27 @@ use crate::{
 
 /// One call as it came.
 pub(crate) struct Asked<'a> {
-    pub call: Call,
+    pub(super) call: Call,
     /// As sent, for the checksum.
-    pub call_name: &'a str,
-    pub query: &'a str,
+    pub(super) call_name: &'a str,
+    pub(super) query: &'a str,
     /// The host it was made to: its first label may name a tenant.
-    pub host: Option<&'a str>,
+    pub(super) host: Option<&'a str>,
     /// Who made it, for the audit (an address).
-    pub caller: String,
+    pub(super) caller: String,
 }
 
 /// What a call was answered.
 pub(crate) struct Answered {
-    pub returncode: &'static str,
+    pub(super) returncode: &'static str,
     /// For the metrics.
-    pub message_key: &'static str,
-    pub body: String,
+    pub(super) message_key: &'static str,
+    pub(super) body: String,
     /// The tenant that made it (its id), for the metrics; `None`: the operator, or a call
     /// whose checksum matched no one.
-    pub tenant: Option<String>,
+    pub(super) tenant: Option<String>,
     /// Over its tenant's rate: how long until it may call again (HTTP 429, `Retry-After`).
-    pub retry_after: Option<Duration>,
+    pub(super) retry_after: Option<Duration>,
 }
 
 /// Runs one call.

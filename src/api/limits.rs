@@ -10,7 +10,7 @@ use crate::config::tenancy::TenancyConfig;
 /// The limits every tenant has.
 pub(crate) struct TenantLimits {
     /// `tenancy.max_hooks`; `None`: no limit.
-    pub max_hooks: Option<usize>,
+    pub(super) max_hooks: Option<usize>,
     /// `tenancy.api_rate_per_s` and `api_burst`, a bucket per tenant id.
     rate: Option<DefaultKeyedRateLimiter<String>>,
 }

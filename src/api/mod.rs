@@ -36,28 +36,28 @@ pub(crate) const MAX_QUERY_BYTES: usize = 8 * 1024;
 
 /// What the handlers share.
 pub(crate) struct ApiState {
-    pub store: Arc<HookStore>,
-    pub secret: Secret,
+    pub(crate) store: Arc<HookStore>,
+    pub(crate) secret: Secret,
     /// `api.path` without a trailing `/`.
-    pub path: String,
-    pub algorithms: Vec<Algorithm>,
-    pub metrics: Arc<Metrics>,
+    pub(crate) path: String,
+    pub(crate) algorithms: Vec<Algorithm>,
+    pub(crate) metrics: Arc<Metrics>,
     /// Refuses callback URLs whose address can never be allowed.
-    pub guard: Arc<Guard>,
+    pub(crate) guard: Arc<Guard>,
     /// The answer to an unfiltered `hooks/list` for the hook snapshot it was made from.
-    pub list_cache: hooks::ListCache,
+    pub(crate) list_cache: hooks::ListCache,
     /// The tenants whose calls (by host, with their own secrets) see their own hooks only.
-    pub tenants: Arc<Tenants>,
+    pub(crate) tenants: Arc<Tenants>,
     /// What each tenant may do (`[tenancy]`).
-    pub limits: limits::TenantLimits,
+    pub(crate) limits: limits::TenantLimits,
     /// Where every change is recorded.
-    pub audit: Audit,
+    pub(crate) audit: Audit,
     /// `delivery.hook_secrets`: each hook created gets its own signing secret.
-    pub hook_secrets: bool,
+    pub(crate) hook_secrets: bool,
     /// `api.trusted_proxies`: whose `X-Forwarded-For` names the caller.
-    pub trusted_proxies: Vec<ipnet::IpNet>,
+    pub(crate) trusted_proxies: Vec<ipnet::IpNet>,
     /// What `/healthz` and `/readyz` answer from.
-    pub health: Arc<health::Health>,
+    pub(crate) health: Arc<health::Health>,
 }
 
 impl ApiState {

@@ -47,23 +47,23 @@ pub(crate) const RELAY: &str = "hookrelay";
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) struct Record {
     /// When (ms since the epoch; RFC 3339 where people read it).
-    pub time: u64,
+    pub(crate) time: u64,
     /// The tenant's name (its id when it is not known); `None`: the operator.
-    pub tenant: Option<String>,
+    pub(crate) tenant: Option<String>,
     /// The tenant's id, when a tenant's.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub tenant_id: Option<String>,
+    tenant_id: Option<String>,
     /// Who asked: the caller's address (the trusted proxy's `X-Forwarded-For` where one is
     /// configured, else the peer), `unix-socket`, or [`RELAY`].
-    pub caller: String,
-    pub action: Action,
+    pub(crate) caller: String,
+    pub(crate) action: Action,
     /// The hook's id; `None` for an action on many hooks.
-    pub hook: Option<u64>,
+    pub(crate) hook: Option<u64>,
     /// The hook's callback URL without its credentials, query and fragment.
-    pub url: Option<String>,
+    pub(crate) url: Option<String>,
     /// What else people need: why (`tenant_unknown`), what came of it (`duplicate`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub detail: Option<String>,
+    pub(crate) detail: Option<String>,
 }
 
 impl Record {
@@ -278,11 +278,11 @@ impl Writer {
 #[derive(Debug, Default, Clone)]
 pub(crate) struct Filter {
     /// Only this tenant's (its name, any case, or its id); empty: every record.
-    pub tenant: Option<String>,
+    pub(crate) tenant: Option<String>,
     /// Only at or after this time (ms since the epoch).
-    pub since: u64,
+    pub(crate) since: u64,
     /// At most this many, the newest.
-    pub limit: usize,
+    pub(crate) limit: usize,
 }
 
 /// The records `filter` lets through, oldest first (at most `filter.limit`, the newest).

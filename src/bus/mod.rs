@@ -26,34 +26,34 @@ pub(crate) const DRAIN_WITHIN: Duration = Duration::from_secs(2);
 #[derive(Debug, Clone)]
 pub(crate) struct BusMessage {
     /// Which source's bus it came from.
-    pub source: SourceId,
-    pub channel: String,
-    pub payload: Arc<str>,
+    pub(crate) source: SourceId,
+    pub(crate) channel: String,
+    pub(crate) payload: Arc<str>,
     /// When it came off the bus (for the callback latency).
-    pub arrived: std::time::Instant,
+    pub(crate) arrived: std::time::Instant,
     /// Which subscription of its source it came on: 1 for the first, one more after each
     /// reconnection. Between two messages of different epochs, messages may have been lost.
-    pub epoch: u64,
+    pub(crate) epoch: u64,
     /// Taken from an edge's stream in the pool's store: its entry's id, which the batch that
     /// queues it records as taken. `None` off the pub/sub bus.
-    pub position: Option<Arc<str>>,
+    pub(crate) position: Option<Arc<str>>,
 }
 
 /// What the subscriber of one source needs.
 pub(crate) struct Subscriber {
-    pub source: SourceId,
+    pub(crate) source: SourceId,
     /// The source's name, for logs and metrics.
-    pub name: Arc<str>,
-    pub client: redis::Client,
-    pub channels: Vec<String>,
+    pub(crate) name: Arc<str>,
+    pub(crate) client: redis::Client,
+    pub(crate) channels: Vec<String>,
     /// Larger messages are skipped and counted.
-    pub max_message_bytes: usize,
-    pub metrics: Arc<Metrics>,
+    pub(crate) max_message_bytes: usize,
+    pub(crate) metrics: Arc<Metrics>,
     /// This source's series.
-    pub series: SourceMetrics,
+    pub(crate) series: SourceMetrics,
     /// How many times the subscription was made (at start and after every reconnect): a
     /// change tells the watchers.
-    pub subscribed: tokio::sync::watch::Sender<u64>,
+    pub(crate) subscribed: tokio::sync::watch::Sender<u64>,
 }
 
 impl Subscriber {

@@ -13,20 +13,20 @@ use crate::{base::sources::SourceId, store_conn::StoreConn};
 /// One server's stream, and how far it was read.
 #[derive(Debug, Clone)]
 pub(crate) struct Position {
-    pub source: SourceId,
+    pub(crate) source: SourceId,
     /// The stream's key.
-    pub key: String,
+    pub(crate) key: String,
     /// The id of the last entry read (`0-0`: none yet).
-    pub after: Arc<str>,
+    pub(crate) after: Arc<str>,
 }
 
 /// What one read gave.
 #[derive(Debug, Default)]
 pub(crate) struct Read {
     /// Each stream's new entries in order, the streams one after the other.
-    pub messages: Vec<BusMessage>,
+    pub(crate) messages: Vec<BusMessage>,
     /// Whether some stream gave `count` entries (more may wait there).
-    pub full: bool,
+    pub(crate) full: bool,
 }
 
 /// Reads, in one round trip, at most `count` entries of each stream after its position, and

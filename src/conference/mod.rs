@@ -33,18 +33,18 @@ pub(crate) use room::{Member, Origin, Room};
 /// The whole state, and what changed since the last [`Conference::take_changes`].
 #[derive(Debug, Default)]
 pub struct Conference {
-    pub rooms: HashMap<String, Room>,
-    pub recordings: HashMap<String, RecordingState>,
+    rooms: HashMap<String, Room>,
+    recordings: HashMap<String, RecordingState>,
     /// Non-breakout meetings and breakout rooms created since the relay started.
-    pub unique_meetings: u64,
-    pub unique_breakout_rooms: u64,
+    unique_meetings: u64,
+    unique_breakout_rooms: u64,
     /// Whether the last call of the source's BBB API (`getMeetings`) was answered; `None`
     /// without `api_url`, or before the first call.
-    pub api_up: Option<bool>,
+    api_up: Option<bool>,
     /// Whether the state is known: read back from the store at start-up or seeded from
     /// `getMeetings`. Until then nothing of it is exported: an empty server for a scrape
     /// would show on every dashboard as a drop to zero.
-    pub known: bool,
+    known: bool,
     /// Rooms to write whole (created, ended, seeded, expired).
     changed_rooms: HashSet<String>,
     /// (meeting, user) pairs whose part changed in a room not written whole.
@@ -71,9 +71,9 @@ impl crate::event::Observer for Mutex<Conference> {
 /// rooms to store or delete, recordings to store or delete.
 #[derive(Debug, Default, PartialEq)]
 pub struct Changes {
-    pub rooms: Vec<(String, Option<Room>)>,
-    pub users: Vec<(String, String, Option<Member>)>,
-    pub recordings: Vec<(String, Option<RecordingState>)>,
+    rooms: Vec<(String, Option<Room>)>,
+    users: Vec<(String, String, Option<Member>)>,
+    recordings: Vec<(String, Option<RecordingState>)>,
 }
 
 impl Conference {

@@ -8,39 +8,39 @@ use serde::{Deserialize, Serialize};
 /// One running meeting (a breakout room is one too).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Room {
-    pub breakout: bool,
+    pub(super) breakout: bool,
     /// Where it was created from: its `bbb-origin-server-name` and `bbb-origin` metadata,
     /// lowercase (bbb-exporter's `bbb_meetings_participants_origin{server,name}`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub origin: Option<Origin>,
+    pub(super) origin: Option<Origin>,
     /// User id -> client type (`html5`, `dial-in`, ...).
-    pub users: BTreeMap<String, String>,
+    pub(super) users: BTreeMap<String, String>,
     /// Users in the voice conference listening only.
-    pub listeners: BTreeSet<String>,
+    pub(super) listeners: BTreeSet<String>,
     /// Users in the voice conference with a microphone.
-    pub voice: BTreeSet<String>,
+    pub(super) voice: BTreeSet<String>,
     /// Camera stream id -> its user.
-    pub streams: BTreeMap<String, String>,
+    pub(super) streams: BTreeMap<String, String>,
     /// Last event of the meeting (ms); not stored, reset to the restore time.
     #[serde(skip)]
-    pub last_activity_ms: u64,
+    pub(super) last_activity_ms: u64,
     /// Its `meeting-created` was counted in the unique counters (a room known from
     /// `getMeetings` first is counted when its creation arrives).
     #[serde(skip)]
-    pub counted: bool,
+    pub(super) counted: bool,
 }
 
 /// A meeting's origin, from its metadata (empty when absent).
 #[derive(Debug, Clone, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-pub struct Origin {
-    pub server: String,
-    pub name: String,
+pub(crate) struct Origin {
+    pub(super) server: String,
+    pub(super) name: String,
 }
 
 impl Origin {
     /// From a meeting's metadata (a JSON object, or the pairs of `getMeetings`): `None` when
     /// it names neither, as bbb-exporter counts such a meeting under empty labels.
-    pub fn from_metadata<'a>(mut get: impl FnMut(&str) -> Option<&'a str>) -> Option<Self> {
+    pub(crate) fn from_metadata<'a>(mut get: impl FnMut(&str) -> Option<&'a str>) -> Option<Self> {
         let server = get("bbb-origin-server-name")
             .unwrap_or_default()
             .to_lowercase();
@@ -54,12 +54,12 @@ impl Origin {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Member {
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub client: Option<String>,
+    pub(super) client: Option<String>,
     /// `voice` or `listen`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub audio: Option<String>,
+    pub(super) audio: Option<String>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub streams: Vec<String>,
+    pub(super) streams: Vec<String>,
 }
 
 impl Room {

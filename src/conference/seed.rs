@@ -223,17 +223,17 @@ const LISTED: [RecordingState; 5] = [
 
 /// One source's link to its BBB API.
 pub struct Reconciler {
-    pub source: Arc<str>,
+    pub(crate) source: Arc<str>,
     /// The API's addresses, tried in order until one is reached (bbb-web on this host, then
     /// the server's public address).
-    pub api_urls: Vec<String>,
-    pub secret: Secret,
-    pub conference: SharedConference,
-    pub metrics: Arc<Metrics>,
+    pub(crate) api_urls: Vec<String>,
+    pub(crate) secret: Secret,
+    pub(crate) conference: SharedConference,
+    pub(crate) metrics: Arc<Metrics>,
     /// 0: only when the bus is (re)subscribed.
-    pub interval: Duration,
+    pub(crate) interval: Duration,
     /// Count the recordings with `getRecordings` too.
-    pub recordings: bool,
+    pub(crate) recordings: bool,
 }
 
 impl Reconciler {

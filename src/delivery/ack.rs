@@ -58,7 +58,7 @@ pub(crate) struct Acker {
     done: watch::Sender<u64>,
     /// Workers alive: the flusher ends only once they are all gone and nothing is pending.
     workers: AtomicUsize,
-    pub max_unacked: usize,
+    max_unacked: usize,
 }
 
 impl Acker {

@@ -42,16 +42,16 @@ pub(crate) struct Prepared<'a> {
 
 /// What one hook's attempts need, made once per worker.
 pub(crate) struct HookSender<'a> {
-    pub hook: &'a Hook,
+    pub(super) hook: &'a Hook,
     /// Why the callback URL is refused, when its IP address is.
-    pub blocked: Option<String>,
+    blocked: Option<String>,
     /// The receiver whose turns its callbacks take.
-    pub receiver: Receiver,
+    receiver: Receiver,
     /// The callback URL, parsed.
-    pub parsed: Option<reqwest::Url>,
-    pub sending: &'a Sending,
+    parsed: Option<reqwest::Url>,
+    sending: &'a Sending,
     /// The hooks as they are now (a hook's own secrets change while its worker runs).
-    pub registry: &'a crate::hooks::Registry,
+    registry: &'a crate::hooks::Registry,
 }
 
 impl<'a> HookSender<'a> {

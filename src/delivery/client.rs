@@ -38,16 +38,16 @@ pub(crate) const TIMESTAMP_HEADER: &str = "x-hookrelay-timestamp";
 #[derive(Debug, Clone, Copy)]
 pub struct CallbackHeaders<'a> {
     /// `Authorization: Bearer` (the reference's `auth2_0` mode).
-    pub bearer: Option<&'a str>,
+    pub(crate) bearer: Option<&'a str>,
     /// The Standard Webhooks headers.
-    pub standard: Option<&'a Headers>,
+    pub(crate) standard: Option<&'a Headers>,
     /// The source server's domain, as `X-Hookrelay-Domain`.
-    pub domain: &'a str,
+    pub(crate) domain: &'a str,
     /// `X-Hookrelay-Redelivery: true`.
-    pub redelivery: bool,
+    pub(crate) redelivery: bool,
     /// `X-Hookrelay-Timestamp`: the callback's timestamp (ms), for JSON bodies, which do not
     /// carry it.
-    pub timestamp: Option<u64>,
+    pub(crate) timestamp: Option<u64>,
 }
 
 #[derive(Clone)]

@@ -207,24 +207,24 @@ impl QueueStore {
 /// What the relay around delivery gives it: the hooks, the store, the metrics and the tasks'
 /// lifetime.
 pub(crate) struct Wiring {
-    pub store: Arc<HookStore>,
-    pub conn: StoreConn,
+    pub(crate) store: Arc<HookStore>,
+    pub(crate) conn: StoreConn,
     /// The callback URL policy, checked again at every connection.
-    pub guard: Arc<Guard>,
-    pub metrics: Arc<Metrics>,
-    pub token: CancellationToken,
-    pub tracker: TaskTracker,
+    pub(crate) guard: Arc<Guard>,
+    pub(crate) metrics: Arc<Metrics>,
+    pub(crate) token: CancellationToken,
+    pub(crate) tracker: TaskTracker,
     /// What stops sending once the fleet's lease is lost (`Fence::none` when alone).
-    pub fence: Fence,
+    pub(crate) fence: Fence,
     /// The plugins, hot reloaded: a callback waiting for them goes through the set in force
     /// when it is sent.
-    pub plugins: Arc<Plugins>,
+    pub(crate) plugins: Arc<Plugins>,
     /// Where the workers record their attempts.
-    pub insight: Arc<Insight>,
+    pub(crate) insight: Arc<Insight>,
     /// The receivers' circuits (`delivery.circuit_after`; `None`: off).
-    pub circuits: Option<Arc<Circuits>>,
+    pub(crate) circuits: Option<Arc<Circuits>>,
     /// Where the hooks the relay disables or removes are recorded.
-    pub audit: Audit,
+    pub(crate) audit: Audit,
 }
 
 impl DeliveryContext {

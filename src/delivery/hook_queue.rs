@@ -32,12 +32,12 @@ pub(crate) const WINDOW_BYTES: usize = 256 * 1024;
 /// Entries in Redis only: ids in `(after, until]`.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub(crate) struct Span {
-    pub after: Option<u64>,
-    pub until: u64,
+    pub(super) after: Option<u64>,
+    pub(super) until: u64,
     /// How many (as far as known).
-    pub count: usize,
+    count: usize,
     /// Their estimated bytes in Redis ([`super::budget::cost`]).
-    pub cost: u64,
+    cost: u64,
 }
 
 /// An entry in memory and its estimated bytes in Redis.
@@ -154,30 +154,30 @@ impl Edit<'_> {
 /// What to drop before a page is added ([`HookQueue::make_room`]).
 pub(crate) struct PageDrops {
     /// Dropped from memory (older than the page).
-    pub from_memory: Vec<Entry>,
+    pub(super) from_memory: Vec<Entry>,
     /// How many of the page's first entries to drop.
-    pub from_page: usize,
+    pub(super) from_page: usize,
     /// The budget of all queues took some, not only `max`.
-    pub by_budget: bool,
+    pub(super) by_budget: bool,
 }
 
 /// What a push did.
 #[derive(Default)]
 pub(crate) struct Pushed {
     /// The oldest entries dropped to stay within `max` or the budget.
-    pub dropped: Vec<Entry>,
+    pub(super) dropped: Vec<Entry>,
     /// Some were dropped for the budget of all queues (not only `max`).
-    pub by_budget: bool,
+    pub(super) by_budget: bool,
     /// A span began: a pager must be started.
-    pub spilled: bool,
+    pub(super) spilled: bool,
 }
 
 pub(crate) struct HookQueue {
     parts: Mutex<Parts>,
     /// Wakes the worker: an entry or a page arrived, or the queue closed.
-    pub ready: Notify,
+    pub(super) ready: Notify,
     /// Wakes the pager: memory runs low.
-    pub wants_page: Notify,
+    pub(super) wants_page: Notify,
     /// Set when the hook is gone: the worker ends even if it is idle.
     closed: AtomicBool,
     /// In a fleet: the hook's delivery lease; nothing is sent once it is no longer held.

@@ -46,9 +46,9 @@ return redis.call('XLEN', KEYS[2])
 /// One hook's stream, moved.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Moved {
-    pub hook: HookId,
+    pub(crate) hook: HookId,
     /// The entries it now holds.
-    pub entries: usize,
+    pub(crate) entries: usize,
 }
 
 /// Moves every stream named as by earlier versions; returns those moved. Without `merge`, only

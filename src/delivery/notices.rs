@@ -22,18 +22,18 @@ pub(crate) use crate::event::ABOUT_HOOKS as IDS;
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) struct Notice {
     /// One of [`IDS`].
-    pub id: String,
-    pub hook: HookId,
-    pub callback_url: String,
+    pub(crate) id: String,
+    hook: HookId,
+    callback_url: String,
     /// The tenant of the hook, whose hooks (and the operator's) may be told.
-    pub tenant: Option<String>,
+    tenant: Option<String>,
     /// The last attempt's HTTP status, when it got one.
-    pub last_status: Option<u16>,
-    pub last_error: Option<String>,
+    last_status: Option<u16>,
+    last_error: Option<String>,
     /// Failed attempts in a row.
-    pub failures: u64,
+    failures: u64,
     /// When it happened (ms).
-    pub at: u64,
+    at: u64,
 }
 
 impl Notice {

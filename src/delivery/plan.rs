@@ -13,9 +13,9 @@ use crate::{event::Payload, hooks::Hook, route::Callback};
 /// What a batch comes to.
 pub(crate) struct Plan {
     /// Each callback's hook, entry and estimated bytes in Redis, in the batch's order.
-    pub batch: Vec<(Arc<Hook>, Entry, u64)>,
+    pub(super) batch: Vec<(Arc<Hook>, Entry, u64)>,
     /// Shared records: reference, payload, how many entries refer to it.
-    pub records: Vec<(RecordRef, Arc<Payload>, usize)>,
+    pub(super) records: Vec<(RecordRef, Arc<Payload>, usize)>,
 }
 
 /// Plans `callbacks` (`arrivals[i]`: when the batch's message `i` came off the bus). With

@@ -70,8 +70,8 @@ pub(crate) fn keys(url: &str) -> (String, String) {
 /// The bounds of what is kept.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Bounds {
-    pub window_ms: u64,
-    pub max_bytes: u64,
+    pub(crate) window_ms: u64,
+    pub(crate) max_bytes: u64,
 }
 
 /// Adds to `pipe` the script that keeps `kept` for `url`, as of `now` (ms).
@@ -145,10 +145,10 @@ pub(crate) async fn send(
 /// A kept callback read back.
 pub(crate) struct Found {
     /// Its id in the kept stream.
-    pub id: String,
+    pub(crate) id: String,
     /// As stored; its `ts` is the callback's own timestamp.
-    pub stored: Stored,
-    pub bytes: u64,
+    pub(crate) stored: Stored,
+    pub(crate) bytes: u64,
 }
 
 /// What is kept for `url` whose callback timestamp is within `[since, until]`, oldest first.
@@ -246,9 +246,9 @@ pub(crate) async fn read_kept_ids(
 /// A redelivery asked for: the kept callbacks `ids` of `url` to queue again for `hook`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) struct Request {
-    pub hook: HookId,
-    pub url: String,
-    pub ids: Vec<String>,
+    pub(crate) hook: HookId,
+    pub(crate) url: String,
+    pub(crate) ids: Vec<String>,
 }
 
 /// Asks for a redelivery; the instance that processes the bus queues it.

@@ -191,11 +191,11 @@ impl JsonBodies {
 
 /// One callback ready to POST.
 pub struct SignedCallback {
-    pub url: String,
-    pub body: String,
-    pub content_type: &'static str,
+    pub(crate) url: String,
+    pub(crate) body: String,
+    pub(crate) content_type: &'static str,
     /// The callback's timestamp, for `X-Hookrelay-Timestamp`: JSON bodies carry none.
-    pub timestamp_header: Option<u64>,
+    pub(crate) timestamp_header: Option<u64>,
 }
 
 /// The JSON body's Content-Type.

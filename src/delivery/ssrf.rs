@@ -10,7 +10,7 @@ use crate::base::callback_url::Guard;
 
 /// The resolver handed to reqwest: resolves, keeps only allowed addresses, fails when none is.
 pub(crate) struct GuardedResolver {
-    pub guard: Arc<Guard>,
+    pub(crate) guard: Arc<Guard>,
 }
 
 impl Resolve for GuardedResolver {

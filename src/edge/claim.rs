@@ -35,10 +35,10 @@ return 0
 
 /// The claim of `server`'s name by the edge `me` (`<host> outbox <epoch>`).
 pub(super) struct Claim {
-    pub pool: redis::Client,
-    pub server: String,
-    pub keys: EdgeKeys,
-    pub me: String,
+    pub(super) pool: redis::Client,
+    pub(super) server: String,
+    pub(super) keys: EdgeKeys,
+    pub(super) me: String,
 }
 
 /// Why the edge cannot run under its name.
@@ -47,9 +47,9 @@ pub(super) struct Claim {
     "edge.server {server:?} is taken by another running edge ({other}); this edge is {me}: give one of them another edge.server"
 )]
 pub(super) struct Taken {
-    pub server: String,
-    pub other: String,
-    pub me: String,
+    server: String,
+    other: String,
+    me: String,
 }
 
 impl Claim {

@@ -20,17 +20,17 @@ const BATCH: usize = 512;
 
 /// What the forwarder needs.
 pub(super) struct Forwarder {
-    pub outbox: Arc<Outbox>,
-    pub pool: redis::Client,
-    pub keys: EdgeKeys,
+    pub(super) outbox: Arc<Outbox>,
+    pub(super) pool: redis::Client,
+    pub(super) keys: EdgeKeys,
     /// This server's name, said on [`EDGE_WAKE`] after each write.
-    pub server: String,
+    pub(super) server: String,
     /// This outbox's life ([`crate::base::redis_keys::EDGE_EPOCH`]).
-    pub epoch: String,
+    pub(super) epoch: String,
     /// `edge.stream_max_len`.
-    pub max_len: u64,
+    pub(super) max_len: u64,
     /// Told when the outbox has something new.
-    pub wake: Arc<Notify>,
+    pub(super) wake: Arc<Notify>,
 }
 
 impl Forwarder {

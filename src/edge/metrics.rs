@@ -11,15 +11,15 @@ use prometheus_client::{
 /// The edge's series (cheap to clone: each shares its value).
 #[derive(Debug, Clone, Default)]
 pub(crate) struct EdgeMetrics {
-    pub read: Counter,
-    pub forwarded: Counter,
-    pub dropped: Counter,
+    pub(super) read: Counter,
+    pub(super) forwarded: Counter,
+    pub(super) dropped: Counter,
     /// Messages in the outbox now.
-    pub buffered: Gauge,
+    pub(super) buffered: Gauge,
     /// Their size (channel and payload), about.
-    pub buffered_bytes: Gauge,
+    pub(super) buffered_bytes: Gauge,
     /// 1 while the last write to the pool's store succeeded.
-    pub store_up: Gauge,
+    pub(super) store_up: Gauge,
 }
 
 impl Collector for EdgeMetrics {

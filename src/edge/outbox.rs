@@ -17,9 +17,9 @@ const PAGE: usize = 512;
 /// One message in the outbox.
 #[derive(Debug, Clone)]
 pub(super) struct Entry {
-    pub id: String,
-    pub channel: String,
-    pub payload: String,
+    pub(super) id: String,
+    pub(super) channel: String,
+    pub(super) payload: String,
 }
 
 impl Entry {
@@ -34,12 +34,12 @@ fn size(channel: &str, payload: &str) -> i64 {
 
 /// The outbox, its size kept in the edge's gauges.
 pub(super) struct Outbox {
-    pub conn: ConnectionManager,
+    pub(super) conn: ConnectionManager,
     /// `edge.buffer_mib`, in bytes.
-    pub limit: i64,
-    pub metrics: EdgeMetrics,
+    pub(super) limit: i64,
+    pub(super) metrics: EdgeMetrics,
     /// Whether the log has said the outbox is full (once, until it empties again).
-    pub full_said: std::sync::atomic::AtomicBool,
+    pub(super) full_said: std::sync::atomic::AtomicBool,
 }
 
 impl Outbox {

@@ -31,9 +31,9 @@ impl DecodeError {
 /// A parsed bus message.
 #[derive(Debug)]
 pub struct Message {
-    pub value: Map<String, Value>,
+    pub(super) value: Map<String, Value>,
     /// `envelope.name` if set, else `header.name`, else `data.id` (an already processed event).
-    pub name: String,
+    pub(super) name: String,
 }
 
 /// Parses a bus message.

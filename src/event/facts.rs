@@ -27,8 +27,8 @@ const MAX_FACTS: usize = 64 << 10;
 /// that is, is for the tenants' view to say.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MeetingTenant {
-    pub id: Option<String>,
-    pub name: Option<String>,
+    pub(crate) id: Option<String>,
+    pub(crate) name: Option<String>,
 }
 
 impl MeetingTenant {

@@ -50,13 +50,13 @@ pub enum MappingWrite {
 /// What the relay remembers of a user who joined.
 #[derive(Debug, Clone, PartialEq)]
 pub struct UserEntry {
-    pub external: String,
+    pub(super) external: String,
     /// The `user` attributes of the `user-joined` event (`presenter` kept up to date).
-    pub user: UserAttributes,
+    pub(super) user: UserAttributes,
     /// Sharing the screen since a `meeting-screenshare-started` attributed to this user.
-    pub screenshare: bool,
+    pub(super) screenshare: bool,
     /// Hand raised through the emoji of older servers (bbb-events.md 2.6).
-    pub raise_hand: bool,
+    pub(super) raise_hand: bool,
 }
 
 impl UserEntry {
@@ -69,10 +69,10 @@ impl UserEntry {
 /// A meeting mapping as read back from Redis.
 #[derive(Debug, Clone, PartialEq)]
 pub struct StoredMeeting {
-    pub internal: String,
-    pub external: String,
-    pub last_activity_ms: u64,
-    pub facts: Option<Arc<str>>,
+    pub(crate) internal: String,
+    pub(super) external: String,
+    pub(crate) last_activity_ms: u64,
+    pub(super) facts: Option<Arc<str>>,
 }
 
 /// A user's `user` attributes, kept as their JSON text: a meeting of thousands holds one short
@@ -80,14 +80,14 @@ pub struct StoredMeeting {
 /// copies for persisting share it. Read back as a map only when an event needs it (`user-left`
 /// at a meeting's end), changed only when the presenter changes.
 #[derive(Debug, Clone, PartialEq)]
-pub struct UserAttributes {
+pub(super) struct UserAttributes {
     json: Arc<str>,
     presenter: bool,
     guest: bool,
 }
 
 impl UserAttributes {
-    pub fn new(map: &Map<String, Value>) -> Self {
+    pub(super) fn new(map: &Map<String, Value>) -> Self {
         Self::with_text(serde_json::to_string(map).unwrap_or_default().into(), map)
     }
 
@@ -100,33 +100,33 @@ impl UserAttributes {
     }
 
     /// The stored `guest` flag.
-    pub fn guest(&self) -> bool {
+    pub(super) fn guest(&self) -> bool {
         self.guest
     }
 
     /// The attributes as stored (a JSON object, kept as it is), or `None` when `text` is not one.
-    pub fn parse(text: &str) -> Option<Self> {
+    pub(super) fn parse(text: &str) -> Option<Self> {
         let map = serde_json::from_str::<Map<String, Value>>(text).ok()?;
         Some(Self::with_text(text.into(), &map))
     }
 
     /// The JSON text of the object.
-    pub fn json(&self) -> &str {
+    pub(super) fn json(&self) -> &str {
         &self.json
     }
 
     /// The attributes as a map, keys in their order.
-    pub fn to_map(&self) -> Map<String, Value> {
+    pub(super) fn to_map(&self) -> Map<String, Value> {
         serde_json::from_str(&self.json).unwrap_or_default()
     }
 
     /// Sets `presenter` (the key keeps its place, or comes last when it was missing).
-    pub fn set_presenter(&mut self, on: bool) {
+    pub(super) fn set_presenter(&mut self, on: bool) {
         self.set("presenter", on.into());
     }
 
     /// Sets `role` (after a role change), as [`Self::set_presenter`] does.
-    pub fn set_role(&mut self, role: &str) {
+    pub(super) fn set_role(&mut self, role: &str) {
         self.set("role", role.into());
     }
 

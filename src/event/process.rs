@@ -79,7 +79,7 @@ pub trait Observer: Send + Sync {
 /// The processing state of one source: id mappings, the filter, and (in the relay) who
 /// follows its events.
 pub struct Processor {
-    pub mappings: Mappings,
+    pub(crate) mappings: Mappings,
     filter: EventFilter,
     observer: Option<Arc<dyn Observer>>,
     /// Marks every event made.

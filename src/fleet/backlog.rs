@@ -54,7 +54,7 @@ pub(crate) struct Backlog {
 
 /// What a source's cursor said about its kept messages.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Resume {
+pub(crate) enum Resume {
     /// The cursor was found, and every message since is here: everything after it is queued.
     AfterCursor,
     /// No cursor: nothing of that source was ever queued; everything kept is.
@@ -72,7 +72,7 @@ pub enum Resume {
 
 impl Resume {
     /// The name used in the store, logs and `fleet status`.
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Self::AfterCursor => "found",
             Self::NoCursor => "no-cursor",
@@ -86,11 +86,11 @@ impl Resume {
 /// What this instance can say of one source: whether its kept messages reach back to the
 /// cursor, how many it keeps, and for how long its record has been whole.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct SourceState {
-    pub resume: Resume,
-    pub kept: usize,
+pub(crate) struct SourceState {
+    pub(crate) resume: Resume,
+    pub(crate) kept: usize,
     /// How long (up to now) every message of the source has been here.
-    pub whole: Duration,
+    pub(crate) whole: Duration,
 }
 
 impl Backlog {

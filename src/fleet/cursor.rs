@@ -27,8 +27,8 @@ pub(crate) fn digest_bytes(text: &str) -> [u8; 20] {
 /// holder queued one message of that source only).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Cursor {
-    pub before: Option<String>,
-    pub last: String,
+    pub(super) before: Option<String>,
+    pub(super) last: String,
 }
 
 impl Cursor {
@@ -112,15 +112,15 @@ impl Cursors {
 /// How a batch moves the cursors: of each source it has messages of, from where to where.
 #[derive(Debug, Default, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub(crate) struct Mark {
-    pub moves: Vec<Move>,
+    pub(super) moves: Vec<Move>,
 }
 
 /// One source's cursor moved by a batch (cursors as stored).
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub(crate) struct Move {
-    pub source: String,
-    pub from: Option<String>,
-    pub to: String,
+    pub(super) source: String,
+    pub(super) from: Option<String>,
+    pub(super) to: String,
 }
 
 impl Mark {

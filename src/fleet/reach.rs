@@ -22,34 +22,34 @@ pub(crate) const REACH_KEY: &str = "hookrelay:fleet:reach";
 
 /// One instance's record.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
-pub struct Reach {
-    pub instance: String,
+pub(crate) struct Reach {
+    pub(super) instance: String,
     /// It holds the fleet lease (it queues; it keeps nothing).
-    pub holder: bool,
+    pub(super) holder: bool,
     /// Its kept messages reach back to the last holder's place in every source: it may take
     /// the lease at once.
-    pub able: bool,
-    pub sources: Vec<SourceReach>,
+    pub(crate) able: bool,
+    pub(super) sources: Vec<SourceReach>,
 }
 
 /// What one instance keeps of one source.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
-pub struct SourceReach {
-    pub source: String,
+pub(crate) struct SourceReach {
+    pub(super) source: String,
     /// What it found of the source's cursor ([`Resume::name`]).
-    pub cursor: String,
+    pub(super) cursor: String,
     /// Messages kept.
-    pub kept: usize,
+    pub(super) kept: usize,
     /// For how long every message of the source has been kept (since its subscription, or
     /// since the last message it let go).
-    pub whole_ms: u64,
+    pub(super) whole_ms: u64,
 }
 
 impl Reach {
     /// A follower's record from what its backlog says of each source (`names[i]` is source
     /// `i`'s name). `keep` is `fleet.buffer_s`: a source this instance has heard whole for that
     /// long without a message is quiet, and nothing of it can be missing here.
-    pub fn follower(
+    pub(crate) fn follower(
         instance: &str,
         names: &[&str],
         states: &[SourceState],
@@ -79,7 +79,7 @@ impl Reach {
     }
 
     /// The holder's record.
-    pub fn holder(instance: &str) -> Self {
+    pub(crate) fn holder(instance: &str) -> Self {
         Self {
             instance: instance.to_string(),
             holder: true,
@@ -89,7 +89,7 @@ impl Reach {
     }
 
     /// For how long its record of every source has been whole (the least over the sources).
-    pub fn whole_ms(&self) -> u64 {
+    pub(crate) fn whole_ms(&self) -> u64 {
         self.sources.iter().map(|s| s.whole_ms).min().unwrap_or(0)
     }
 }

@@ -19,32 +19,32 @@ use crate::{
 pub struct Status {
     /// The holder of the fleet lease (it queues every callback), and for how long more (ms)
     /// the lease lasts without a renewal. `None`: nobody holds it.
-    pub lease: Option<Held>,
+    lease: Option<Held>,
     /// The live instances' records, the holder's first, then by name.
-    pub instances: Vec<Instance>,
+    instances: Vec<Instance>,
     /// Each hook's deliverer (with delivery spread), by hook id.
-    pub hooks: Vec<HookLease>,
+    hooks: Vec<HookLease>,
 }
 
 #[derive(Debug, Clone, Serialize)]
 pub struct Held {
-    pub instance: String,
-    pub expires_ms: u64,
+    instance: String,
+    expires_ms: u64,
 }
 
 #[derive(Debug, Clone, Serialize)]
 pub struct Instance {
     #[serde(flatten)]
-    pub reach: reach::Reach,
+    reach: reach::Reach,
     /// How long (ms) its record lasts unless it writes it again.
-    pub expires_ms: u64,
+    expires_ms: u64,
 }
 
 #[derive(Debug, Clone, Serialize)]
 pub struct HookLease {
-    pub hook: HookId,
+    hook: HookId,
     /// `None`: nobody delivers it now (without delivery spread, the lease holder does).
-    pub deliverer: Option<String>,
+    deliverer: Option<String>,
 }
 
 /// A key's value and time to live (ms); `None` when it does not exist.

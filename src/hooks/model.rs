@@ -30,7 +30,7 @@ pub struct Hook {
 
 /// Why a hook sends nothing until it is enabled.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum DisabledReason {
+pub(crate) enum DisabledReason {
     /// Its callbacks kept failing (`delivery.on_give_up = "disable"`).
     Failures,
     /// Its tenant is no longer known (removed from Scalelite or the configuration, or
@@ -40,7 +40,7 @@ pub enum DisabledReason {
 
 impl DisabledReason {
     /// As stored, and as the admin API and the metrics say it.
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Self::Failures => "failures",
             Self::TenantUnknown => "tenant_unknown",
@@ -48,7 +48,7 @@ impl DisabledReason {
     }
 
     /// As stored; anything else (a record of a version that kept no reason) is `Failures`.
-    pub fn parse(text: &str) -> Self {
+    pub(crate) fn parse(text: &str) -> Self {
         match text {
             "tenant_unknown" => Self::TenantUnknown,
             _ => Self::Failures,
@@ -59,18 +59,18 @@ impl DisabledReason {
 /// A disabled hook's why and since when.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Disabled {
-    pub reason: DisabledReason,
+    pub(crate) reason: DisabledReason,
     /// When (ms since the epoch); 0 when not known (disabled by a version that kept no time).
-    pub since: u64,
+    pub(crate) since: u64,
 }
 
 /// A hook's own signing secrets (`whsec_` and the key in base64): the one in force, and the
 /// one it replaced, still signing until its overlap ends.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct HookSecrets {
-    pub current: Secret,
+    pub(crate) current: Secret,
     /// The secret before the last rotation, and until when (ms since the epoch) it signs too.
-    pub previous: Option<(Secret, u64)>,
+    pub(crate) previous: Option<(Secret, u64)>,
 }
 
 impl HookSecrets {
@@ -123,8 +123,8 @@ impl Hook {
 /// Two tenants registering one URL get two hooks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Registration<'a> {
-    pub tenant: Option<&'a str>,
-    pub url: &'a str,
+    pub(super) tenant: Option<&'a str>,
+    pub(super) url: &'a str,
 }
 
 impl<'a> Registration<'a> {

@@ -62,11 +62,11 @@ pub(crate) fn plan(snapshot: &Snapshot, view: &View, now: u64, grace_ms: u64) ->
 
 /// What [`Orphans::follow`] needs.
 pub(crate) struct Orphans {
-    pub store: Arc<HookStore>,
-    pub tenants: Arc<Tenants>,
-    pub grace: Duration,
-    pub metrics: Arc<Metrics>,
-    pub audit: Audit,
+    pub(crate) store: Arc<HookStore>,
+    pub(crate) tenants: Arc<Tenants>,
+    pub(crate) grace: Duration,
+    pub(crate) metrics: Arc<Metrics>,
+    pub(crate) audit: Audit,
 }
 
 impl Orphans {

@@ -15,36 +15,36 @@ use super::{
 };
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-pub struct SkipLabels {
-    pub source: String,
-    pub reason: String,
+pub(super) struct SkipLabels {
+    source: String,
+    reason: String,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-pub struct EventSourceLabels {
-    pub source: String,
-    pub event: String,
+pub(super) struct EventSourceLabels {
+    source: String,
+    event: String,
 }
 
 /// The families; [`BusMetrics::source`] gives one source's series.
 #[derive(Default)]
 pub struct BusMetrics {
-    pub messages: Family<SourceLabel, Counter>,
-    pub skipped: Family<SkipLabels, Counter>,
-    pub reconnects: Family<SourceLabel, Counter>,
+    messages: Family<SourceLabel, Counter>,
+    skipped: Family<SkipLabels, Counter>,
+    reconnects: Family<SourceLabel, Counter>,
     pub connected: Family<SourceLabel, Gauge>,
-    pub events_mapped: Family<EventSourceLabels, Counter>,
-    pub clock: Arc<BusClock>,
+    events_mapped: Family<EventSourceLabels, Counter>,
+    clock: Arc<BusClock>,
 }
 
 /// One source's series, held by its subscriber.
 #[derive(Clone)]
 pub struct SourceMetrics {
-    pub messages: Counter,
-    pub reconnects: Counter,
+    pub(crate) messages: Counter,
+    pub(crate) reconnects: Counter,
     /// 1 while its subscription is up.
-    pub connected: Gauge,
-    pub clock: SourceClock,
+    pub(crate) connected: Gauge,
+    pub(crate) clock: SourceClock,
 }
 
 impl BusMetrics {

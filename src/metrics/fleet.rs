@@ -12,28 +12,28 @@ use prometheus_client::{
 use super::SourceLabel;
 
 #[derive(Default)]
-pub struct FleetMetrics {
-    pub holder: Gauge,
-    pub takeovers: Counter,
-    pub resumed: Counter,
+pub(crate) struct FleetMetrics {
+    pub(crate) holder: Gauge,
+    pub(crate) takeovers: Counter,
+    pub(crate) resumed: Counter,
     /// Callbacks of resumed messages not queued again: the last holder's batch marks say they
     /// are queued (a Redis Cluster store).
-    pub requeues_avoided: Counter,
-    pub cursor_missing: Family<SourceLabel, Counter>,
+    pub(crate) requeues_avoided: Counter,
+    cursor_missing: Family<SourceLabel, Counter>,
     /// Hooks whose delivery lease this instance holds.
-    pub hooks_held: Gauge,
+    pub(crate) hooks_held: Gauge,
     /// Live instances, as this one last counted them.
-    pub instances: Gauge,
-    pub hook_leases_taken: Counter,
-    pub hook_leases_released: Counter,
-    pub hook_leases_lost: Counter,
+    pub(crate) instances: Gauge,
+    pub(crate) hook_leases_taken: Counter,
+    pub(crate) hook_leases_released: Counter,
+    pub(crate) hook_leases_lost: Counter,
     /// By source: messages kept while not holding the lease.
-    pub kept: Family<SourceLabel, Gauge>,
+    kept: Family<SourceLabel, Gauge>,
     /// By source: for how long every message has been kept (seconds).
-    pub kept_seconds: Family<SourceLabel, Gauge<f64, AtomicU64>>,
+    kept_seconds: Family<SourceLabel, Gauge<f64, AtomicU64>>,
     /// 1 while this instance could resume where the holder stands (or holds the lease).
-    pub cursor_reachable: Gauge,
-    pub deferrals: Counter,
+    pub(crate) cursor_reachable: Gauge,
+    pub(crate) deferrals: Counter,
 }
 
 impl FleetMetrics {
@@ -116,7 +116,7 @@ impl FleetMetrics {
     }
 
     /// Sets the kept-message series of `source`.
-    pub fn set_kept(&self, source: &str, kept: usize, whole: std::time::Duration) {
+    pub(crate) fn set_kept(&self, source: &str, kept: usize, whole: std::time::Duration) {
         let label = SourceLabel {
             source: source.to_string(),
         };
@@ -129,7 +129,7 @@ impl FleetMetrics {
     }
 
     /// Counts a cursor of `source` not found.
-    pub fn cursor_not_found(&self, source: &str) {
+    pub(crate) fn cursor_not_found(&self, source: &str) {
         self.cursor_missing
             .get_or_create(&SourceLabel {
                 source: source.to_string(),

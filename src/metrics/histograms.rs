@@ -11,7 +11,7 @@ const LATENCY_BUCKETS: [f64; 16] = [
 
 /// Seconds from a bus message's arrival to the 2xx of one of its callbacks.
 #[derive(Clone, Debug)]
-pub struct LatencyHistogram(pub Histogram);
+pub(crate) struct LatencyHistogram(pub Histogram);
 
 impl Default for LatencyHistogram {
     fn default() -> Self {
@@ -26,7 +26,7 @@ const API_LATENCY_BUCKETS: [f64; 17] = [
 
 /// `bbb_api_latency`'s family, with bbb-exporter's buckets.
 #[derive(Clone, Debug)]
-pub struct ApiLatency(pub Family<ApiCallLabels, Histogram, fn() -> Histogram>);
+pub(crate) struct ApiLatency(pub Family<ApiCallLabels, Histogram, fn() -> Histogram>);
 
 impl Default for ApiLatency {
     fn default() -> Self {
@@ -44,7 +44,7 @@ const PLUGIN_CALL_BUCKETS: [f64; 12] = [
 
 /// `hookrelay_plugin_call_seconds`' family: one histogram per plugin.
 #[derive(Clone, Debug)]
-pub struct PluginCallTime(pub Family<PluginLabel, Histogram, fn() -> Histogram>);
+pub(crate) struct PluginCallTime(pub Family<PluginLabel, Histogram, fn() -> Histogram>);
 
 impl Default for PluginCallTime {
     fn default() -> Self {

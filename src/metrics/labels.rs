@@ -5,13 +5,13 @@ use prometheus_client::encoding::EncodeLabelSet;
 
 /// A tenant's series: its id, empty for the operator's hooks and calls.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-pub struct TenantLabel {
-    pub tenant: String,
+pub(crate) struct TenantLabel {
+    tenant: String,
 }
 
 impl TenantLabel {
     /// Of the hook or call of `tenant` (`None`: the operator's).
-    pub fn of(tenant: Option<&str>) -> Self {
+    pub(crate) fn of(tenant: Option<&str>) -> Self {
         Self {
             tenant: tenant.unwrap_or_default().to_string(),
         }
@@ -20,13 +20,13 @@ impl TenantLabel {
 
 /// A tenant's series by reason (failed attempts, hooks disabled or removed).
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-pub struct TenantReasonLabels {
-    pub tenant: String,
-    pub reason: String,
+pub(crate) struct TenantReasonLabels {
+    tenant: String,
+    reason: String,
 }
 
 impl TenantReasonLabels {
-    pub fn of(tenant: Option<&str>, reason: &str) -> Self {
+    pub(crate) fn of(tenant: Option<&str>, reason: &str) -> Self {
         Self {
             tenant: tenant.unwrap_or_default().to_string(),
             reason: reason.to_string(),
@@ -35,60 +35,60 @@ impl TenantReasonLabels {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-pub struct ApiLabels {
-    pub call: String,
-    pub returncode: String,
-    pub message_key: String,
+pub(crate) struct ApiLabels {
+    pub(crate) call: String,
+    pub(crate) returncode: String,
+    pub(crate) message_key: String,
     /// The tenant (its id) that made the call; empty for the operator and for calls whose
     /// checksum matched no one.
-    pub tenant: String,
+    pub(crate) tenant: String,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-pub struct PluginLabel {
-    pub plugin: String,
+pub(crate) struct PluginLabel {
+    pub(crate) plugin: String,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-pub struct PluginActionLabels {
-    pub plugin: String,
-    pub action: String,
+pub(crate) struct PluginActionLabels {
+    pub(crate) plugin: String,
+    pub(crate) action: String,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-pub struct PluginRuleLabels {
-    pub plugin: String,
-    pub rule: String,
+pub(crate) struct PluginRuleLabels {
+    pub(crate) plugin: String,
+    pub(crate) rule: String,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-pub struct PluginErrorLabels {
-    pub plugin: String,
-    pub kind: String,
+pub(crate) struct PluginErrorLabels {
+    pub(crate) plugin: String,
+    pub(crate) kind: String,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct SourceLabel {
-    pub source: String,
+    pub(crate) source: String,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-pub struct ResultLabel {
-    pub result: String,
+pub(crate) struct ResultLabel {
+    pub(crate) result: String,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-pub struct SourceResultLabels {
-    pub source: String,
-    pub result: String,
+pub(crate) struct SourceResultLabels {
+    pub(crate) source: String,
+    pub(crate) result: String,
 }
 
 /// One hook's series: its id, and the tenant whose hook it is (its id), absent for the
 /// operator's hooks (so that a relay without tenants shows the labels it always did).
 #[derive(Clone, Debug, Hash, PartialEq, Eq)]
-pub struct HookLabel {
-    pub hook: String,
-    pub tenant: Option<String>,
+pub(crate) struct HookLabel {
+    pub(super) hook: String,
+    pub(super) tenant: Option<String>,
 }
 
 impl EncodeLabelSet for HookLabel {
@@ -106,31 +106,31 @@ impl EncodeLabelSet for HookLabel {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-pub struct KindLabel {
-    pub kind: &'static str,
+pub(crate) struct KindLabel {
+    pub(super) kind: &'static str,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-pub struct VersionLabel {
-    pub version: &'static str,
+pub(crate) struct VersionLabel {
+    pub(super) version: &'static str,
 }
 
 /// The labels of `bbb_api_latency`: the API call and its parameters (`state=published`).
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-pub struct ApiCallLabels {
-    pub endpoint: String,
-    pub parameters: String,
+pub(crate) struct ApiCallLabels {
+    pub(super) endpoint: String,
+    pub(super) parameters: String,
 }
 
 /// A `[[delivery.receivers]]` entry (its name, or its prefix's host): bounded by the
 /// configuration.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-pub struct ReceiverLabel {
-    pub receiver: String,
+pub(crate) struct ReceiverLabel {
+    pub(crate) receiver: String,
 }
 
 /// An event about hooks (`hook-failing`, ...): four values.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-pub struct EventIdLabel {
-    pub event: String,
+pub(crate) struct EventIdLabel {
+    pub(super) event: String,
 }

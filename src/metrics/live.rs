@@ -19,7 +19,7 @@ use super::SourceLabel;
 
 /// When each source's last bus message arrived, as milliseconds since the relay started.
 #[derive(Debug)]
-pub struct BusClock {
+pub(super) struct BusClock {
     started: Instant,
     sources: Mutex<Vec<(String, Arc<AtomicU64>)>>,
 }
@@ -35,7 +35,7 @@ impl Default for BusClock {
 
 /// One source's clock: ticked by its subscriber.
 #[derive(Debug, Clone)]
-pub struct SourceClock {
+pub(crate) struct SourceClock {
     started: Instant,
     /// `u64::MAX`: none yet.
     last_ms: Arc<AtomicU64>,
@@ -43,7 +43,7 @@ pub struct SourceClock {
 
 impl SourceClock {
     /// A bus message arrived now.
-    pub fn tick(&self) {
+    pub(crate) fn tick(&self) {
         let ms = self.started.elapsed().as_millis() as u64;
         self.last_ms.store(ms, Ordering::Relaxed);
     }
@@ -51,7 +51,7 @@ impl SourceClock {
 
 impl BusClock {
     /// The clock of source `name`, shown from now on (the same one when asked again).
-    pub fn source(&self, name: &str) -> SourceClock {
+    pub(super) fn source(&self, name: &str) -> SourceClock {
         let mut sources = self.sources.lock().unwrap_or_else(|e| e.into_inner());
         let last_ms = match sources.iter().find(|(n, _)| n == name) {
             Some((_, last)) => last.clone(),

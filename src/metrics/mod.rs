@@ -42,11 +42,11 @@ pub(crate) use labels::{
 /// How many hooks of each kind there are (for `hookrelay_hooks{kind}`).
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 pub struct HookCounts {
-    pub global: i64,
-    pub meeting: i64,
-    pub raw: i64,
-    pub permanent: i64,
-    pub disabled: i64,
+    pub(crate) global: i64,
+    pub(crate) meeting: i64,
+    pub(crate) raw: i64,
+    pub(crate) permanent: i64,
+    pub(crate) disabled: i64,
 }
 
 /// Every series the relay exports. Labels are bounded: never a URL (it may carry tokens), never
@@ -56,76 +56,77 @@ pub struct Metrics {
     registry: Registry,
     /// Per source.
     pub bus: bus::BusMetrics,
-    pub fleet: fleet::FleetMetrics,
-    pub xapi: xapi::XapiMetrics,
-    pub tenants: tenants::TenantMetrics,
+    pub(crate) fleet: fleet::FleetMetrics,
+    pub(crate) xapi: xapi::XapiMetrics,
+    pub(crate) tenants: tenants::TenantMetrics,
     /// Callbacks delivered, by tenant (empty: the operator's hooks).
-    pub callbacks_delivered: Family<TenantLabel, Counter>,
+    pub(crate) callbacks_delivered: Family<TenantLabel, Counter>,
     /// Failed attempts, by tenant and reason.
-    pub callback_failures: Family<TenantReasonLabels, Counter>,
+    pub(crate) callback_failures: Family<TenantReasonLabels, Counter>,
     /// Hooks removed by the relay, by tenant and reason (`failures`, `tenant_unknown`).
-    pub hooks_removed: Family<TenantReasonLabels, Counter>,
+    pub(crate) hooks_removed: Family<TenantReasonLabels, Counter>,
     /// Hooks disabled by the relay, by tenant and reason (`failures`: their retries ran out
     /// with `delivery.on_give_up = "disable"`; `tenant_unknown`: their tenant is gone).
-    pub hooks_disabled: Family<TenantReasonLabels, Counter>,
+    pub(crate) hooks_disabled: Family<TenantReasonLabels, Counter>,
     /// Audit records that could not be written.
-    pub audit_write_failures: Counter,
+    pub(crate) audit_write_failures: Counter,
     /// Time callbacks waited for their receiver's rate (`[[delivery.receivers]]`), seconds.
-    pub receiver_rate_wait: Family<ReceiverLabel, Counter<f64, std::sync::atomic::AtomicU64>>,
+    pub(crate) receiver_rate_wait:
+        Family<ReceiverLabel, Counter<f64, std::sync::atomic::AtomicU64>>,
     /// Events about hooks told (`hook-failing`, ...), by event id.
-    pub hook_notices: Family<EventIdLabel, Counter>,
+    hook_notices: Family<EventIdLabel, Counter>,
     /// 1 while a receiver's circuit is open (`delivery.circuit_after`), by host and port.
-    pub receiver_circuit_open: Family<ReceiverLabel, Gauge>,
+    pub(crate) receiver_circuit_open: Family<ReceiverLabel, Gauge>,
     /// Rounds of hooks' attempts and states that could not be written to the store.
-    pub insight_write_failures: Counter,
+    pub(crate) insight_write_failures: Counter,
     /// Callbacks queued again by `hookrelay redeliver`.
-    pub redelivered: Counter,
-    pub queue_dropped: Counter,
+    pub(crate) redelivered: Counter,
+    pub(crate) queue_dropped: Counter,
     /// Of those, dropped for the byte budget of all queues.
-    pub queue_dropped_by_budget: Counter,
+    pub(crate) queue_dropped_by_budget: Counter,
     /// `delivery.queue_budget_mb` in bytes, and what the queues take of it (estimated).
-    pub queue_budget_bytes: Gauge,
-    pub queue_bytes: Gauge,
-    pub queue_append_conflicts: Counter,
+    pub(crate) queue_budget_bytes: Gauge,
+    pub(crate) queue_bytes: Gauge,
+    pub(crate) queue_append_conflicts: Counter,
     /// Store writes that fewer replicas than `store.wait_replicas` had in time.
-    pub store_unreplicated: Counter,
-    pub queued_callbacks: Gauge,
-    pub delivery_workers: Gauge,
-    pub hooks_registered: Gauge,
-    pub hooks_by_kind: Family<KindLabel, Gauge>,
-    pub hooks_refused: Counter,
-    pub callback_latency: LatencyHistogram,
-    pub queue_depth: Family<HookLabel, Gauge>,
+    pub(crate) store_unreplicated: Counter,
+    queued_callbacks: Gauge,
+    pub(crate) delivery_workers: Gauge,
+    hooks_registered: Gauge,
+    hooks_by_kind: Family<KindLabel, Gauge>,
+    pub(crate) hooks_refused: Counter,
+    pub(crate) callback_latency: LatencyHistogram,
+    queue_depth: Family<HookLabel, Gauge>,
     /// The age of the oldest callback queued per hook, for the hooks with callbacks queued.
-    pub queue_oldest_age: Family<HookLabel, Gauge<f64, std::sync::atomic::AtomicU64>>,
+    queue_oldest_age: Family<HookLabel, Gauge<f64, std::sync::atomic::AtomicU64>>,
     /// The hooks that have a `queue_oldest_age` series now.
     oldest_hooks: std::sync::Mutex<Vec<HookLabel>>,
     /// The hooks that have a `queue_depth` series now.
     depth_hooks: std::sync::Mutex<Vec<HookLabel>>,
-    pub conference_seeds: Family<SourceResultLabels, Counter>,
-    pub merge_up: Family<SourceLabel, Gauge>,
-    pub merge_duration: Family<SourceLabel, Gauge<f64, std::sync::atomic::AtomicU64>>,
-    pub merge_left_out: Family<SourceLabel, Counter>,
-    pub build_info: Family<VersionLabel, Gauge>,
-    pub meeting_mappings: Gauge,
-    pub user_mappings: Gauge,
-    pub api_requests: Family<ApiLabels, Counter>,
-    pub plugin_calls: Family<PluginActionLabels, Counter>,
-    pub plugin_errors: Family<PluginErrorLabels, Counter>,
+    pub(crate) conference_seeds: Family<SourceResultLabels, Counter>,
+    merge_up: Family<SourceLabel, Gauge>,
+    merge_duration: Family<SourceLabel, Gauge<f64, std::sync::atomic::AtomicU64>>,
+    merge_left_out: Family<SourceLabel, Counter>,
+    build_info: Family<VersionLabel, Gauge>,
+    pub(crate) meeting_mappings: Gauge,
+    pub(crate) user_mappings: Gauge,
+    pub(crate) api_requests: Family<ApiLabels, Counter>,
+    pub(crate) plugin_calls: Family<PluginActionLabels, Counter>,
+    pub(crate) plugin_errors: Family<PluginErrorLabels, Counter>,
     /// Wall-clock time of each plugin call, failed or not, by plugin.
-    pub plugin_call_seconds: PluginCallTime,
-    pub plugin_failed: Family<PluginLabel, Gauge>,
+    pub(crate) plugin_call_seconds: PluginCallTime,
+    pub(crate) plugin_failed: Family<PluginLabel, Gauge>,
     /// Events a plugin's named rule matched (`count-rule-match`).
-    pub plugin_rule_matches: Family<PluginRuleLabels, Counter>,
+    pub(crate) plugin_rule_matches: Family<PluginRuleLabels, Counter>,
     /// Plugin calls moved off idle-priority threads because they waited too long for CPU.
-    pub plugin_starved: Counter,
-    pub plugin_reloads: Family<ResultLabel, Counter>,
-    pub plugins_loaded: Gauge,
-    pub plugin_dropped: Counter,
-    pub plugin_compiles: Family<SourceLabel, Counter>,
-    pub plugin_load_failed: Family<PluginLabel, Gauge>,
+    pub(crate) plugin_starved: Counter,
+    pub(crate) plugin_reloads: Family<ResultLabel, Counter>,
+    pub(crate) plugins_loaded: Gauge,
+    pub(crate) plugin_dropped: Counter,
+    pub(crate) plugin_compiles: Family<SourceLabel, Counter>,
+    pub(crate) plugin_load_failed: Family<PluginLabel, Gauge>,
     /// bbb-exporter's `bbb_api_latency{endpoint,parameters}`: the relay's calls to BBB's API.
-    pub bbb_api_latency: ApiLatency,
+    bbb_api_latency: ApiLatency,
     /// Families written as text at the end of the exposition.
     texts: Vec<Box<dyn TextFamilies>>,
 }
@@ -134,13 +135,13 @@ pub struct Metrics {
 /// encode ([`TextFamilies`]).
 #[derive(Default)]
 pub struct Exports {
-    pub collectors: Vec<Box<dyn prometheus_client::collector::Collector>>,
-    pub texts: Vec<Box<dyn TextFamilies>>,
+    pub(crate) collectors: Vec<Box<dyn prometheus_client::collector::Collector>>,
+    pub(crate) texts: Vec<Box<dyn TextFamilies>>,
 }
 
 /// Families that the metrics crate cannot encode (OpenMetrics gauge histograms), written as
 /// OpenMetrics text at the start of the exposition.
-pub trait TextFamilies: Send + Sync + std::fmt::Debug {
+pub(crate) trait TextFamilies: Send + Sync + std::fmt::Debug {
     fn write(&self, out: &mut String);
 }
 

@@ -10,16 +10,16 @@ use prometheus_client::{
 use super::xapi::ReasonLabel;
 
 #[derive(Default)]
-pub struct TenantMetrics {
+pub(crate) struct TenantMetrics {
     /// Tenants in force (Scalelite's and the configuration's).
-    pub known: Gauge,
+    pub(crate) known: Gauge,
     /// Records of Scalelite's tenants the last read found unusable, by reason.
-    pub problems: Family<ReasonLabel, Gauge>,
+    problems: Family<ReasonLabel, Gauge>,
     /// Reads of Scalelite's Redis that failed (the last good tenants stayed in force).
-    pub read_failures: Counter,
+    pub(crate) read_failures: Counter,
     /// 1 while the tenants in force are the view kept in the store (a start while Scalelite's
     /// Redis could not be read), until it is read.
-    pub from_store: Gauge,
+    pub(crate) from_store: Gauge,
 }
 
 impl TenantMetrics {
@@ -50,7 +50,7 @@ impl TenantMetrics {
     }
 
     /// Sets the count of problems of `reason`.
-    pub fn set_problems(&self, reason: &'static str, n: i64) {
+    pub(crate) fn set_problems(&self, reason: &'static str, n: i64) {
         self.problems
             .get_or_create(&ReasonLabel {
                 reason: reason.into(),

@@ -8,19 +8,19 @@ use prometheus_client::{
 };
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-pub struct LrsLabel {
-    pub lrs: String,
+pub(crate) struct LrsLabel {
+    lrs: String,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-pub struct LrsReasonLabels {
-    pub lrs: String,
-    pub reason: String,
+pub(crate) struct LrsReasonLabels {
+    pub(crate) lrs: String,
+    pub(crate) reason: String,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-pub struct ReasonLabel {
-    pub reason: String,
+pub(super) struct ReasonLabel {
+    pub(super) reason: String,
 }
 
 /// LRS request latency buckets, in seconds.
@@ -32,17 +32,17 @@ fn histogram() -> Histogram {
     Histogram::new(BUCKETS)
 }
 
-pub struct XapiMetrics {
+pub(crate) struct XapiMetrics {
     /// Statements the LRS took (2xx, or 409: it holds that id already).
-    pub sent: Family<LrsLabel, Counter>,
+    pub(crate) sent: Family<LrsLabel, Counter>,
     /// Tries that failed, by reason (`connect`, `timeout`, `status_5xx`, `status_429`, ...);
     /// a statement is tried again unless the reason is a refusal (`rejected_4xx`).
-    pub failed: Family<LrsReasonLabels, Counter>,
+    pub(crate) failed: Family<LrsReasonLabels, Counter>,
     /// Statements waiting for their LRS.
-    pub queued: Family<LrsLabel, Gauge>,
-    pub latency: Family<LrsLabel, Histogram, fn() -> Histogram>,
+    pub(crate) queued: Family<LrsLabel, Gauge>,
+    pub(crate) latency: Family<LrsLabel, Histogram, fn() -> Histogram>,
     /// Events that made no statement, by reason (`disabled`, `unknown_user`, `bad_payload`, ...).
-    pub skipped: Family<ReasonLabel, Counter>,
+    skipped: Family<ReasonLabel, Counter>,
 }
 
 impl Default for XapiMetrics {
@@ -86,7 +86,7 @@ impl XapiMetrics {
         );
     }
 
-    pub fn skip(&self, reason: &str) {
+    pub(crate) fn skip(&self, reason: &str) {
         self.skipped
             .get_or_create(&ReasonLabel {
                 reason: reason.into(),
@@ -94,7 +94,7 @@ impl XapiMetrics {
             .inc();
     }
 
-    pub fn lrs(lrs: &str) -> LrsLabel {
+    pub(crate) fn lrs(lrs: &str) -> LrsLabel {
         LrsLabel { lrs: lrs.into() }
     }
 }

@@ -34,14 +34,14 @@ struct Holding {
 }
 
 pub(super) struct Balancer {
-    pub instance: String,
-    pub ttl: Duration,
-    pub conn: StoreConn,
-    pub held: Arc<Held>,
-    pub registry: Arc<Registry>,
-    pub acker: Arc<Acker>,
-    pub metrics: Arc<Metrics>,
-    pub token: CancellationToken,
+    instance: String,
+    ttl: Duration,
+    conn: StoreConn,
+    held: Arc<Held>,
+    registry: Arc<Registry>,
+    acker: Arc<Acker>,
+    metrics: Arc<Metrics>,
+    token: CancellationToken,
     mine: HashMap<HookId, Holding>,
 }
 

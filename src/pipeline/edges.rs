@@ -41,24 +41,24 @@ const SILENT_AFTER_MS: u64 = 10_000;
 
 /// A server whose edge appeared, for the processing stage to add before its messages.
 pub(super) struct Joined {
-    pub name: Arc<str>,
-    pub keys: SourceKeys,
+    pub(super) name: Arc<str>,
+    pub(super) keys: SourceKeys,
     /// Its processor, with its mappings read back (the stage marks it with the source).
-    pub processor: Processor,
-    pub conference: SharedConference,
+    pub(super) processor: Processor,
+    pub(super) conference: SharedConference,
     /// The stage answers with the server's source, `None` when no more sources fit.
-    pub reply: oneshot::Sender<Option<SourceId>>,
+    pub(super) reply: oneshot::Sender<Option<SourceId>>,
 }
 
 /// What taking the edges needs.
 pub(super) struct Taker {
-    pub conn: StoreConn,
-    pub config: Config,
-    pub bus: mpsc::Sender<BusMessage>,
-    pub joins: mpsc::Sender<Joined>,
-    pub metrics: Arc<Metrics>,
+    pub(super) conn: StoreConn,
+    pub(super) config: Config,
+    pub(super) bus: mpsc::Sender<BusMessage>,
+    pub(super) joins: mpsc::Sender<Joined>,
+    pub(super) metrics: Arc<Metrics>,
     /// Names no edge may take: the configured sources'.
-    pub reserved: HashSet<String>,
+    pub(super) reserved: HashSet<String>,
 }
 
 /// One server being taken.

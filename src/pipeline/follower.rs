@@ -64,11 +64,11 @@ pub(super) fn spread(
 #[derive(Debug, Default)]
 pub(super) struct Resumed {
     /// In order, the messages after the last holder's cursors.
-    pub messages: Vec<BusMessage>,
+    pub(super) messages: Vec<BusMessage>,
     /// The cursors, by source.
-    pub cursors: Vec<Option<Cursor>>,
+    pub(super) cursors: Vec<Option<Cursor>>,
     /// Callbacks of `messages` already queued (a Redis Cluster store: [`mark`]).
-    pub queued: AlreadyQueued,
+    pub(super) queued: AlreadyQueued,
 }
 
 /// Keeps the bus messages until this instance takes the lease; then returns, in order, those
@@ -194,13 +194,13 @@ async fn read_where_the_holder_stood(
 
 /// What an instance without the lease needs to follow the holder.
 pub(super) struct Follower<'a> {
-    pub lease: &'a Lease,
-    pub conn: &'a StoreConn,
-    pub config: &'a FleetConfig,
-    pub sources: &'a SourceTable,
+    pub(super) lease: &'a Lease,
+    pub(super) conn: &'a StoreConn,
+    pub(super) config: &'a FleetConfig,
+    pub(super) sources: &'a SourceTable,
     /// Each source's subscription counter: a new subscription means messages may be missing.
-    pub subscriptions: Vec<watch::Receiver<u64>>,
-    pub metrics: &'a Metrics,
+    pub(super) subscriptions: Vec<watch::Receiver<u64>>,
+    pub(super) metrics: &'a Metrics,
 }
 
 /// A follower's memory: what it kept, and what it last found of each cursor.

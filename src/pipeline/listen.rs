@@ -23,8 +23,8 @@ pub struct Listeners {
 
 /// The admin API's Unix socket; its file is removed when the relay stops.
 pub struct AdminSocket {
-    pub listener: UnixListener,
-    pub path: PathBuf,
+    pub(super) listener: UnixListener,
+    pub(super) path: PathBuf,
 }
 
 /// A listener that cannot be bound: its key, its address and why.
@@ -32,10 +32,10 @@ pub struct AdminSocket {
 #[error("cannot listen on {addr} ({key}): {source}")]
 pub struct BindError {
     /// The configuration key of the address, e.g. `api.bind`.
-    pub key: &'static str,
-    pub addr: String,
+    key: &'static str,
+    addr: String,
     #[source]
-    pub source: io::Error,
+    source: io::Error,
 }
 
 impl Listeners {

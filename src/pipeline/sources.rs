@@ -22,10 +22,10 @@ use crate::{
 
 /// One source as the pipeline runs it.
 pub(super) struct Source {
-    pub id: SourceId,
-    pub config: SourceConfig,
-    pub keys: SourceKeys,
-    pub conference: SharedConference,
+    id: SourceId,
+    pub(super) config: SourceConfig,
+    pub(super) keys: SourceKeys,
+    pub(super) conference: SharedConference,
 }
 
 /// The configured sources, each with its keys and an empty conference state.
@@ -115,12 +115,12 @@ pub(super) async fn restore_one(
 
 /// Each source's subscription counter, watched by readiness and by its seeder.
 pub(super) struct Subscribed {
-    pub ready: Vec<watch::Receiver<u64>>,
+    pub(super) ready: Vec<watch::Receiver<u64>>,
     /// Made before the subscribers start, so that the seeders, started once the state is
     /// read back, still see the first subscription.
-    pub seeds: Vec<watch::Receiver<u64>>,
+    pub(super) seeds: Vec<watch::Receiver<u64>>,
     /// The same, for an instance that follows the fleet lease's holder.
-    pub fleet: Vec<watch::Receiver<u64>>,
+    pub(super) fleet: Vec<watch::Receiver<u64>>,
 }
 
 /// Starts every source's subscriber.

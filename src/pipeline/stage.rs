@@ -51,34 +51,34 @@ fn batch_limit(widest: usize) -> usize {
 pub(super) struct ProcessStage {
     /// Decode, map, match: plugins are not run here but in the hooks' workers (the router
     /// defers them), so routing is cheap and stays on this task.
-    pub router: MessageRouter,
+    pub(super) router: MessageRouter,
     /// The hook snapshot last seen: when it changes, the queues of removed hooks are closed.
-    pub last_snapshot: Option<Arc<Snapshot>>,
-    pub dispatcher: Dispatcher,
-    pub registry: Arc<Registry>,
-    pub plugins: Arc<Plugins>,
-    pub metrics: Arc<Metrics>,
-    pub sources: Arc<SourceTable>,
+    pub(super) last_snapshot: Option<Arc<Snapshot>>,
+    pub(super) dispatcher: Dispatcher,
+    pub(super) registry: Arc<Registry>,
+    pub(super) plugins: Arc<Plugins>,
+    pub(super) metrics: Arc<Metrics>,
+    pub(super) sources: Arc<SourceTable>,
     /// Where each source's mappings and conference state are stored, by source.
-    pub keys: Vec<SourceKeys>,
+    pub(super) keys: Vec<SourceKeys>,
     /// Each source's conference state, by source (its processor shows it every event).
-    pub conferences: Vec<crate::conference::SharedConference>,
+    pub(super) conferences: Vec<crate::conference::SharedConference>,
     /// In a fleet: where this instance stands in each source, written with each batch.
-    pub cursors: Option<Cursors>,
+    pub(super) cursors: Option<Cursors>,
     /// In a fleet: nothing is queued once the lease is lost.
-    pub fence: Fence,
+    pub(super) fence: Fence,
     /// The xAPI output, when on.
-    pub xapi: Option<crate::xapi::Output>,
+    pub(super) xapi: Option<crate::xapi::Output>,
     /// The servers of a pool whose edges appear ([`super::edges`]), added before their
     /// messages; `None` when the relay takes no edges.
-    pub joins: Option<mpsc::Receiver<Joined>>,
+    pub(super) joins: Option<mpsc::Receiver<Joined>>,
     /// The edges' servers, as the `bbb_*` series show them.
-    pub joined: crate::conference::Joined,
+    pub(super) joined: crate::conference::Joined,
     /// Each edge's source and the key of what was taken of its stream, written with each
     /// batch that has its messages.
-    pub taken: Vec<(SourceId, String)>,
+    pub(super) taken: Vec<(SourceId, String)>,
     /// The batch limit of the hook snapshot it was worked out for.
-    pub limit: Option<(Arc<Snapshot>, usize)>,
+    pub(super) limit: Option<(Arc<Snapshot>, usize)>,
 }
 
 impl ProcessStage {

@@ -66,46 +66,46 @@ pub(super) fn metrics(
 
 /// What every phase uses.
 pub(super) struct Start<'a> {
-    pub config: &'a Config,
-    pub metrics: &'a Arc<Metrics>,
-    pub token: &'a CancellationToken,
-    pub tracker: &'a TaskTracker,
+    pub(super) config: &'a Config,
+    pub(super) metrics: &'a Arc<Metrics>,
+    pub(super) token: &'a CancellationToken,
+    pub(super) tracker: &'a TaskTracker,
     /// The tenants in force, followed in Scalelite's Redis when `[scalelite]` is set.
-    pub tenants: &'a Arc<Tenants>,
+    pub(super) tenants: &'a Arc<Tenants>,
     /// The receivers' circuits (`delivery.circuit_after`), shared by delivery and the admin
     /// API.
-    pub circuits: &'a Option<Arc<crate::delivery::Circuits>>,
+    pub(super) circuits: &'a Option<Arc<crate::delivery::Circuits>>,
 }
 
 /// The hooks, and how this instance runs.
 pub(super) struct Hooks {
-    pub store: Arc<HookStore>,
-    pub registry: Arc<Registry>,
-    pub mode: Mode,
+    pub(super) store: Arc<HookStore>,
+    pub(super) registry: Arc<Registry>,
+    pub(super) mode: Mode,
 }
 
 /// Delivery wired to the sources' subscribers.
 pub(super) struct Wired {
-    pub delivery: Arc<DeliveryContext>,
-    pub acker: Arc<Acker>,
+    pub(super) delivery: Arc<DeliveryContext>,
+    pub(super) acker: Arc<Acker>,
     /// In a fleet, nothing is queued (and without spread, nothing sent) once the lease is lost.
-    pub fence: Fence,
+    fence: Fence,
     /// What stops the relay when the lease is lost, and says afterwards whether it did.
-    pub lease_stop: LeaseStop,
-    pub bus: mpsc::Receiver<BusMessage>,
+    pub(super) lease_stop: LeaseStop,
+    pub(super) bus: mpsc::Receiver<BusMessage>,
     /// Where the edges' messages go into the bus (`[pool] edges`), handed to the taker.
-    pub edge_bus: Option<mpsc::Sender<BusMessage>>,
-    pub subscribed: sources::Subscribed,
+    edge_bus: Option<mpsc::Sender<BusMessage>>,
+    pub(super) subscribed: sources::Subscribed,
 }
 
 /// What processes the bus, ready to run.
 pub(super) struct Processing {
-    pub stage: stage::ProcessStage,
+    pub(super) stage: stage::ProcessStage,
     /// What a new holder of the fleet lease queues first.
-    pub first: follower::Resumed,
-    pub bus: mpsc::Receiver<BusMessage>,
+    pub(super) first: follower::Resumed,
+    pub(super) bus: mpsc::Receiver<BusMessage>,
     /// Takes the edges' streams into the bus (`[pool] edges`).
-    pub taker: Option<edges::Taker>,
+    pub(super) taker: Option<edges::Taker>,
 }
 
 impl Start<'_> {

@@ -21,9 +21,9 @@ use crate::{
 /// What the steps before processing leave: the queues this instance delivers (delivery
 /// spread), what a new holder queues first, the sources' processors read back.
 pub(super) struct Stepped {
-    pub held: Option<Arc<Held>>,
-    pub first: follower::Resumed,
-    pub processors: Vec<crate::event::Processor>,
+    pub(super) held: Option<Arc<Held>>,
+    pub(super) first: follower::Resumed,
+    pub(super) processors: Vec<crate::event::Processor>,
 }
 
 impl Start<'_> {

@@ -31,7 +31,7 @@ const SAMPLE: &str = include_str!("sample-meeting.jsonl");
 pub struct CallTimes {
     /// Events the plugin was called for (those `init` asked for).
     pub calls: usize,
-    pub total: Duration,
+    total: Duration,
     pub slowest: Duration,
     pub kept: usize,
     pub replaced: usize,

@@ -13,14 +13,14 @@ use crate::{
 /// The event's fields the chain needs besides the hook's payload and the event id.
 #[derive(Debug, Clone)]
 pub struct Deferred {
-    pub internal_meeting_id: Option<String>,
-    pub external_meeting_id: Option<String>,
+    pub(crate) internal_meeting_id: Option<String>,
+    pub(crate) external_meeting_id: Option<String>,
     /// The event's other form: the bus message for a processed hook (none for an event the
     /// relay synthesized), the processed event for a raw hook.
-    pub other: Option<Arc<Payload>>,
+    pub(crate) other: Option<Arc<Payload>>,
     /// What plugins are told of the meeting ([`Event::meeting`]), as it was when the event
     /// arrived.
-    pub meeting: Option<Arc<str>>,
+    pub(crate) meeting: Option<Arc<str>>,
 }
 
 impl Deferred {

@@ -19,7 +19,7 @@ pub(crate) const TICK: Duration = Duration::from_millis(1);
 /// The engine and where it caches compiled components.
 #[derive(Clone)]
 pub struct Host {
-    pub engine: Engine,
+    pub(super) engine: Engine,
     /// `None`: compile every time.
     cache: Option<Cache>,
     /// Hex digest of the engine's compatibility hash: part of every cache key.

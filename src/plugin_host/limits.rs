@@ -12,7 +12,7 @@ pub(super) struct Limits {
     /// `used` before the growth under way, restored if the growth fails after all.
     before: usize,
     /// Set when a growth past the limit stopped the instance.
-    pub exceeded: bool,
+    pub(super) exceeded: bool,
 }
 
 impl Limits {

@@ -47,11 +47,11 @@ struct Slot {
 /// A plugin ready to be called.
 pub struct Plugin {
     name: Arc<str>,
-    pub settings: Settings,
+    pub(super) settings: Settings,
     /// Digest of the `.wasm` bytes and the `.toml` text it was loaded from.
-    pub source: [u8; 32],
+    pub(super) source: [u8; 32],
     /// SHA-256 (hex) of the `.wasm` bytes: its compile cache key.
-    pub wasm_digest: Option<String>,
+    pub(super) wasm_digest: Option<String>,
     /// Keeps the engine's deadline clock running for as long as the plugin can be called.
     _host: Option<Host>,
     /// `None`: the file could not be loaded; every call fails (and `on_error` applies).

@@ -35,13 +35,13 @@ pub struct LoadFailure {
 #[derive(Debug, Default)]
 pub struct LoadReport {
     /// Plugins compiled and started (new or changed).
-    pub loaded: Vec<String>,
+    pub(super) loaded: Vec<String>,
     /// Of those, how many came from the compile cache.
-    pub from_cache: usize,
+    pub(super) from_cache: usize,
     /// Plugins kept as they were (files unchanged).
-    pub unchanged: usize,
+    unchanged: usize,
     /// Plugins gone from the folder.
-    pub removed: Vec<String>,
+    pub(super) removed: Vec<String>,
     pub failures: Vec<LoadFailure>,
 }
 

@@ -18,17 +18,17 @@ pub use crate::config::PluginDefaults as Defaults;
 /// empty list matches everything.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize)]
 #[serde(default, deny_unknown_fields)]
-pub struct Scope {
+pub(super) struct Scope {
     /// Hook ids.
-    pub hooks: Vec<HookId>,
+    hooks: Vec<HookId>,
     /// Callback URL prefixes.
-    pub callback_prefixes: Vec<String>,
+    callback_prefixes: Vec<String>,
     /// External meeting ids of the event.
-    pub meetings: Vec<String>,
+    meetings: Vec<String>,
 }
 
 impl Scope {
-    pub fn matches(&self, hook: &Hook, external_meeting_id: Option<&str>) -> bool {
+    pub(super) fn matches(&self, hook: &Hook, external_meeting_id: Option<&str>) -> bool {
         (self.hooks.is_empty() || self.hooks.contains(&hook.id))
             && (self.callback_prefixes.is_empty()
                 || self
@@ -61,9 +61,9 @@ struct File {
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Settings {
     pub limits: Defaults,
-    pub scope: Scope,
+    pub(super) scope: Scope,
     /// `[config]`, each value as `get-config` returns it (shared with the plugin's stores).
-    pub config: Arc<HashMap<String, String>>,
+    pub(super) config: Arc<HashMap<String, String>>,
 }
 
 impl Settings {

@@ -28,8 +28,8 @@ struct StoredTenant {
 
 /// A view read back from the store.
 pub(crate) struct Kept {
-    pub saved_at: u64,
-    pub tenants: Vec<Tenant>,
+    pub(super) saved_at: u64,
+    pub(super) tenants: Vec<Tenant>,
 }
 
 /// Keeps `tenants` (Scalelite's, as last read) in the store.

@@ -32,7 +32,7 @@ use crate::{
 /// Why a tenant is refused whatever its record says: its calls get `checksumError`, as an
 /// unknown tenant's, and its callbacks are not signed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Refusal {
+pub(crate) enum Refusal {
     /// One of its secrets is the operator's (`bbb.secret`, or a source's server secret): its
     /// calls would be the operator's.
     OperatorSecret,
@@ -59,9 +59,9 @@ pub(crate) fn refusal(secrets: &[Secret], operator: &[Secret]) -> Option<Refusal
 #[derive(Debug, PartialEq, Eq)]
 pub struct Tenant {
     /// What its meetings' `tenant-id` metadata says, and what its hooks record.
-    pub id: String,
+    pub(crate) id: String,
     /// The first label of its host names, lowercase.
-    pub name: String,
+    pub(crate) name: String,
     /// Never empty: a tenant without secrets is not made ([`Tenant::new`]).
     secrets: Vec<Secret>,
 }
@@ -165,14 +165,14 @@ impl View {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ScaleliteStatus {
     /// When its Redis was last read (ms since the epoch).
-    pub last_read: Option<u64>,
+    pub(crate) last_read: Option<u64>,
     /// Since when its reads fail (ms since the epoch), while they do.
-    pub failing_since: Option<u64>,
+    pub(crate) failing_since: Option<u64>,
     /// The view in force is the one kept in the store, saved at this time (ms), until its
     /// Redis is read.
-    pub from_store: Option<u64>,
+    pub(crate) from_store: Option<u64>,
     /// What the last read found wrong, by tenant.
-    pub problems: Vec<scalelite::Problem>,
+    pub(crate) problems: Vec<scalelite::Problem>,
 }
 
 /// The view in force: the configuration's tenants, then Scalelite's (a configured tenant wins

@@ -26,7 +26,7 @@ use crate::{
 
 /// Why a record of Scalelite's cannot be used as it is.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Problem {
+pub(crate) enum Problem {
     /// An id in the set without its hash.
     NoRecord(String),
     /// A tenant's hash without a name.
@@ -42,7 +42,7 @@ pub enum Problem {
 
 impl Problem {
     /// Every `reason`, for the metric's series.
-    pub const REASONS: [&'static str; 6] = [
+    pub(crate) const REASONS: [&'static str; 6] = [
         "no_record",
         "no_name",
         "no_secrets",
@@ -52,7 +52,7 @@ impl Problem {
     ];
 
     /// The metric's `reason`.
-    pub fn reason(&self) -> &'static str {
+    pub(crate) fn reason(&self) -> &'static str {
         match self {
             Self::NoRecord(_) => "no_record",
             Self::NoName(_) => "no_name",
@@ -64,7 +64,7 @@ impl Problem {
     }
 
     /// The tenant id or name it is about.
-    pub fn subject(&self) -> &str {
+    pub(crate) fn subject(&self) -> &str {
         match self {
             Self::NoRecord(id) | Self::NoName(id) | Self::NoSecrets(id) | Self::Refused(id, _) => {
                 id
@@ -78,9 +78,9 @@ impl Problem {
 #[derive(Debug, Default)]
 pub(crate) struct Records {
     /// Tenant id -> its hash's fields (empty: no hash).
-    pub tenants: HashMap<String, HashMap<String, String>>,
+    pub(super) tenants: HashMap<String, HashMap<String, String>>,
     /// Name -> the id its index names (every `<ns>:tenant_name:*` key).
-    pub index: HashMap<String, Option<String>>,
+    pub(super) index: HashMap<String, Option<String>>,
 }
 
 /// The tenants `records` give, and what is wrong with them. A tenant whose record cannot be

@@ -59,10 +59,10 @@ pub(crate) enum Auth {
 #[derive(Clone, PartialEq, Eq, Hash)]
 pub(crate) struct Lrs {
     /// `…/xAPI/statements`.
-    pub url: String,
-    pub auth: Auth,
+    pub(super) url: String,
+    pub(super) auth: Auth,
     /// Chosen by a meeting's payload, not by the operator: sent through the SSRF guard.
-    pub guarded: bool,
+    pub(super) guarded: bool,
 }
 
 impl std::fmt::Debug for Lrs {

@@ -36,17 +36,17 @@ const IDLE_LOOK: Duration = Duration::from_secs(5);
 
 /// What every sender shares.
 pub(crate) struct Shared {
-    pub conn: StoreConn,
+    conn: StoreConn,
     /// For the operator's own endpoint (`[xapi] lrs_endpoint`).
-    pub http: reqwest::Client,
+    http: reqwest::Client,
     /// For endpoints meetings choose: every address through the SSRF guard, no proxy.
-    pub guarded: reqwest::Client,
+    guarded: reqwest::Client,
     /// The SSRF guard (of `[delivery.ssrf]`), for the endpoints meetings choose.
-    pub guard: Arc<Guard>,
-    pub config: XapiConfig,
+    guard: Arc<Guard>,
+    pub(super) config: XapiConfig,
     /// Shared secrets by source name.
-    pub secrets: HashMap<String, String>,
-    pub metrics: Arc<Metrics>,
+    secrets: HashMap<String, String>,
+    pub(super) metrics: Arc<Metrics>,
     /// Decrypted payloads (a PBKDF2 of 10,000 rounds each): by payload text.
     resolved: Mutex<HashMap<String, Result<Lrs, PayloadError>>>,
 }
@@ -139,8 +139,8 @@ impl Shared {
 /// A sender's handle: wakes it, counts what waits in its queue.
 #[derive(Clone, Default)]
 pub(crate) struct Handle {
-    pub wake: Arc<Notify>,
-    pub depth: Arc<AtomicUsize>,
+    pub(super) wake: Arc<Notify>,
+    pub(super) depth: Arc<AtomicUsize>,
 }
 
 /// How a post ended.

@@ -14,8 +14,8 @@ pub(crate) const EMOJI: &str = "https://w3id.org/xapi/virtual-classroom/extensio
 /// Where ids and IRIs come from.
 #[derive(Debug, Clone)]
 pub(crate) struct Ids {
-    pub namespace: Uuid,
-    pub domain: String,
+    pub(super) namespace: Uuid,
+    pub(super) domain: String,
 }
 
 impl Ids {
@@ -40,11 +40,11 @@ impl Ids {
 
 /// What every statement of a meeting has in common.
 pub(crate) struct Base<'a> {
-    pub ids: &'a Ids,
-    pub internal_meeting_id: &'a str,
-    pub external_meeting_id: &'a str,
-    pub meeting_name: &'a str,
-    pub registration: &'a str,
+    pub(super) ids: &'a Ids,
+    pub(super) internal_meeting_id: &'a str,
+    pub(super) external_meeting_id: &'a str,
+    pub(super) meeting_name: &'a str,
+    pub(super) registration: &'a str,
 }
 
 impl Base<'_> {

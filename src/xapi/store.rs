@@ -94,12 +94,12 @@ pub(crate) fn add_writes(pipe: &mut redis::Pipeline, source: &str, writes: &[Wri
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Queued {
     /// Its stream entry id.
-    pub id: String,
-    pub statement: String,
+    pub(super) id: String,
+    pub(super) statement: String,
     /// The meeting's encrypted LRS payload; `None`: the default LRS.
-    pub lrs_payload: Option<String>,
+    pub(super) lrs_payload: Option<String>,
     /// The source whose secret decrypts it.
-    pub source: Option<String>,
+    pub(super) source: Option<String>,
 }
 
 /// Adds a statement to an LRS's queue in `pipe`.

@@ -17,32 +17,32 @@ use super::statement::{Base, Ids, PLANNED_DURATION, minutes};
 /// What is kept of a meeting.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 pub(crate) struct Meeting {
-    pub external_id: String,
-    pub name: String,
-    pub registration: String,
-    pub create_time: u64,
-    pub planned_minutes: i64,
-    pub enabled: bool,
+    external_id: String,
+    name: String,
+    registration: String,
+    create_time: u64,
+    planned_minutes: i64,
+    enabled: bool,
     /// `meta_xapi-create-end-actor-name`, else `<unknown>`.
-    pub actor: String,
+    actor: String,
     /// `meta_secret-lrs-payload`, still encrypted.
-    pub lrs_payload: Option<String>,
+    lrs_payload: Option<String>,
 }
 
 /// A poll, for its answers.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub(crate) struct Poll {
-    pub question: String,
-    pub choices: Vec<Value>,
+    question: String,
+    choices: Vec<Value>,
 }
 
 /// A meeting's whole state.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub(crate) struct State {
-    pub meeting: Meeting,
-    pub users: HashMap<String, String>,
-    pub polls: HashMap<String, Poll>,
-    pub hands: HashMap<String, bool>,
+    pub(super) meeting: Meeting,
+    pub(super) users: HashMap<String, String>,
+    pub(super) polls: HashMap<String, Poll>,
+    pub(super) hands: HashMap<String, bool>,
 }
 
 /// A change to store (by internal meeting id).
@@ -82,9 +82,9 @@ impl Skip {
 /// A statement for a meeting's LRS.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Statement {
-    pub internal_meeting_id: String,
-    pub lrs_payload: Option<String>,
-    pub json: Value,
+    pub(super) internal_meeting_id: String,
+    pub(super) lrs_payload: Option<String>,
+    pub(super) json: Value,
 }
 
 /// Whether the output makes statements of event `id` (`meeting-created` and every id of
@@ -98,10 +98,10 @@ const INITIALIZED: &str = "http://adlnet.gov/expapi/verbs/initialized";
 /// An event as the translator reads it.
 pub(crate) struct Input<'a> {
     /// The processed event (`{"data": {...}}`).
-    pub processed: &'a Value,
+    pub(super) processed: &'a Value,
     /// The bus message it came from; `None` for the events the relay makes itself.
-    pub raw: Option<&'a Value>,
-    pub raw_text: Option<&'a str>,
+    pub(super) raw: Option<&'a Value>,
+    pub(super) raw_text: Option<&'a str>,
 }
 
 /// The text at `path` of `v`.

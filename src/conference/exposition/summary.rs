@@ -11,22 +11,22 @@ const CLIENTS: [&str; 3] = ["html5", "dial-in", "flash"];
 /// The numbers one scrape shows.
 #[derive(Debug, Default, PartialEq)]
 pub(crate) struct Summary {
-    pub meetings: usize,
-    pub breakout_rooms: usize,
-    pub participants: usize,
-    pub participants_max: usize,
-    pub listeners: usize,
-    pub voice: usize,
-    pub video: usize,
-    pub clients: Vec<(String, usize)>,
+    pub(crate) meetings: usize,
+    pub(crate) breakout_rooms: usize,
+    pub(crate) participants: usize,
+    pub(super) participants_max: usize,
+    pub(crate) listeners: usize,
+    pub(crate) voice: usize,
+    pub(crate) video: usize,
+    pub(crate) clients: Vec<(String, usize)>,
     /// Participants by the origin of their meeting (meetings without participants left out).
-    pub origins: BTreeMap<Origin, usize>,
+    pub(super) origins: BTreeMap<Origin, usize>,
     /// Per room: participants, listeners, voice, video.
-    pub rooms: Vec<[usize; 4]>,
+    pub(crate) rooms: Vec<[usize; 4]>,
     /// Unprocessed, processing, processed, published, unpublished, deleted.
-    pub recordings: [usize; 6],
-    pub unique_meetings: u64,
-    pub unique_breakout_rooms: u64,
+    pub(crate) recordings: [usize; 6],
+    pub(crate) unique_meetings: u64,
+    pub(crate) unique_breakout_rooms: u64,
 }
 
 /// The recording states in [`Summary::recordings`]' order.

@@ -49,21 +49,21 @@ const MAX_EVENT: usize = 64;
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub(crate) struct AttemptRecord {
     /// When it ended (ms since the epoch).
-    pub at: u64,
+    pub(crate) at: u64,
     /// The event id (`user-joined`, ...).
-    pub event: String,
+    pub(crate) event: String,
     /// The callback's `timestamp`.
-    pub ts: u64,
+    pub(crate) ts: u64,
     /// 1 for the first try of this callback, 2 for its first retry, ...
-    pub attempt: u32,
+    pub(crate) attempt: u32,
     /// The receiver's HTTP status, when it answered.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub status: Option<u16>,
+    pub(crate) status: Option<u16>,
     /// What went wrong, when it failed (`HTTP 500`, `timeout`, `connect: ...`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub error: Option<String>,
+    pub(crate) error: Option<String>,
     /// From the request's start to its end.
-    pub latency_ms: f64,
+    pub(crate) latency_ms: f64,
 }
 
 impl AttemptRecord {
@@ -119,11 +119,11 @@ struct Pending {
 /// How sent callbacks are kept (`delivery.retain`).
 pub(crate) struct Retention {
     /// The window, and the bytes of all URLs together.
-    pub bounds: Bounds,
+    pub(crate) bounds: Bounds,
     /// The sources' names, stored with each callback.
-    pub sources: Arc<SourceTable>,
+    pub(crate) sources: Arc<SourceTable>,
     /// The hooks: each of their URLs keeps an equal share of the bytes.
-    pub registry: Arc<Registry>,
+    pub(crate) registry: Arc<Registry>,
 }
 
 /// Most callbacks waiting to be kept per URL while the store cannot be written.

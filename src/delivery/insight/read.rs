@@ -21,23 +21,23 @@ use crate::{
 pub(crate) struct HookState {
     /// Callbacks in its queue (the last few delivered may still be counted until they are
     /// marked: at most `delivery.max_unacked`).
-    pub queued: u64,
+    pub(crate) queued: u64,
     /// The `timestamp` of the oldest queued callback.
-    pub oldest_queued: Option<u64>,
-    pub last_ok: Option<u64>,
-    pub last_failure: Option<u64>,
-    pub last_error: Option<String>,
+    pub(crate) oldest_queued: Option<u64>,
+    pub(crate) last_ok: Option<u64>,
+    pub(crate) last_failure: Option<u64>,
+    pub(crate) last_error: Option<String>,
     /// Failed attempts since the last success.
-    pub failures_in_row: u64,
+    pub(crate) failures_in_row: u64,
     /// When it is removed if its failures go on (none for a permanent hook, or when it is not
     /// failing).
-    pub removal_due: Option<u64>,
+    pub(crate) removal_due: Option<u64>,
     /// When it was removed after failures.
-    pub removed: Option<u64>,
+    pub(crate) removed: Option<u64>,
     /// The callback URL of a removed hook.
-    pub url: Option<String>,
+    pub(crate) url: Option<String>,
     /// In a fleet: the instance that delivered its last callback.
-    pub instance: Option<String>,
+    pub(crate) instance: Option<String>,
 }
 
 /// A hook's state in one word.

@@ -30,9 +30,9 @@ pub struct Record<'a> {
 /// cursors), and on a Redis Cluster a mark written beside each hook's entries
 /// ([`crate::fleet::mark`]).
 pub struct Commit {
-    pub writes: redis::Pipeline,
+    pub(crate) writes: redis::Pipeline,
     /// `None` off a cluster, where none is written.
-    pub mark: Option<String>,
+    pub(crate) mark: Option<String>,
 }
 
 /// Why an entry of a batch was not added.

@@ -67,14 +67,14 @@ pub fn parse_ts(id: &str) -> Option<u64> {
 /// An entry as stored, its payload not yet resolved.
 pub struct Stored {
     pub ts: u64,
-    pub event_id: Arc<str>,
+    pub(crate) event_id: Arc<str>,
     pub body: StoredBody,
     /// The source's stored name; `None` for the `default` source.
-    pub source: Option<String>,
+    pub(crate) source: Option<String>,
     /// What the plugin chain needs, for an entry that waits for it.
-    pub chain: Option<Box<Deferred>>,
+    pub(crate) chain: Option<Box<Deferred>>,
     /// A redelivery's original timestamp (`r`).
-    pub original: Option<u64>,
+    pub(crate) original: Option<u64>,
 }
 
 impl Stored {

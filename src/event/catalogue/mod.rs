@@ -70,11 +70,11 @@ impl MapError {
 /// A processed event before its timestamp is settled.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Mapped {
-    pub id: Cow<'static, str>,
-    pub attributes: Map<String, Value>,
+    pub(crate) id: Cow<'static, str>,
+    pub(crate) attributes: Map<String, Value>,
     /// `data.event.ts` when the source fixes it (recording steps, pass-through); else the time
     /// the message is processed.
-    pub ts: Option<Value>,
+    pub(super) ts: Option<Value>,
 }
 
 impl Mapped {

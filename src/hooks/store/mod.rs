@@ -60,16 +60,16 @@ const TENANT_LOCKS: usize = 16;
 /// What a new hook asks for (the id is allocated by the store).
 #[derive(Debug, Clone)]
 pub struct NewHook {
-    pub callback_url: String,
-    pub meeting_id: Option<String>,
-    pub event_ids: Option<Vec<String>>,
-    pub get_raw: bool,
+    pub(crate) callback_url: String,
+    pub(crate) meeting_id: Option<String>,
+    pub(crate) event_ids: Option<Vec<String>>,
+    pub(crate) get_raw: bool,
     /// The tenant asking (`None`: the operator).
-    pub tenant: Option<String>,
+    pub(crate) tenant: Option<String>,
     /// The most hooks the tenant may have (`None`: no limit, the operator's).
-    pub max_hooks: Option<usize>,
+    pub(crate) max_hooks: Option<usize>,
     /// Give the hook its own signing secret (`delivery.hook_secrets`).
-    pub own_secret: bool,
+    pub(crate) own_secret: bool,
 }
 
 impl NewHook {
@@ -85,10 +85,10 @@ impl NewHook {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Restored {
     /// Hooks registered (stored, imported and permanent).
-    pub hooks: usize,
+    pub(crate) hooks: usize,
     /// Stored hooks left out because their callback URL is not allowed (left in Redis, so that
     /// a wider allow-list brings them back).
-    pub refused: usize,
+    pub(crate) refused: usize,
 }
 
 /// Hooks in Redis plus the registry that mirrors them.

@@ -15,18 +15,18 @@ const UNSHARE: &str = "http://activitystrea.ms/unshare";
 
 /// What one event's statement is made from.
 pub(super) struct Event<'a> {
-    pub ids: &'a Ids,
-    pub input: &'a Input<'a>,
-    pub attrs: &'a Value,
+    pub(super) ids: &'a Ids,
+    pub(super) input: &'a Input<'a>,
+    pub(super) attrs: &'a Value,
     /// Its internal meeting id.
-    pub mid: &'a str,
+    pub(super) mid: &'a str,
     /// When it happened (ms).
-    pub when: u64,
-    pub state: &'a State,
-    pub base: Base<'a>,
+    pub(super) when: u64,
+    pub(super) state: &'a State,
+    pub(super) base: Base<'a>,
     /// Its user's internal id, when it has one.
-    pub uid: Option<&'a str>,
-    pub writes: &'a mut Vec<Write>,
+    pub(super) uid: Option<&'a str>,
+    pub(super) writes: &'a mut Vec<Write>,
 }
 
 impl Event<'_> {
