@@ -30,6 +30,7 @@ mod support;
 
 mod api;
 mod baseline;
+mod commandstats;
 mod edges;
 mod launch;
 mod memory;

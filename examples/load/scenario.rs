@@ -233,10 +233,12 @@ async fn burst(
     let cpu0 = relays_cpu();
     let first0 = first_cpu();
     let redis0 = redis_cpu();
+    crate::commandstats::reset(&redis).await;
     let start = Instant::now();
     redis.publish_all(&msgs).await;
     wait_all(&fast, events).await;
     let elapsed = start.elapsed().as_secs_f64();
+    let commands = crate::commandstats::read(&redis).await;
     let cpu = relays_cpu() - cpu0;
     let first = first_cpu() - first0;
     let redis_cpu = redis_cpu() - redis0;
@@ -254,6 +256,21 @@ async fn burst(
         f.push("first_relay_cpu_s", first);
     }
     f.push("redis_cpu_s", redis_cpu);
+    let callbacks = events * hooks;
+    f.push(
+        "redis_cpu_us_per_callback",
+        redis_cpu * 1e6 / callbacks.max(1) as f64,
+    );
+    f.push(
+        "relay_cpu_us_per_callback",
+        cpu * 1e6 / callbacks.max(1) as f64,
+    );
+    let calls: f64 = commands.iter().map(|c| c.calls).sum();
+    f.push("redis_calls_per_callback", calls / callbacks.max(1) as f64);
+    eprintln!(
+        "redis commands per callback (commandstats): {}",
+        crate::commandstats::per_callback(&commands, callbacks)
+    );
     f.push("relay_peak_rss_mib", rss);
     if slow_hooks > 0 {
         let slow_got: usize = slow.iter().map(Sink::count).sum();

@@ -90,24 +90,11 @@ pub(crate) async fn run(setup: &Setup, tenants: usize) -> Figures {
 
 /// `XADD`'s calls and microseconds per call, from `INFO commandstats`.
 async fn xadd_stats(redis: &TestRedis) -> (f64, f64) {
-    let Some(mut c) = redis.conn().await else {
-        return (0.0, 0.0);
-    };
-    let info: String = redis::cmd("INFO")
-        .arg("commandstats")
-        .query_async(&mut c)
-        .await
-        .unwrap_or_default();
-    let Some(line) = info.lines().find(|l| l.starts_with("cmdstat_xadd:")) else {
-        return (0.0, 0.0);
-    };
-    let field = |name: &str| {
-        line.split([':', ','])
-            .find_map(|kv| kv.strip_prefix(name)?.strip_prefix('='))
-            .and_then(|v| v.parse::<f64>().ok())
-            .unwrap_or(0.0)
-    };
-    (field("calls"), field("usec_per_call"))
+    let stats = crate::commandstats::read(redis).await;
+    stats
+        .iter()
+        .find(|c| c.name == "xadd")
+        .map_or((0.0, 0.0), |c| (c.calls, c.usec / c.calls.max(1.0)))
 }
 
 /// The audit stream's records and bytes (`XLEN`, `MEMORY USAGE`).
