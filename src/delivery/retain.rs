@@ -21,34 +21,36 @@ use crate::{
     store_conn::StoreConn,
 };
 
-/// Adds entries and trims (KEYS: the stream, its byte count; ARGV: the most bytes, the oldest
-/// time kept in ms, the keys' expiry in ms, then per entry its field count and pairs, its size
-/// field last). Returns the bytes kept.
+/// Trims what is kept for a URL once a round's entries are added (KEYS: the stream, its byte
+/// count; ARGV: the most bytes, the oldest time kept in ms, the keys' expiry in ms, the bytes
+/// the round added). Returns the bytes kept. The entries themselves are plain `XADD`s before
+/// it: passed through the script, each payload was copied into Lua and back, 8 µs of Redis a
+/// callback (BENCHMARKS.md, issue 63). A round reads the oldest entry alone and goes on only
+/// when it goes.
 const RETAIN: &str = r"
-local used = tonumber(redis.call('GET', KEYS[2]) or '0')
-local a = 4
-while a <= #ARGV do
-  local n = tonumber(ARGV[a])
-  local args = {'XADD', KEYS[1], '*'}
-  for i = 1, n * 2 do args[#args + 1] = ARGV[a + i] end
-  redis.call(unpack(args))
-  used = used + tonumber(ARGV[a + n * 2])
-  a = a + 1 + n * 2
-end
+local used = tonumber(redis.call('GET', KEYS[2]) or '0') + tonumber(ARGV[4])
 local max, oldest = tonumber(ARGV[1]), tonumber(ARGV[2])
-local done = false
-while not done do
-  local page = redis.call('XRANGE', KEYS[1], '-', '+', 'COUNT', 64)
+-- The oldest entries go while the bytes are over or they are older than the window: the oldest
+-- is read alone (most rounds keep it), then pages after it; those that go are trimmed at once.
+local from, count, keep, last = '-', 1, nil, nil
+while keep == nil do
+  local page = redis.call('XRANGE', KEYS[1], from, '+', 'COUNT', count)
   if #page == 0 then break end
   for _, e in ipairs(page) do
     local ms = tonumber(string.match(e[1], '^(%d+)'))
-    if used <= max and ms >= oldest then done = true break end
+    if used <= max and ms >= oldest then keep = e[1] break end
     local f = e[2]
     for i = 1, #f, 2 do
       if f[i] == 'z' then used = used - tonumber(f[i + 1]) end
     end
-    redis.call('XDEL', KEYS[1], e[1])
+    last = e[1]
   end
+  from, count = '(' .. (last or '0-0'), 64
+end
+if last and keep then
+  redis.call('XTRIM', KEYS[1], 'MINID', keep)
+elseif last then
+  redis.call('DEL', KEYS[1])
 end
 if used < 0 then used = 0 end
 redis.call('SET', KEYS[2], used, 'PX', ARGV[3])
@@ -84,16 +86,7 @@ pub(crate) fn add(
     now: u64,
 ) {
     let (stream, bytes) = keys(url);
-    let cmd = pipe
-        .cmd("EVALSHA")
-        .arg(RETAIN_SCRIPT.get_hash())
-        .arg(2)
-        .arg(&stream)
-        .arg(&bytes)
-        .arg(bounds.max_bytes)
-        .arg(now.saturating_sub(bounds.window_ms))
-        // Kept a little longer than the window, so that an idle URL's keys go by themselves.
-        .arg(bounds.window_ms + 60_000);
+    let mut added = 0usize;
     for e in kept {
         // Borrowed, not copied: each value is written once, into the pipeline.
         let ts = e.original_ts().to_string();
@@ -114,17 +107,31 @@ pub(crate) fn add(
             fields.extend(optional.into_iter().filter_map(|(k, v)| Some((k, v?))));
         }
         let size: usize = fields.iter().map(|(k, v)| k.len() + v.len()).sum::<usize>() + 64;
+        added += size;
         let size = size.to_string();
         fields.push(("z", &size));
-        cmd.arg(fields.len());
+        let cmd = pipe.cmd("XADD").arg(&stream).arg("*");
         for (k, v) in fields {
             cmd.arg(k).arg(v);
         }
+        cmd.ignore();
     }
-    cmd.ignore();
+    pipe.cmd("EVALSHA")
+        .arg(RETAIN_SCRIPT.get_hash())
+        .arg(2)
+        .arg(&stream)
+        .arg(&bytes)
+        .arg(bounds.max_bytes)
+        .arg(now.saturating_sub(bounds.window_ms))
+        // Kept a little longer than the window, so that an idle URL's keys go by themselves.
+        .arg(bounds.window_ms + 60_000)
+        .arg(added)
+        .ignore();
 }
 
-/// Sends a pipeline made with [`add`], loading the script when Redis does not have it.
+/// Sends a pipeline made with [`add`]. When Redis does not have the script (restarted, or
+/// failed over), the entries were added: the script is loaded and the trims alone are sent
+/// again, so that nothing is kept twice.
 ///
 /// # Errors
 /// When Redis fails.
@@ -136,7 +143,14 @@ pub(crate) async fn send(
     match pipe.query_async::<()>(&mut c).await {
         Err(e) if e.kind() == redis::ErrorKind::Server(redis::ServerErrorKind::NoScript) => {
             RETAIN_SCRIPT.load_async(&mut c).await?;
-            pipe.query_async(&mut c).await
+            let mut trims = redis::pipe();
+            for cmd in pipe.cmd_iter() {
+                let first = cmd.args_iter().next();
+                if matches!(first, Some(redis::Arg::Simple(name)) if name == b"EVALSHA") {
+                    trims.add_command(cmd.clone()).ignore();
+                }
+            }
+            trims.query_async(&mut c).await
         }
         other => other,
     }

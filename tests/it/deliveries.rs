@@ -560,3 +560,67 @@ async fn kept_callbacks_stay_within_their_bytes_and_the_oldest_go_first() {
         "the newest, in order"
     );
 }
+
+/// A Redis that forgot the scripts (restarted, failed over: `SCRIPT FLUSH` here) keeps each
+/// sent callback once: the kept entries are added before the script that trims them, and only
+/// the script is sent again.
+#[tokio::test]
+async fn kept_callbacks_are_kept_once_when_redis_forgot_the_scripts() {
+    let redis = TestRedis::start().await;
+    let rx = TestReceiver::start().await;
+    let relay = RelayProcess::start(&redis, "").await;
+    let cfg = relay.config.to_str().expect("path");
+    let id = create_hook(&http_client(), relay.api, &rx.url("/once"), "").await;
+    let joins = |from: usize| {
+        (from..from + 10)
+            .map(|i| user_joined("m", &format!("u{i}"), "x"))
+            .collect::<Vec<String>>()
+    };
+    redis.publish_all(&joins(0)).await;
+    rx.wait_delivered(10).await;
+    let mut c = redis.conn().await.expect("redis");
+    let () = redis::cmd("SCRIPT")
+        .arg("FLUSH")
+        .query_async(&mut c)
+        .await
+        .expect("SCRIPT FLUSH");
+    redis.publish_all(&joins(10)).await;
+    let sent = rx.wait_delivered(20).await;
+    let last = sent[19].timestamp();
+    until("the last callback's attempt shown", async || {
+        let newest = json(&["deliveries", &id.to_string(), "-c", cfg, "--limit", "1"]);
+        match newest["deliveries"][0]["timestamp"] == last {
+            true => Ok(()),
+            false => Err(newest),
+        }
+    })
+    .await;
+    let kept = redis.kept_callbacks().await;
+    assert_eq!(kept.len(), 20, "each sent callback kept once: {kept:#?}");
+    let mut bytes = redis.conn().await.expect("redis");
+    let counted: Vec<String> = redis::cmd("KEYS")
+        .arg("hookrelay:retained:*:bytes")
+        .query_async(&mut bytes)
+        .await
+        .expect("keys");
+    let counted: u64 = redis::cmd("GET")
+        .arg(&counted[0])
+        .query_async(&mut bytes)
+        .await
+        .expect("the kept bytes");
+    assert!(
+        counted > 20 * 64,
+        "the script counted the second round too: {counted}"
+    );
+    let asked = json(&["redeliver", &id.to_string(), "--since", "10m", "-c", cfg]);
+    assert_eq!(asked["queued"], 20, "{asked}");
+    let again = rx.wait_delivered(40).await;
+    let names = |rs: &[crate::support::receiver::Received]| {
+        rs.iter().map(|r| user_name(&r.event())).collect::<Vec<_>>()
+    };
+    assert_eq!(
+        names(&again[20..]),
+        names(&again[..20]),
+        "the same, in order"
+    );
+}
