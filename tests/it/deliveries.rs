@@ -534,14 +534,7 @@ async fn kept_callbacks_stay_within_their_bytes_and_the_oldest_go_first() {
     // The callbacks are kept before their attempts are written: once the last one's attempt
     // shows, every callback went through what is kept.
     let last = first[N - 1].timestamp();
-    until("the last callback's attempt shown", async || {
-        let newest = json(&["deliveries", &id.to_string(), "-c", cfg, "--limit", "1"]);
-        match newest["deliveries"][0]["timestamp"] == last {
-            true => Ok(()),
-            false => Err(newest),
-        }
-    })
-    .await;
+    last_attempt_shown(id, cfg, last).await;
     let asked = json(&["redeliver", &id.to_string(), "--since", "10m", "-c", cfg]);
     let kept = asked["queued"].as_u64().expect("queued") as usize;
     let bytes: usize = first[N - kept..].iter().map(|r| r.event().len()).sum();
@@ -551,9 +544,6 @@ async fn kept_callbacks_stay_within_their_bytes_and_the_oldest_go_first() {
         "{bytes} bytes kept: the bound, used"
     );
     let again = rx.wait_delivered(N + kept).await;
-    let names = |rs: &[crate::support::receiver::Received]| {
-        rs.iter().map(|r| user_name(&r.event())).collect::<Vec<_>>()
-    };
     assert_eq!(
         names(&again[N..]),
         names(&first[N - kept..]),
@@ -587,14 +577,7 @@ async fn kept_callbacks_are_kept_once_when_redis_forgot_the_scripts() {
     redis.publish_all(&joins(10)).await;
     let sent = rx.wait_delivered(20).await;
     let last = sent[19].timestamp();
-    until("the last callback's attempt shown", async || {
-        let newest = json(&["deliveries", &id.to_string(), "-c", cfg, "--limit", "1"]);
-        match newest["deliveries"][0]["timestamp"] == last {
-            true => Ok(()),
-            false => Err(newest),
-        }
-    })
-    .await;
+    last_attempt_shown(id, cfg, last).await;
     let kept = redis.kept_callbacks().await;
     assert_eq!(kept.len(), 20, "each sent callback kept once: {kept:#?}");
     let mut bytes = redis.conn().await.expect("redis");
@@ -615,12 +598,27 @@ async fn kept_callbacks_are_kept_once_when_redis_forgot_the_scripts() {
     let asked = json(&["redeliver", &id.to_string(), "--since", "10m", "-c", cfg]);
     assert_eq!(asked["queued"], 20, "{asked}");
     let again = rx.wait_delivered(40).await;
-    let names = |rs: &[crate::support::receiver::Received]| {
-        rs.iter().map(|r| user_name(&r.event())).collect::<Vec<_>>()
-    };
     assert_eq!(
         names(&again[20..]),
         names(&again[..20]),
         "the same, in order"
     );
+}
+
+/// Waits until `deliveries` shows an attempt of the callback of timestamp `last` as the hook's
+/// newest: callbacks are kept before their attempts are written, so every earlier one is kept.
+async fn last_attempt_shown(id: u64, cfg: &str, last: u64) {
+    until("the last callback's attempt shown", async || {
+        let newest = json(&["deliveries", &id.to_string(), "-c", cfg, "--limit", "1"]);
+        match newest["deliveries"][0]["timestamp"] == last {
+            true => Ok(()),
+            false => Err(newest),
+        }
+    })
+    .await;
+}
+
+/// The user names of callbacks, in order.
+fn names(rs: &[crate::support::receiver::Received]) -> Vec<String> {
+    rs.iter().map(|r| user_name(&r.event())).collect()
 }
