@@ -92,12 +92,7 @@ async fn run(hook: Arc<Hook>, queue: Arc<HookQueue>, ctx: Arc<DeliveryContext>) 
             }
         };
         match deliver(&ctx, &sender, &queue, &entry, &mut failures).await {
-            Outcome::Delivered => {
-                acks.delivered(entry.removal());
-                // Kept per registration: a tenant's callbacks never go to another tenant's
-                // hook of the same URL.
-                books.insight().keep(&hook.registration().key(), [entry]);
-            }
+            Outcome::Delivered => acks.delivered(entry.removal()),
             Outcome::GaveUp | Outcome::Stopped => return,
         }
     }
@@ -231,6 +226,13 @@ async fn attempt(
     };
     let failing_after = ctx.sending().failing_after();
     let (decision, spell) = judge(attempt, spell, policy, failing_after);
+    if let Decision::Delivered { .. } = decision {
+        // Kept (per registration: a tenant's callbacks never go to another tenant's hook of
+        // the same URL) before its attempt is recorded: once the attempt shows, the callback
+        // can be sent again.
+        let key = hook.registration().key();
+        ctx.books().insight().keep_sent(&key, entry);
+    }
     if let Some(outcome) = decision.attempted() {
         record(
             ctx.books(),

@@ -297,8 +297,12 @@ pub(crate) async fn holder_of(relays: &[RelayProcess]) -> usize {
         "someone takes the lease",
         Duration::from_secs(30),
         async || {
+            // A relay that does not answer (it stopped and is being started again) holds
+            // no lease.
             for (i, r) in relays.iter().enumerate() {
-                if holds_lease(r).await {
+                if let Ok(m) = r.try_metrics().await
+                    && metric_value(&m, "hookrelay_fleet_lease_held") == 1.0
+                {
                     return Ok(i);
                 }
             }

@@ -229,6 +229,14 @@ impl Insight {
         }
     }
 
+    /// Keeps `entry`, just delivered to `url`, for `redeliver`: called before its attempt is
+    /// recorded, so that a round never shows the attempt of a callback it did not keep.
+    pub(crate) fn keep_sent(&self, url: &str, entry: &Entry) {
+        if self.retention.is_some() && entry.original.is_none() {
+            self.keep(url, [entry.clone()]);
+        }
+    }
+
     /// The most bytes kept per URL now; `None` when sent callbacks are not kept.
     pub(crate) fn retained_bytes(&self) -> Option<u64> {
         self.retention

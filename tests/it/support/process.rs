@@ -259,16 +259,19 @@ impl RelayProcess {
 
     /// The metrics text of the relay at `metrics`.
     pub(crate) async fn metrics(&self) -> String {
+        self.try_metrics().await.expect("metrics")
+    }
+
+    /// The metrics text, or why it could not be read (a relay that stopped or is restarting).
+    pub(crate) async fn try_metrics(&self) -> Result<String, reqwest::Error> {
         let url = format!("http://{}/metrics", self.metrics);
         http_client()
             .get(url)
             .bearer_auth(METRICS_TOKEN)
             .send()
-            .await
-            .expect("metrics")
+            .await?
             .text()
             .await
-            .expect("body")
     }
 
     /// Calls `hooks/<call>` of its API with `query`, signed with SHA-1 and the test secret;
