@@ -580,15 +580,14 @@ async fn kept_callbacks_are_kept_once_when_redis_forgot_the_scripts() {
     last_attempt_shown(id, cfg, last).await;
     let kept = redis.kept_callbacks().await;
     assert_eq!(kept.len(), 20, "each sent callback kept once: {kept:#?}");
-    let mut bytes = redis.conn().await.expect("redis");
     let counted: Vec<String> = redis::cmd("KEYS")
         .arg("hookrelay:retained:*:bytes")
-        .query_async(&mut bytes)
+        .query_async(&mut c)
         .await
         .expect("keys");
     let counted: u64 = redis::cmd("GET")
         .arg(&counted[0])
-        .query_async(&mut bytes)
+        .query_async(&mut c)
         .await
         .expect("the kept bytes");
     assert!(
