@@ -6,7 +6,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cargo build --release --quiet --bin hookrelay
-bin=$PWD/target/release/hookrelay
+bin=${CARGO_TARGET_DIR:-$PWD/target}/release/hookrelay
 root=$PWD/target/plugin-languages
 mkdir -p "$root"
 for lang in rust python js; do

@@ -37,6 +37,10 @@ fn template(lang: Lang) -> &'static [(&'static str, &'static str)] {
                 "package-lock.json",
                 include_str!("templates/js/package-lock.json"),
             ),
+            (
+                "patches/@bytecodealliance+componentize-js+0.23.0.patch",
+                include_str!("templates/js/patches/@bytecodealliance+componentize-js+0.23.0.patch"),
+            ),
             ("{{name}}.toml", include_str!("templates/js/plugin.toml")),
             ("README.md", include_str!("templates/js/README.md")),
             (".gitignore", "/build/\n/node_modules/\n"),

@@ -158,7 +158,7 @@ async fn the_guides_walkthrough_deploys_a_plugin_in_each_language_on_a_running_r
             "{lang}: {out}"
         );
         assert!(
-            out.contains("plugin test: 5 passed, 0 failed\n"),
+            out.contains("plugin test: 6 passed, 0 failed\n"),
             "{lang}: {out}"
         );
         assert!(
@@ -231,7 +231,7 @@ async fn the_guides_record_loop_turns_a_meeting_into_test_cases() {
     );
     assert!(out.contains("\"site\":\"bbb.example.org\""), "{out}");
     assert!(out.contains("tests/meeting.jsonl: 2 cases\n"), "{out}");
-    assert!(out.ends_with("plugin test: 7 passed, 0 failed\n"), "{out}");
+    assert!(out.ends_with("plugin test: 8 passed, 0 failed\n"), "{out}");
     let cases: Vec<Value> = std::fs::read_to_string(&recording)
         .expect("read")
         .lines()
@@ -270,7 +270,7 @@ fn a_failing_case_shows_the_difference_and_settings_count_without_a_rebuild() {
     };
     assert!(diff_line("-", "\"site\": \"elsewhere\""), "{out}");
     assert!(diff_line("+", "\"site\": \"bbb.example.org\""), "{out}");
-    assert!(out.ends_with("plugin test: 4 passed, 1 failed\n"), "{out}");
+    assert!(out.ends_with("plugin test: 5 passed, 1 failed\n"), "{out}");
 
     // A plugin that fails its tests is not deployed.
     let other = tempfile::tempdir().expect("tempdir");
