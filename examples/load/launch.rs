@@ -33,6 +33,8 @@ pub(crate) struct Setup {
     pub receiver_rate: u32,
     /// Serve `/metrics` (on a free port, [`Relay::metrics`]).
     pub metrics: bool,
+    /// More arguments for the store's redis-server (`burst`), e.g. its stream node size.
+    pub redis_args: Vec<String>,
 }
 
 /// Tenant `i`'s name and its host name.

@@ -76,6 +76,10 @@ struct Args {
     /// bus stays on its own Redis); its nodes' CPU counts in redis_cpu_s.
     #[arg(long, global = true)]
     cluster_store: bool,
+    /// `burst`: an argument for the store's redis-server, repeated for several (e.g.
+    /// `--redis-arg=--stream-node-max-entries --redis-arg=16`).
+    #[arg(long = "redis-arg", global = true, allow_hyphen_values = true)]
+    redis_args: Vec<String>,
     /// `delivery.attempt_log`: attempts kept per hook (0: none).
     #[arg(long, default_value_t = 100, global = true)]
     attempt_log: usize,
@@ -305,6 +309,7 @@ async fn scenarios(args: Args) {
                 tenants: args.tenants,
                 receiver_rate: args.receiver_rate,
                 metrics: matches!(scenario, Scenario::Tenancy { .. }),
+                redis_args: args.redis_args.clone(),
             };
             let figures = scenario::run(&scenario, &setup).await;
             println!("run {} {}: {}", run + 1, bin.display(), figures.line());

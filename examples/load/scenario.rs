@@ -186,7 +186,7 @@ async fn burst(
     slow_hooks: usize,
     slow_ms: u64,
 ) -> Figures {
-    let redis = TestRedis::start().await;
+    let redis = TestRedis::start_with(setup.redis_args.clone()).await;
     let cluster = if setup.cluster_store {
         Some(TestCluster::start().await)
     } else {

@@ -159,6 +159,9 @@ impl Start<'_> {
     pub(super) async fn store(&self) -> anyhow::Result<Option<StoreConn>> {
         let config = self.config;
         let conn = StoreConn::connect(config, self.token).await?;
+        if let Some(conn) = &conn {
+            crate::store_conn::tuning::advise(conn).await;
+        }
         Ok(conn.map(|conn| {
             conn.waiting_for(
                 config.store.replicas_to_wait_for(),

@@ -8,6 +8,7 @@
 
 mod cluster;
 mod sentinel;
+pub(crate) mod tuning;
 
 use sentinel::{master, sentinel_trusting};
 

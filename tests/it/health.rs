@@ -163,3 +163,61 @@ async fn a_secret_file_that_cannot_be_read_or_a_secret_given_twice_stops_the_sta
     );
     assert!(!err.contains("another-secret"), "{err}");
 }
+
+/// docs/reliability.md, "The store's settings": a store at Redis' default stream node size (100
+/// entries) gets one line at start naming the setting and the advised value; one set as advised
+/// gets none; one whose user may not read its settings (`-config` in its ACL) gets none either,
+/// and the relay starts as usual.
+#[tokio::test]
+async fn the_start_says_once_when_the_stores_stream_nodes_make_removals_dear() {
+    let advice = "store: stream-node-max-entries is 100";
+    let default = TestRedis::start().await;
+    let relay = RelayProcess::start(&default, "").await;
+    relay.wait_log("the advice", advice).await;
+    let log = relay.terminate().await;
+    assert_eq!(
+        log.matches("stream-node-max-entries is").count(),
+        1,
+        "{log}"
+    );
+    assert!(log.contains("costs the store about"), "{log}");
+
+    let tuned = TestRedis::start_with(vec!["--stream-node-max-entries".into(), "16".into()]).await;
+    let relay = RelayProcess::start(&tuned, "").await;
+    assert_eq!(probe(&relay, "/readyz").await.0, 200);
+    let log = relay.terminate().await;
+    assert!(!log.contains("stream-node-max-entries"), "{log}");
+
+    let mut conn = default.conn().await.expect("connection");
+    let _: () = redis::cmd("ACL")
+        .arg(&[
+            "SETUSER",
+            "relay",
+            "on",
+            ">relay-pw",
+            "~*",
+            "&*",
+            "+@all",
+            "-config",
+        ])
+        .query_async(&mut conn)
+        .await
+        .expect("ACL SETUSER");
+    let store = format!(
+        "[store]\nurl = \"redis://relay:relay-pw@127.0.0.1:{}\"\n",
+        default.port
+    );
+    let relay = RelayProcess::start(&default, &store).await;
+    let (status, ready) = probe(&relay, "/readyz").await;
+    assert_eq!(status, 200, "{ready}");
+    // The store's connections are that user's (so its CONFIG GET was refused).
+    let clients: String = redis::cmd("CLIENT")
+        .arg("LIST")
+        .query_async(&mut conn)
+        .await
+        .expect("CLIENT LIST");
+    assert!(clients.contains(" user=relay "), "{clients}");
+    let log = relay.terminate().await;
+    assert!(!log.contains("stream-node-max-entries"), "{log}");
+    assert!(!log.contains("relay-pw"), "{log}");
+}

@@ -139,7 +139,7 @@ impl TestRedis {
         format!("rediss://127.0.0.1:{}", self.tls_port)
     }
 
-    async fn start_with(args: Vec<String>) -> Self {
+    pub(crate) async fn start_with(args: Vec<String>) -> Self {
         let dir = tempfile::tempdir().expect("temp dir");
         let mut r = TestRedis {
             port: 0,
