@@ -160,7 +160,7 @@ impl Start<'_> {
         let config = self.config;
         let conn = StoreConn::connect(config, self.token).await?;
         if let Some(conn) = &conn {
-            crate::store_conn::tuning::advise(conn).await;
+            crate::store_conn::advise_on_settings(conn).await;
         }
         Ok(conn.map(|conn| {
             conn.waiting_for(

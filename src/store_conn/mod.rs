@@ -8,9 +8,10 @@
 
 mod cluster;
 mod sentinel;
-pub(crate) mod tuning;
+mod tuning;
 
 use sentinel::{master, sentinel_trusting};
+pub(crate) use tuning::advise as advise_on_settings;
 
 use std::{
     sync::{
