@@ -604,6 +604,96 @@ async fn kept_callbacks_are_kept_once_when_redis_forgot_the_scripts() {
     );
 }
 
+/// What an earlier version kept (an entry a callback) and what this one keeps (a round's
+/// callbacks in a group entry) are sent again together, in order, each body as it was sent:
+/// an upgrade keeps what was kept. A round's callbacks take fewer entries than callbacks.
+#[tokio::test]
+async fn callbacks_kept_an_entry_each_and_in_groups_are_redelivered_together() {
+    let redis = TestRedis::start().await;
+    let rx = TestReceiver::start().await;
+    let relay = RelayProcess::start(&redis, "").await;
+    let cfg = relay.config.to_str().expect("path");
+    let id = create_hook(&http_client(), relay.api, &rx.url("/mixed"), "").await;
+    let joins = |from: usize, n: usize| {
+        (from..from + n)
+            .map(|i| user_joined("m", &format!("u{i}"), &format!("N{i}")))
+            .collect::<Vec<String>>()
+    };
+    redis.publish_all(&joins(0, 3)).await;
+    let first = rx.wait_delivered(3).await;
+    last_attempt_shown(id, cfg, first[2].timestamp()).await;
+    // Rewritten as an earlier version wrote them: an entry a callback, with its fields.
+    let mut c = redis.conn().await.expect("redis");
+    let keys: Vec<String> = redis::cmd("KEYS")
+        .arg("hookrelay:retained:*")
+        .query_async(&mut c)
+        .await
+        .expect("keys");
+    let stream = keys.iter().find(|k| !k.ends_with(":bytes")).expect("kept");
+    let groups: Vec<(String, Vec<(String, String)>)> = redis::cmd("XRANGE")
+        .arg(stream)
+        .arg("-")
+        .arg("+")
+        .query_async(&mut c)
+        .await
+        .expect("xrange");
+    let mut earlier = Vec::new();
+    for (_, fields) in &groups {
+        let (_, g) = fields
+            .iter()
+            .find(|(k, _)| k == "g")
+            .expect("a group entry");
+        let callbacks: Vec<Vec<(String, String)>> =
+            serde_json::from_str::<Vec<serde_json::Map<String, Value>>>(g)
+                .expect("a group")
+                .into_iter()
+                .map(|c| {
+                    c.into_iter()
+                        .map(|(k, v)| (k, v.as_str().expect("text").to_owned()))
+                        .collect()
+                })
+                .collect();
+        earlier.extend(callbacks);
+    }
+    assert_eq!(earlier.len(), 3, "{earlier:?}");
+    let () = redis::cmd("DEL")
+        .arg(stream)
+        .query_async(&mut c)
+        .await
+        .expect("DEL");
+    for fields in &earlier {
+        let mut xadd = redis::cmd("XADD");
+        xadd.arg(stream).arg("*");
+        for (k, v) in fields {
+            xadd.arg(k).arg(v);
+        }
+        let _: String = xadd.query_async(&mut c).await.expect("XADD");
+    }
+    // Then this version's, a burst at once.
+    const N: usize = 20;
+    redis.publish_all(&joins(3, N)).await;
+    let sent = rx.wait_delivered(3 + N).await;
+    last_attempt_shown(id, cfg, sent[2 + N].timestamp()).await;
+    let entries: usize = redis::cmd("XLEN")
+        .arg(stream)
+        .query_async(&mut c)
+        .await
+        .expect("XLEN");
+    assert!(
+        entries > 3 && entries - 3 < N,
+        "{N} callbacks kept in {} entries",
+        entries - 3
+    );
+    assert_eq!(redis.kept_callbacks().await.len(), 3 + N);
+    let asked = json(&["redeliver", &id.to_string(), "--since", "10m", "-c", cfg]);
+    assert_eq!(asked["queued"], 3 + N, "{asked}");
+    let again = rx.wait_delivered(2 * (3 + N)).await;
+    for (orig, re) in sent.iter().zip(&again[3 + N..]) {
+        assert_eq!(orig.body, re.body, "the same body, in order");
+        assert_eq!(re.headers["x-hookrelay-redelivery"], "true");
+    }
+}
+
 /// Waits until `deliveries` shows an attempt of the callback of timestamp `last` as the hook's
 /// newest: callbacks are kept before their attempts are written, so every earlier one is kept.
 async fn last_attempt_shown(id: u64, cfg: &str, last: u64) {

@@ -374,8 +374,9 @@ impl TestRedis {
             .expect("smembers")
     }
 
-    /// Every callback the relay keeps for redelivery (`hookrelay:retained:{..}` streams), each
-    /// as its fields' values, form-decoded, one per line. Read-only: a test waits on it before
+    /// Every callback the relay keeps for redelivery (`hookrelay:retained:{..}` streams, the
+    /// callbacks of a group entry each on its own), each as its fields' values, form-decoded,
+    /// one per line. Read-only: a test waits on it before
     /// asking for a redelivery once (asking again would queue the callbacks again).
     pub(crate) async fn kept_callbacks(&self) -> Vec<String> {
         let mut conn = self.must_conn().await;
@@ -393,7 +394,25 @@ impl TestRedis {
                 .query_async(&mut conn)
                 .await
                 .expect("xrange");
-            kept.extend(entries.into_iter().map(|(_, fields)| {
+            // A group entry (`g`) holds many callbacks, each an object of its fields.
+            let callbacks = entries.into_iter().flat_map(|(_, fields)| {
+                match fields.iter().find(|(k, _)| k == "g") {
+                    Some((_, g)) => {
+                        let group: Vec<serde_json::Map<String, serde_json::Value>> =
+                            serde_json::from_str(g).expect("a group of kept callbacks");
+                        group
+                            .into_iter()
+                            .map(|c| {
+                                c.into_iter()
+                                    .map(|(k, v)| (k, v.as_str().expect("a string").to_owned()))
+                                    .collect()
+                            })
+                            .collect()
+                    }
+                    None => vec![fields],
+                }
+            });
+            kept.extend(callbacks.map(|fields| {
                 fields
                     .iter()
                     .flat_map(|(_, v)| form_urlencoded::parse(v.as_bytes()))

@@ -1,14 +1,22 @@
 //! Sent callbacks kept a while (`delivery.retain`), to be sent again (`hookrelay redeliver`):
 //! per registration (the callback URL, within its tenant: `Registration::key` in `hooks`,
 //! named `url` below), so that a hook removed after failures and registered again with the
-//! same URL finds them, and a tenant's never reach another tenant's hook of that URL, a Redis stream of the callbacks sent to it (the payload as sent), and of
-//! those still queued when its hook was removed after failures (as they were queued). Each
-//! entry has the journal's fields ([`super::journal`]: `e`, `p`, `o`, and the plugin chain's
-//! `c`, `im`, `xm`, `q`, `mf`) with the callback's own timestamp (`r`) and its size (`z`). One
-//! script per URL a round adds the round's entries and drops the oldest beyond the window or
-//! the URL's share of bytes (`delivery.retain_max_mib`), keeping their sum beside the stream.
-//! A redelivery asked for ([`Request`]) waits in the store until the instance that processes
-//! the bus queues it, so that each queue keeps one writer and one clock.
+//! same URL finds them, and a tenant's never reach another tenant's hook of that URL, a Redis
+//! stream of the callbacks sent to it (the payload as sent), and of those still queued when
+//! its hook was removed after failures (as they were queued). A round's callbacks for a URL
+//! are written as a few entries ([`group`]), each a group of callbacks with the journal's
+//! fields ([`super::journal`]: `e`, `p`, `o`, and the plugin chain's `c`, `im`, `xm`, `q`,
+//! `mf`), the callback's own timestamp (`r`) and its size (`z`); the group's entry has their
+//! bytes (`z`). One script per URL a round then drops the oldest entries beyond the window
+//! or the URL's share of bytes (`delivery.retain_max_mib`), keeping their sum beside the
+//! stream. A redelivery asked for ([`Request`]) waits in the store until the instance that
+//! processes the bus queues it, so that each queue keeps one writer and one clock. Reading
+//! them back: [`read`].
+
+mod group;
+mod read;
+
+pub(crate) use read::{Found, oldest_kept, read_kept, read_kept_ids};
 
 use std::sync::LazyLock;
 
@@ -17,16 +25,16 @@ use serde::{Deserialize, Serialize};
 
 use crate::{
     base::{digest::Algorithm, ids::HookId, redis_keys::REDELIVERIES, sources::SourceTable},
-    delivery::journal::{Entry, Stored, parse_ts},
+    delivery::journal::Entry,
     store_conn::StoreConn,
 };
 
 /// Trims what is kept for a URL once a round's entries are added (KEYS: the stream, its byte
 /// count; ARGV: the most bytes, the oldest time kept in ms, the keys' expiry in ms, the bytes
-/// the round added). Returns the bytes kept. The entries themselves are plain `XADD`s before
-/// it: passed through the script, each payload was copied into Lua and back, 8 µs of Redis a
-/// callback (BENCHMARKS.md, issue 63). A round reads the oldest entry alone and goes on only
-/// when it goes.
+/// the round added). Returns the bytes kept. The group entries themselves are plain `XADD`s
+/// before it: passed through the script, each payload was copied into Lua and back, 8 µs of
+/// Redis a callback (BENCHMARKS.md, issue 63). A round reads the oldest entry alone and goes
+/// on only when it goes. A group goes whole, its bytes (`z`) with it.
 const RETAIN: &str = r"
 local used = tonumber(redis.call('GET', KEYS[2]) or '0') + tonumber(ARGV[4])
 local max, oldest = tonumber(ARGV[1]), tonumber(ARGV[2])
@@ -76,7 +84,8 @@ pub(crate) struct Bounds {
     pub(crate) max_bytes: u64,
 }
 
-/// Adds to `pipe` the script that keeps `kept` for `url`, as of `now` (ms).
+/// Adds to `pipe` what keeps `kept` for `url`, as of `now` (ms): their group entries, then
+/// the script that trims.
 pub(crate) fn add(
     pipe: &mut redis::Pipeline,
     url: &str,
@@ -86,13 +95,13 @@ pub(crate) fn add(
     now: u64,
 ) {
     let (stream, bytes) = keys(url);
-    let mut added = 0usize;
-    for e in kept {
-        // Borrowed, not copied: each value is written once, into the pipeline.
+    let names: Vec<_> = kept.iter().map(|e| sources.stored_name(e.source)).collect();
+    let mut groups = group::Groups::default();
+    for (e, name) in kept.iter().zip(&names) {
+        // Borrowed, not copied: each value is written once, into the group.
         let ts = e.original_ts().to_string();
         let mut fields: Vec<(&str, &str)> =
             vec![("e", &e.event_id), ("p", e.payload.text()), ("r", &ts)];
-        let name = sources.stored_name(e.source);
         if let Some(name) = name.as_deref() {
             fields.push(("o", name));
         }
@@ -106,15 +115,22 @@ pub(crate) fn add(
             ];
             fields.extend(optional.into_iter().filter_map(|(k, v)| Some((k, v?))));
         }
-        let size: usize = fields.iter().map(|(k, v)| k.len() + v.len()).sum::<usize>() + 64;
-        added += size;
-        let size = size.to_string();
-        fields.push(("z", &size));
-        let cmd = pipe.cmd("XADD").arg(&stream).arg("*");
-        for (k, v) in fields {
-            cmd.arg(k).arg(v);
-        }
-        cmd.ignore();
+        groups.push(e.original_ts(), &fields);
+    }
+    let added = groups.bytes();
+    for g in groups.finish() {
+        pipe.cmd("XADD")
+            .arg(&stream)
+            .arg("*")
+            .arg("g")
+            .arg(&g.json)
+            .arg("t")
+            .arg(g.oldest)
+            .arg("n")
+            .arg(g.count)
+            .arg("z")
+            .arg(g.bytes)
+            .ignore();
     }
     pipe.cmd("EVALSHA")
         .arg(RETAIN_SCRIPT.get_hash())
@@ -154,107 +170,6 @@ pub(crate) async fn send(
         }
         other => other,
     }
-}
-
-/// A kept callback read back.
-pub(crate) struct Found {
-    /// Its id in the kept stream.
-    pub(crate) id: String,
-    /// As stored; its `ts` is the callback's own timestamp.
-    pub(crate) stored: Stored,
-    pub(crate) bytes: u64,
-}
-
-/// What is kept for `url` whose callback timestamp is within `[since, until]`, oldest first.
-///
-/// # Errors
-/// When Redis fails.
-pub(crate) async fn read_kept(
-    conn: &StoreConn,
-    url: &str,
-    since: u64,
-    until: u64,
-) -> Result<Vec<Found>, redis::RedisError> {
-    let (stream, _) = keys(url);
-    // A callback is kept after it is made: its entry id is never before its timestamp.
-    let reply: redis::streams::StreamRangeReply = redis::cmd("XRANGE")
-        .arg(&stream)
-        .arg(since)
-        .arg("+")
-        .query_async(&mut conn.clone())
-        .await?;
-    Ok(reply
-        .ids
-        .into_iter()
-        .filter_map(|sid| {
-            let ts: u64 = sid.get::<String>("r")?.parse().ok()?;
-            let stored = Stored::from_fields(ts, &sid);
-            Some(Found {
-                bytes: sid
-                    .get::<String>("z")
-                    .and_then(|z| z.parse().ok())
-                    .unwrap_or(0),
-                id: sid.id,
-                stored,
-            })
-        })
-        .filter(|f| f.stored.ts >= since && f.stored.ts <= until)
-        .collect())
-}
-
-/// The timestamp of the oldest callback kept for `url` (`None`: none kept).
-///
-/// # Errors
-/// When Redis fails.
-pub(crate) async fn oldest_kept(
-    conn: &StoreConn,
-    url: &str,
-) -> Result<Option<u64>, redis::RedisError> {
-    let (stream, _) = keys(url);
-    let reply: redis::streams::StreamRangeReply = redis::cmd("XRANGE")
-        .arg(&stream)
-        .arg("-")
-        .arg("+")
-        .arg("COUNT")
-        .arg(1)
-        .query_async(&mut conn.clone())
-        .await?;
-    Ok(reply.ids.first().and_then(|e| {
-        e.get::<String>("r")
-            .and_then(|r| r.parse().ok())
-            .or_else(|| parse_ts(&e.id))
-    }))
-}
-
-/// The kept callbacks whose ids are `ids`, in that order (those gone meanwhile left out).
-///
-/// # Errors
-/// When Redis fails.
-pub(crate) async fn read_kept_ids(
-    conn: &StoreConn,
-    url: &str,
-    ids: &[String],
-) -> Result<Vec<Found>, redis::RedisError> {
-    let (stream, _) = keys(url);
-    let mut pipe = redis::pipe();
-    for id in ids {
-        pipe.cmd("XRANGE").arg(&stream).arg(id).arg(id);
-    }
-    let replies: Vec<redis::streams::StreamRangeReply> =
-        pipe.query_async(&mut conn.clone()).await?;
-    Ok(replies
-        .into_iter()
-        .flat_map(|r| r.ids)
-        .filter_map(|sid| {
-            let ts: u64 = sid.get::<String>("r")?.parse().ok()?;
-            let stored = Stored::from_fields(ts, &sid);
-            Some(Found {
-                bytes: 0,
-                id: sid.id,
-                stored,
-            })
-        })
-        .collect())
 }
 
 /// A redelivery asked for: the kept callbacks `ids` of `url` to queue again for `hook`.
