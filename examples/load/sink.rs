@@ -106,6 +106,9 @@ async fn receive(State(inner): State<Arc<Inner>>, body: Bytes) -> StatusCode {
     if !inner.delay.is_zero() {
         tokio::time::sleep(inner.delay).await;
     }
+    // Copied: the body may be a slice of the connection's read buffer, which it would keep
+    // alive (a 100-hook run once grew the load tool to 23 GiB, and it was OOM-killed).
+    let body = Bytes::copy_from_slice(&body);
     inner.got.lock().expect("sink lock").push((at, body));
     inner.count.fetch_add(1, Ordering::Release);
     StatusCode::OK

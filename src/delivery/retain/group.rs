@@ -12,22 +12,19 @@ use serde::ser::{Serialize, SerializeMap, Serializer};
 /// whole group.
 const GROUP_BYTES: usize = 64 * 1024;
 
-/// One group entry's values.
-pub(super) struct Group {
-    /// The callbacks, a JSON array.
-    pub(super) json: Vec<u8>,
-    /// The oldest callback timestamp among them (`t`).
-    pub(super) oldest: u64,
-    pub(super) count: usize,
-    /// Their sizes' sum, as the trim counts them (`z`).
-    pub(super) bytes: usize,
-}
-
-/// A round's groups for one URL, filled a callback at a time.
-#[derive(Default)]
-pub(super) struct Groups {
-    done: Vec<Group>,
-    open: Option<Group>,
+/// A round's callbacks for one URL, written into a pipeline a group entry at a time: one
+/// group's JSON is held at once, then copied into the pipeline.
+pub(super) struct Groups<'a> {
+    pipe: &'a mut redis::Pipeline,
+    stream: &'a str,
+    /// The open group: its callbacks, a JSON array being written.
+    json: Vec<u8>,
+    /// The oldest callback timestamp in the open group (`t`).
+    oldest: u64,
+    count: usize,
+    /// The open group's bytes, as the trim counts them (`z`).
+    group_bytes: usize,
+    /// The bytes of every callback pushed.
     bytes: usize,
 }
 
@@ -48,55 +45,76 @@ impl Serialize for Callback<'_> {
     }
 }
 
-impl Groups {
+impl<'a> Groups<'a> {
+    /// Groups to be added to `pipe` for the kept stream `stream`, of about `hint` bytes in all.
+    pub(super) fn new(pipe: &'a mut redis::Pipeline, stream: &'a str, hint: usize) -> Self {
+        Self {
+            pipe,
+            stream,
+            // One group's buffer, used for each in turn.
+            json: Vec::with_capacity((hint + hint / 4).min(GROUP_BYTES + GROUP_BYTES / 8)),
+            oldest: u64::MAX,
+            count: 0,
+            group_bytes: 0,
+            bytes: 0,
+        }
+    }
+
     /// Adds the callback of timestamp `ts` with `fields`. Its size is counted as an entry
     /// alone's was: its fields' bytes and 64.
     pub(super) fn push(&mut self, ts: u64, fields: &[(&str, &str)]) {
         let size = fields.iter().map(|(k, v)| k.len() + v.len()).sum::<usize>() + 64;
-        let g = self.open.get_or_insert_with(|| Group {
-            json: Vec::with_capacity(GROUP_BYTES / 4),
-            oldest: ts,
-            count: 0,
-            bytes: 0,
-        });
-        let before = g.json.len();
-        g.json.push(if g.count == 0 { b'[' } else { b',' });
+        let before = self.json.len();
+        self.json.push(if self.count == 0 { b'[' } else { b',' });
         let one = Callback {
             fields,
             size: &size.to_string(),
         };
         // Strings into a buffer: serde_json has no error to give; should it, the callback is
         // left out of what is kept (it was delivered), not the group.
-        if let Err(e) = serde_json::to_writer(&mut g.json, &one) {
-            g.json.truncate(before);
+        if let Err(e) = serde_json::to_writer(&mut self.json, &one) {
+            self.json.truncate(before);
             tracing::warn!(error = %e, "a sent callback cannot be kept for redelivery");
             return;
         }
-        g.count += 1;
-        g.bytes += size;
-        g.oldest = g.oldest.min(ts);
+        self.count += 1;
+        self.group_bytes += size;
+        self.oldest = self.oldest.min(ts);
         self.bytes += size;
-        if g.json.len() >= GROUP_BYTES {
+        if self.json.len() >= GROUP_BYTES {
             self.close();
         }
     }
 
-    /// The bytes of every callback pushed, as the trim counts them.
-    pub(super) fn bytes(&self) -> usize {
+    /// Adds the last group; the bytes of every callback pushed, as the trim counts them.
+    pub(super) fn finish(mut self) -> usize {
+        self.close();
         self.bytes
     }
 
-    /// The groups, oldest first.
-    pub(super) fn finish(mut self) -> Vec<Group> {
-        self.close();
-        self.done
-    }
-
+    /// Adds the open group's entry to the pipeline, and opens the next.
     fn close(&mut self) {
-        if let Some(mut g) = self.open.take().filter(|g| g.count > 0) {
-            g.json.push(b']');
-            self.done.push(g);
+        if self.count == 0 {
+            return;
         }
+        self.json.push(b']');
+        // Sized at once: grown by doubling, the command's buffer left a trail of freed
+        // blocks as large as the group (peak RSS, BENCHMARKS.md).
+        let mut xadd = redis::Cmd::with_capacity(11, self.json.len() + self.stream.len() + 64);
+        xadd.arg("XADD")
+            .arg(self.stream)
+            .arg("*")
+            .arg("g")
+            .arg(&self.json)
+            .arg("t")
+            .arg(self.oldest)
+            .arg("n")
+            .arg(self.count)
+            .arg("z")
+            .arg(self.group_bytes);
+        self.pipe.add_command(xadd).ignore();
+        self.json.clear();
+        (self.oldest, self.count, self.group_bytes) = (u64::MAX, 0, 0);
     }
 }
 
@@ -112,29 +130,61 @@ pub(super) fn decode(json: &[u8]) -> Result<Vec<HashMap<String, String>>, serde_
 mod tests {
     use super::*;
 
+    /// The `XADD`s' values of `pipe`: for each, its fields by name.
+    fn entries(pipe: &redis::Pipeline) -> Vec<HashMap<String, Vec<u8>>> {
+        pipe.cmd_iter()
+            .map(|cmd| {
+                let args: Vec<Vec<u8>> = cmd
+                    .args_iter()
+                    .map(|a| match a {
+                        redis::Arg::Simple(b) => b.to_vec(),
+                        _ => Vec::new(),
+                    })
+                    .collect();
+                assert_eq!(args[..3], [b"XADD".to_vec(), b"k".to_vec(), b"*".to_vec()]);
+                args[3..]
+                    .chunks(2)
+                    .map(|kv| {
+                        (
+                            String::from_utf8(kv[0].clone()).expect("name"),
+                            kv[1].clone(),
+                        )
+                    })
+                    .collect()
+            })
+            .collect()
+    }
+
     #[test]
     fn callbacks_come_back_as_they_went_in_a_group_at_most_its_bytes_long() {
         let payload = format!(
             r#"{{"data":{{"name":"Zoë \"quoted\" 😀","pad":"{}"}}}}"#,
             "x".repeat(900)
         );
-        let mut groups = Groups::default();
+        let mut pipe = redis::pipe();
+        let mut groups = Groups::new(&mut pipe, "k", 1000);
         let n = 200;
         for i in 0..n {
             let ts = (1000 + i).to_string();
             let fields = [("e", "user-joined"), ("p", payload.as_str()), ("r", &ts)];
             groups.push(1000 + i as u64, &fields);
         }
-        let pushed = groups.bytes();
-        let done = groups.finish();
+        let pushed = groups.finish();
+        let done = entries(&pipe);
         assert!(done.len() > 2, "{} groups", done.len());
-        assert!(done.iter().all(|g| g.json.len() < GROUP_BYTES + 2048));
-        assert_eq!(done.iter().map(|g| g.bytes).sum::<usize>(), pushed);
+        let text =
+            |g: &HashMap<String, Vec<u8>>, k: &str| String::from_utf8(g[k].clone()).expect("text");
+        assert!(done.iter().all(|g| g["g"].len() < GROUP_BYTES + 2048));
+        let counted: usize = done
+            .iter()
+            .map(|g| text(g, "z").parse::<usize>().expect("z"))
+            .sum();
+        assert_eq!(counted, pushed);
         let mut next = 1000u64;
         for g in &done {
-            assert_eq!(g.oldest, next);
-            let back = decode(&g.json).expect("decodes");
-            assert_eq!(back.len(), g.count);
+            assert_eq!(text(g, "t"), next.to_string());
+            let back = decode(&g["g"]).expect("decodes");
+            assert_eq!(text(g, "n"), back.len().to_string());
             for c in back {
                 assert_eq!(c["p"], payload);
                 assert_eq!(c["e"], "user-joined");
@@ -148,6 +198,8 @@ mod tests {
 
     #[test]
     fn nothing_pushed_writes_no_group() {
-        assert!(Groups::default().finish().is_empty());
+        let mut pipe = redis::pipe();
+        assert_eq!(Groups::new(&mut pipe, "k", 1000).finish(), 0);
+        assert!(pipe.is_empty());
     }
 }

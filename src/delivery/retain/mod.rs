@@ -95,13 +95,14 @@ pub(crate) fn add(
     now: u64,
 ) {
     let (stream, bytes) = keys(url);
-    let names: Vec<_> = kept.iter().map(|e| sources.stored_name(e.source)).collect();
-    let mut groups = group::Groups::default();
-    for (e, name) in kept.iter().zip(&names) {
+    let hint = kept.iter().map(|e| e.payload.text().len() + 64).sum();
+    let mut groups = group::Groups::new(pipe, &stream, hint);
+    for e in kept {
         // Borrowed, not copied: each value is written once, into the group.
         let ts = e.original_ts().to_string();
         let mut fields: Vec<(&str, &str)> =
             vec![("e", &e.event_id), ("p", e.payload.text()), ("r", &ts)];
+        let name = sources.stored_name(e.source);
         if let Some(name) = name.as_deref() {
             fields.push(("o", name));
         }
@@ -117,21 +118,7 @@ pub(crate) fn add(
         }
         groups.push(e.original_ts(), &fields);
     }
-    let added = groups.bytes();
-    for g in groups.finish() {
-        pipe.cmd("XADD")
-            .arg(&stream)
-            .arg("*")
-            .arg("g")
-            .arg(&g.json)
-            .arg("t")
-            .arg(g.oldest)
-            .arg("n")
-            .arg(g.count)
-            .arg("z")
-            .arg(g.bytes)
-            .ignore();
-    }
+    let added = groups.finish();
     pipe.cmd("EVALSHA")
         .arg(RETAIN_SCRIPT.get_hash())
         .arg(2)
