@@ -203,3 +203,44 @@ mod tests {
         assert!(pipe.is_empty());
     }
 }
+
+#[cfg(test)]
+mod properties {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest::proptest! {
+        /// Whatever the fields hold (quotes, escapes, any Unicode), each callback's fields come
+        /// back as they went, in their groups, in order.
+        #[test]
+        fn any_fields_come_back_whole(
+            callbacks in proptest::collection::vec(("\\PC{0,40}", any::<String>(), 0u64..u64::MAX), 1..40),
+        ) {
+            let mut pipe = redis::pipe();
+            let mut groups = Groups::new(&mut pipe, "k", 0);
+            for (e, p, ts) in &callbacks {
+                let r = ts.to_string();
+                groups.push(*ts, &[("e", e.as_str()), ("p", p.as_str()), ("r", &r)]);
+            }
+            groups.finish();
+            let mut back = Vec::new();
+            for cmd in pipe.cmd_iter() {
+                let args: Vec<&[u8]> = cmd
+                    .args_iter()
+                    .filter_map(|a| match a {
+                        redis::Arg::Simple(b) => Some(b),
+                        _ => None,
+                    })
+                    .collect();
+                prop_assert_eq!(args[3], b"g");
+                back.extend(decode(args[4]).expect("decodes"));
+            }
+            prop_assert_eq!(back.len(), callbacks.len());
+            for (c, (e, p, ts)) in back.iter().zip(&callbacks) {
+                prop_assert_eq!(&c["e"], e);
+                prop_assert_eq!(&c["p"], p);
+                prop_assert_eq!(&c["r"], &ts.to_string());
+            }
+        }
+    }
+}

@@ -134,3 +134,64 @@ pub(crate) async fn read_kept_ids(
         .collect();
     Ok(ids.iter().filter_map(|id| found.remove(id)).collect())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::delivery::journal::StoredBody;
+
+    fn entry(id: &str, fields: &[(&str, &[u8])]) -> StreamId {
+        StreamId {
+            id: id.into(),
+            map: (fields.iter())
+                .map(|(k, v)| ((*k).to_owned(), redis::Value::BulkString(v.to_vec())))
+                .collect(),
+            ..StreamId::default()
+        }
+    }
+
+    fn body(f: &Found) -> &str {
+        match &f.stored.body {
+            StoredBody::Inline(t) => t,
+            _ => panic!("no payload"),
+        }
+    }
+
+    #[test]
+    fn an_entry_of_its_own_is_one_callback_named_by_its_id() {
+        let found = expand(entry(
+            "5-0",
+            &[
+                ("e", b"user-joined"),
+                ("p", b"{\"a\":1}"),
+                ("r", b"4"),
+                ("z", b"80"),
+            ],
+        ));
+        assert_eq!(found.len(), 1);
+        assert_eq!(found[0].id, "5-0");
+        assert_eq!((found[0].stored.ts, found[0].bytes), (4, 80));
+        assert_eq!(body(&found[0]), "{\"a\":1}");
+    }
+
+    #[test]
+    fn a_group_is_its_callbacks_named_by_place_and_one_without_a_time_is_left_out() {
+        let g = br#"[{"e":"a","p":"{\"x\":\"\u00e9\"}","r":"7","z":"70"},{"e":"b","p":"q"},{"e":"c","p":"r","r":"9","o":"s2"}]"#;
+        let found = expand(entry(
+            "10-3",
+            &[("g", g), ("t", b"7"), ("n", b"3"), ("z", b"200")],
+        ));
+        let ids: Vec<&str> = found.iter().map(|f| f.id.as_str()).collect();
+        assert_eq!(ids, ["10-3.0", "10-3.2"]);
+        assert_eq!(body(&found[0]), "{\"x\":\"é\"}");
+        assert_eq!(found[1].stored.source.as_deref(), Some("s2"));
+        assert_eq!((found[1].stored.ts, found[1].bytes), (9, 0));
+    }
+
+    #[test]
+    fn a_group_that_does_not_parse_is_passed_over() {
+        for g in [&b"[{\"e\":"[..], b"{}", b"[1,2]", b"\xff\xfe"] {
+            assert!(expand(entry("1-0", &[("g", g)])).is_empty());
+        }
+    }
+}
