@@ -623,45 +623,18 @@ async fn callbacks_kept_an_entry_each_and_in_groups_are_redelivered_together() {
     let first = rx.wait_delivered(3).await;
     last_attempt_shown(id, cfg, first[2].timestamp()).await;
     // Rewritten as an earlier version wrote them: an entry a callback, with its fields.
-    let mut c = redis.conn().await.expect("redis");
-    let keys: Vec<String> = redis::cmd("KEYS")
-        .arg("hookrelay:retained:*")
-        .query_async(&mut c)
-        .await
-        .expect("keys");
-    let stream = keys.iter().find(|k| !k.ends_with(":bytes")).expect("kept");
-    let groups: Vec<(String, Vec<(String, String)>)> = redis::cmd("XRANGE")
-        .arg(stream)
-        .arg("-")
-        .arg("+")
-        .query_async(&mut c)
-        .await
-        .expect("xrange");
-    let mut earlier = Vec::new();
-    for (_, fields) in &groups {
-        let (_, g) = fields
-            .iter()
-            .find(|(k, _)| k == "g")
-            .expect("a group entry");
-        let callbacks: Vec<Vec<(String, String)>> =
-            serde_json::from_str::<Vec<serde_json::Map<String, Value>>>(g)
-                .expect("a group")
-                .into_iter()
-                .map(|c| {
-                    c.into_iter()
-                        .map(|(k, v)| (k, v.as_str().expect("text").to_owned()))
-                        .collect()
-                })
-                .collect();
-        earlier.extend(callbacks);
-    }
+    let kept = redis.kept_by_stream().await;
+    let [(stream, earlier)] = &kept[..] else {
+        panic!("one URL's callbacks kept: {kept:?}");
+    };
     assert_eq!(earlier.len(), 3, "{earlier:?}");
+    let mut c = redis.conn().await.expect("redis");
     let () = redis::cmd("DEL")
         .arg(stream)
         .query_async(&mut c)
         .await
         .expect("DEL");
-    for fields in &earlier {
+    for fields in earlier {
         let mut xadd = redis::cmd("XADD");
         xadd.arg(stream).arg("*");
         for (k, v) in fields {

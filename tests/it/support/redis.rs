@@ -374,11 +374,9 @@ impl TestRedis {
             .expect("smembers")
     }
 
-    /// Every callback the relay keeps for redelivery (`hookrelay:retained:{..}` streams, the
-    /// callbacks of a group entry each on its own), each as its fields' values, form-decoded,
-    /// one per line. Read-only: a test waits on it before
-    /// asking for a redelivery once (asking again would queue the callbacks again).
-    pub(crate) async fn kept_callbacks(&self) -> Vec<String> {
+    /// The callbacks the relay keeps for redelivery, by kept stream (`hookrelay:retained:{..}`):
+    /// each callback's fields (the callbacks of a group entry, `g`, each on its own).
+    pub(crate) async fn kept_by_stream(&self) -> Vec<(String, Vec<Vec<(String, String)>>)> {
         let mut conn = self.must_conn().await;
         let keys: Vec<String> = redis::cmd("KEYS")
             .arg("hookrelay:retained:*")
@@ -386,15 +384,14 @@ impl TestRedis {
             .await
             .expect("keys");
         let mut kept = Vec::new();
-        for key in keys.iter().filter(|k| !k.ends_with(":bytes")) {
+        for key in keys.into_iter().filter(|k| !k.ends_with(":bytes")) {
             let entries: Vec<(String, Vec<(String, String)>)> = redis::cmd("XRANGE")
-                .arg(key)
+                .arg(&key)
                 .arg("-")
                 .arg("+")
                 .query_async(&mut conn)
                 .await
                 .expect("xrange");
-            // A group entry (`g`) holds many callbacks, each an object of its fields.
             let callbacks = entries.into_iter().flat_map(|(_, fields)| {
                 match fields.iter().find(|(k, _)| k == "g") {
                     Some((_, g)) => {
@@ -412,15 +409,25 @@ impl TestRedis {
                     None => vec![fields],
                 }
             });
-            kept.extend(callbacks.map(|fields| {
+            kept.push((key, callbacks.collect()));
+        }
+        kept
+    }
+
+    /// Every callback the relay keeps for redelivery ([`Self::kept_by_stream`]), each as its
+    /// fields' values, form-decoded, one per line. Read-only: a test waits on it before
+    /// asking for a redelivery once (asking again would queue the callbacks again).
+    pub(crate) async fn kept_callbacks(&self) -> Vec<String> {
+        (self.kept_by_stream().await.into_iter())
+            .flat_map(|(_, callbacks)| callbacks)
+            .map(|fields| {
                 fields
                     .iter()
                     .flat_map(|(_, v)| form_urlencoded::parse(v.as_bytes()))
                     .map(|(k, v)| format!("{k}{v}"))
                     .collect::<Vec<_>>()
                     .join("\n")
-            }));
-        }
-        kept
+            })
+            .collect()
     }
 }
