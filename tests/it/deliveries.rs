@@ -667,6 +667,50 @@ async fn callbacks_kept_an_entry_each_and_in_groups_are_redelivered_together() {
     }
 }
 
+/// With many URLs each keeps a small share of `delivery.retain_max_mib`; its groups are smaller
+/// than the share, so the trim (whole groups) keeps most of it: 64 URLs, 16 KiB each, 70 KiB
+/// of callbacks each.
+#[tokio::test]
+async fn with_many_urls_each_keeps_most_of_its_small_share() {
+    let redis = TestRedis::start().await;
+    let rx = TestReceiver::start().await;
+    let relay = RelayProcess::start(&redis, "retain_max_mib = 1\n").await;
+    const URLS: usize = 64;
+    const N: usize = 100;
+    for u in 0..URLS {
+        create_hook(
+            &http_client(),
+            relay.api,
+            &rx.url(&format!("/share{u}")),
+            "",
+        )
+        .await;
+    }
+    let joins: Vec<String> = (0..N)
+        .map(|i| user_joined("m", &format!("u{i}"), &format!("{i:0>300}")))
+        .collect();
+    redis.publish_all(&joins).await;
+    rx.wait_delivered(URLS * N).await;
+    let share = (1u64 << 20) / URLS as u64;
+    until("every URL keeps most of its share", async || {
+        let kept = redis.kept_by_stream().await;
+        let bytes: Vec<u64> = (kept.iter())
+            .map(|(_, callbacks)| {
+                (callbacks.iter().flatten())
+                    .filter(|(k, _)| k == "z")
+                    .map(|(_, z)| z.parse::<u64>().expect("a size"))
+                    .sum()
+            })
+            .collect();
+        assert!(bytes.iter().all(|b| *b <= share), "over {share}: {bytes:?}");
+        match bytes.len() == URLS && bytes.iter().all(|b| *b > share / 2) {
+            true => Ok(()),
+            false => Err(bytes),
+        }
+    })
+    .await;
+}
+
 /// Waits until `deliveries` shows an attempt of the callback of timestamp `last` as the hook's
 /// newest: callbacks are kept before their attempts are written, so every earlier one is kept.
 async fn last_attempt_shown(id: u64, cfg: &str, last: u64) {

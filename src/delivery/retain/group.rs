@@ -1,6 +1,6 @@
 //! The kept callbacks of a round for one URL, written as a few stream entries instead of one
 //! each: each entry's `g` is a JSON array of callbacks, each an object of its fields, up to
-//! [`GROUP_BYTES`]. An entry a callback cost Redis a command a callback (its arguments parsed,
+//! [`GROUP_BYTES`] or a quarter of what the URL may keep ([`most_bytes`]). An entry a callback cost Redis a command a callback (its arguments parsed,
 //! its id made, the entry appended); a group costs one command for many (BENCHMARKS.md, issue
 //! 63). JSON, so that an operator reading the store sees what is kept.
 
@@ -12,11 +12,20 @@ use serde::ser::{Serialize, SerializeMap, Serializer};
 /// whole group.
 const GROUP_BYTES: usize = 64 * 1024;
 
+/// About the most bytes of JSON a group holds for a URL that keeps at most `share` bytes: a
+/// quarter of it, so that the trim, which removes whole groups, keeps three quarters of the
+/// share or more (with 10,000 URLs in the default 256 MiB, a group is 6 KiB).
+pub(super) fn most_bytes(share: u64) -> usize {
+    usize::try_from(share / 4).map_or(GROUP_BYTES, |q| q.clamp(1, GROUP_BYTES))
+}
+
 /// A round's callbacks for one URL, written into a pipeline a group entry at a time: one
 /// group's JSON is held at once, then copied into the pipeline.
 pub(super) struct Groups<'a> {
     pipe: &'a mut redis::Pipeline,
     stream: &'a str,
+    /// About the most bytes of JSON in one group ([`most_bytes`]).
+    most: usize,
     /// The open group: its callbacks, a JSON array being written.
     json: Vec<u8>,
     /// The oldest callback timestamp in the open group (`t`).
@@ -46,13 +55,20 @@ impl Serialize for Callback<'_> {
 }
 
 impl<'a> Groups<'a> {
-    /// Groups to be added to `pipe` for the kept stream `stream`, of about `hint` bytes in all.
-    pub(super) fn new(pipe: &'a mut redis::Pipeline, stream: &'a str, hint: usize) -> Self {
+    /// Groups of about `most` bytes at most, to be added to `pipe` for the kept stream
+    /// `stream`, of about `hint` bytes in all.
+    pub(super) fn new(
+        pipe: &'a mut redis::Pipeline,
+        stream: &'a str,
+        most: usize,
+        hint: usize,
+    ) -> Self {
         Self {
             pipe,
             stream,
+            most,
             // One group's buffer, used for each in turn.
-            json: Vec::with_capacity((hint + hint / 4).min(GROUP_BYTES + GROUP_BYTES / 8)),
+            json: Vec::with_capacity((hint + hint / 4).min(most + most / 8)),
             oldest: u64::MAX,
             count: 0,
             group_bytes: 0,
@@ -81,7 +97,7 @@ impl<'a> Groups<'a> {
         self.group_bytes += size;
         self.oldest = self.oldest.min(ts);
         self.bytes += size;
-        if self.json.len() >= GROUP_BYTES {
+        if self.json.len() >= self.most {
             self.close();
         }
     }
@@ -162,7 +178,7 @@ mod tests {
             "x".repeat(900)
         );
         let mut pipe = redis::pipe();
-        let mut groups = Groups::new(&mut pipe, "k", 1000);
+        let mut groups = Groups::new(&mut pipe, "k", GROUP_BYTES, 1000);
         let n = 200;
         for i in 0..n {
             let ts = (1000 + i).to_string();
@@ -197,9 +213,30 @@ mod tests {
     }
 
     #[test]
+    fn a_small_share_makes_small_groups() {
+        assert_eq!(most_bytes(256 << 20), GROUP_BYTES);
+        assert_eq!(most_bytes((256 << 20) / 10_000), 6710);
+        assert_eq!(most_bytes(2), 1);
+        let mut pipe = redis::pipe();
+        let mut groups = Groups::new(&mut pipe, "k", most_bytes(2000), 0);
+        for i in 0..10u64 {
+            groups.push(i, &[("e", "user-joined"), ("p", &"y".repeat(300))]);
+        }
+        groups.finish();
+        let counts: Vec<usize> = (entries(&pipe).iter())
+            .map(|g| decode(&g["g"]).expect("decodes").len())
+            .collect();
+        assert_eq!(
+            counts,
+            [2, 2, 2, 2, 2],
+            "500 bytes a group, at most: two callbacks"
+        );
+    }
+
+    #[test]
     fn nothing_pushed_writes_no_group() {
         let mut pipe = redis::pipe();
-        assert_eq!(Groups::new(&mut pipe, "k", 1000).finish(), 0);
+        assert_eq!(Groups::new(&mut pipe, "k", GROUP_BYTES, 1000).finish(), 0);
         assert!(pipe.is_empty());
     }
 }
@@ -215,9 +252,10 @@ mod properties {
         #[test]
         fn any_fields_come_back_whole(
             callbacks in proptest::collection::vec(("\\PC{0,40}", any::<String>(), 0u64..u64::MAX), 1..40),
+            most in 1usize..4096,
         ) {
             let mut pipe = redis::pipe();
-            let mut groups = Groups::new(&mut pipe, "k", 0);
+            let mut groups = Groups::new(&mut pipe, "k", most, 0);
             for (e, p, ts) in &callbacks {
                 let r = ts.to_string();
                 groups.push(*ts, &[("e", e.as_str()), ("p", p.as_str()), ("r", &r)]);

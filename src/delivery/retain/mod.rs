@@ -96,7 +96,8 @@ pub(crate) fn add(
 ) {
     let (stream, bytes) = keys(url);
     let hint = kept.iter().map(|e| e.payload.text().len() + 64).sum();
-    let mut groups = group::Groups::new(pipe, &stream, hint);
+    let most = group::most_bytes(bounds.max_bytes);
+    let mut groups = group::Groups::new(pipe, &stream, most, hint);
     for e in kept {
         // Borrowed, not copied: each value is written once, into the group.
         let ts = e.original_ts().to_string();
