@@ -1,8 +1,12 @@
 //! The kept callbacks of a round for one URL, written as a few stream entries instead of one
-//! each: each entry's `g` is a JSON array of callbacks, each an object of its fields, up to
-//! [`GROUP_BYTES`] or a quarter of what the URL may keep ([`most_bytes`]). An entry a callback cost Redis a command a callback (its arguments parsed,
-//! its id made, the entry appended); a group costs one command for many (BENCHMARKS.md, issue
-//! 63). JSON, so that an operator reading the store sees what is kept.
+//! each: each entry's `l` is a JSON array of callbacks, each an object of its fields, up to
+//! [`GROUP_BYTES`] or a quarter of what the URL may keep ([`most_bytes`]), LZ4-packed with its
+//! size first. An entry a callback cost Redis a command a callback (its arguments parsed, its id
+//! made, the entry appended); a group costs one command for many. A meeting's events repeat
+//! much of each other: packed, a group is about a fifth of its JSON (the reference's events of a
+//! meeting: 0.18), which Redis reads and stores (BENCHMARKS.md, issue 63). The bytes counted
+//! against `retain_max_mib` (`z`) are the callbacks' own, before packing. Groups written as
+//! plain JSON (`g`) are read too.
 
 use std::collections::HashMap;
 
@@ -114,14 +118,15 @@ impl<'a> Groups<'a> {
             return;
         }
         self.json.push(b']');
+        let packed = lz4_flex::block::compress_prepend_size(&self.json);
         // Sized at once: grown by doubling, the command's buffer left a trail of freed
         // blocks as large as the group (peak RSS, BENCHMARKS.md).
-        let mut xadd = redis::Cmd::with_capacity(11, self.json.len() + self.stream.len() + 64);
+        let mut xadd = redis::Cmd::with_capacity(11, packed.len() + self.stream.len() + 64);
         xadd.arg("XADD")
             .arg(self.stream)
             .arg("*")
-            .arg("g")
-            .arg(&self.json)
+            .arg("l")
+            .arg(&packed)
             .arg("t")
             .arg(self.oldest)
             .arg("n")
@@ -132,6 +137,18 @@ impl<'a> Groups<'a> {
         self.json.clear();
         (self.oldest, self.count, self.group_bytes) = (u64::MAX, 0, 0);
     }
+}
+
+/// The JSON of a group entry's `l` (LZ4, its size first); `None` when it does not unpack or
+/// says it is larger than a group can be.
+pub(super) fn unpack(packed: &[u8]) -> Option<Vec<u8>> {
+    let (size, rest) = lz4_flex::block::uncompressed_size(packed).ok()?;
+    // No more than Redis takes in one value (its `proto-max-bulk-len`, 512 MiB by default):
+    // a corrupt size is refused, not allocated.
+    if size > 512 << 20 {
+        return None;
+    }
+    lz4_flex::block::decompress(rest, size).ok()
 }
 
 /// The callbacks of a group entry's `g`, each as its fields.
@@ -190,7 +207,8 @@ mod tests {
         assert!(done.len() > 2, "{} groups", done.len());
         let text =
             |g: &HashMap<String, Vec<u8>>, k: &str| String::from_utf8(g[k].clone()).expect("text");
-        assert!(done.iter().all(|g| g["g"].len() < GROUP_BYTES + 2048));
+        let json = |g: &HashMap<String, Vec<u8>>| unpack(&g["l"]).expect("unpacks");
+        assert!(done.iter().all(|g| json(g).len() < GROUP_BYTES + 2048));
         let counted: usize = done
             .iter()
             .map(|g| text(g, "z").parse::<usize>().expect("z"))
@@ -199,7 +217,7 @@ mod tests {
         let mut next = 1000u64;
         for g in &done {
             assert_eq!(text(g, "t"), next.to_string());
-            let back = decode(&g["g"]).expect("decodes");
+            let back = decode(&json(g)).expect("decodes");
             assert_eq!(text(g, "n"), back.len().to_string());
             for c in back {
                 assert_eq!(c["p"], payload);
@@ -224,13 +242,51 @@ mod tests {
         }
         groups.finish();
         let counts: Vec<usize> = (entries(&pipe).iter())
-            .map(|g| decode(&g["g"]).expect("decodes").len())
+            .map(|g| {
+                decode(&unpack(&g["l"]).expect("unpacks"))
+                    .expect("decodes")
+                    .len()
+            })
             .collect();
         assert_eq!(
             counts,
             [2, 2, 2, 2, 2],
             "500 bytes a group, at most: two callbacks"
         );
+    }
+
+    /// The reference's events of a meeting, kept for one URL: packed, a group is a fraction of
+    /// its JSON (what Redis reads and stores for `retain`).
+    #[test]
+    fn the_reference_events_pack_to_a_fraction_of_their_json() {
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/fixtures/bbb-webhooks/mapped-events.json"
+        );
+        let text = std::fs::read_to_string(path).expect("the fixtures");
+        let mut pipe = redis::pipe();
+        let mut groups = Groups::new(&mut pipe, "k", GROUP_BYTES, 0);
+        let (mut json, mut n) = (0, 0);
+        for (i, line) in text.lines().enumerate() {
+            let v: serde_json::Value = serde_json::from_str(line).expect("an event");
+            let id = v
+                .pointer("/data/id")
+                .and_then(|i| i.as_str())
+                .expect("an id");
+            let ts = (1_700_000_000_000 + i as u64).to_string();
+            groups.push(
+                1_700_000_000_000 + i as u64,
+                &[("e", id), ("p", line), ("r", &ts)],
+            );
+            json +=
+                serde_json::to_string(&[("e", id), ("p", line), ("r", &ts)]).map_or(0, |s| s.len());
+            n += 1;
+        }
+        groups.finish();
+        let packed: usize = entries(&pipe).iter().map(|g| g["l"].len()).sum();
+        let ratio = packed as f64 / json as f64;
+        println!("{n} events: {json} bytes of JSON, {packed} packed ({ratio:.3})");
+        assert!(n > 20 && ratio < 0.35, "{ratio}");
     }
 
     #[test]
@@ -270,8 +326,8 @@ mod properties {
                         _ => None,
                     })
                     .collect();
-                prop_assert_eq!(args[3], b"g");
-                back.extend(decode(args[4]).expect("decodes"));
+                prop_assert_eq!(args[3], b"l");
+                back.extend(decode(&unpack(args[4]).expect("unpacks")).expect("decodes"));
             }
             prop_assert_eq!(back.len(), callbacks.len());
             for (c, (e, p, ts)) in back.iter().zip(&callbacks) {

@@ -24,8 +24,16 @@ pub(crate) struct Found {
 
 /// The callbacks of one stream entry: a group's, or the entry itself.
 fn expand(sid: StreamId) -> Vec<Found> {
-    let Some(json) = sid.get::<Vec<u8>>("g") else {
-        return one(sid).into_iter().collect();
+    let json = match (sid.get::<Vec<u8>>("l"), sid.get::<Vec<u8>>("g")) {
+        (Some(packed), _) => match group::unpack(&packed) {
+            Some(json) => json,
+            None => {
+                tracing::warn!(entry = %sid.id, "a group of kept callbacks cannot be unpacked; it is passed over");
+                return Vec::new();
+            }
+        },
+        (None, Some(json)) => json,
+        (None, None) => return one(sid).into_iter().collect(),
     };
     match group::decode(&json) {
         Ok(callbacks) => (callbacks.into_iter().enumerate())

@@ -11,6 +11,9 @@ use super::free_port;
 use tempfile::TempDir;
 use tokio::process::{Child, Command};
 
+/// A stream entry's fields, as bytes.
+type EntryFields = Vec<(String, Vec<u8>)>;
+
 pub(crate) struct TestRedis {
     pub port: u16,
     /// Its TLS port, for [`start_tls`](Self::start_tls) (0: none).
@@ -375,7 +378,7 @@ impl TestRedis {
     }
 
     /// The callbacks the relay keeps for redelivery, by kept stream (`hookrelay:retained:{..}`):
-    /// each callback's fields (the callbacks of a group entry, `g`, each on its own).
+    /// each callback's fields (the callbacks of a group entry each on its own).
     pub(crate) async fn kept_by_stream(&self) -> Vec<(String, Vec<Vec<(String, String)>>)> {
         let mut conn = self.must_conn().await;
         let keys: Vec<String> = redis::cmd("KEYS")
@@ -385,18 +388,25 @@ impl TestRedis {
             .expect("keys");
         let mut kept = Vec::new();
         for key in keys.into_iter().filter(|k| !k.ends_with(":bytes")) {
-            let entries: Vec<(String, Vec<(String, String)>)> = redis::cmd("XRANGE")
+            let entries: Vec<(String, EntryFields)> = redis::cmd("XRANGE")
                 .arg(&key)
                 .arg("-")
                 .arg("+")
                 .query_async(&mut conn)
                 .await
                 .expect("xrange");
+            // A group entry holds many callbacks, each an object of its fields: LZ4-packed JSON
+            // (`l`, its size first), or JSON (`g`).
             let callbacks = entries.into_iter().flat_map(|(_, fields)| {
-                match fields.iter().find(|(k, _)| k == "g") {
-                    Some((_, g)) => {
+                let group = fields.iter().find_map(|(k, v)| match k.as_str() {
+                    "l" => Some(lz4_flex::decompress_size_prepended(v).expect("an LZ4 group")),
+                    "g" => Some(v.clone()),
+                    _ => None,
+                });
+                match group {
+                    Some(json) => {
                         let group: Vec<serde_json::Map<String, serde_json::Value>> =
-                            serde_json::from_str(g).expect("a group of kept callbacks");
+                            serde_json::from_slice(&json).expect("a group of kept callbacks");
                         group
                             .into_iter()
                             .map(|c| {
@@ -406,7 +416,11 @@ impl TestRedis {
                             })
                             .collect()
                     }
-                    None => vec![fields],
+                    None => vec![
+                        (fields.into_iter())
+                            .map(|(k, v)| (k, String::from_utf8(v).expect("text")))
+                            .collect(),
+                    ],
                 }
             });
             kept.push((key, callbacks.collect()));
