@@ -4,7 +4,7 @@
 //! same URL finds them, and a tenant's never reach another tenant's hook of that URL, a Redis
 //! stream of the callbacks sent to it (the payload as sent), and of those still queued when
 //! its hook was removed after failures (as they were queued). A round's callbacks for a URL
-//! are written as a few entries ([`group`]), each a group of callbacks with the journal's
+//! are written as a few entries ([`group`]), each a group (LZ4-packed JSON) of callbacks with the journal's
 //! fields ([`super::journal`]: `e`, `p`, `o`, and the plugin chain's `c`, `im`, `xm`, `q`,
 //! `mf`), the callback's own timestamp (`r`) and its size (`z`); the group's entry has their
 //! bytes (`z`). One script per URL a round then drops the oldest entries beyond the window
