@@ -501,10 +501,7 @@ async fn in_a_fleet_either_instance_shows_and_redelivers() {
     assert_eq!(code, 0, "{err}");
     assert!(out.starts_with("queued 5 callbacks again"), "{out}");
     let all = rx.wait_delivered(10).await;
-    for (orig, re) in got.iter().zip(&all[5..]) {
-        assert_eq!(orig.body, re.body);
-        assert_eq!(re.headers["x-hookrelay-redelivery"], "true");
-    }
+    sent_again(&got, &all[5..]);
 }
 
 /// What is kept stays within `delivery.retain_max_mib`: the oldest callbacks go first, and a
@@ -661,10 +658,7 @@ async fn callbacks_kept_an_entry_each_and_in_groups_are_redelivered_together() {
     let asked = json(&["redeliver", &id.to_string(), "--since", "10m", "-c", cfg]);
     assert_eq!(asked["queued"], 3 + N, "{asked}");
     let again = rx.wait_delivered(2 * (3 + N)).await;
-    for (orig, re) in sent.iter().zip(&again[3 + N..]) {
-        assert_eq!(orig.body, re.body, "the same body, in order");
-        assert_eq!(re.headers["x-hookrelay-redelivery"], "true");
-    }
+    sent_again(&sent, &again[3 + N..]);
 }
 
 /// With many URLs each keeps a small share of `delivery.retain_max_mib`; its groups are smaller
@@ -677,14 +671,9 @@ async fn with_many_urls_each_keeps_most_of_its_small_share() {
     let relay = RelayProcess::start(&redis, "retain_max_mib = 1\n").await;
     const URLS: usize = 64;
     const N: usize = 100;
+    let http = http_client();
     for u in 0..URLS {
-        create_hook(
-            &http_client(),
-            relay.api,
-            &rx.url(&format!("/share{u}")),
-            "",
-        )
-        .await;
+        create_hook(&http, relay.api, &rx.url(&format!("/share{u}")), "").await;
     }
     let joins: Vec<String> = (0..N)
         .map(|i| user_joined("m", &format!("u{i}"), &format!("{i:0>300}")))
@@ -722,6 +711,18 @@ async fn last_attempt_shown(id: u64, cfg: &str, last: u64) {
         }
     })
     .await;
+}
+
+/// Each of `again` is the callback of `sent` at its place, sent again: the same body, marked
+/// as a redelivery.
+fn sent_again(
+    sent: &[crate::support::receiver::Received],
+    again: &[crate::support::receiver::Received],
+) {
+    for (orig, re) in sent.iter().zip(again) {
+        assert_eq!(orig.body, re.body, "the same body, in order");
+        assert_eq!(re.headers["x-hookrelay-redelivery"], "true");
+    }
 }
 
 /// The user names of callbacks, in order.
