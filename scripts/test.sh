@@ -26,6 +26,7 @@ case "${1:-}" in
 esac
 
 scripts/ensure-redis.sh
+scripts/ensure-brokers.sh
 if ! cargo nextest --version >/dev/null 2>&1; then
   echo "hookrelay: installing cargo-nextest (crates.io)"
   cargo install --quiet --locked cargo-nextest

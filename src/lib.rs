@@ -25,6 +25,9 @@
 //! - [`xapi`]: the second output, xAPI statements about meetings to Learning Record Stores:
 //!   translated from each batch's events in the processing stage, queued per LRS in the
 //!   batch's transaction, sent in order by a sender per LRS.
+//! - [`destinations`]: events into message brokers (NATS JetStream, AMQP, MQTT) and files,
+//!   picked from each batch's events in the processing stage, queued per destination in the
+//!   batch's transaction, published in order by a sender per destination.
 //! - [`api`]: `hooks/create`, `hooks/destroy`, `hooks/list` (BBB checksum, BBB XML).
 //! - [`admin_api`]: each hook's delivery state and last attempts, as JSON on a listener of its
 //!   own (`[admin]`), read from what delivery keeps in the store (`delivery::records`).
@@ -56,8 +59,8 @@
 //! Layers, bottom first, each importing only from those before it (`src/layers/` tests it):
 //! `base`; `redis_conn`, `shutdown`, `systemd`; `config`; `store_conn`; `redis_index`,
 //! `metrics`, `audit`; `bus`, `tenants`; `fleet`; `event`; `hooks`; `conference`,
-//! `plugin_host`; `route`; `delivery`; `admin_api`, `api`, `authoring`, `replay`, `xapi`;
-//! `pipeline`; `edge`. Where a lower
+//! `plugin_host`; `route`; `delivery`; `destinations`; `admin_api`, `api`, `authoring`,
+//! `replay`, `xapi`; `pipeline`; `edge`. Where a lower
 //! layer must reach a higher one it defines the interface: `event::Observer` (the
 //! conference follows the events), `QueueRemover` of `hooks/store/` (a removed hook's queue goes
 //! too).
@@ -98,6 +101,7 @@ pub(crate) mod bus;
 pub(crate) mod conference;
 pub mod config;
 pub(crate) mod delivery;
+pub(crate) mod destinations;
 pub(crate) mod edge;
 pub(crate) mod event;
 pub(crate) mod fleet;
@@ -135,6 +139,8 @@ pub use delivery::{CallbackClient, Signer, callback_checksum, signed_url, spec_b
 /// The store: the connection, the hooks of the reference service (`hookrelay import`), the
 /// fleet's state (`hookrelay fleet status`), and the queues' layout (the durability tests).
 pub use delivery::{journal, tidy};
+/// The destinations' queues and states (`hookrelay destinations`).
+pub use destinations::{DestinationReport, report as destinations_report};
 /// Events and hooks, for `replay`, `plugin check` and the benches.
 pub use event::{
     Event, EventFilter, Mappings, OUTPUT_IDS, Payload, Processor, schema as event_schema,

@@ -108,6 +108,9 @@ enum Command {
     /// The BBB servers whose edges write to the store (`[edge]`, docs/pool.md): each edge's
     /// state, last seen, and its counts (from the admin API).
     Servers(admin::ServersArgs),
+    /// The message brokers and files that get events (`[[destinations]]`,
+    /// docs/destinations.md): each one's state, last error and queue (from the admin API).
+    Destinations(admin::DestinationsArgs),
     /// Several instances on one store: show who holds the fleet lease, how far back each
     /// instance's kept messages reach and who delivers each hook (read from the store).
     Fleet(admin::FleetArgs),
@@ -240,6 +243,7 @@ fn main() -> ExitCode {
         Command::Tenants(args) => return admin::tenants(&args),
         Command::Audit(args) => return admin::audit(&args),
         Command::Servers(args) => return admin::servers(&args),
+        Command::Destinations(args) => return admin::destinations(&args),
         Command::Health(args) => return admin::health(&args),
         Command::Events { command } => return events_cli::run(&command),
         Command::AdminToken(args) => return admin::admin_token(&args),

@@ -6,6 +6,7 @@
 //! what cannot be reached.
 
 mod callback;
+mod destinations;
 mod fleet;
 mod health;
 mod hook_view;
@@ -18,6 +19,7 @@ mod tenancy;
 use std::process::ExitCode;
 
 pub(crate) use callback::{SignArgs, VerifyArgs, sign, verify};
+pub(crate) use destinations::{DestinationsArgs, destinations};
 pub(crate) use fleet::{FleetArgs, fleet};
 pub(crate) use health::{HealthArgs, health};
 use hookrelay::Config;

@@ -1,12 +1,14 @@
 //! The admin API: JSON about each hook's delivery (its state, its last attempts), redelivery,
-//! the tenants, the audit and the edges' servers, on a listener of its own (`[admin]`, never under the BBB API's
-//! path), behind `[admin] bearer_token`. The `hooks show`, `hooks list`, `hooks enable`,
-//! `hooks rotate-secret`, `deliveries`, `redeliver`, `tenants`, `audit` and `servers` commands use it;
+//! the tenants, the audit, the edges' servers and the destinations, on a listener of its own
+//! (`[admin]`, never under the BBB API's path), behind `[admin] bearer_token`. The `hooks
+//! show`, `hooks list`, `hooks enable`, `hooks rotate-secret`, `deliveries`, `redeliver`,
+//! `tenants`, `audit`, `servers` and `destinations` commands use it;
 //! [`hooks`], [`redeliver`], [`tenants`] and [`audit`] hold the calls, [`page`] the status page
 //! for people. Every change is recorded in the audit with its caller ([`Caller`]). Errors are
 //! typed here and answered as `{"error": "..."}` with their status.
 
 mod audit;
+mod destinations;
 mod hooks;
 mod page;
 mod redeliver;
@@ -56,6 +58,8 @@ pub(crate) struct AdminState {
     pub(crate) hook_secret_overlap_ms: u64,
     /// `tenancy.removed_grace_s`, in ms: when a gone tenant's hook is removed.
     pub(crate) removed_grace_ms: u64,
+    /// `[[destinations]]`, whose states and queues it shows.
+    pub(crate) destinations: Vec<crate::config::destinations::DestinationConfig>,
 }
 
 /// Who made a request, for the audit: its address (or `unix-socket`), put in the request's
@@ -171,6 +175,7 @@ pub(crate) fn router(state: Arc<AdminState>, access: Arc<Access>) -> Router {
         .route("/v1/redeliver", post(redeliver::redeliver_all))
         .route("/v1/tenants", get(tenants::list))
         .route("/v1/servers", get(servers::list))
+        .route("/v1/destinations", get(destinations::list))
         .route("/v1/servers/{name}/forget", post(servers::forget))
         .route("/v1/audit", get(audit::list))
         .route("/", get(page::list))

@@ -8,6 +8,7 @@ pub mod admin;
 pub mod bbb_web;
 pub mod compat;
 mod delivery;
+pub mod destinations;
 mod duration;
 pub mod edge;
 mod endpoints;
@@ -60,6 +61,8 @@ pub struct Config {
     pub store: StoreConfig,
     pub fleet: FleetConfig,
     pub xapi: xapi::XapiConfig,
+    /// `[[destinations]]`: message brokers and files that get events (`docs/destinations.md`).
+    pub destinations: Vec<destinations::DestinationConfig>,
     pub admin: admin::AdminConfig,
     pub reference: ReferenceConfig,
     /// `[scalelite]`: read the tenants of a Scalelite cluster from its Redis.

@@ -67,7 +67,26 @@ impl Config {
         if self.mapping.inactivity_timeout_s == 0 {
             return fail("mapping.inactivity_timeout_s", "must be greater than 0");
         }
-        self.xapi.validate().map_err(ConfigError)
+        self.xapi.validate().map_err(ConfigError)?;
+        super::destinations::validate(&self.destinations).map_err(ConfigError)?;
+        self.validate_destination_files()
+    }
+
+    /// Checks that each destination's `password_file` and `ca_file` can be read.
+    fn validate_destination_files(&self) -> Result<(), ConfigError> {
+        for (i, d) in self.destinations.iter().enumerate() {
+            for (k, path) in [("password_file", &d.password_file), ("ca_file", &d.ca_file)] {
+                if let Some(path) = path
+                    && let Err(e) = std::fs::read(path)
+                {
+                    return fail(
+                        &format!("destinations[{i}].{k}"),
+                        &format!("cannot read {}: {e}", path.display()),
+                    );
+                }
+            }
+        }
+        Ok(())
     }
 
     /// The secrets only the operator may hold, which no tenant may be given: `bbb.secret` and

@@ -35,6 +35,7 @@ const OPEN: &[&str] = &[
     "config::admin",
     "config::bbb_web",
     "config::compat",
+    "config::destinations",
     "config::edge",
     "config::reference",
     "config::reference_files",

@@ -164,6 +164,7 @@ const CRATE: &[&[&str]] = &[
     &["conference", "plugin_host"],
     &["route"],
     &["delivery"],
+    &["destinations"],
     &["admin_api", "api", "replay", "authoring", "xapi"],
     &["pipeline"],
     &["edge"],

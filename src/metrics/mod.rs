@@ -6,6 +6,7 @@
 
 mod auth;
 mod bus;
+mod destinations;
 mod endpoint;
 mod fleet;
 mod histograms;
@@ -58,6 +59,7 @@ pub struct Metrics {
     pub bus: bus::BusMetrics,
     pub(crate) fleet: fleet::FleetMetrics,
     pub(crate) xapi: xapi::XapiMetrics,
+    pub(crate) destinations: destinations::DestinationMetrics,
     pub(crate) tenants: tenants::TenantMetrics,
     /// Callbacks delivered, by tenant (empty: the operator's hooks).
     pub(crate) callbacks_delivered: Family<TenantLabel, Counter>,
@@ -169,6 +171,7 @@ impl Metrics {
         m.bus.register(r);
         m.fleet.register(r);
         m.xapi.register(r);
+        m.destinations.register(r);
         m.tenants.register(r);
         m.register_delivery(r);
         m.register_relay(r);

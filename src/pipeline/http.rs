@@ -50,6 +50,7 @@ impl Start<'_> {
                     .hook_secret_overlap_s
                     .saturating_mul(1000),
                 removed_grace_ms: self.config.tenancy.removed_grace_s.saturating_mul(1000),
+                destinations: self.config.destinations.clone(),
             });
             self.serve_admin(listeners.admin, listeners.admin_socket, &state);
         }

@@ -69,6 +69,8 @@ pub(super) struct ProcessStage {
     pub(super) fence: Fence,
     /// The xAPI output, when on.
     pub(super) xapi: Option<crate::xapi::Output>,
+    /// The destinations (`[[destinations]]`), when there are any.
+    pub(super) destinations: Option<crate::destinations::Output>,
     /// The servers of a pool whose edges appear ([`super::edges`]), added before their
     /// messages; `None` when the relay takes no edges.
     pub(super) joins: Option<mpsc::Receiver<Joined>>,
@@ -256,6 +258,9 @@ impl ProcessStage {
             let mut conn = self.dispatcher.conn();
             xapi.add(&routed.events, &mut conn, &mut state).await;
         }
+        if let Some(destinations) = &mut self.destinations {
+            destinations.add(&routed.events, &mut state);
+        }
         let on_cluster = self.dispatcher.on_cluster();
         let commit = self.cursors.as_mut().and_then(|cursors| {
             let mut writes = redis::pipe();
@@ -277,6 +282,9 @@ impl ProcessStage {
             .await;
         if accepted && let Some(xapi) = &mut self.xapi {
             xapi.wake();
+        }
+        if accepted && let Some(destinations) = &mut self.destinations {
+            destinations.wake();
         }
         accepted
     }

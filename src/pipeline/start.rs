@@ -340,6 +340,15 @@ impl Start<'_> {
             token,
         )
         .await;
+        let destinations = crate::destinations::Output::start(
+            config,
+            source_table.clone(),
+            conn,
+            self.metrics.clone(),
+            self.tracker,
+            token,
+        )
+        .await;
         let (joins_tx, joins) = mpsc::channel(16);
         let taker = wired.edge_bus.take().map(|bus| edges::Taker {
             conn: conn.clone(),
@@ -362,6 +371,7 @@ impl Start<'_> {
             cursors: fence.is_fleet().then(|| Cursors::resuming(&first.cursors)),
             fence,
             xapi,
+            destinations,
             joins: taker.is_some().then_some(joins),
             joined: joined.clone(),
             taken: Vec::new(),

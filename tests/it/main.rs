@@ -17,6 +17,7 @@ mod dashboards;
 mod deliveries;
 mod delivery;
 mod deploy;
+mod destinations;
 mod docs;
 mod durability;
 mod edge;

@@ -4,6 +4,7 @@
 pub(crate) mod bad_receiver;
 pub(crate) mod bbb3;
 pub(crate) mod bbb_api;
+pub(crate) mod brokers;
 pub(crate) mod browser;
 pub(crate) mod cluster;
 mod common;

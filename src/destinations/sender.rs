@@ -1,0 +1,227 @@
+//! Publishes one destination's queue, a message at a time in queue order (so every meeting's
+//! events arrive in bus order): a message leaves the queue once the broker confirmed it, or
+//! when the broker can never take it (larger than its limit: skipped, counted, logged with its
+//! event). Anything else (broker down, credentials refused, no such exchange or stream, no
+//! confirmation in time) is waited out on the retry schedule, whose last interval repeats
+//! without end: a destination is never given up.
+
+use std::{
+    sync::{
+        Arc,
+        atomic::{AtomicUsize, Ordering},
+    },
+    time::{Duration, Instant},
+};
+
+use tokio::sync::Notify;
+use tokio_util::sync::CancellationToken;
+
+use super::{
+    link::{Failure, Link},
+    message::Message,
+    queue::{self, State},
+};
+use crate::{
+    base::time::now_ms, config::destinations::DestinationConfig, delivery::RetryPolicy,
+    metrics::Metrics, store_conn::StoreConn,
+};
+
+/// Messages read from a queue at a time.
+const PAGE: usize = 64;
+/// How often an idle sender looks at its queue without being woken (another instance of a
+/// fleet may have queued for it before this one took over).
+const IDLE_LOOK: Duration = Duration::from_secs(5);
+
+/// What a sender is started with.
+pub(super) struct Setup {
+    pub(super) conn: StoreConn,
+    pub(super) config: DestinationConfig,
+    pub(super) metrics: Arc<Metrics>,
+}
+
+/// A sender's handle: wakes it, counts what waits in its queue.
+#[derive(Clone, Default)]
+pub(super) struct Handle {
+    pub(super) wake: Arc<Notify>,
+    pub(super) depth: Arc<AtomicUsize>,
+}
+
+/// One sender's running state.
+struct Sender {
+    setup: Setup,
+    link: Link,
+    policy: RetryPolicy,
+    timeout: Duration,
+    state: State,
+}
+
+/// Publishes destination `setup.config`'s queue until `token` is cancelled.
+pub(super) async fn run(setup: Setup, handle: Handle, token: CancellationToken) {
+    let name = setup.config.name.clone();
+    let link = match Link::new(&setup.config) {
+        Ok(l) => l,
+        Err(e) => {
+            tracing::error!(destination = %name, error = %e, "a destination cannot be set up; its messages wait in its queue");
+            return;
+        }
+    };
+    let mut sender = Sender {
+        policy: RetryPolicy::new(&setup.config.retry_intervals_ms, true),
+        timeout: Duration::from_millis(setup.config.publish_timeout_ms),
+        state: State {
+            state: "ok".into(),
+            since_ms: now_ms(),
+            ..State::default()
+        },
+        link,
+        setup,
+    };
+    sender.save_state().await;
+    let mut conn = sender.setup.conn.clone();
+    loop {
+        let page = match queue::read(&mut conn, &name, PAGE).await {
+            Ok(p) => p,
+            Err(e) => {
+                tracing::warn!(destination = %name, error = %e, "cannot read a destination's queue; trying again");
+                if pause(&token, Duration::from_secs(1)).await {
+                    return;
+                }
+                continue;
+            }
+        };
+        sender.show_oldest(page.first().map(|(_, m)| m));
+        if page.is_empty() {
+            handle.depth.store(0, Ordering::Relaxed);
+            sender.show_depth(0);
+            tokio::select! {
+                () = handle.wake.notified() => {}
+                () = tokio::time::sleep(IDLE_LOOK) => {}
+                () = token.cancelled() => return,
+            }
+            continue;
+        }
+        for (i, (entry, message)) in page.iter().enumerate() {
+            sender.show_depth(handle.depth.load(Ordering::Relaxed));
+            if !sender.publish(message, &token).await {
+                return;
+            }
+            loop {
+                match queue::remove(&mut conn, &name, entry).await {
+                    Ok(()) => break,
+                    Err(e) => {
+                        tracing::warn!(destination = %name, error = %e, "cannot remove a published message from a destination's queue; trying again");
+                        if pause(&token, Duration::from_secs(1)).await {
+                            return;
+                        }
+                    }
+                }
+            }
+            let left = handle.depth.load(Ordering::Relaxed).saturating_sub(1);
+            handle.depth.store(left, Ordering::Relaxed);
+            sender.show_depth(left);
+            sender.show_oldest(page.get(i + 1).map(|(_, m)| m));
+        }
+    }
+}
+
+/// Sleeps `d`; `true` when cancelled first.
+async fn pause(token: &CancellationToken, d: Duration) -> bool {
+    tokio::select! {
+        () = tokio::time::sleep(d) => false,
+        () = token.cancelled() => true,
+    }
+}
+
+impl Sender {
+    fn name(&self) -> &str {
+        &self.setup.config.name
+    }
+
+    /// Tries `m` until the broker confirms it or can never take it; `false` when cancelled
+    /// first.
+    async fn publish(&mut self, m: &Message, token: &CancellationToken) -> bool {
+        let mut failures = 0usize;
+        loop {
+            let started = Instant::now();
+            let outcome = tokio::select! {
+                r = tokio::time::timeout(self.timeout, self.link.publish(m)) => {
+                    r.unwrap_or(Err(Failure::Timeout))
+                }
+                () = token.cancelled() => return false,
+            };
+            let metrics = &self.setup.metrics.destinations;
+            metrics.observe(self.name(), started.elapsed());
+            let failure = match outcome {
+                Ok(()) => {
+                    metrics.published(self.name());
+                    self.state.published += 1;
+                    if failures > 0 {
+                        tracing::info!(destination = %self.name(), failures, "a destination takes messages again");
+                        self.set_state("ok", None).await;
+                    }
+                    return true;
+                }
+                Err(Failure::TooLarge(detail)) => {
+                    metrics.skipped(self.name(), "too_large");
+                    tracing::warn!(destination = %self.name(), event = %m.event, message_id = %m.id, bytes = m.body.len(), %detail, "the broker cannot take a message this large; it is skipped");
+                    return true;
+                }
+                Err(f) => f,
+            };
+            failures += 1;
+            metrics.failed(self.name(), failure.reason());
+            self.link.reset().await;
+            let line = failure.to_string();
+            if failures == 1 {
+                tracing::warn!(destination = %self.name(), reason = failure.reason(), error = %line, "a destination does not take messages; they wait and are tried again");
+            } else {
+                tracing::debug!(destination = %self.name(), reason = failure.reason(), error = %line, failures, "a destination still does not take messages");
+            }
+            if self.state.state != "failing" || self.state.last_error != line {
+                self.set_state("failing", Some(line)).await;
+            }
+            let delay = self
+                .policy
+                .next_delay(failures)
+                .unwrap_or(Duration::from_secs(1));
+            if pause(token, delay).await {
+                return false;
+            }
+        }
+    }
+
+    async fn set_state(&mut self, state: &str, error: Option<String>) {
+        if self.state.state != state {
+            self.state.since_ms = now_ms();
+        }
+        state.clone_into(&mut self.state.state);
+        if let Some(e) = error {
+            self.state.last_error = e;
+        }
+        self.save_state().await;
+    }
+
+    async fn save_state(&mut self) {
+        let mut conn = self.setup.conn.clone();
+        if let Err(e) = queue::set_state(&mut conn, &self.setup.config.name, &self.state).await {
+            tracing::debug!(destination = %self.name(), error = %e, "cannot write a destination's state");
+        }
+        self.setup
+            .metrics
+            .destinations
+            .up(self.name(), self.state.state == "ok");
+    }
+
+    fn show_depth(&self, depth: usize) {
+        self.setup.metrics.destinations.depth(self.name(), depth);
+    }
+
+    /// Shows the age of `oldest`, the first message waiting (none: 0).
+    fn show_oldest(&self, oldest: Option<&Message>) {
+        let age = oldest.map_or(0, |m| now_ms().saturating_sub(m.queued_ms));
+        self.setup
+            .metrics
+            .destinations
+            .oldest(self.name(), Duration::from_millis(age));
+    }
+}

@@ -1,0 +1,786 @@
+//! Destinations against real brokers (`[[destinations]]`, docs/destinations.md): 1,000 events
+//! of three meetings consumed back from NATS JetStream, RabbitMQ, Mosquitto and a file, each
+//! once, in order, each body the event a hook got; brokers stopped for 5 s; the relay killed
+//! -9; refused credentials and a missing exchange; a message over the broker's limit.
+
+use std::{collections::HashSet, time::Duration};
+
+use futures_util::StreamExt;
+use serde_json::Value;
+
+use crate::support::{
+    RelayProcess, TestReceiver, TestRedis,
+    brokers::{OwnBroker, RABBITMQ, rabbitmq},
+    meeting_created,
+    process::cli,
+    user_joined, wait,
+};
+
+/// The three meetings' messages: each created, then `n - 3` joins in turn.
+fn three_meetings(n: usize) -> Vec<String> {
+    let mut out: Vec<String> = (0..3)
+        .map(|m| meeting_created(&format!("int-{m}"), &format!("ext-{m}")))
+        .collect();
+    out.extend((3..n).map(|i| {
+        let m = i % 3;
+        user_joined(&format!("int-{m}"), &format!("u{i}"), &format!("n{i}"))
+    }));
+    out
+}
+
+/// A destination's TOML.
+fn destination(name: &str, url: &str, target: &str) -> String {
+    format!(
+        "[[destinations]]\nname = \"{name}\"\nurl = \"{url}\"\ntarget = \"{target}\"\nretry_intervals_ms = [100, 200, 400]\npublish_timeout_ms = 3000\n"
+    )
+}
+
+/// The event of each callback a hook got, in order (its `event` field holds one).
+async fn hook_events(receiver: &TestReceiver, n: usize) -> Vec<String> {
+    receiver
+        .wait_delivered(n)
+        .await
+        .iter()
+        .map(|r| {
+            let v: Value = serde_json::from_str(&r.event()).expect("event JSON");
+            match v {
+                Value::Array(mut a) if !a.is_empty() => a.swap_remove(0).to_string(),
+                one => one.to_string(),
+            }
+        })
+        .collect()
+}
+
+/// JSON texts compared as values.
+fn as_values(texts: &[String]) -> Vec<Value> {
+    texts
+        .iter()
+        .map(|t| serde_json::from_str(t).expect("JSON"))
+        .collect()
+}
+
+/// Asserts that `got` is `expected`, saying where they first differ (not the whole lists).
+fn assert_same<T: PartialEq + std::fmt::Debug>(what: &str, got: &[T], expected: &[T]) {
+    if let Some(i) = (0..got.len().min(expected.len())).find(|&i| got[i] != expected[i]) {
+        panic!(
+            "{what}: item {i} differs: {:?} where {:?} was expected",
+            got[i], expected[i]
+        );
+    }
+    assert_eq!(got.len(), expected.len(), "{what}: how many");
+}
+
+/// A JetStream stream taking `bbb.>` on `nats`.
+async fn nats_stream(nats: &OwnBroker) -> async_nats::jetstream::stream::Stream {
+    let client = async_nats::connect(format!("127.0.0.1:{}", nats.port))
+        .await
+        .expect("NATS");
+    async_nats::jetstream::new(client)
+        .get_or_create_stream(async_nats::jetstream::stream::Config {
+            name: "BBB".into(),
+            subjects: vec!["bbb.>".into()],
+            ..Default::default()
+        })
+        .await
+        .expect("stream")
+}
+
+/// Every message of a stream, in order: (subject, Nats-Msg-Id, BBB-Event, body).
+async fn nats_messages(
+    stream: &async_nats::jetstream::stream::Stream,
+    n: usize,
+) -> Vec<(String, String, String, String)> {
+    let consumer = stream
+        .create_consumer(async_nats::jetstream::consumer::pull::Config {
+            ..Default::default()
+        })
+        .await
+        .expect("consumer");
+    let mut out = Vec::new();
+    let mut batch = consumer
+        .stream()
+        .max_messages_per_batch(500)
+        .messages()
+        .await
+        .expect("messages");
+    while out.len() < n {
+        let Ok(Some(m)) = tokio::time::timeout(Duration::from_secs(20), batch.next()).await else {
+            break;
+        };
+        let m = m.expect("message");
+        let header = |k: &str| {
+            m.headers
+                .as_ref()
+                .and_then(|h| h.get(k))
+                .map(|v| v.to_string())
+                .unwrap_or_default()
+        };
+        out.push((
+            m.subject.to_string(),
+            header("Nats-Msg-Id"),
+            header("BBB-Event"),
+            String::from_utf8_lossy(&m.payload).into_owned(),
+        ));
+        m.ack().await.expect("ack");
+    }
+    out
+}
+
+/// A subscriber of `topic` at QoS 1 on `port`, with a session the broker keeps for it; what it
+/// gets: (message-id, body).
+async fn mqtt_subscriber(
+    port: u16,
+    topic: &str,
+) -> tokio::sync::mpsc::UnboundedReceiver<(String, String)> {
+    use rumqttc::v5::{AsyncClient, Event, MqttOptions, mqttbytes::QoS, mqttbytes::v5::Packet};
+    let mut options = MqttOptions::new(format!("sub-{port}"), "127.0.0.1", port);
+    options
+        .set_clean_start(false)
+        .set_session_expiry_interval(Some(3600))
+        .set_max_packet_size(Some(1024 * 1024));
+    let (client, mut events) = AsyncClient::new(options, 1000);
+    client
+        .subscribe(topic, QoS::AtLeastOnce)
+        .await
+        .expect("subscribe");
+    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+    let (subscribed_tx, subscribed) = tokio::sync::oneshot::channel();
+    let mut subscribed_tx = Some(subscribed_tx);
+    tokio::spawn(async move {
+        let _client = client;
+        loop {
+            match events.poll().await {
+                Ok(Event::Incoming(Packet::SubAck(_))) => {
+                    if let Some(s) = subscribed_tx.take() {
+                        let _ = s.send(());
+                    }
+                }
+                Ok(Event::Incoming(Packet::Publish(p))) => {
+                    let id = p
+                        .properties
+                        .as_ref()
+                        .and_then(|pr| pr.user_properties.iter().find(|(k, _)| k == "message-id"))
+                        .map(|(_, v)| v.clone())
+                        .unwrap_or_default();
+                    if tx
+                        .send((id, String::from_utf8_lossy(&p.payload).into_owned()))
+                        .is_err()
+                    {
+                        return;
+                    }
+                }
+                Ok(_) => {}
+                Err(_) => tokio::time::sleep(Duration::from_millis(100)).await,
+            }
+        }
+    });
+    tokio::time::timeout(Duration::from_secs(20), subscribed)
+        .await
+        .expect("subscribed in time")
+        .expect("subscribed");
+    rx
+}
+
+/// Takes `n` messages from `rx` (within the tests' patience for each).
+async fn take(
+    rx: &mut tokio::sync::mpsc::UnboundedReceiver<(String, String)>,
+    n: usize,
+) -> Vec<(String, String)> {
+    let mut out = Vec::with_capacity(n);
+    while out.len() < n {
+        match tokio::time::timeout(Duration::from_secs(20), rx.recv()).await {
+            Ok(Some(m)) => out.push(m),
+            _ => break,
+        }
+    }
+    out
+}
+
+/// A durable topic exchange of the test's own on the machine's RabbitMQ, with a queue bound to
+/// all of it; the queue's consumer.
+async fn amqp_queue(exchange: &str) -> (lapin::Channel, lapin::Consumer) {
+    use lapin::{options::*, types::FieldTable};
+    let connection = rabbitmq().await;
+    let channel = connection.create_channel().await.expect("channel");
+    channel
+        .exchange_declare(
+            exchange.into(),
+            lapin::ExchangeKind::Topic,
+            ExchangeDeclareOptions {
+                durable: true,
+                auto_delete: true,
+                ..Default::default()
+            },
+            FieldTable::default(),
+        )
+        .await
+        .expect("exchange");
+    let queue = channel
+        .queue_declare(
+            "".into(),
+            QueueDeclareOptions {
+                exclusive: true,
+                ..Default::default()
+            },
+            FieldTable::default(),
+        )
+        .await
+        .expect("queue");
+    channel
+        .queue_bind(
+            queue.name().clone(),
+            exchange.into(),
+            "#".into(),
+            QueueBindOptions::default(),
+            FieldTable::default(),
+        )
+        .await
+        .expect("bind");
+    let consumer = channel
+        .basic_consume(
+            queue.name().clone(),
+            "test".into(),
+            BasicConsumeOptions {
+                no_ack: true,
+                ..Default::default()
+            },
+            FieldTable::default(),
+        )
+        .await
+        .expect("consume");
+    std::mem::forget(connection);
+    (channel, consumer)
+}
+
+/// `n` deliveries of `consumer`: (message_id, type, routing key, body).
+async fn amqp_messages(
+    consumer: &mut lapin::Consumer,
+    n: usize,
+) -> Vec<(String, String, String, String)> {
+    let mut out = Vec::with_capacity(n);
+    while out.len() < n {
+        let Ok(Some(Ok(d))) = tokio::time::timeout(Duration::from_secs(20), consumer.next()).await
+        else {
+            break;
+        };
+        let p = &d.properties;
+        out.push((
+            p.message_id()
+                .as_ref()
+                .map(|s| s.to_string())
+                .unwrap_or_default(),
+            p.kind().as_ref().map(|s| s.to_string()).unwrap_or_default(),
+            d.routing_key.to_string(),
+            String::from_utf8_lossy(&d.data).into_owned(),
+        ));
+    }
+    out
+}
+
+fn unique_name(prefix: &str) -> String {
+    format!(
+        "{prefix}-{}-{}",
+        std::process::id(),
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or_default()
+    )
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn each_kind_gets_a_thousand_events_once_in_order_as_the_hook_got_them() {
+    const N: usize = 1000;
+    let nats = OwnBroker::nats().await;
+    let stream = nats_stream(&nats).await;
+    let mosquitto = OwnBroker::mosquitto().await;
+    let mut mqtt = mqtt_subscriber(mosquitto.port, "bbb/#").await;
+    let exchange = unique_name("hookrelay-test");
+    let (_channel, mut amqp) = amqp_queue(&exchange).await;
+    let dir = tempfile::tempdir().expect("dir");
+    let file = dir.path().join("events.jsonl");
+    let extra = [
+        destination(
+            "nats",
+            &format!("nats://127.0.0.1:{}", nats.port),
+            "bbb.{server}.{meeting}.{event}",
+        ),
+        destination(
+            "mqtt",
+            &format!("mqtt://127.0.0.1:{}", mosquitto.port),
+            "bbb/{meeting}/{event}",
+        ),
+        destination("amqp", RABBITMQ, &format!("{exchange}/bbb.{{event}}")),
+        destination("file", &format!("file://{}", file.display()), ""),
+    ]
+    .concat();
+    let redis = TestRedis::start().await;
+    let relay = RelayProcess::start(&redis, &extra).await;
+    let receiver = TestReceiver::start().await;
+    crate::support::relay::create_hook(
+        &crate::support::relay::http_client(),
+        relay.api,
+        &receiver.url("/hook"),
+        "",
+    )
+    .await;
+    let messages = three_meetings(N);
+    redis.publish_all(&messages[..N / 2]).await;
+    // logrotate in the middle: the file moved away, the next lines in a new one.
+    wait::until("half the events in the file", async || {
+        let lines = std::fs::read_to_string(&file)
+            .unwrap_or_default()
+            .lines()
+            .count();
+        if lines == N / 2 { Ok(()) } else { Err(lines) }
+    })
+    .await;
+    std::fs::rename(&file, dir.path().join("events.jsonl.1")).expect("rotate");
+    redis.publish_all(&messages[N / 2..]).await;
+
+    let expected = hook_events(&receiver, N).await;
+    assert_eq!(expected.len(), N);
+    let expected = as_values(&expected);
+
+    let got = nats_messages(&stream, N).await;
+    assert_eq!(got.len(), N, "JetStream holds each event once");
+    let bodies: Vec<String> = got.iter().map(|(_, _, _, b)| b.clone()).collect();
+    assert_eq!(
+        as_values(&bodies),
+        expected,
+        "NATS: the hook's events, in order"
+    );
+    let ids: HashSet<&String> = got.iter().map(|(_, id, _, _)| id).collect();
+    assert_eq!(ids.len(), N, "each message its own Nats-Msg-Id");
+    assert_eq!(got[0].0, "bbb.default.ext-0.meeting-created");
+    assert_eq!(got[3].0, "bbb.default.ext-0.user-joined");
+    assert_eq!(got[3].2, "user-joined");
+
+    let got = take(&mut mqtt, N).await;
+    let bodies: Vec<String> = got.iter().map(|(_, b)| b.clone()).collect();
+    assert_eq!(
+        as_values(&bodies),
+        expected,
+        "MQTT: the hook's events, in order"
+    );
+    assert_eq!(
+        got.iter().map(|(id, _)| id).collect::<HashSet<_>>().len(),
+        N
+    );
+
+    let got = amqp_messages(&mut amqp, N).await;
+    let bodies: Vec<String> = got.iter().map(|(_, _, _, b)| b.clone()).collect();
+    assert_eq!(
+        as_values(&bodies),
+        expected,
+        "AMQP: the hook's events, in order"
+    );
+    assert_eq!(got[3].1, "user-joined", "AMQP's type: the event id");
+    assert_eq!(got[3].2, "bbb.user-joined");
+    assert_eq!(
+        got.iter().map(|(id, ..)| id).collect::<HashSet<_>>().len(),
+        N
+    );
+
+    let mut lines: Vec<String> = std::fs::read_to_string(dir.path().join("events.jsonl.1"))
+        .expect("rotated file")
+        .lines()
+        .map(String::from)
+        .collect();
+    let after = std::fs::read_to_string(&file).expect("new file");
+    assert_eq!(lines.len(), N / 2, "the old file ends where it was moved");
+    lines.extend(after.lines().map(String::from));
+    assert_eq!(
+        as_values(&lines),
+        expected,
+        "the file: one event a line, in order"
+    );
+
+    let metrics = relay.metrics().await;
+    for name in ["nats", "mqtt", "amqp", "file"] {
+        let published = crate::support::metric_value(
+            &metrics,
+            &format!("hookrelay_destination_published_total{{destination=\"{name}\"}}"),
+        );
+        assert_eq!(published, N as f64, "{name}");
+    }
+    drop(relay);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn brokers_stopped_for_five_seconds_and_a_kill_9_lose_nothing() {
+    const N: usize = 600;
+    let mut nats = OwnBroker::nats().await;
+    let stream = nats_stream(&nats).await;
+    let mut mosquitto = OwnBroker::mosquitto().await;
+    let mut mqtt = mqtt_subscriber(mosquitto.port, "bbb/#").await;
+    let extra = [
+        destination(
+            "nats",
+            &format!("nats://127.0.0.1:{}", nats.port),
+            "bbb.{event}",
+        ),
+        destination(
+            "mqtt",
+            &format!("mqtt://127.0.0.1:{}", mosquitto.port),
+            "bbb/{event}",
+        ),
+    ]
+    .concat();
+    let redis = TestRedis::start().await;
+    let relay = RelayProcess::start(&redis, &extra).await;
+    let messages = three_meetings(N);
+    redis.publish_all(&messages[..200]).await;
+    wait::until("the first 200 published", async || {
+        let m = relay.metrics().await;
+        let n = |d: &str| {
+            crate::support::metric_value(
+                &m,
+                &format!("hookrelay_destination_published_total{{destination=\"{d}\"}}"),
+            )
+        };
+        if n("nats") >= 200.0 && n("mqtt") >= 200.0 {
+            Ok(())
+        } else {
+            Err((n("nats"), n("mqtt")))
+        }
+    })
+    .await;
+    nats.stop().await;
+    mosquitto.stop().await;
+    redis.publish_all(&messages[200..400]).await;
+    wait::until("both destinations failing", async || {
+        let (_, out, _) = cli(&[
+            "destinations",
+            "--json",
+            "-c",
+            &relay.config.display().to_string(),
+        ]);
+        let v: Value = serde_json::from_str(&out).map_err(|e| e.to_string())?;
+        let failing = v["destinations"]
+            .as_array()
+            .map_or(0, |a| a.iter().filter(|d| d["state"] == "failing").count());
+        if failing == 2 { Ok(()) } else { Err(out) }
+    })
+    .await;
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    nats.start_again().await;
+    mosquitto.start_again().await;
+    // The relay killed -9 while it publishes what waited, and started again within a second.
+    wait::until("some of what waited published", async || {
+        let m = relay.metrics().await;
+        let n = crate::support::metric_value(
+            &m,
+            "hookrelay_destination_published_total{destination=\"nats\"}",
+        );
+        if n > 210.0 { Ok(()) } else { Err(n) }
+    })
+    .await;
+    relay.kill9().await;
+    let relay = RelayProcess::start(&redis, &extra).await;
+    redis.publish_all(&messages[400..]).await;
+
+    // JetStream recognises a repeat by its Nats-Msg-Id: each event is in the stream once.
+    let got = nats_messages(&stream, N).await;
+    assert_eq!(got.len(), N, "NATS: how many");
+    let names: Vec<String> = got
+        .iter()
+        .map(|(_, _, _, b)| crate::support::user_name(b))
+        .collect();
+    let expected: Vec<String> = (0..N)
+        .map(|i| {
+            if i < 3 {
+                String::new()
+            } else {
+                format!("n{i}")
+            }
+        })
+        .collect();
+    assert_same("NATS: every event, once, in order", &names, &expected);
+
+    // MQTT at QoS 1: every event; a repeat only with an id seen before, and in order.
+    let mut seen = HashSet::new();
+    let mut firsts = Vec::new();
+    let mut got = take(&mut mqtt, N).await;
+    while seen.len() < N {
+        for (id, body) in got.drain(..) {
+            if seen.insert(id) {
+                firsts.push(crate::support::user_name(&body));
+            }
+        }
+        if seen.len() < N {
+            got = take(&mut mqtt, 1).await;
+            if got.is_empty() {
+                let missing: Vec<&String> = expected
+                    .iter()
+                    .filter(|n| !firsts.contains(n))
+                    .take(10)
+                    .collect();
+                let m = relay.metrics().await;
+                let mqtt_lines: Vec<&str> = m
+                    .lines()
+                    .filter(|l| l.contains("\"mqtt\"") && !l.contains("bucket"))
+                    .collect();
+                let log = std::fs::read_to_string(&relay.log).unwrap_or_default();
+                let log_lines: Vec<&str> = log.lines().filter(|l| l.contains("mqtt")).collect();
+                panic!(
+                    "MQTT: {} of {N} events; missing {missing:?}; {mqtt_lines:#?} {log_lines:#?}",
+                    seen.len()
+                );
+            }
+        }
+    }
+    assert_same("MQTT: every event, in order", &firsts, &expected);
+    drop(relay);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn refused_credentials_and_a_missing_exchange_keep_the_messages_and_say_why() {
+    let exchange = unique_name("hookrelay-missing");
+    let extra = [
+        destination(
+            "wrong-password",
+            "amqp://guest:not-the-password@127.0.0.1:5672/%2f",
+            "amq.topic/bbb.{event}",
+        ),
+        destination(
+            "no-exchange",
+            RABBITMQ,
+            &format!("{exchange}/bbb.{{event}}"),
+        ),
+    ]
+    .concat();
+    let redis = TestRedis::start().await;
+    let relay = RelayProcess::start(&redis, &extra).await;
+    let messages = three_meetings(10);
+    redis.publish_all(&messages).await;
+    let config = relay.config.display().to_string();
+    let shown = wait::until("both failing, each saying why", async || {
+        let (_, out, _) = cli(&["destinations", "-c", &config]);
+        if out.contains("ACCESS_REFUSED") && out.contains("NOT_FOUND") {
+            Ok(out)
+        } else {
+            Err(out)
+        }
+    })
+    .await;
+    assert!(shown.contains("wrong-password"), "{shown}");
+    assert!(
+        !shown.contains("not-the-password"),
+        "never the password: {shown}"
+    );
+    let (_, json, _) = cli(&["destinations", "--json", "-c", &config]);
+    let v: Value = serde_json::from_str(&json).expect("JSON");
+    for d in v["destinations"].as_array().expect("list") {
+        assert_eq!(d["state"], "failing", "{d}");
+        assert_eq!(d["queued"], 10, "kept: {d}");
+    }
+    let log = std::fs::read_to_string(&relay.log).unwrap_or_default();
+    assert!(
+        log.lines()
+            .any(|l| l.contains("wrong-password") && l.contains("credentials")),
+        "one line with its name: {log}"
+    );
+    // The exchange made: what waited is published, in order.
+    let (_channel, mut consumer) = amqp_queue(&exchange).await;
+    let got = amqp_messages(&mut consumer, 10).await;
+    assert_eq!(got.len(), 10);
+    assert_eq!(got[0].1, "meeting-created");
+    assert_eq!(crate::support::user_name(&got[9].3), "n9");
+    drop(relay);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_message_over_the_brokers_limit_is_skipped_and_counted_once() {
+    let nats = OwnBroker::nats_with_max_payload(600).await;
+    let stream = nats_stream(&nats).await;
+    let extra = destination(
+        "nats",
+        &format!("nats://127.0.0.1:{}", nats.port),
+        "bbb.{event}",
+    );
+    let redis = TestRedis::start().await;
+    let relay = RelayProcess::start(&redis, &extra).await;
+    // A meeting-created is larger than 600 bytes; the joins are not.
+    let messages = three_meetings(6);
+    redis.publish_all(&messages).await;
+    let got = nats_messages(&stream, 3).await;
+    let events: Vec<&str> = got.iter().map(|(_, _, e, _)| e.as_str()).collect();
+    assert_eq!(events, ["user-joined"; 3]);
+    let metrics = relay.metrics().await;
+    assert_eq!(
+        crate::support::metric_value(
+            &metrics,
+            "hookrelay_destination_skipped_total{destination=\"nats\",reason=\"too_large\"}"
+        ),
+        3.0
+    );
+    let log = std::fs::read_to_string(&relay.log).unwrap_or_default();
+    let lines = log
+        .lines()
+        .filter(|l| l.contains("cannot take a message this large"))
+        .count();
+    assert_eq!(lines, 3, "once each, with its event: {log}");
+    assert!(log.contains("meeting-created"));
+    drop(relay);
+}
+
+/// The code block of docs/destinations.md's section `title` (its first ```` ```python ````).
+fn doc_consumer(title: &str) -> String {
+    let doc = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/destinations.md"))
+        .expect("docs/destinations.md");
+    let section = doc
+        .split(&format!("\n## {title}"))
+        .nth(1)
+        .and_then(|s| s.split("\n## ").next())
+        .expect("the section");
+    let start = section.find("```python\n").expect("the consumer") + "```python\n".len();
+    section[start..]
+        .split("```")
+        .next()
+        .expect("its end")
+        .to_string()
+}
+
+/// Runs a consumer of the docs with `env`; its lines, as they come.
+fn run_consumer(
+    code: &str,
+    env: &[(&str, String)],
+) -> (
+    tokio::process::Child,
+    tokio::io::Lines<tokio::io::BufReader<tokio::process::ChildStdout>>,
+) {
+    use tokio::io::AsyncBufReadExt;
+    let mut child = tokio::process::Command::new("python3")
+        .arg("-c")
+        .arg(code)
+        .envs(env.iter().map(|(k, v)| (k, v)))
+        .stdout(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("python3 (scripts/ensure-brokers.sh installs the consumers' packages)");
+    let stdout = child.stdout.take().expect("stdout");
+    (child, tokio::io::BufReader::new(stdout).lines())
+}
+
+/// The next `n` lines: (event id, body).
+async fn lines_of(
+    lines: &mut tokio::io::Lines<tokio::io::BufReader<tokio::process::ChildStdout>>,
+    n: usize,
+) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    while out.len() < n {
+        match tokio::time::timeout(Duration::from_secs(30), lines.next_line()).await {
+            Ok(Ok(Some(line))) => {
+                let (event, body) = line.split_once(' ').unwrap_or((&line, ""));
+                out.push((event.to_string(), body.to_string()));
+            }
+            other => panic!("the consumer stopped after {} lines: {other:?}", out.len()),
+        }
+    }
+    out
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_consumers_in_the_docs_read_what_the_relay_published() {
+    const N: usize = 12;
+    let nats = OwnBroker::nats().await;
+    let mosquitto = OwnBroker::mosquitto().await;
+    let exchange = unique_name("hookrelay-docs");
+    let queue = unique_name("hookrelay-docs-queue");
+    // MQTT and AMQP consumers first: the broker drops what nobody subscribed to.
+    let (_mqtt, mut mqtt_lines) = run_consumer(
+        &doc_consumer("Consuming from MQTT"),
+        &[
+            ("MQTT_PORT", mosquitto.port.to_string()),
+            ("COUNT", N.to_string()),
+        ],
+    );
+    let subscribed = lines_of(&mut mqtt_lines, 1).await;
+    assert_eq!(subscribed[0].0, "subscribed");
+    let (_amqp, mut amqp_lines) = run_consumer(
+        &doc_consumer("Consuming from RabbitMQ"),
+        &[
+            ("EXCHANGE", exchange.clone()),
+            ("QUEUE", queue.clone()),
+            ("COUNT", N.to_string()),
+        ],
+    );
+    let connection = rabbitmq().await;
+    let channel = connection.create_channel().await.expect("channel");
+    wait::until("the consumer's queue is bound", async || {
+        // A passive declare closes the channel when the queue is missing: a new one each try.
+        let c = connection
+            .create_channel()
+            .await
+            .map_err(|e| e.to_string())?;
+        c.queue_declare(
+            queue.as_str().into(),
+            lapin::options::QueueDeclareOptions {
+                passive: true,
+                ..Default::default()
+            },
+            lapin::types::FieldTable::default(),
+        )
+        .await
+        .map(|_| ())
+        .map_err(|e| e.to_string())
+    })
+    .await;
+    let extra = [
+        destination(
+            "nats",
+            &format!("nats://127.0.0.1:{}", nats.port),
+            "bbb.{event}",
+        ),
+        destination(
+            "mqtt",
+            &format!("mqtt://127.0.0.1:{}", mosquitto.port),
+            "bbb/{meeting}/{event}",
+        ),
+        destination("amqp", RABBITMQ, &format!("{exchange}/bbb.{{event}}")),
+    ]
+    .concat();
+    let redis = TestRedis::start().await;
+    let relay = RelayProcess::start(&redis, &extra).await;
+    let receiver = TestReceiver::start().await;
+    crate::support::relay::create_hook(
+        &crate::support::relay::http_client(),
+        relay.api,
+        &receiver.url("/hook"),
+        "",
+    )
+    .await;
+    // The NATS consumer makes its stream; until then the destination fails and waits.
+    let (_nats, mut nats_lines) = run_consumer(
+        &doc_consumer("Consuming from NATS JetStream"),
+        &[
+            ("NATS_URL", format!("nats://127.0.0.1:{}", nats.port)),
+            ("COUNT", N.to_string()),
+        ],
+    );
+    redis.publish_all(&three_meetings(N)).await;
+    let expected = as_values(&hook_events(&receiver, N).await);
+    let events: Vec<String> = expected
+        .iter()
+        .map(|e| e["data"]["id"].as_str().unwrap_or_default().to_string())
+        .collect();
+    for (kind, lines) in [
+        ("NATS", &mut nats_lines),
+        ("MQTT", &mut mqtt_lines),
+        ("AMQP", &mut amqp_lines),
+    ] {
+        let got = lines_of(lines, N).await;
+        let bodies: Vec<String> = got.iter().map(|(_, b)| b.clone()).collect();
+        assert_same(kind, &as_values(&bodies), &expected);
+        let ids: Vec<String> = got.iter().map(|(e, _)| e.clone()).collect();
+        assert_same(kind, &ids, &events);
+    }
+    let _ = channel
+        .queue_delete(
+            queue.as_str().into(),
+            lapin::options::QueueDeleteOptions::default(),
+        )
+        .await;
+    drop(relay);
+}

@@ -1,0 +1,169 @@
+//! Real brokers for the destination tests: a `nats-server` with JetStream and a `mosquitto`
+//! started per test on a free port (so a test may stop and start them), and the machine's
+//! RabbitMQ (127.0.0.1:5672, guest/guest) with an exchange and a queue of the test's own.
+//! `scripts/ensure-brokers.sh` installs them.
+
+use std::{
+    path::PathBuf,
+    process::{Child, Command, Stdio},
+    time::Duration,
+};
+
+use super::{free_port, wait};
+
+/// The arguments of a broker's command, from its port and data folder.
+type Args = Box<dyn Fn(u16, &std::path::Path) -> Vec<String> + Send + Sync>;
+
+/// A broker process of a test's own: its command, port and data folder.
+pub(crate) struct OwnBroker {
+    pub(crate) port: u16,
+    dir: tempfile::TempDir,
+    program: &'static str,
+    args: Args,
+    child: Option<Child>,
+}
+
+impl OwnBroker {
+    /// NATS with JetStream, its store in the broker's folder (kept across its restarts).
+    pub(crate) async fn nats() -> Self {
+        Self::nats_with_max_payload(1024 * 1024).await
+    }
+
+    /// [`Self::nats`] taking messages of at most `max_payload` bytes.
+    pub(crate) async fn nats_with_max_payload(max_payload: usize) -> Self {
+        Self::start("nats-server", move |port, dir| {
+            let conf = dir.join("nats.conf");
+            let text = format!(
+                "host: 127.0.0.1\nport: {port}\nmax_payload: {max_payload}\njetstream {{\n  store_dir: \"{}\"\n}}\n",
+                dir.display()
+            );
+            std::fs::write(&conf, text).expect("nats.conf");
+            vec!["-c".into(), conf.display().to_string()]
+        })
+        .await
+    }
+
+    /// Mosquitto, keeping its sessions and queued messages on disk across its restarts.
+    pub(crate) async fn mosquitto() -> Self {
+        Self::start("mosquitto", |port, dir| {
+            // Started as root, it writes as the user mosquitto.
+            use std::os::unix::fs::PermissionsExt;
+            let _ = std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o777));
+            let conf = dir.join("mosquitto.conf");
+            let text = format!(
+                "listener {port} 127.0.0.1\nallow_anonymous true\npersistence true\npersistence_location {}/\nautosave_interval 1\nmax_queued_messages 100000\n",
+                dir.display()
+            );
+            std::fs::write(&conf, text).expect("mosquitto.conf");
+            vec!["-c".into(), conf.display().to_string()]
+        })
+        .await
+    }
+
+    async fn start(
+        program: &'static str,
+        args: impl Fn(u16, &std::path::Path) -> Vec<String> + Send + Sync + 'static,
+    ) -> Self {
+        let mut broker = Self {
+            port: 0,
+            dir: tempfile::tempdir().expect("temp dir"),
+            program,
+            args: Box::new(args),
+            child: None,
+        };
+        for _ in 0..10 {
+            broker.port = free_port();
+            if broker.try_spawn().await {
+                return broker;
+            }
+        }
+        panic!("{program} could not start on a free port (scripts/ensure-brokers.sh installs it)");
+    }
+
+    async fn try_spawn(&mut self) -> bool {
+        let path = [PathBuf::from("/usr/sbin"), PathBuf::from("/usr/bin")]
+            .iter()
+            .map(|d| d.join(self.program))
+            .find(|p| p.is_file())
+            .or_else(|| super::on_path(self.program))
+            .unwrap_or_else(|| {
+                panic!("{} is missing: run scripts/ensure-brokers.sh", self.program)
+            });
+        let mut child = Command::new(path)
+            .args((self.args)(self.port, self.dir.path()))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("spawn the broker");
+        for _ in 0..200 {
+            if let Ok(Some(_)) = child.try_wait() {
+                return false;
+            }
+            if tokio::net::TcpStream::connect(("127.0.0.1", self.port))
+                .await
+                .is_ok()
+            {
+                self.child = Some(child);
+                return true;
+            }
+            tokio::time::sleep(Duration::from_millis(25)).await;
+        }
+        let _ = child.kill();
+        false
+    }
+
+    /// Stops the broker (SIGTERM, as a service manager does) and waits for its end.
+    pub(crate) async fn stop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let pid = child.id().to_string();
+            let _ = Command::new("kill").args(["-TERM", &pid]).status();
+            for _ in 0..200 {
+                if let Ok(Some(_)) = child.try_wait() {
+                    return;
+                }
+                tokio::time::sleep(Duration::from_millis(25)).await;
+            }
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    /// Starts the broker again on its port, with its data.
+    pub(crate) async fn start_again(&mut self) {
+        for _ in 0..40 {
+            if self.try_spawn().await {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(250)).await;
+        }
+        panic!(
+            "{} could not start again on port {}",
+            self.program, self.port
+        );
+    }
+}
+
+impl Drop for OwnBroker {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+/// The machine's RabbitMQ.
+pub(crate) const RABBITMQ: &str = "amqp://guest:guest@127.0.0.1:5672/%2f";
+
+/// A connection to the machine's RabbitMQ, waiting for it to answer.
+pub(crate) async fn rabbitmq() -> lapin::Connection {
+    wait::until(
+        "RabbitMQ answers on 127.0.0.1:5672 (scripts/ensure-brokers.sh)",
+        async || {
+            lapin::Connection::connect(RABBITMQ, lapin::ConnectionProperties::default())
+                .await
+                .map_err(|e| e.to_string())
+        },
+    )
+    .await
+}
