@@ -12,6 +12,10 @@ use hookrelay::{
 pub(crate) fn check_config(config: &Config) -> ExitCode {
     println!("{}", callback_format(config));
     println!("{}", config.describe_api());
+    for d in &config.destinations {
+        let kind = d.kind().map_or("?", |k| k.name());
+        println!("destination {}: {kind} {} {}", d.name, d.url, d.target);
+    }
     let origins = origins(config);
     if !origins.is_empty() {
         println!("values set, and where each comes from:");

@@ -10,6 +10,7 @@ use serde_json::Value;
 
 use crate::support::{
     RelayProcess, TestReceiver, TestRedis,
+    tls::TestCa,
     brokers::{OwnBroker, RABBITMQ, rabbitmq},
     meeting_created,
     process::cli,
@@ -75,6 +76,11 @@ async fn nats_stream(nats: &OwnBroker) -> async_nats::jetstream::stream::Stream 
     let client = async_nats::connect(format!("127.0.0.1:{}", nats.port))
         .await
         .expect("NATS");
+    stream_of(client).await
+}
+
+/// The stream `BBB` taking `bbb.>`, made through `client`.
+async fn stream_of(client: async_nats::Client) -> async_nats::jetstream::stream::Stream {
     async_nats::jetstream::new(client)
         .get_or_create_stream(async_nats::jetstream::stream::Config {
             name: "BBB".into(),
@@ -132,8 +138,26 @@ async fn mqtt_subscriber(
     port: u16,
     topic: &str,
 ) -> tokio::sync::mpsc::UnboundedReceiver<(String, String)> {
+    mqtt_subscriber_with(port, topic, None).await
+}
+
+/// [`mqtt_subscriber`], over TLS when `ca` is given.
+async fn mqtt_subscriber_with(
+    port: u16,
+    topic: &str,
+    ca: Option<&TestCa>,
+) -> tokio::sync::mpsc::UnboundedReceiver<(String, String)> {
     use rumqttc::v5::{AsyncClient, Event, MqttOptions, mqttbytes::QoS, mqttbytes::v5::Packet};
     let mut options = MqttOptions::new(format!("sub-{port}"), "127.0.0.1", port);
+    if let Some(ca) = ca {
+        options.set_transport(rumqttc::Transport::tls_with_config(
+            rumqttc::TlsConfiguration::Simple {
+                ca: std::fs::read(ca.ca_file()).expect("CA"),
+                alpn: None,
+                client_auth: None,
+            },
+        ));
+    }
     options
         .set_clean_start(false)
         .set_session_expiry_interval(Some(3600))
@@ -537,6 +561,9 @@ async fn brokers_stopped_for_five_seconds_and_a_kill_9_lose_nothing() {
 #[tokio::test(flavor = "multi_thread")]
 async fn refused_credentials_and_a_missing_exchange_keep_the_messages_and_say_why() {
     let exchange = unique_name("hookrelay-missing");
+    let dir = tempfile::tempdir().expect("dir");
+    let password = dir.path().join("password");
+    std::fs::write(&password, "guest\n").expect("password file");
     let extra = [
         destination(
             "wrong-password",
@@ -783,4 +810,108 @@ async fn the_consumers_in_the_docs_read_what_the_relay_published() {
         )
         .await;
     drop(relay);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn tls_brokers_are_trusted_through_ca_file_only() {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let ca = TestCa::new("hookrelay destinations test CA");
+    let nats = OwnBroker::nats_tls(&ca).await;
+    let mosquitto = OwnBroker::mosquitto_tls(&ca).await;
+    let client = async_nats::ConnectOptions::new()
+        .add_root_certificates(ca.ca_file().into())
+        .require_tls(true)
+        .connect(format!("tls://127.0.0.1:{}", nats.port))
+        .await
+        .expect("NATS over TLS");
+    let stream = stream_of(client).await;
+    let mut mqtt = mqtt_subscriber_with(mosquitto.port, "bbb/#", Some(&ca)).await;
+    let with_ca = |toml: String| format!("{toml}ca_file = \"{}\"\n", ca.ca_file());
+    let extra = [
+        with_ca(destination(
+            "nats",
+            &format!("tls://127.0.0.1:{}", nats.port),
+            "bbb.{event}",
+        )),
+        with_ca(destination(
+            "mqtt",
+            &format!("mqtts://127.0.0.1:{}", mosquitto.port),
+            "bbb/{event}",
+        )),
+        // The system's roots do not hold the test's CA: refused, and kept.
+        destination(
+            "untrusted",
+            &format!("tls://127.0.0.1:{}", nats.port),
+            "bbb.{event}",
+        ),
+    ]
+    .concat();
+    let redis = TestRedis::start().await;
+    let relay = RelayProcess::start(&redis, &extra).await;
+    redis.publish_all(&three_meetings(10)).await;
+    let got = nats_messages(&stream, 10).await;
+    assert_eq!(got.len(), 10, "over TLS, verified with ca_file");
+    assert_eq!(take(&mut mqtt, 10).await.len(), 10, "MQTT over TLS");
+    let config = relay.config.display().to_string();
+    let untrusted = wait::until("the untrusted one fails", async || {
+        let (_, out, _) = cli(&["destinations", "--json", "-c", &config]);
+        let v: Value = serde_json::from_str(&out).map_err(|e| e.to_string())?;
+        let d = v["destinations"][2].clone();
+        if d["state"] == "failing" { Ok(d) } else { Err(out) }
+    })
+    .await;
+    assert_eq!(untrusted["queued"], 10, "{untrusted}");
+    assert!(
+        untrusted["last_error"]
+            .as_str()
+            .is_some_and(|e| e.to_lowercase().contains("certificate") || e.contains("tls")),
+        "{untrusted}"
+    );
+    // Nothing more reached the stream than the trusted destination's ten.
+    let info = stream.get_info().await.expect("stream info");
+    assert_eq!(info.state.messages, 10);
+    drop(relay);
+}
+
+#[test]
+fn check_config_names_the_key_of_a_bad_destination() {
+    let dir = tempfile::tempdir().expect("dir");
+    let check = |toml: &str| {
+        let file = dir.path().join("hookrelay.toml");
+        std::fs::write(
+            &file,
+            format!("[bbb]\nsecret = \"{}\"\n{toml}", crate::support::SECRET),
+        )
+        .expect("config");
+        let out = std::process::Command::new(crate::support::process::binary())
+            .args(["check-config", "-c"])
+            .arg(&file)
+            .output()
+            .expect("check-config");
+        (
+            out.status.success(),
+            format!(
+                "{}{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            ),
+        )
+    };
+    let (ok, said) = check(&destination("k", "kafka://127.0.0.1:9092", "t"));
+    assert!(!ok, "{said}");
+    assert!(said.contains("destinations[0].url: the scheme must be"), "{said}");
+    let (ok, said) = check(&destination("n", "nats://127.0.0.1:4222", "bbb.{user}"));
+    assert!(!ok && said.contains("destinations[0].target: unknown placeholder {user}"), "{said}");
+    let (ok, said) = check(&format!(
+        "{}password_file = \"/nonexistent/pw\"\n",
+        destination("n", "nats://127.0.0.1:4222", "bbb.{event}")
+    ));
+    assert!(!ok && said.contains("destinations[0].password_file: cannot read"), "{said}");
+    let (ok, said) = check(&destination("n", "nats://u:hidden-pw@127.0.0.1:4222", "bbb.{event}"));
+    assert!(ok, "{said}");
+    assert!(
+        said.contains("destination n: nats nats://u:***@127.0.0.1:4222 bbb.{event}"),
+        "{said}"
+    );
+    assert!(!said.contains("hidden-pw"), "never shown: {said}");
 }

@@ -31,10 +31,25 @@ impl OwnBroker {
 
     /// [`Self::nats`] taking messages of at most `max_payload` bytes.
     pub(crate) async fn nats_with_max_payload(max_payload: usize) -> Self {
+        Self::nats_with(format!("max_payload: {max_payload}\n")).await
+    }
+
+    /// [`Self::nats`] speaking TLS only, with `ca`'s server certificate.
+    pub(crate) async fn nats_tls(ca: &super::tls::TestCa) -> Self {
+        Self::nats_with(format!(
+            "tls {{\n  cert_file: \"{}\"\n  key_file: \"{}\"\n}}\n",
+            ca.server_cert(),
+            ca.server_key()
+        ))
+        .await
+    }
+
+    /// [`Self::nats`] with `extra` in its configuration file.
+    async fn nats_with(extra: String) -> Self {
         Self::start("nats-server", move |port, dir| {
             let conf = dir.join("nats.conf");
             let text = format!(
-                "host: 127.0.0.1\nport: {port}\nmax_payload: {max_payload}\njetstream {{\n  store_dir: \"{}\"\n}}\n",
+                "host: 127.0.0.1\nport: {port}\n{extra}jetstream {{\n  store_dir: \"{}\"\n}}\n",
                 dir.display()
             );
             std::fs::write(&conf, text).expect("nats.conf");
@@ -45,13 +60,35 @@ impl OwnBroker {
 
     /// Mosquitto, keeping its sessions and queued messages on disk across its restarts.
     pub(crate) async fn mosquitto() -> Self {
-        Self::start("mosquitto", |port, dir| {
+        Self::mosquitto_with(String::new()).await
+    }
+
+    /// [`Self::mosquitto`] speaking TLS only, with `ca`'s server certificate (made readable
+    /// to the user mosquitto runs as).
+    pub(crate) async fn mosquitto_tls(ca: &super::tls::TestCa) -> Self {
+        use std::os::unix::fs::PermissionsExt;
+        let _ = std::fs::set_permissions(ca.dir(), std::fs::Permissions::from_mode(0o755));
+        for f in [ca.server_cert(), ca.server_key(), ca.ca_file()] {
+            let _ = std::fs::set_permissions(f, std::fs::Permissions::from_mode(0o644));
+        }
+        Self::mosquitto_with(format!(
+            "cafile {}\ncertfile {}\nkeyfile {}\n",
+            ca.ca_file(),
+            ca.server_cert(),
+            ca.server_key()
+        ))
+        .await
+    }
+
+    /// [`Self::mosquitto`] with `extra` after its listener line.
+    async fn mosquitto_with(extra: String) -> Self {
+        Self::start("mosquitto", move |port, dir| {
             // Started as root, it writes as the user mosquitto.
             use std::os::unix::fs::PermissionsExt;
             let _ = std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o777));
             let conf = dir.join("mosquitto.conf");
             let text = format!(
-                "listener {port} 127.0.0.1\nallow_anonymous true\npersistence true\npersistence_location {}/\nautosave_interval 1\nmax_queued_messages 100000\n",
+                "listener {port} 127.0.0.1\n{extra}allow_anonymous true\npersistence true\npersistence_location {}/\nautosave_interval 1\nmax_queued_messages 100000\n",
                 dir.display()
             );
             std::fs::write(&conf, text).expect("mosquitto.conf");
