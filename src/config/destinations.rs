@@ -68,6 +68,9 @@ pub struct DestinationConfig {
     pub meetings: Option<Vec<String>>,
     /// Bus messages as a raw hook (`getRaw`) gets them, instead of processed events.
     pub raw: bool,
+    /// Plugins of the plugin folder (their file names without `.wasm`, e.g. `30-rules`) that
+    /// keep, replace or drop each message, in the folder's order, whatever their `[scope]`.
+    pub plugins: Vec<String>,
     /// PEM file of the CAs the broker's certificate must chain to; unset: the system's roots.
     pub ca_file: Option<PathBuf>,
     /// One publish's time limit, its confirmation included.
@@ -89,6 +92,7 @@ impl Default for DestinationConfig {
             events: None,
             meetings: None,
             raw: false,
+            plugins: Vec::new(),
             ca_file: None,
             publish_timeout_ms: 10_000,
             retry_intervals_ms: vec![500, 1_000, 2_000, 5_000, 10_000, 30_000],

@@ -32,6 +32,19 @@ pub(crate) struct Message {
     pub(crate) id: String,
     /// When it was queued (ms since the epoch).
     pub(crate) queued_ms: u64,
+    /// For plugins: what they read besides the body, when the destination has plugins.
+    pub(crate) for_plugins: Option<ForPlugins>,
+}
+
+/// What a destination's plugins read of an event besides its body.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct ForPlugins {
+    pub(crate) internal_meeting: String,
+    /// The meeting's facts (JSON), as plugins' `meeting` import answers; empty: none.
+    pub(crate) facts: String,
+    /// The other payload: the bus message for a destination of processed events, the
+    /// processed event for a raw one.
+    pub(crate) other: String,
 }
 
 impl Message {
@@ -48,6 +61,14 @@ impl Message {
             .as_ref()
             .and_then(|t| t.name.clone().or_else(|| t.id.clone()))
             .unwrap_or_default();
+        let for_plugins = route.plugins.then(|| ForPlugins {
+            internal_meeting: event.internal_meeting_id.clone().unwrap_or_default(),
+            facts: event.meeting.as_deref().unwrap_or_default().to_string(),
+            other: event
+                .payload(!route.raw())
+                .map(|p| p.text().to_string())
+                .unwrap_or_default(),
+        });
         let body = body.text().to_string();
         let target = fill(
             route.kind,
@@ -72,6 +93,7 @@ impl Message {
             tenant,
             target,
             queued_ms: crate::base::time::now_ms(),
+            for_plugins,
         }
     }
 }

@@ -4,12 +4,13 @@
 //! Data flow: the processing stage hands each batch's events to [`Output::add`], which picks
 //! each destination's ([`route`]) and adds them as [`message`]s to its queue ([`queue`]) in
 //! the batch's transaction, so a message is queued exactly when its bus message is processed;
-//! once that is written, [`Output::wake`] wakes each destination's [`sender`], which
-//! publishes its queue a message at a time, in order, through its [`link`] to the broker and
-//! removes each message once the broker confirmed it.
+//! once that is written, [`Output::wake`] wakes each destination's [`sender`], which takes its
+//! queue a message at a time, in order, through the destination's [`plugins`] and its
+//! [`link`] to the broker, and removes each message once the broker confirmed it.
 
 mod link;
 mod message;
+mod plugins;
 mod queue;
 mod route;
 mod sender;
@@ -46,6 +47,7 @@ impl Output {
         sources: Arc<SourceTable>,
         conn: &StoreConn,
         metrics: Arc<Metrics>,
+        plugins: &Arc<crate::plugin_host::Plugins>,
         tracker: &TaskTracker,
         token: &CancellationToken,
     ) -> Option<Self> {
@@ -68,6 +70,7 @@ impl Output {
                     conn: conn.clone(),
                     config: d.clone(),
                     metrics: metrics.clone(),
+                    plugins: plugins.clone(),
                 },
                 handle.clone(),
                 token.child_token(),

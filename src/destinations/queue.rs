@@ -5,7 +5,7 @@
 
 use redis::{AsyncCommands, streams::StreamRangeReply};
 
-use super::message::Message;
+use super::message::{ForPlugins, Message};
 use crate::store_conn::StoreConn;
 
 /// Hash: each destination's state (JSON, [`State`]), by name.
@@ -29,7 +29,18 @@ pub(super) fn add(pipe: &mut redis::Pipeline, name: &str, m: &Message) {
         ("i", &m.id),
         ("t", &queued),
     ];
-    pipe.xadd(key(name), "*", &fields).ignore();
+    match &m.for_plugins {
+        None => pipe.xadd(key(name), "*", &fields).ignore(),
+        Some(p) => {
+            let more = [
+                ("x", p.internal_meeting.as_str()),
+                ("f", &p.facts),
+                ("o", &p.other),
+            ];
+            let all: Vec<(&str, &str)> = fields.iter().chain(&more).copied().collect();
+            pipe.xadd(key(name), "*", &all).ignore()
+        }
+    };
 }
 
 /// The first `count` messages of destination `name`'s queue, with their entry ids.
@@ -56,6 +67,11 @@ pub(super) async fn read(
                 target: text("k"),
                 id: text("i"),
                 queued_ms: text("t").parse().unwrap_or(0),
+                for_plugins: e.map.contains_key("x").then(|| ForPlugins {
+                    internal_meeting: text("x"),
+                    facts: text("f"),
+                    other: text("o"),
+                }),
             };
             (e.id, m)
         })

@@ -18,6 +18,8 @@ pub(super) struct Route {
     events: Option<HashSet<String>>,
     meetings: Option<HashSet<String>>,
     raw: bool,
+    /// Whether plugins see its messages (their queue entries then carry what plugins read).
+    pub(super) plugins: bool,
     pub(super) max_queue: usize,
 }
 
@@ -31,6 +33,7 @@ impl Route {
             events: d.events.as_ref().map(|e| e.iter().cloned().collect()),
             meetings: d.meetings.as_ref().map(|m| m.iter().cloned().collect()),
             raw: d.raw,
+            plugins: !d.plugins.is_empty(),
             max_queue: d.max_queue,
         })
     }
@@ -53,6 +56,11 @@ impl Route {
             }
         }
         event.payload(self.raw)
+    }
+
+    /// Whether it gets bus messages.
+    pub(super) fn raw(&self) -> bool {
+        self.raw
     }
 }
 

@@ -23,7 +23,7 @@ use super::{
 };
 use crate::{
     base::time::now_ms, config::destinations::DestinationConfig, delivery::RetryPolicy,
-    metrics::Metrics, store_conn::StoreConn,
+    hooks::Hook, metrics::Metrics, plugin_host::Plugins, store_conn::StoreConn,
 };
 
 /// Messages read from a queue at a time.
@@ -37,6 +37,8 @@ pub(super) struct Setup {
     pub(super) conn: StoreConn,
     pub(super) config: DestinationConfig,
     pub(super) metrics: Arc<Metrics>,
+    /// The plugin set in force, for the destination's `plugins`.
+    pub(super) plugins: Arc<Plugins>,
 }
 
 /// A sender's handle: wakes it, counts what waits in its queue.
@@ -46,9 +48,18 @@ pub(super) struct Handle {
     pub(super) depth: Arc<AtomicUsize>,
 }
 
+/// What a destination's plugins made of a message.
+enum Plugged {
+    Same,
+    Replaced(Box<Message>),
+    Dropped,
+}
+
 /// One sender's running state.
 struct Sender {
     setup: Setup,
+    /// The destination as its plugins see it.
+    hook: Arc<Hook>,
     link: Link,
     policy: RetryPolicy,
     timeout: Duration,
@@ -66,6 +77,7 @@ pub(super) async fn run(setup: Setup, handle: Handle, token: CancellationToken) 
         }
     };
     let mut sender = Sender {
+        hook: Arc::new(super::plugins::as_hook(&name, setup.config.raw)),
         policy: RetryPolicy::new(&setup.config.retry_intervals_ms, true),
         timeout: Duration::from_millis(setup.config.publish_timeout_ms),
         state: State {
@@ -102,7 +114,15 @@ pub(super) async fn run(setup: Setup, handle: Handle, token: CancellationToken) 
         }
         for (i, (entry, message)) in page.iter().enumerate() {
             sender.show_depth(handle.depth.load(Ordering::Relaxed));
-            if !sender.publish(message, &token).await {
+            let made = sender.through_plugins(message).await;
+            let out = match &made {
+                Plugged::Same => Some(message),
+                Plugged::Replaced(m) => Some(&**m),
+                Plugged::Dropped => None,
+            };
+            if let Some(m) = out
+                && !sender.publish(m, &token).await
+            {
                 return;
             }
             loop {
@@ -135,6 +155,25 @@ async fn pause(token: &CancellationToken, d: Duration) -> bool {
 impl Sender {
     fn name(&self) -> &str {
         &self.setup.config.name
+    }
+
+    /// What the destination's plugins make of `m` (a drop is counted).
+    async fn through_plugins(&self, m: &Message) -> Plugged {
+        let names = &self.setup.config.plugins;
+        if names.is_empty() {
+            return Plugged::Same;
+        }
+        match super::plugins::apply(&self.setup.plugins, names, &self.hook, m).await {
+            Some(body) if body == m.body => Plugged::Same,
+            Some(body) => Plugged::Replaced(Box::new(Message { body, ..m.clone() })),
+            None => {
+                self.setup
+                    .metrics
+                    .destinations
+                    .skipped(self.name(), "plugin");
+                Plugged::Dropped
+            }
+        }
     }
 
     /// Tries `m` until the broker confirms it or can never take it; `false` when cancelled

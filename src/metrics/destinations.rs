@@ -36,7 +36,7 @@ pub(crate) struct DestinationMetrics {
     /// the message waits and is tried again.
     failed: Family<DestinationReasonLabels, Counter>,
     /// Messages never published, by reason (`too_large`: over the broker's limit;
-    /// `queue_full`: the queue held `max_queue`).
+    /// `queue_full`: the queue held `max_queue`; `plugin`: a plugin dropped it).
     skipped: Family<DestinationReasonLabels, Counter>,
     /// Messages waiting.
     queued: Family<DestinationLabel, Gauge>,
@@ -88,7 +88,7 @@ impl DestinationMetrics {
         );
         r.register(
             "hookrelay_destination_skipped",
-            "Messages never published, by destination and reason (too_large, queue_full)",
+            "Messages never published, by destination and reason (too_large, queue_full, plugin)",
             self.skipped.clone(),
         );
         r.register(

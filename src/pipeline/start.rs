@@ -345,6 +345,7 @@ impl Start<'_> {
             source_table.clone(),
             conn,
             self.metrics.clone(),
+            &plugins,
             self.tracker,
             token,
         )

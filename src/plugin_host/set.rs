@@ -24,6 +24,35 @@ pub struct PluginSet {
     pub plugins: Vec<Arc<Plugin>>,
 }
 
+/// A plugin run because it was named, not because of its scope (its `init`'s events still
+/// choose what it sees).
+struct Named(Arc<Plugin>);
+
+impl AsRef<Named> for Named {
+    fn as_ref(&self) -> &Named {
+        self
+    }
+}
+
+impl chain::Stage for Named {
+    fn applies(&self, event: &Event, _hook: &Hook) -> bool {
+        self.0.wants(&event.id)
+    }
+
+    fn on_error(&self) -> super::settings::OnError {
+        self.0.on_error()
+    }
+
+    fn call(
+        &self,
+        event: &super::plugin::WitEvent,
+        hook: &super::plugin::WitHook,
+        meeting: Option<&Arc<str>>,
+    ) -> Result<super::plugin::Action, super::plugin::Failure> {
+        self.0.call(event, hook, meeting)
+    }
+}
+
 /// A plugin file that could not be loaded, and why.
 #[derive(Debug)]
 pub struct LoadFailure {
@@ -60,6 +89,19 @@ impl PluginSet {
     /// Applies the chain to one (event, hook) pair.
     pub fn apply(&self, event: &Event, hook: &Hook, ts: u64) -> Verdict {
         chain::run::<Plugin>(&self.plugins, event, hook, ts)
+    }
+
+    /// Applies the chain of the plugins named `names` (file names without `.wasm`), in the
+    /// set's order and whatever their `[scope]`, to `event` going to `hook`: a destination's
+    /// `plugins`. A name not in the set is passed over.
+    pub fn apply_named(&self, names: &[String], event: &Event, hook: &Hook, ts: u64) -> Verdict {
+        let named: Vec<Named> = self
+            .plugins
+            .iter()
+            .filter(|p| names.iter().any(|n| n == p.name()))
+            .map(|p| Named(p.clone()))
+            .collect();
+        chain::run::<Named>(&named, event, hook, ts)
     }
 
     /// Builds the set for the files now in `dir`, starting from `previous`: unchanged plugins

@@ -9,11 +9,11 @@ use futures_util::StreamExt;
 use serde_json::Value;
 
 use crate::support::{
-    RelayProcess, TestReceiver, TestRedis,
-    tls::TestCa,
+    PluginDir, RelayProcess, TestReceiver, TestRedis,
     brokers::{OwnBroker, RABBITMQ, rabbitmq},
     meeting_created,
     process::cli,
+    tls::TestCa,
     user_joined, wait,
 };
 
@@ -857,7 +857,11 @@ async fn tls_brokers_are_trusted_through_ca_file_only() {
         let (_, out, _) = cli(&["destinations", "--json", "-c", &config]);
         let v: Value = serde_json::from_str(&out).map_err(|e| e.to_string())?;
         let d = v["destinations"][2].clone();
-        if d["state"] == "failing" { Ok(d) } else { Err(out) }
+        if d["state"] == "failing" {
+            Ok(d)
+        } else {
+            Err(out)
+        }
     })
     .await;
     assert_eq!(untrusted["queued"], 10, "{untrusted}");
@@ -899,19 +903,107 @@ fn check_config_names_the_key_of_a_bad_destination() {
     };
     let (ok, said) = check(&destination("k", "kafka://127.0.0.1:9092", "t"));
     assert!(!ok, "{said}");
-    assert!(said.contains("destinations[0].url: the scheme must be"), "{said}");
+    assert!(
+        said.contains("destinations[0].url: the scheme must be"),
+        "{said}"
+    );
     let (ok, said) = check(&destination("n", "nats://127.0.0.1:4222", "bbb.{user}"));
-    assert!(!ok && said.contains("destinations[0].target: unknown placeholder {user}"), "{said}");
+    assert!(
+        !ok && said.contains("destinations[0].target: unknown placeholder {user}"),
+        "{said}"
+    );
     let (ok, said) = check(&format!(
         "{}password_file = \"/nonexistent/pw\"\n",
         destination("n", "nats://127.0.0.1:4222", "bbb.{event}")
     ));
-    assert!(!ok && said.contains("destinations[0].password_file: cannot read"), "{said}");
-    let (ok, said) = check(&destination("n", "nats://u:hidden-pw@127.0.0.1:4222", "bbb.{event}"));
+    assert!(
+        !ok && said.contains("destinations[0].password_file: cannot read"),
+        "{said}"
+    );
+    let (ok, said) = check(&destination(
+        "n",
+        "nats://u:hidden-pw@127.0.0.1:4222",
+        "bbb.{event}",
+    ));
     assert!(ok, "{said}");
     assert!(
         said.contains("destination n: nats nats://u:***@127.0.0.1:4222 bbb.{event}"),
         "{said}"
     );
     assert!(!said.contains("hidden-pw"), "never shown: {said}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_rules_plugin_drops_an_event_type_for_one_destination() {
+    // Scoped to no hook; named by both destinations; its rule drops joins for "a" only.
+    const RULES: &str = r#"
+[scope]
+callback_prefixes = ["https://nothing.example/"]
+
+[config]
+default = "keep"
+
+[[config.rules]]
+name = "no-joins-for-a"
+action = "drop"
+pattern.data.id = ["user-joined"]
+pattern.hook.callback-url = ["destination:a"]
+"#;
+    let plugins = PluginDir::new();
+    plugins.add("30-rules", "rules", Some(RULES));
+    let dir = tempfile::tempdir().expect("dir");
+    let file = |n: &str| dir.path().join(format!("{n}.jsonl"));
+    let with_plugins = |toml: String| format!("{toml}plugins = [\"30-rules\"]\n");
+    let extra = format!(
+        "{}{}[plugins]\ndir = \"{}\"\ncache_dir = \"{}\"\n",
+        with_plugins(destination(
+            "a",
+            &format!("file://{}", file("a").display()),
+            ""
+        )),
+        with_plugins(destination(
+            "b",
+            &format!("file://{}", file("b").display()),
+            ""
+        )),
+        plugins.path().display(),
+        plugins.path().join(".cache").display()
+    );
+    let redis = TestRedis::start().await;
+    let relay = RelayProcess::start(&redis, &extra).await;
+    let receiver = TestReceiver::start().await;
+    crate::support::relay::create_hook(
+        &crate::support::relay::http_client(),
+        relay.api,
+        &receiver.url("/hook"),
+        "",
+    )
+    .await;
+    redis.publish_all(&three_meetings(9)).await;
+    let expected = as_values(&hook_events(&receiver, 9).await);
+    let lines = |n: &str| -> Vec<String> {
+        std::fs::read_to_string(file(n))
+            .unwrap_or_default()
+            .lines()
+            .map(String::from)
+            .collect()
+    };
+    wait::until("b has all nine", async || {
+        let b = lines("b");
+        if b.len() == 9 { Ok(()) } else { Err(b.len()) }
+    })
+    .await;
+    assert_same("b: every event", &as_values(&lines("b")), &expected);
+    wait::until("a's six joins dropped", async || {
+        let m = relay.metrics().await;
+        let n = crate::support::metric_value(
+            &m,
+            "hookrelay_destination_skipped_total{destination=\"a\",reason=\"plugin\"}",
+        );
+        if n == 6.0 { Ok(()) } else { Err(n) }
+    })
+    .await;
+    let a = as_values(&lines("a"));
+    assert_same("a: the meetings only", &a, &expected[..3]);
+    drop(relay);
 }

@@ -84,6 +84,7 @@ mod tests {
             target: String::new(),
             id: "i".into(),
             queued_ms: 0,
+            for_plugins: None,
         }
     }
 
