@@ -1007,3 +1007,39 @@ pattern.hook.callback-url = ["destination:a"]
     assert_same("a: the meetings only", &a, &expected[..3]);
     drop(relay);
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_fleet_whose_lease_holder_is_killed_publishes_every_event_once() {
+    use crate::fleet::{FLEET, publish_named, wait_until_holder};
+    const N: usize = 1500;
+    let nats = OwnBroker::nats().await;
+    let stream = nats_stream(&nats).await;
+    let config = format!(
+        "{FLEET}{}",
+        destination("nats", &format!("nats://127.0.0.1:{}", nats.port), "bbb.{event}")
+    );
+    let redis = TestRedis::start().await;
+    let holder = RelayProcess::start(&redis, &config).await;
+    wait_until_holder(&holder).await;
+    let other = RelayProcess::start(&redis, &config).await;
+    let publishing = publish_named(&redis, "n", N);
+    wait::until("a fifth published", async || {
+        let n = crate::support::metric_value(
+            &holder.metrics().await,
+            "hookrelay_destination_published_total{destination=\"nats\"}",
+        );
+        if n >= (N / 5) as f64 { Ok(()) } else { Err(n) }
+    })
+    .await;
+    holder.kill9().await;
+    wait_until_holder(&other).await;
+    publishing.await.expect("publisher");
+    let got = nats_messages(&stream, N).await;
+    let names: Vec<String> = got
+        .iter()
+        .map(|(_, _, _, b)| crate::support::user_name(b))
+        .collect();
+    let expected: Vec<String> = (0..N).map(|i| format!("n{i}")).collect();
+    assert_same("every event once, in order, across the takeover", &names, &expected);
+    drop(other);
+}
