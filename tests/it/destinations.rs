@@ -1,7 +1,8 @@
 //! Destinations against real brokers (`[[destinations]]`, docs/destinations.md): 1,000 events
 //! of three meetings consumed back from NATS JetStream, RabbitMQ, Mosquitto and a file, each
-//! once, in order, each body the event a hook got; brokers stopped for 5 s; the relay killed
-//! -9; refused credentials and a missing exchange; a message over the broker's limit.
+//! once, in order, each body the event a hook got; each broker stopped for 5 s and the relay
+//! killed -9; TLS; refused credentials and a missing exchange; a message over the broker's
+//! limit; the rules plugin; a fleet's takeover; the docs' consumers.
 
 use std::{collections::HashSet, time::Duration};
 
@@ -1016,7 +1017,11 @@ async fn a_fleet_whose_lease_holder_is_killed_publishes_every_event_once() {
     let stream = nats_stream(&nats).await;
     let config = format!(
         "{FLEET}{}",
-        destination("nats", &format!("nats://127.0.0.1:{}", nats.port), "bbb.{event}")
+        destination(
+            "nats",
+            &format!("nats://127.0.0.1:{}", nats.port),
+            "bbb.{event}"
+        )
     );
     let redis = TestRedis::start().await;
     let holder = RelayProcess::start(&redis, &config).await;
@@ -1040,6 +1045,148 @@ async fn a_fleet_whose_lease_holder_is_killed_publishes_every_event_once() {
         .map(|(_, _, _, b)| crate::support::user_name(b))
         .collect();
     let expected: Vec<String> = (0..N).map(|i| format!("n{i}")).collect();
-    assert_same("every event once, in order, across the takeover", &names, &expected);
+    assert_same(
+        "every event once, in order, across the takeover",
+        &names,
+        &expected,
+    );
     drop(other);
+}
+
+/// A connection to `rabbit` (TLS with `ca`), its exchange `bbb` and durable queue `kept`
+/// bound to all of it made.
+async fn own_rabbitmq(rabbit: &OwnBroker, ca: &TestCa) -> lapin::Channel {
+    use lapin::{options::*, types::FieldTable};
+    let tls = lapin::tcp::OwnedTLSConfig {
+        identity: None,
+        cert_chain: Some(std::fs::read_to_string(ca.ca_file()).expect("CA")),
+    };
+    let url = format!("amqps://guest:guest@127.0.0.1:{}/%2f", rabbit.port);
+    let connection = lapin::Connection::connect_with_config(
+        &url,
+        lapin::ConnectionProperties::default(),
+        tls,
+        lapin::runtime::default_runtime().expect("runtime"),
+    )
+    .await
+    .expect("RabbitMQ over TLS");
+    let channel = connection.create_channel().await.expect("channel");
+    let durable = ExchangeDeclareOptions {
+        durable: true,
+        ..Default::default()
+    };
+    channel
+        .exchange_declare(
+            "bbb".into(),
+            lapin::ExchangeKind::Topic,
+            durable,
+            FieldTable::default(),
+        )
+        .await
+        .expect("exchange");
+    let queue = QueueDeclareOptions {
+        durable: true,
+        ..Default::default()
+    };
+    channel
+        .queue_declare("kept".into(), queue, FieldTable::default())
+        .await
+        .expect("queue");
+    channel
+        .queue_bind(
+            "kept".into(),
+            "bbb".into(),
+            "#".into(),
+            QueueBindOptions::default(),
+            FieldTable::default(),
+        )
+        .await
+        .expect("bind");
+    std::mem::forget(connection);
+    channel
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn rabbitmq_over_tls_stopped_for_five_seconds_and_a_kill_9_lose_nothing() {
+    use lapin::options::BasicGetOptions;
+    const N: usize = 450;
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let ca = TestCa::new("hookrelay rabbitmq test CA");
+    let mut rabbit = OwnBroker::rabbitmq(Some(&ca)).await;
+    drop(own_rabbitmq(&rabbit, &ca).await);
+    let extra = format!(
+        "{}ca_file = \"{}\"\n",
+        destination(
+            "amqp",
+            &format!("amqps://guest:guest@127.0.0.1:{}/%2f", rabbit.port),
+            "bbb/bbb.{event}"
+        ),
+        ca.ca_file()
+    );
+    let redis = TestRedis::start().await;
+    let relay = RelayProcess::start(&redis, &extra).await;
+    let messages = three_meetings(N);
+    let published = async |relay: &RelayProcess| {
+        crate::support::metric_value(
+            &relay.metrics().await,
+            "hookrelay_destination_published_total{destination=\"amqp\"}",
+        )
+    };
+    redis.publish_all(&messages[..150]).await;
+    wait::until("150 published", async || {
+        let n = published(&relay).await;
+        if n >= 150.0 { Ok(()) } else { Err(n) }
+    })
+    .await;
+    rabbit.stop().await;
+    redis.publish_all(&messages[150..300]).await;
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    rabbit.start_again().await;
+    wait::until("publishing again", async || {
+        let n = published(&relay).await;
+        if n > 150.0 { Ok(()) } else { Err(n) }
+    })
+    .await;
+    relay.kill9().await;
+    let relay = RelayProcess::start(&redis, &extra).await;
+    redis.publish_all(&messages[300..]).await;
+
+    // Read back from the durable queue: every event, in order; a repeat only with an id
+    // seen before.
+    let channel = own_rabbitmq(&rabbit, &ca).await;
+    let mut seen = HashSet::new();
+    let mut names = Vec::new();
+    wait::until("every event in the queue", async || {
+        while let Ok(Some(m)) = channel
+            .basic_get("kept".into(), BasicGetOptions { no_ack: true })
+            .await
+        {
+            let id = m
+                .properties
+                .message_id()
+                .as_ref()
+                .map(|s| s.to_string())
+                .unwrap_or_default();
+            if seen.insert(id) {
+                names.push(crate::support::user_name(&String::from_utf8_lossy(&m.data)));
+            }
+        }
+        if names.len() >= N {
+            Ok(())
+        } else {
+            Err(names.len())
+        }
+    })
+    .await;
+    let expected: Vec<String> = (0..N)
+        .map(|i| {
+            if i < 3 {
+                String::new()
+            } else {
+                format!("n{i}")
+            }
+        })
+        .collect();
+    assert_same("AMQP: every event, in order", &names, &expected);
+    drop(relay);
 }

@@ -11,8 +11,24 @@ use std::{
 
 use super::{free_port, wait};
 
-/// The arguments of a broker's command, from its port and data folder.
-type Args = Box<dyn Fn(u16, &std::path::Path) -> Vec<String> + Send + Sync>;
+/// How a broker is started: its command's arguments and environment.
+#[derive(Default)]
+pub(crate) struct Launch {
+    args: Vec<String>,
+    env: Vec<(String, String)>,
+}
+
+impl From<Vec<String>> for Launch {
+    fn from(args: Vec<String>) -> Self {
+        Self {
+            args,
+            env: Vec::new(),
+        }
+    }
+}
+
+/// The launch of a broker, from its port and data folder.
+type Args = Box<dyn Fn(u16, &std::path::Path) -> Launch + Send + Sync>;
 
 /// A broker process of a test's own: its command, port and data folder.
 pub(crate) struct OwnBroker {
@@ -53,7 +69,7 @@ impl OwnBroker {
                 dir.display()
             );
             std::fs::write(&conf, text).expect("nats.conf");
-            vec!["-c".into(), conf.display().to_string()]
+            vec!["-c".into(), conf.display().to_string()].into()
         })
         .await
     }
@@ -92,14 +108,57 @@ impl OwnBroker {
                 dir.display()
             );
             std::fs::write(&conf, text).expect("mosquitto.conf");
-            vec!["-c".into(), conf.display().to_string()]
+            vec!["-c".into(), conf.display().to_string()].into()
         })
         .await
     }
 
+    /// RabbitMQ of the test's own (a node of its own name, its data in the broker's folder),
+    /// speaking TLS only with `ca`'s server certificate when `ca` is given. It takes a few
+    /// seconds to start.
+    pub(crate) async fn rabbitmq(ca: Option<&super::tls::TestCa>) -> Self {
+        let tls = ca.map(|ca| (ca.ca_file(), ca.server_cert(), ca.server_key()));
+        let dist = free_port();
+        Self::start(RABBITMQ_SERVER, move |port, dir| {
+            let listener = match &tls {
+                None => format!("listeners.tcp.default = {port}\n"),
+                Some((ca, cert, key)) => format!(
+                    "listeners.tcp = none\nlisteners.ssl.default = {port}\nssl_options.cacertfile = {ca}\nssl_options.certfile = {cert}\nssl_options.keyfile = {key}\nssl_options.verify = verify_none\nssl_options.fail_if_no_peer_cert = false\n"
+                ),
+            };
+            std::fs::write(dir.join("rabbitmq.conf"), listener).expect("rabbitmq.conf");
+            std::fs::write(dir.join("enabled_plugins"), "[].\n").expect("enabled_plugins");
+            let at = |f: &str| dir.join(f).display().to_string();
+            let env = [
+                ("HOME", at("")),
+                ("RABBITMQ_NODENAME", format!("hookrelay-test-{port}@localhost")),
+                ("RABBITMQ_NODE_PORT", port.to_string()),
+                ("RABBITMQ_DIST_PORT", dist.to_string()),
+                ("RABBITMQ_MNESIA_BASE", at("mnesia")),
+                ("RABBITMQ_LOG_BASE", at("log")),
+                ("RABBITMQ_CONFIG_FILE", at("rabbitmq")),
+                ("RABBITMQ_ENABLED_PLUGINS_FILE", at("enabled_plugins")),
+                ("RABBITMQ_PID_FILE", at("pid")),
+            ];
+            Launch {
+                args: Vec::new(),
+                env: env.into_iter().map(|(k, v)| (k.to_string(), v)).collect(),
+            }
+        })
+        .await
+    }
+
+    /// The broker's own process, when its command starts it as a child (RabbitMQ's script).
+    fn inner_pid(&self) -> Option<String> {
+        std::fs::read_to_string(self.dir.path().join("pid"))
+            .ok()
+            .map(|p| p.trim().to_string())
+            .filter(|p| !p.is_empty())
+    }
+
     async fn start(
         program: &'static str,
-        args: impl Fn(u16, &std::path::Path) -> Vec<String> + Send + Sync + 'static,
+        args: impl Fn(u16, &std::path::Path) -> Launch + Send + Sync + 'static,
     ) -> Self {
         let mut broker = Self {
             port: 0,
@@ -126,13 +185,17 @@ impl OwnBroker {
             .unwrap_or_else(|| {
                 panic!("{} is missing: run scripts/ensure-brokers.sh", self.program)
             });
+        let launch = (self.args)(self.port, self.dir.path());
         let mut child = Command::new(path)
-            .args((self.args)(self.port, self.dir.path()))
+            .args(launch.args)
+            .envs(launch.env)
+            .current_dir(self.dir.path())
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
             .expect("spawn the broker");
-        for _ in 0..200 {
+        // RabbitMQ takes seconds; the others a few milliseconds.
+        for _ in 0..1200 {
             if let Ok(Some(_)) = child.try_wait() {
                 return false;
             }
@@ -154,7 +217,10 @@ impl OwnBroker {
         if let Some(mut child) = self.child.take() {
             let pid = child.id().to_string();
             let _ = Command::new("kill").args(["-TERM", &pid]).status();
-            for _ in 0..200 {
+            if let Some(inner) = self.inner_pid() {
+                let _ = Command::new("kill").args(["-TERM", &inner]).status();
+            }
+            for _ in 0..1200 {
                 if let Ok(Some(_)) = child.try_wait() {
                     return;
                 }
@@ -182,12 +248,18 @@ impl OwnBroker {
 
 impl Drop for OwnBroker {
     fn drop(&mut self) {
+        if let Some(inner) = self.inner_pid() {
+            let _ = Command::new("kill").args(["-KILL", &inner]).status();
+        }
         if let Some(mut child) = self.child.take() {
             let _ = child.kill();
             let _ = child.wait();
         }
     }
 }
+
+/// RabbitMQ's own start script (the one in /usr/sbin switches to the user rabbitmq).
+const RABBITMQ_SERVER: &str = "/usr/lib/rabbitmq/bin/rabbitmq-server";
 
 /// The machine's RabbitMQ.
 pub(crate) const RABBITMQ: &str = "amqp://guest:guest@127.0.0.1:5672/%2f";
