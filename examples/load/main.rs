@@ -19,6 +19,7 @@
 //! target/release/examples/load fanout --hooks 2000 --events 5
 //! target/release/examples/load slow-plugin --rate 50 --seconds 6 --slow-hooks 10 --plugin-ms 10
 //! target/release/examples/load xapi --meetings 200 [--ralph]
+//! target/release/examples/load destinations --events 10000 [--rate 2000]
 //! ```
 //! `--relay-bin OLD --relay-bin NEW` alternates two builds run by run (ratios in one run).
 //! `burst --hooks 1` also runs `baseline` against the same receiver in every run and ends with
@@ -31,6 +32,7 @@ mod support;
 mod api;
 mod baseline;
 mod commandstats;
+mod destinations;
 mod edges;
 mod launch;
 mod memory;
@@ -200,6 +202,16 @@ pub enum Scenario {
         /// Send to Ralph (scripts/ensure-ralph.sh installs it) instead of a lean receiver.
         #[arg(long)]
         ralph: bool,
+    },
+    /// Destinations (docs/destinations.md) beside a hook: NATS JetStream, MQTT, AMQP (the
+    /// machine's RabbitMQ) and a file, and one HTTP hook to the lean receiver, `events` joins
+    /// at once (`--rate 0`) or at `rate` a second: each output's messages/s and p50 / p99 from
+    /// the bus to its consumer, and the relay's CPU per event and per message.
+    Destinations {
+        #[arg(long, default_value_t = 10_000)]
+        events: usize,
+        #[arg(long, default_value_t = 0)]
+        rate: u64,
     },
     /// The loopback limit: a bare client loop (one connection, one request in flight) posting
     /// callback-sized bodies to the lean receiver; no relay.

@@ -115,6 +115,9 @@ pub(crate) async fn run(scenario: &Scenario, setup: &Setup) -> Figures {
             outage_s,
         } => crate::pool::run(setup, edges, meetings, rate, seconds, outage_s).await,
         Scenario::Xapi { meetings, ralph } => crate::xapi::run(setup, meetings, ralph).await,
+        Scenario::Destinations { events, rate } => {
+            crate::destinations::run(setup, events, rate).await
+        }
         Scenario::Outage { hooks, events } => crate::memory::outage(setup, hooks, events).await,
         Scenario::Meetings { meetings, users } => {
             crate::memory::meetings(setup, meetings, users).await
