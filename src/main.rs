@@ -87,7 +87,8 @@ enum Command {
     Deliveries(admin::DeliveriesArgs),
     /// Queue again, for a hook, the callbacks sent to its URL in a window (kept for
     /// delivery.retain), in their original order, after what it has queued; each says so in
-    /// X-Hookrelay-Redelivery and keeps its original body, timestamp and event id.
+    /// X-Hookrelay-Redelivery and keeps its original body, timestamp and event id. With
+    /// --destination, the messages a destination published in the window.
     Redeliver(admin::RedeliverArgs),
     /// Print the checksum of a callback and the URL it is posted to.
     Sign(admin::SignArgs),

@@ -292,11 +292,15 @@ pub(crate) fn deliveries(args: &DeliveriesArgs) -> std::process::ExitCode {
 pub(crate) struct RedeliverArgs {
     /// The hook's id, as hooks list shows it: a registered hook (for a hook removed after
     /// failures, register its URL again and give the new id).
-    #[arg(required_unless_present = "all", conflicts_with = "all")]
+    #[arg(required_unless_present_any = ["all", "destination"], conflicts_with_all = ["all", "destination"])]
     hook_id: Option<u64>,
     /// Every registered hook, each its own kept callbacks in their original order.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "destination")]
     all: bool,
+    /// The messages this destination (`[[destinations]]`, docs/destinations.md) published in
+    /// the window, queued again in their order, each with a new message id.
+    #[arg(long, value_name = "NAME")]
+    destination: Option<String>,
     /// Only the events of this meeting (its external id).
     #[arg(long, value_name = "EXTERNAL_ID")]
     meeting: Option<String>,
@@ -337,9 +341,13 @@ pub(crate) fn redeliver(args: &RedeliverArgs) -> std::process::ExitCode {
     if let Some(m) = &args.meeting {
         form.push(("meeting", m));
     }
-    let path = match args.hook_id {
-        Some(id) => format!("/v1/hooks/{id}/redeliver"),
-        None => "/v1/redeliver".into(),
+    let path = match (&args.destination, args.hook_id) {
+        (Some(name), _) => format!(
+            "/v1/destinations/{}/redeliver",
+            hookrelay::base::form::form_encode(name)
+        ),
+        (None, Some(id)) => format!("/v1/hooks/{id}/redeliver"),
+        (None, None) => "/v1/redeliver".into(),
     };
     let answer = match client.post(&path, &form) {
         Ok(a) => a,
@@ -350,6 +358,16 @@ pub(crate) fn redeliver(args: &RedeliverArgs) -> std::process::ExitCode {
         return std::process::ExitCode::SUCCESS;
     }
     let plural = |n: u64| if n == 1 { "" } else { "s" };
+    if let Some(name) = &args.destination {
+        let n = answer["queued"].as_u64().unwrap_or(0);
+        println!(
+            "queued {n} message{} again for destination {name} (from {} to {})",
+            plural(n),
+            text(&answer, "since").unwrap_or("?"),
+            text(&answer, "until").unwrap_or("?"),
+        );
+        return std::process::ExitCode::SUCCESS;
+    }
     let queued_for = |r: &Value| {
         let n = r["queued"].as_u64().unwrap_or(0);
         println!(

@@ -103,6 +103,8 @@ pub(crate) enum AdminError {
     TenantGone(u64),
     #[error("no edge writes to this store as {0}")]
     UnknownServer(String),
+    #[error("no destination is named {0} ([[destinations]])")]
+    UnknownDestination(String),
     #[error("{0}'s edge is running: stop it first (its name is given up within 15 s of its stop)")]
     ServerRunning(String),
     #[error("the store cannot be read: {0}")]
@@ -125,9 +127,10 @@ impl AdminError {
     /// The HTTP status it is answered with.
     pub(crate) fn status(&self) -> StatusCode {
         match self {
-            Self::UnknownHook(_) | Self::NotRegistered(_) | Self::UnknownServer(_) => {
-                StatusCode::NOT_FOUND
-            }
+            Self::UnknownHook(_)
+            | Self::NotRegistered(_)
+            | Self::UnknownServer(_)
+            | Self::UnknownDestination(_) => StatusCode::NOT_FOUND,
             Self::BadParameter(_) | Self::BeforeWindow { .. } => StatusCode::BAD_REQUEST,
             Self::TenantGone(_) | Self::ServerRunning(_) => StatusCode::CONFLICT,
             Self::Store(_) => StatusCode::SERVICE_UNAVAILABLE,
@@ -176,10 +179,15 @@ pub(crate) fn router(state: Arc<AdminState>, access: Arc<Access>) -> Router {
         .route("/v1/tenants", get(tenants::list))
         .route("/v1/servers", get(servers::list))
         .route("/v1/destinations", get(destinations::list))
+        .route(
+            "/v1/destinations/{name}/redeliver",
+            post(destinations::redeliver),
+        )
         .route("/v1/servers/{name}/forget", post(servers::forget))
         .route("/v1/audit", get(audit::list))
         .route("/", get(page::list))
         .route("/servers", get(page::servers_page))
+        .route("/destinations", get(page::destinations_page))
         .route("/hooks/{id}", get(page::hook))
         .route("/hooks/{id}/redeliver", post(page::redeliver))
         .route("/hooks/{id}/enable", post(page::enable))

@@ -1,6 +1,7 @@
 //! The status page, for people who would rather look than type: plain server-rendered HTML
 //! (templates in `templates/`, every value escaped), readable on a phone. `/` lists the hooks
-//! with their state; `/servers` the edges' servers of a pool; `/hooks/{id}` shows one hook, its recent attempts and a form that queues
+//! with their state; `/servers` the edges' servers of a pool; `/destinations` the brokers and
+//! files that get events; `/hooks/{id}` shows one hook, its recent attempts and a form that queues
 //! its callbacks of a window again. Behind the admin API's credentials (a browser gives them
 //! as user `admin` and the token as password).
 
@@ -16,7 +17,7 @@ use axum::{
 use serde::Deserialize;
 
 use super::{
-    AdminError, AdminState, Caller,
+    AdminError, AdminState, Caller, destinations,
     hooks::{self, AttemptView, Filter, HookView},
     redeliver::{self, Window},
     servers,
@@ -182,6 +183,56 @@ pub(super) async fn servers_page(State(admin): State<Arc<AdminState>>) -> Respon
             StatusCode::OK,
             &ServersPage {
                 servers: all.into_iter().map(ServerShown::from).collect(),
+            },
+        ),
+        Err(e) => problem(&e),
+    }
+}
+
+/// A destination as a card shows it.
+struct DestinationShown {
+    name: String,
+    kind: &'static str,
+    url: String,
+    state: &'static str,
+    state_text: String,
+    queued: usize,
+    oldest: String,
+    last_error: String,
+}
+
+impl From<crate::destinations::DestinationReport> for DestinationShown {
+    fn from(d: crate::destinations::DestinationReport) -> Self {
+        let failing = d.state == "failing";
+        Self {
+            name: d.name,
+            kind: d.kind,
+            url: d.url,
+            state: if failing { "failing" } else { "ok" },
+            state_text: d.state,
+            queued: d.queued,
+            oldest: d.oldest_age_ms.map_or_else(
+                || "none".into(),
+                |ms| format!("{:.1} s", ms as f64 / 1000.0),
+            ),
+            last_error: if failing { d.last_error } else { String::new() },
+        }
+    }
+}
+
+#[derive(Template)]
+#[template(path = "destinations.html")]
+struct DestinationsPage {
+    destinations: Vec<DestinationShown>,
+}
+
+/// `GET /destinations`: the message brokers and files that get events.
+pub(super) async fn destinations_page(State(admin): State<Arc<AdminState>>) -> Response {
+    match destinations::all(&admin).await {
+        Ok(all) => render(
+            StatusCode::OK,
+            &DestinationsPage {
+                destinations: all.into_iter().map(DestinationShown::from).collect(),
             },
         ),
         Err(e) => problem(&e),

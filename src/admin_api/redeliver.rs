@@ -39,6 +39,26 @@ pub(super) struct Window {
     meeting: Option<String>,
 }
 
+impl Window {
+    /// The event ids it lists; `None` (a form's empty field too): every event.
+    pub(super) fn events(&self) -> Option<HashSet<String>> {
+        self.event_id
+            .as_deref()
+            .map(|l| {
+                l.split(',')
+                    .map(|e| e.trim().to_ascii_lowercase())
+                    .filter(|e| !e.is_empty())
+                    .collect::<HashSet<_>>()
+            })
+            .filter(|set| !set.is_empty())
+    }
+
+    /// The meeting it names, if any.
+    pub(super) fn meeting(&self) -> Option<&str> {
+        self.meeting.as_deref().filter(|m| !m.is_empty())
+    }
+}
+
 /// What was queued again.
 #[derive(Debug, Serialize)]
 pub(super) struct Redelivery {
@@ -205,13 +225,13 @@ fn meeting_of(stored: &records::Stored) -> Option<String> {
 }
 
 /// A request's parameter that cannot be used, and why.
-fn bad(s: String) -> AdminError {
+pub(super) fn bad(s: String) -> AdminError {
     AdminError::BadParameter(s)
 }
 
 /// The window's bounds at `now` (ms): `since`, required, and `until`, the last callback kept
 /// when not given; `since` not after `until`.
-fn times(window: &Window, now: u64) -> Result<(u64, u64), AdminError> {
+pub(super) fn times(window: &Window, now: u64) -> Result<(u64, u64), AdminError> {
     let since = match window.since.as_deref().filter(|s| !s.trim().is_empty()) {
         Some(s) => parse_since(s, now).map_err(|e| bad(format!("since: {e}")))?,
         None => return Err(bad("since is required (e.g. 15m)".into())),
@@ -241,18 +261,8 @@ async fn kept(
     until: u64,
     window: &Window,
 ) -> Result<Vec<records::Found>, AdminError> {
-    // No event id listed (a form's empty field): every event.
-    let events: Option<HashSet<String>> = window
-        .event_id
-        .as_deref()
-        .map(|l| {
-            l.split(',')
-                .map(|e| e.trim().to_ascii_lowercase())
-                .filter(|e| !e.is_empty())
-                .collect::<HashSet<_>>()
-        })
-        .filter(|set| !set.is_empty());
-    let meeting = window.meeting.as_deref().filter(|m| !m.is_empty());
+    let events = window.events();
+    let meeting = window.meeting();
     let mut seen = HashSet::new();
     Ok(records::read_kept(&admin.conn, url, since, until)
         .await?

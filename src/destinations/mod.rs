@@ -12,6 +12,7 @@ mod link;
 mod message;
 mod plugins;
 mod queue;
+pub(crate) use queue::{Requeued, requeue};
 mod route;
 mod sender;
 
@@ -71,6 +72,8 @@ impl Output {
                     config: d.clone(),
                     metrics: metrics.clone(),
                     plugins: plugins.clone(),
+                    retain_ms: u64::try_from(config.delivery.retain.as_millis())
+                        .unwrap_or(u64::MAX),
                 },
                 handle.clone(),
                 token.child_token(),

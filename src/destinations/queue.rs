@@ -16,31 +16,133 @@ pub(crate) fn key(name: &str) -> String {
     format!("hookrelay:destination:{name}:queue")
 }
 
+/// The stream of the messages destination `name` published, kept for `delivery.retain` so
+/// that `redeliver` can queue them again.
+pub(crate) fn sent_key(name: &str) -> String {
+    format!("hookrelay:destination:{name}:sent")
+}
+
 /// Adds `m` to destination `name`'s queue in `pipe`.
 pub(super) fn add(pipe: &mut redis::Pipeline, name: &str, m: &Message) {
-    let queued = m.queued_ms.to_string();
-    let fields: [(&str, &str); 8] = [
-        ("b", &m.body),
-        ("e", &m.event),
-        ("m", &m.meeting),
-        ("s", &m.server),
-        ("n", &m.tenant),
-        ("k", &m.target),
-        ("i", &m.id),
-        ("t", &queued),
-    ];
-    match &m.for_plugins {
-        None => pipe.xadd(key(name), "*", &fields).ignore(),
-        Some(p) => {
-            let more = [
-                ("x", p.internal_meeting.as_str()),
-                ("f", &p.facts),
-                ("o", &p.other),
-            ];
-            let all: Vec<(&str, &str)> = fields.iter().chain(&more).copied().collect();
-            pipe.xadd(key(name), "*", &all).ignore()
+    pipe.add_command(xadd(&key(name), None, m)).ignore();
+}
+
+/// `XADD key [MINID ~ min] * <m's fields>`.
+fn xadd(key: &str, min_id: Option<u64>, m: &Message) -> redis::Cmd {
+    let mut cmd = redis::cmd("XADD");
+    cmd.arg(key);
+    if let Some(min) = min_id {
+        cmd.arg("MINID").arg("~").arg(min);
+    }
+    cmd.arg("*")
+        .arg("b")
+        .arg(&m.body)
+        .arg("e")
+        .arg(&m.event)
+        .arg("m")
+        .arg(&m.meeting)
+        .arg("s")
+        .arg(&m.server)
+        .arg("n")
+        .arg(&m.tenant)
+        .arg("k")
+        .arg(&m.target)
+        .arg("i")
+        .arg(&m.id)
+        .arg("t")
+        .arg(m.queued_ms);
+    if let Some(p) = &m.for_plugins {
+        cmd.arg("x")
+            .arg(&p.internal_meeting)
+            .arg("f")
+            .arg(&p.facts)
+            .arg("o")
+            .arg(&p.other);
+    }
+    cmd
+}
+
+/// Takes the `finished` entries off destination `name`'s queue; each one's message the broker
+/// confirmed (`Some`) is kept in its sent stream for `retain_ms` (0: not kept). One round trip.
+///
+/// # Errors
+/// When Redis fails.
+pub(super) async fn done(
+    conn: &mut StoreConn,
+    name: &str,
+    finished: &[(&str, Option<&Message>)],
+    retain_ms: u64,
+) -> redis::RedisResult<()> {
+    let mut pipe = redis::pipe();
+    let entries: Vec<&str> = finished.iter().map(|(e, _)| *e).collect();
+    pipe.xdel(key(name), &entries).ignore();
+    if retain_ms > 0 {
+        let min = crate::base::time::now_ms().saturating_sub(retain_ms);
+        for m in finished.iter().filter_map(|(_, m)| *m) {
+            pipe.add_command(xadd(&sent_key(name), Some(min), m))
+                .ignore();
         }
+    }
+    pipe.query_async(conn).await
+}
+
+/// What a redelivery queued: the publish times (ms) of the messages queued again.
+pub(crate) enum Requeued {
+    Queued(Vec<u64>),
+    /// The window holds this many, more than the most one redelivery may queue.
+    TooMany(usize),
+}
+
+/// Queues again, after what destination `name` has queued, the messages it published from
+/// `since` to `until` (ms) that `wanted` takes, in their order, at most `most`; each with a new
+/// id (a broker that deduplicates takes it again) and queued now.
+///
+/// # Errors
+/// When Redis fails.
+pub(crate) async fn requeue(
+    conn: &mut StoreConn,
+    name: &str,
+    (since, until): (u64, u64),
+    most: usize,
+    wanted: impl Fn(&Message) -> bool,
+) -> redis::RedisResult<Requeued> {
+    let end = if until == u64::MAX {
+        "+".to_string()
+    } else {
+        until.to_string()
     };
+    let found = read_range(conn, &sent_key(name), &since.to_string(), &end, most + 1).await?;
+    let chosen: Vec<(String, Message)> = found.into_iter().filter(|(_, m)| wanted(m)).collect();
+    if chosen.len() > most {
+        return Ok(Requeued::TooMany(chosen.len()));
+    }
+    let now = crate::base::time::now_ms();
+    let mut pipe = redis::pipe();
+    pipe.atomic();
+    let mut times = Vec::with_capacity(chosen.len());
+    for (entry, m) in &chosen {
+        let again = Message {
+            id: uuid::Uuid::new_v5(
+                &uuid::Uuid::NAMESPACE_OID,
+                format!("{}/{now}", m.id).as_bytes(),
+            )
+            .to_string(),
+            queued_ms: now,
+            ..m.clone()
+        };
+        pipe.add_command(xadd(&key(name), None, &again)).ignore();
+        times.push(
+            entry
+                .split('-')
+                .next()
+                .and_then(|t| t.parse().ok())
+                .unwrap_or(0),
+        );
+    }
+    if !chosen.is_empty() {
+        let () = pipe.query_async(conn).await?;
+    }
+    Ok(Requeued::Queued(times))
 }
 
 /// The first `count` messages of destination `name`'s queue, with their entry ids.
@@ -52,7 +154,18 @@ pub(super) async fn read(
     name: &str,
     count: usize,
 ) -> redis::RedisResult<Vec<(String, Message)>> {
-    let reply: StreamRangeReply = conn.xrange_count(key(name), "-", "+", count).await?;
+    read_range(conn, &key(name), "-", "+", count).await
+}
+
+/// The messages of stream `key` from `start` to `end`, at most `count`, with their entry ids.
+async fn read_range(
+    conn: &mut StoreConn,
+    key: &str,
+    start: &str,
+    end: &str,
+    count: usize,
+) -> redis::RedisResult<Vec<(String, Message)>> {
+    let reply: StreamRangeReply = conn.xrange_count(key, start, end, count).await?;
     Ok(reply
         .ids
         .into_iter()
@@ -76,14 +189,6 @@ pub(super) async fn read(
             (e.id, m)
         })
         .collect())
-}
-
-/// Removes a message the broker confirmed (or that it can never take).
-///
-/// # Errors
-/// When Redis fails.
-pub(super) async fn remove(conn: &mut StoreConn, name: &str, id: &str) -> redis::RedisResult<()> {
-    conn.xdel::<_, _, ()>(key(name), &[id]).await
 }
 
 /// How many messages wait for destination `name`.

@@ -30,7 +30,7 @@ use crate::{
 const PAGE: usize = 64;
 /// How often an idle sender looks at its queue without being woken (another instance of a
 /// fleet may have queued for it before this one took over).
-const IDLE_LOOK: Duration = Duration::from_secs(5);
+const IDLE_LOOK: Duration = Duration::from_secs(1);
 
 /// What a sender is started with.
 pub(super) struct Setup {
@@ -39,6 +39,8 @@ pub(super) struct Setup {
     pub(super) metrics: Arc<Metrics>,
     /// The plugin set in force, for the destination's `plugins`.
     pub(super) plugins: Arc<Plugins>,
+    /// How long published messages are kept for `redeliver` (`delivery.retain`), in ms.
+    pub(super) retain_ms: u64,
 }
 
 /// A sender's handle: wakes it, counts what waits in its queue.
@@ -112,6 +114,9 @@ pub(super) async fn run(setup: Setup, handle: Handle, token: CancellationToken) 
             }
             continue;
         }
+        // Taken off the queue a page at a time, in one round trip: a relay killed before
+        // then publishes them again, with the ids they had.
+        let mut finished: Vec<(&str, Option<&Message>)> = Vec::with_capacity(page.len());
         for (i, (entry, message)) in page.iter().enumerate() {
             sender.show_depth(handle.depth.load(Ordering::Relaxed));
             let made = sender.through_plugins(message).await;
@@ -120,26 +125,50 @@ pub(super) async fn run(setup: Setup, handle: Handle, token: CancellationToken) 
                 Plugged::Replaced(m) => Some(&**m),
                 Plugged::Dropped => None,
             };
-            if let Some(m) = out
-                && !sender.publish(m, &token).await
-            {
-                return;
-            }
-            loop {
-                match queue::remove(&mut conn, &name, entry).await {
-                    Ok(()) => break,
-                    Err(e) => {
-                        tracing::warn!(destination = %name, error = %e, "cannot remove a published message from a destination's queue; trying again");
-                        if pause(&token, Duration::from_secs(1)).await {
-                            return;
-                        }
+            let published = match out {
+                Some(m) => match sender.publish(m, &token).await {
+                    Some(confirmed) => confirmed,
+                    None => {
+                        finish(&mut conn, &name, &finished, sender.setup.retain_ms, &token).await;
+                        return;
                     }
-                }
-            }
+                },
+                None => false,
+            };
+            // What is kept to send again is the message as queued: plugins run again then.
+            finished.push((entry, published.then_some(message)));
             let left = handle.depth.load(Ordering::Relaxed).saturating_sub(1);
             handle.depth.store(left, Ordering::Relaxed);
             sender.show_depth(left);
             sender.show_oldest(page.get(i + 1).map(|(_, m)| m));
+        }
+        if !finish(&mut conn, &name, &finished, sender.setup.retain_ms, &token).await {
+            return;
+        }
+    }
+}
+
+/// Takes `finished` off the queue (keeping those published for `retain_ms`), trying again
+/// while Redis fails; `false` when cancelled first.
+async fn finish(
+    conn: &mut StoreConn,
+    name: &str,
+    finished: &[(&str, Option<&Message>)],
+    retain_ms: u64,
+    token: &CancellationToken,
+) -> bool {
+    if finished.is_empty() {
+        return true;
+    }
+    loop {
+        match queue::done(conn, name, finished, retain_ms).await {
+            Ok(()) => return true,
+            Err(e) => {
+                tracing::warn!(destination = %name, error = %e, "cannot take published messages off a destination's queue; trying again");
+                if pause(token, Duration::from_secs(1)).await {
+                    return false;
+                }
+            }
         }
     }
 }
@@ -176,9 +205,9 @@ impl Sender {
         }
     }
 
-    /// Tries `m` until the broker confirms it or can never take it; `false` when cancelled
-    /// first.
-    async fn publish(&mut self, m: &Message, token: &CancellationToken) -> bool {
+    /// Tries `m` until the broker confirms it (`Some(true)`) or can never take it
+    /// (`Some(false)`); `None` when cancelled first.
+    async fn publish(&mut self, m: &Message, token: &CancellationToken) -> Option<bool> {
         let mut failures = 0usize;
         loop {
             let started = Instant::now();
@@ -186,7 +215,7 @@ impl Sender {
                 r = tokio::time::timeout(self.timeout, self.link.publish(m)) => {
                     r.unwrap_or(Err(Failure::Timeout))
                 }
-                () = token.cancelled() => return false,
+                () = token.cancelled() => return None,
             };
             let metrics = &self.setup.metrics.destinations;
             metrics.observe(self.name(), started.elapsed());
@@ -198,12 +227,12 @@ impl Sender {
                         tracing::info!(destination = %self.name(), failures, "a destination takes messages again");
                         self.set_state("ok", None).await;
                     }
-                    return true;
+                    return Some(true);
                 }
                 Err(Failure::TooLarge(detail)) => {
                     metrics.skipped(self.name(), "too_large");
                     tracing::warn!(destination = %self.name(), event = %m.event, message_id = %m.id, bytes = m.body.len(), %detail, "the broker cannot take a message this large; it is skipped");
-                    return true;
+                    return Some(false);
                 }
                 Err(f) => f,
             };
@@ -224,7 +253,7 @@ impl Sender {
                 .next_delay(failures)
                 .unwrap_or(Duration::from_secs(1));
             if pause(token, delay).await {
-                return false;
+                return None;
             }
         }
     }

@@ -620,35 +620,67 @@ async fn refused_credentials_and_a_missing_exchange_keep_the_messages_and_say_wh
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_message_over_the_brokers_limit_is_skipped_and_counted_once() {
-    let nats = OwnBroker::nats_with_max_payload(600).await;
+    let nats = OwnBroker::nats_with_max_payload(1500).await;
     let stream = nats_stream(&nats).await;
-    let extra = destination(
-        "nats",
-        &format!("nats://127.0.0.1:{}", nats.port),
-        "bbb.{event}",
-    );
+    let mosquitto = OwnBroker::mosquitto_with_max_packet(1500).await;
+    let mut mqtt = mqtt_subscriber(mosquitto.port, "bbb/#").await;
+    let extra = [
+        destination(
+            "nats",
+            &format!("nats://127.0.0.1:{}", nats.port),
+            "bbb.{event}",
+        ),
+        destination(
+            "mqtt",
+            &format!("mqtt://127.0.0.1:{}", mosquitto.port),
+            "bbb/{event}",
+        ),
+    ]
+    .concat();
     let redis = TestRedis::start().await;
     let relay = RelayProcess::start(&redis, &extra).await;
-    // A meeting-created is larger than 600 bytes; the joins are not.
-    let messages = three_meetings(6);
+    // The meetings are created with 2 KB of metadata: larger than the brokers take; the joins
+    // are not.
+    let mut messages = three_meetings(6);
+    let metadata = serde_json::json!({ "bbb-context": "x".repeat(2000) });
+    for (m, message) in messages.iter_mut().take(3).enumerate() {
+        *message = crate::support::meeting_created_with_metadata(
+            &format!("int-{m}"),
+            &format!("ext-{m}"),
+            &metadata,
+        );
+    }
     redis.publish_all(&messages).await;
     let got = nats_messages(&stream, 3).await;
     let events: Vec<&str> = got.iter().map(|(_, _, e, _)| e.as_str()).collect();
     assert_eq!(events, ["user-joined"; 3]);
-    let metrics = relay.metrics().await;
+    let got = take(&mut mqtt, 3).await;
+    let names: Vec<String> = got
+        .iter()
+        .map(|(_, b)| crate::support::user_name(b))
+        .collect();
     assert_eq!(
-        crate::support::metric_value(
-            &metrics,
-            "hookrelay_destination_skipped_total{destination=\"nats\",reason=\"too_large\"}"
-        ),
-        3.0
+        names,
+        ["n3", "n4", "n5"],
+        "MQTT: the joins, the meetings skipped"
     );
+    let metrics = relay.metrics().await;
+    for d in ["nats", "mqtt"] {
+        let series = format!(
+            "hookrelay_destination_skipped_total{{destination=\"{d}\",reason=\"too_large\"}}"
+        );
+        assert_eq!(
+            crate::support::metric_value(&metrics, &series),
+            3.0,
+            "{series}"
+        );
+    }
     let log = std::fs::read_to_string(&relay.log).unwrap_or_default();
     let lines = log
         .lines()
         .filter(|l| l.contains("cannot take a message this large"))
         .count();
-    assert_eq!(lines, 3, "once each, with its event: {log}");
+    assert_eq!(lines, 6, "once each, with its event: {log}");
     assert!(log.contains("meeting-created"));
     drop(relay);
 }
@@ -1188,5 +1220,88 @@ async fn rabbitmq_over_tls_stopped_for_five_seconds_and_a_kill_9_lose_nothing() 
         })
         .collect();
     assert_same("AMQP: every event, in order", &names, &expected);
+    drop(relay);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn redeliver_queues_what_a_destination_published_again_in_order() {
+    let dir = tempfile::tempdir().expect("dir");
+    let file = dir.path().join("events.jsonl");
+    let extra = destination("archive", &format!("file://{}", file.display()), "");
+    let redis = TestRedis::start().await;
+    let relay = RelayProcess::start(&redis, &extra).await;
+    let messages = three_meetings(9);
+    redis.publish_all(&messages).await;
+    let lines = || -> Vec<String> {
+        std::fs::read_to_string(&file)
+            .unwrap_or_default()
+            .lines()
+            .map(String::from)
+            .collect()
+    };
+    wait::until("nine lines", async || {
+        let n = lines().len();
+        if n == 9 { Ok(()) } else { Err(n) }
+    })
+    .await;
+    let config = relay.config.display().to_string();
+    // The joins of meeting ext-1 only, then all of them.
+    let (code, out, err) = cli(&[
+        "redeliver",
+        "--destination",
+        "archive",
+        "--since",
+        "10m",
+        "--meeting",
+        "ext-1",
+        "--event-id",
+        "user-joined",
+        "-c",
+        &config,
+    ]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(
+        out.starts_with("queued 2 messages again for destination archive"),
+        "{out}"
+    );
+    let (code, out, _) = cli(&[
+        "redeliver",
+        "--destination",
+        "archive",
+        "--since",
+        "10m",
+        "-c",
+        &config,
+    ]);
+    assert_eq!(code, 0);
+    assert!(out.starts_with("queued 9 messages again"), "{out}");
+    wait::until("twenty lines", async || {
+        let n = lines().len();
+        if n == 20 { Ok(()) } else { Err(n) }
+    })
+    .await;
+    let all = as_values(&lines());
+    let first = &all[..9];
+    let ext1_joins: Vec<Value> = first
+        .iter()
+        .filter(|e| {
+            e["data"]["id"] == "user-joined"
+                && e["data"]["attributes"]["meeting"]["external-meeting-id"] == "ext-1"
+        })
+        .cloned()
+        .collect();
+    assert_same("the meeting's joins again", &all[9..11], &ext1_joins);
+    assert_same("all of them again, in order", &all[11..], first);
+    let (code, _, err) = cli(&[
+        "redeliver",
+        "--destination",
+        "nope",
+        "--since",
+        "10m",
+        "-c",
+        &config,
+    ]);
+    assert_ne!(code, 0);
+    assert!(err.contains("no destination is named nope"), "{err}");
     drop(relay);
 }

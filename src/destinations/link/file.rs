@@ -1,10 +1,10 @@
 //! A file destination: one JSON object a line, appended; a line counts as published once
 //! written and flushed. A file moved or removed (logrotate) is noticed before the next line,
-//! which goes to a new file at the configured path.
+//! which goes to a new file at the configured path. The calls are the plain system calls, made
+//! in place: a line is one `write` to the page cache, and a thread hop for each (as async file
+//! I/O makes) cost more than the call.
 
-use std::{os::unix::fs::MetadataExt, path::PathBuf};
-
-use tokio::{fs, io::AsyncWriteExt};
+use std::{fs, io::Write, os::unix::fs::MetadataExt, path::PathBuf};
 
 use super::Failure;
 use crate::destinations::Message;
@@ -23,9 +23,9 @@ impl FileLink {
     pub(crate) async fn publish(&mut self, m: &Message) -> Result<(), Failure> {
         let mut line = one_line(&m.body);
         line.push('\n');
-        let file = self.file().await?;
-        file.write_all(line.as_bytes()).await.map_err(io)?;
-        file.flush().await.map_err(io)
+        let file = self.file()?;
+        file.write_all(line.as_bytes()).map_err(io)?;
+        file.flush().map_err(io)
     }
 
     pub(crate) fn reset(&mut self) {
@@ -33,19 +33,15 @@ impl FileLink {
     }
 
     /// The file to write to: the open one while it is still at the path, else the path's.
-    async fn file(&mut self) -> Result<&mut fs::File, Failure> {
-        let at_path = fs::metadata(&self.path)
-            .await
-            .ok()
-            .map(|m| (m.dev(), m.ino()));
+    fn file(&mut self) -> Result<&mut fs::File, Failure> {
+        let at_path = fs::metadata(&self.path).ok().map(|m| (m.dev(), m.ino()));
         if self.open.as_ref().map(|(_, id)| *id) != at_path || at_path.is_none() {
             let file = fs::OpenOptions::new()
                 .create(true)
                 .append(true)
                 .open(&self.path)
-                .await
                 .map_err(io)?;
-            let meta = file.metadata().await.map_err(io)?;
+            let meta = file.metadata().map_err(io)?;
             self.open = Some((file, (meta.dev(), meta.ino())));
         }
         match &mut self.open {

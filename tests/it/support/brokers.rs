@@ -79,6 +79,11 @@ impl OwnBroker {
         Self::mosquitto_with(String::new()).await
     }
 
+    /// [`Self::mosquitto`] taking packets of at most `max` bytes (said in its CONNACK).
+    pub(crate) async fn mosquitto_with_max_packet(max: usize) -> Self {
+        Self::mosquitto_with(format!("max_packet_size {max}\n")).await
+    }
+
     /// [`Self::mosquitto`] speaking TLS only, with `ca`'s server certificate (made readable
     /// to the user mosquitto runs as).
     pub(crate) async fn mosquitto_tls(ca: &super::tls::TestCa) -> Self {
