@@ -20,7 +20,7 @@ use crate::{
     sink::Sink,
     support::{
         TestRedis,
-        brokers::{OwnBroker, RABBITMQ, rabbitmq},
+        brokers::{OwnBroker, RABBITMQ, amqp_queue},
         user_joined,
     },
 };
@@ -104,56 +104,9 @@ async fn consume_mqtt(port: u16, arrivals: Arrivals) {
 }
 
 async fn consume_amqp(exchange: &str, arrivals: Arrivals) {
-    use lapin::{options::*, types::FieldTable};
-    let connection = rabbitmq().await;
-    let channel = connection.create_channel().await.expect("channel");
-    let durable = ExchangeDeclareOptions {
-        durable: true,
-        auto_delete: true,
-        ..Default::default()
-    };
-    channel
-        .exchange_declare(
-            exchange.into(),
-            lapin::ExchangeKind::Topic,
-            durable,
-            FieldTable::default(),
-        )
-        .await
-        .expect("exchange");
-    let exclusive = QueueDeclareOptions {
-        exclusive: true,
-        ..Default::default()
-    };
-    let queue = channel
-        .queue_declare("".into(), exclusive, FieldTable::default())
-        .await
-        .expect("queue");
-    channel
-        .queue_bind(
-            queue.name().clone(),
-            exchange.into(),
-            "#".into(),
-            QueueBindOptions::default(),
-            FieldTable::default(),
-        )
-        .await
-        .expect("bind");
-    let no_ack = BasicConsumeOptions {
-        no_ack: true,
-        ..Default::default()
-    };
-    let mut consumer = channel
-        .basic_consume(
-            queue.name().clone(),
-            "load".into(),
-            no_ack,
-            FieldTable::default(),
-        )
-        .await
-        .expect("consume");
+    let (channel, mut consumer) = amqp_queue(exchange).await;
     tokio::spawn(async move {
-        let _connection = connection;
+        let _channel = channel;
         while let Some(Ok(d)) = consumer.next().await {
             record(&arrivals, &d.data);
         }

@@ -11,7 +11,7 @@ use serde_json::Value;
 
 use crate::support::{
     PluginDir, RelayProcess, TestReceiver, TestRedis,
-    brokers::{OwnBroker, RABBITMQ, rabbitmq},
+    brokers::{OwnBroker, RABBITMQ, amqp_queue, rabbitmq},
     meeting_created,
     process::cli,
     tls::TestCa,
@@ -34,6 +34,44 @@ fn three_meetings(n: usize) -> Vec<String> {
 fn destination(name: &str, url: &str, target: &str) -> String {
     format!(
         "[[destinations]]\nname = \"{name}\"\nurl = \"{url}\"\ntarget = \"{target}\"\nretry_intervals_ms = [100, 200, 400]\npublish_timeout_ms = 3000\n"
+    )
+}
+
+/// A hook of every event on `relay`, to a receiver of its own.
+async fn hooked(relay: &RelayProcess) -> TestReceiver {
+    let receiver = TestReceiver::start().await;
+    crate::support::relay::create_hook(
+        &crate::support::relay::http_client(),
+        relay.api,
+        &receiver.url("/hook"),
+        "",
+    )
+    .await;
+    receiver
+}
+
+/// A NATS destination `bbb.{event}` and an MQTT one `bbb/{event}` to these brokers.
+fn nats_and_mqtt(nats: &OwnBroker, mosquitto: &OwnBroker) -> String {
+    [
+        destination(
+            "nats",
+            &format!("nats://127.0.0.1:{}", nats.port),
+            "bbb.{event}",
+        ),
+        destination(
+            "mqtt",
+            &format!("mqtt://127.0.0.1:{}", mosquitto.port),
+            "bbb/{event}",
+        ),
+    ]
+    .concat()
+}
+
+/// How many messages destination `name` of `relay` published.
+async fn published(relay: &RelayProcess, name: &str) -> f64 {
+    crate::support::metric_value(
+        &relay.metrics().await,
+        &format!("hookrelay_destination_published_total{{destination=\"{name}\"}}"),
     )
 }
 
@@ -221,62 +259,6 @@ async fn take(
     out
 }
 
-/// A durable topic exchange of the test's own on the machine's RabbitMQ, with a queue bound to
-/// all of it; the queue's consumer.
-async fn amqp_queue(exchange: &str) -> (lapin::Channel, lapin::Consumer) {
-    use lapin::{options::*, types::FieldTable};
-    let connection = rabbitmq().await;
-    let channel = connection.create_channel().await.expect("channel");
-    channel
-        .exchange_declare(
-            exchange.into(),
-            lapin::ExchangeKind::Topic,
-            ExchangeDeclareOptions {
-                durable: true,
-                auto_delete: true,
-                ..Default::default()
-            },
-            FieldTable::default(),
-        )
-        .await
-        .expect("exchange");
-    let queue = channel
-        .queue_declare(
-            "".into(),
-            QueueDeclareOptions {
-                exclusive: true,
-                ..Default::default()
-            },
-            FieldTable::default(),
-        )
-        .await
-        .expect("queue");
-    channel
-        .queue_bind(
-            queue.name().clone(),
-            exchange.into(),
-            "#".into(),
-            QueueBindOptions::default(),
-            FieldTable::default(),
-        )
-        .await
-        .expect("bind");
-    let consumer = channel
-        .basic_consume(
-            queue.name().clone(),
-            "test".into(),
-            BasicConsumeOptions {
-                no_ack: true,
-                ..Default::default()
-            },
-            FieldTable::default(),
-        )
-        .await
-        .expect("consume");
-    std::mem::forget(connection);
-    (channel, consumer)
-}
-
 /// `n` deliveries of `consumer`: (message_id, type, routing key, body).
 async fn amqp_messages(
     consumer: &mut lapin::Consumer,
@@ -341,14 +323,7 @@ async fn each_kind_gets_a_thousand_events_once_in_order_as_the_hook_got_them() {
     .concat();
     let redis = TestRedis::start().await;
     let relay = RelayProcess::start(&redis, &extra).await;
-    let receiver = TestReceiver::start().await;
-    crate::support::relay::create_hook(
-        &crate::support::relay::http_client(),
-        relay.api,
-        &receiver.url("/hook"),
-        "",
-    )
-    .await;
+    let receiver = hooked(&relay).await;
     let messages = three_meetings(N);
     redis.publish_all(&messages[..N / 2]).await;
     // logrotate in the middle: the file moved away, the next lines in a new one.
@@ -421,13 +396,8 @@ async fn each_kind_gets_a_thousand_events_once_in_order_as_the_hook_got_them() {
         "the file: one event a line, in order"
     );
 
-    let metrics = relay.metrics().await;
     for name in ["nats", "mqtt", "amqp", "file"] {
-        let published = crate::support::metric_value(
-            &metrics,
-            &format!("hookrelay_destination_published_total{{destination=\"{name}\"}}"),
-        );
-        assert_eq!(published, N as f64, "{name}");
+        assert_eq!(published(&relay, name).await, N as f64, "{name}");
     }
     drop(relay);
 }
@@ -439,35 +409,20 @@ async fn brokers_stopped_for_five_seconds_and_a_kill_9_lose_nothing() {
     let stream = nats_stream(&nats).await;
     let mut mosquitto = OwnBroker::mosquitto().await;
     let mut mqtt = mqtt_subscriber(mosquitto.port, "bbb/#").await;
-    let extra = [
-        destination(
-            "nats",
-            &format!("nats://127.0.0.1:{}", nats.port),
-            "bbb.{event}",
-        ),
-        destination(
-            "mqtt",
-            &format!("mqtt://127.0.0.1:{}", mosquitto.port),
-            "bbb/{event}",
-        ),
-    ]
-    .concat();
+    let extra = nats_and_mqtt(&nats, &mosquitto);
     let redis = TestRedis::start().await;
     let relay = RelayProcess::start(&redis, &extra).await;
     let messages = three_meetings(N);
     redis.publish_all(&messages[..200]).await;
     wait::until("the first 200 published", async || {
-        let m = relay.metrics().await;
-        let n = |d: &str| {
-            crate::support::metric_value(
-                &m,
-                &format!("hookrelay_destination_published_total{{destination=\"{d}\"}}"),
-            )
-        };
-        if n("nats") >= 200.0 && n("mqtt") >= 200.0 {
+        let n = (
+            published(&relay, "nats").await,
+            published(&relay, "mqtt").await,
+        );
+        if n.0 >= 200.0 && n.1 >= 200.0 {
             Ok(())
         } else {
-            Err((n("nats"), n("mqtt")))
+            Err(n)
         }
     })
     .await;
@@ -493,11 +448,7 @@ async fn brokers_stopped_for_five_seconds_and_a_kill_9_lose_nothing() {
     mosquitto.start_again().await;
     // The relay killed -9 while it publishes what waited, and started again within a second.
     wait::until("some of what waited published", async || {
-        let m = relay.metrics().await;
-        let n = crate::support::metric_value(
-            &m,
-            "hookrelay_destination_published_total{destination=\"nats\"}",
-        );
+        let n = published(&relay, "nats").await;
         if n > 210.0 { Ok(()) } else { Err(n) }
     })
     .await;
@@ -624,19 +575,7 @@ async fn a_message_over_the_brokers_limit_is_skipped_and_counted_once() {
     let stream = nats_stream(&nats).await;
     let mosquitto = OwnBroker::mosquitto_with_max_packet(1500).await;
     let mut mqtt = mqtt_subscriber(mosquitto.port, "bbb/#").await;
-    let extra = [
-        destination(
-            "nats",
-            &format!("nats://127.0.0.1:{}", nats.port),
-            "bbb.{event}",
-        ),
-        destination(
-            "mqtt",
-            &format!("mqtt://127.0.0.1:{}", mosquitto.port),
-            "bbb/{event}",
-        ),
-    ]
-    .concat();
+    let extra = nats_and_mqtt(&nats, &mosquitto);
     let redis = TestRedis::start().await;
     let relay = RelayProcess::start(&redis, &extra).await;
     // The meetings are created with 2 KB of metadata: larger than the brokers take; the joins
@@ -803,14 +742,7 @@ async fn the_consumers_in_the_docs_read_what_the_relay_published() {
     .concat();
     let redis = TestRedis::start().await;
     let relay = RelayProcess::start(&redis, &extra).await;
-    let receiver = TestReceiver::start().await;
-    crate::support::relay::create_hook(
-        &crate::support::relay::http_client(),
-        relay.api,
-        &receiver.url("/hook"),
-        "",
-    )
-    .await;
+    let receiver = hooked(&relay).await;
     // The NATS consumer makes its stream; until then the destination fails and waits.
     let (_nats, mut nats_lines) = run_consumer(
         &doc_consumer("Consuming from NATS JetStream"),
@@ -1004,14 +936,7 @@ pattern.hook.callback-url = ["destination:a"]
     );
     let redis = TestRedis::start().await;
     let relay = RelayProcess::start(&redis, &extra).await;
-    let receiver = TestReceiver::start().await;
-    crate::support::relay::create_hook(
-        &crate::support::relay::http_client(),
-        relay.api,
-        &receiver.url("/hook"),
-        "",
-    )
-    .await;
+    let receiver = hooked(&relay).await;
     redis.publish_all(&three_meetings(9)).await;
     let expected = as_values(&hook_events(&receiver, 9).await);
     let lines = |n: &str| -> Vec<String> {
@@ -1061,10 +986,7 @@ async fn a_fleet_whose_lease_holder_is_killed_publishes_every_event_once() {
     let other = RelayProcess::start(&redis, &config).await;
     let publishing = publish_named(&redis, "n", N);
     wait::until("a fifth published", async || {
-        let n = crate::support::metric_value(
-            &holder.metrics().await,
-            "hookrelay_destination_published_total{destination=\"nats\"}",
-        );
+        let n = published(&holder, "nats").await;
         if n >= (N / 5) as f64 { Ok(()) } else { Err(n) }
     })
     .await;
@@ -1158,15 +1080,9 @@ async fn rabbitmq_over_tls_stopped_for_five_seconds_and_a_kill_9_lose_nothing() 
     let redis = TestRedis::start().await;
     let relay = RelayProcess::start(&redis, &extra).await;
     let messages = three_meetings(N);
-    let published = async |relay: &RelayProcess| {
-        crate::support::metric_value(
-            &relay.metrics().await,
-            "hookrelay_destination_published_total{destination=\"amqp\"}",
-        )
-    };
     redis.publish_all(&messages[..150]).await;
     wait::until("150 published", async || {
-        let n = published(&relay).await;
+        let n = published(&relay, "amqp").await;
         if n >= 150.0 { Ok(()) } else { Err(n) }
     })
     .await;
@@ -1175,7 +1091,7 @@ async fn rabbitmq_over_tls_stopped_for_five_seconds_and_a_kill_9_lose_nothing() 
     tokio::time::sleep(Duration::from_secs(5)).await;
     rabbit.start_again().await;
     wait::until("publishing again", async || {
-        let n = published(&relay).await;
+        let n = published(&relay, "amqp").await;
         if n > 150.0 { Ok(()) } else { Err(n) }
     })
     .await;

@@ -281,3 +281,59 @@ pub(crate) async fn rabbitmq() -> lapin::Connection {
     )
     .await
 }
+
+/// A durable, auto-deleted topic exchange of the caller's own on the machine's RabbitMQ, with a queue bound to
+/// all of it; the queue's consumer.
+pub(crate) async fn amqp_queue(exchange: &str) -> (lapin::Channel, lapin::Consumer) {
+    use lapin::{options::*, types::FieldTable};
+    let connection = rabbitmq().await;
+    let channel = connection.create_channel().await.expect("channel");
+    channel
+        .exchange_declare(
+            exchange.into(),
+            lapin::ExchangeKind::Topic,
+            ExchangeDeclareOptions {
+                durable: true,
+                auto_delete: true,
+                ..Default::default()
+            },
+            FieldTable::default(),
+        )
+        .await
+        .expect("exchange");
+    let queue = channel
+        .queue_declare(
+            "".into(),
+            QueueDeclareOptions {
+                exclusive: true,
+                ..Default::default()
+            },
+            FieldTable::default(),
+        )
+        .await
+        .expect("queue");
+    channel
+        .queue_bind(
+            queue.name().clone(),
+            exchange.into(),
+            "#".into(),
+            QueueBindOptions::default(),
+            FieldTable::default(),
+        )
+        .await
+        .expect("bind");
+    let consumer = channel
+        .basic_consume(
+            queue.name().clone(),
+            "test".into(),
+            BasicConsumeOptions {
+                no_ack: true,
+                ..Default::default()
+            },
+            FieldTable::default(),
+        )
+        .await
+        .expect("consume");
+    std::mem::forget(connection);
+    (channel, consumer)
+}
