@@ -130,11 +130,23 @@ async fn stream_of(client: async_nats::Client) -> async_nats::jetstream::stream:
         .expect("stream")
 }
 
-/// Every message of a stream, in order: (subject, Nats-Msg-Id, BBB-Event, body).
+/// A message read back from JetStream.
+struct NatsMessage {
+    subject: String,
+    /// `Nats-Msg-Id`.
+    id: String,
+    /// `BBB-Event`, `BBB-Meeting`, `Content-Type`.
+    event: String,
+    meeting: String,
+    content_type: String,
+    body: String,
+}
+
+/// Every message of a stream, in order, up to `n`.
 async fn nats_messages(
     stream: &async_nats::jetstream::stream::Stream,
     n: usize,
-) -> Vec<(String, String, String, String)> {
+) -> Vec<NatsMessage> {
     let consumer = stream
         .create_consumer(async_nats::jetstream::consumer::pull::Config {
             ..Default::default()
@@ -160,12 +172,14 @@ async fn nats_messages(
                 .map(|v| v.to_string())
                 .unwrap_or_default()
         };
-        out.push((
-            m.subject.to_string(),
-            header("Nats-Msg-Id"),
-            header("BBB-Event"),
-            String::from_utf8_lossy(&m.payload).into_owned(),
-        ));
+        out.push(NatsMessage {
+            subject: m.subject.to_string(),
+            id: header("Nats-Msg-Id"),
+            event: header("BBB-Event"),
+            meeting: header("BBB-Meeting"),
+            content_type: header("Content-Type"),
+            body: String::from_utf8_lossy(&m.payload).into_owned(),
+        });
         m.ack().await.expect("ack");
     }
     out
@@ -344,24 +358,31 @@ async fn each_kind_gets_a_thousand_events_once_in_order_as_the_hook_got_them() {
 
     let got = nats_messages(&stream, N).await;
     assert_eq!(got.len(), N, "JetStream holds each event once");
-    let bodies: Vec<String> = got.iter().map(|(_, _, _, b)| b.clone()).collect();
-    assert_eq!(
-        as_values(&bodies),
-        expected,
-        "NATS: the hook's events, in order"
+    let bodies: Vec<String> = got.iter().map(|m| m.body.clone()).collect();
+    assert_same(
+        "NATS: the hook's events, in order",
+        &as_values(&bodies),
+        &expected,
     );
-    let ids: HashSet<&String> = got.iter().map(|(_, id, _, _)| id).collect();
+    let ids: HashSet<&String> = got.iter().map(|m| &m.id).collect();
     assert_eq!(ids.len(), N, "each message its own Nats-Msg-Id");
-    assert_eq!(got[0].0, "bbb.default.ext-0.meeting-created");
-    assert_eq!(got[3].0, "bbb.default.ext-0.user-joined");
-    assert_eq!(got[3].2, "user-joined");
+    assert_eq!(got[0].subject, "bbb.default.ext-0.meeting-created");
+    assert_eq!(got[3].subject, "bbb.default.ext-0.user-joined");
+    assert_eq!(
+        (
+            got[3].event.as_str(),
+            got[3].meeting.as_str(),
+            got[3].content_type.as_str()
+        ),
+        ("user-joined", "ext-0", "application/json")
+    );
 
     let got = take(&mut mqtt, N).await;
     let bodies: Vec<String> = got.iter().map(|(_, b)| b.clone()).collect();
-    assert_eq!(
-        as_values(&bodies),
-        expected,
-        "MQTT: the hook's events, in order"
+    assert_same(
+        "MQTT: the hook's events, in order",
+        &as_values(&bodies),
+        &expected,
     );
     assert_eq!(
         got.iter().map(|(id, _)| id).collect::<HashSet<_>>().len(),
@@ -370,10 +391,10 @@ async fn each_kind_gets_a_thousand_events_once_in_order_as_the_hook_got_them() {
 
     let got = amqp_messages(&mut amqp, N).await;
     let bodies: Vec<String> = got.iter().map(|(_, _, _, b)| b.clone()).collect();
-    assert_eq!(
-        as_values(&bodies),
-        expected,
-        "AMQP: the hook's events, in order"
+    assert_same(
+        "AMQP: the hook's events, in order",
+        &as_values(&bodies),
+        &expected,
     );
     assert_eq!(got[3].1, "user-joined", "AMQP's type: the event id");
     assert_eq!(got[3].2, "bbb.user-joined");
@@ -390,10 +411,10 @@ async fn each_kind_gets_a_thousand_events_once_in_order_as_the_hook_got_them() {
     let after = std::fs::read_to_string(&file).expect("new file");
     assert_eq!(lines.len(), N / 2, "the old file ends where it was moved");
     lines.extend(after.lines().map(String::from));
-    assert_eq!(
-        as_values(&lines),
-        expected,
-        "the file: one event a line, in order"
+    assert_same(
+        "the file: one event a line, in order",
+        &as_values(&lines),
+        &expected,
     );
 
     for name in ["nats", "mqtt", "amqp", "file"] {
@@ -409,7 +430,14 @@ async fn brokers_stopped_for_five_seconds_and_a_kill_9_lose_nothing() {
     let stream = nats_stream(&nats).await;
     let mut mosquitto = OwnBroker::mosquitto().await;
     let mut mqtt = mqtt_subscriber(mosquitto.port, "bbb/#").await;
-    let extra = nats_and_mqtt(&nats, &mosquitto);
+    // A file too, through the kill -9.
+    let dir = tempfile::tempdir().expect("dir");
+    let file = dir.path().join("events.jsonl");
+    let extra = format!(
+        "{}{}",
+        nats_and_mqtt(&nats, &mosquitto),
+        destination("file", &format!("file://{}", file.display()), "")
+    );
     let redis = TestRedis::start().await;
     let relay = RelayProcess::start(&redis, &extra).await;
     let messages = three_meetings(N);
@@ -461,7 +489,7 @@ async fn brokers_stopped_for_five_seconds_and_a_kill_9_lose_nothing() {
     assert_eq!(got.len(), N, "NATS: how many");
     let names: Vec<String> = got
         .iter()
-        .map(|(_, _, _, b)| crate::support::user_name(b))
+        .map(|m| crate::support::user_name(&m.body))
         .collect();
     let expected: Vec<String> = (0..N)
         .map(|i| {
@@ -507,6 +535,24 @@ async fn brokers_stopped_for_five_seconds_and_a_kill_9_lose_nothing() {
         }
     }
     assert_same("MQTT: every event, in order", &firsts, &expected);
+
+    // The file: every event in order; a line written again is the same line.
+    let lines = wait::until("every event in the file", async || {
+        let text = std::fs::read_to_string(&file).unwrap_or_default();
+        let mut seen = HashSet::new();
+        let firsts: Vec<String> = text
+            .lines()
+            .filter(|l| seen.insert(l.to_string()))
+            .map(crate::support::user_name)
+            .collect();
+        if firsts.len() >= N {
+            Ok(firsts)
+        } else {
+            Err(firsts.len())
+        }
+    })
+    .await;
+    assert_same("the file: every event, in order", &lines, &expected);
     drop(relay);
 }
 
@@ -591,7 +637,7 @@ async fn a_message_over_the_brokers_limit_is_skipped_and_counted_once() {
     }
     redis.publish_all(&messages).await;
     let got = nats_messages(&stream, 3).await;
-    let events: Vec<&str> = got.iter().map(|(_, _, e, _)| e.as_str()).collect();
+    let events: Vec<&str> = got.iter().map(|m| m.event.as_str()).collect();
     assert_eq!(events, ["user-joined"; 3]);
     let got = take(&mut mqtt, 3).await;
     let names: Vec<String> = got
@@ -996,7 +1042,7 @@ async fn a_fleet_whose_lease_holder_is_killed_publishes_every_event_once() {
     let got = nats_messages(&stream, N).await;
     let names: Vec<String> = got
         .iter()
-        .map(|(_, _, _, b)| crate::support::user_name(b))
+        .map(|m| crate::support::user_name(&m.body))
         .collect();
     let expected: Vec<String> = (0..N).map(|i| format!("n{i}")).collect();
     assert_same(
@@ -1219,5 +1265,54 @@ async fn redeliver_queues_what_a_destination_published_again_in_order() {
     ]);
     assert_ne!(code, 0);
     assert!(err.contains("no destination is named nope"), "{err}");
+    drop(relay);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_message_over_rabbitmqs_limit_is_skipped_and_the_channel_opened_again() {
+    use lapin::options::BasicGetOptions;
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let ca = TestCa::new("hookrelay rabbitmq limit test CA");
+    let rabbit = OwnBroker::rabbitmq_with(Some(&ca), "max_message_size = 1500\n".into()).await;
+    drop(own_rabbitmq(&rabbit, &ca).await);
+    let extra = format!(
+        "{}ca_file = \"{}\"\n",
+        destination(
+            "amqp",
+            &format!("amqps://guest:guest@127.0.0.1:{}/%2f", rabbit.port),
+            "bbb/bbb.{event}"
+        ),
+        ca.ca_file()
+    );
+    let redis = TestRedis::start().await;
+    let relay = RelayProcess::start(&redis, &extra).await;
+    // A meeting created with 2 KB of metadata, then three joins.
+    let mut messages = vec![crate::support::meeting_created_with_metadata(
+        "int-0",
+        "ext-0",
+        &serde_json::json!({ "bbb-context": "x".repeat(2000) }),
+    )];
+    messages.extend((1..4).map(|i| user_joined("int-0", &format!("u{i}"), &format!("n{i}"))));
+    redis.publish_all(&messages).await;
+    let channel = own_rabbitmq(&rabbit, &ca).await;
+    let mut names = Vec::new();
+    wait::until("the three joins in the queue", async || {
+        while let Ok(Some(m)) = channel
+            .basic_get("kept".into(), BasicGetOptions { no_ack: true })
+            .await
+        {
+            names.push(crate::support::user_name(&String::from_utf8_lossy(&m.data)));
+        }
+        if names.len() >= 3 {
+            Ok(())
+        } else {
+            Err(names.len())
+        }
+    })
+    .await;
+    assert_eq!(names, ["n1", "n2", "n3"]);
+    let metrics = relay.metrics().await;
+    let series = r#"hookrelay_destination_skipped_total{destination="amqp",reason="too_large"}"#;
+    assert_eq!(crate::support::metric_value(&metrics, series), 1.0);
     drop(relay);
 }

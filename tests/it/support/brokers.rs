@@ -122,6 +122,11 @@ impl OwnBroker {
     /// speaking TLS only with `ca`'s server certificate when `ca` is given. It takes a few
     /// seconds to start.
     pub(crate) async fn rabbitmq(ca: Option<&super::tls::TestCa>) -> Self {
+        Self::rabbitmq_with(ca, String::new()).await
+    }
+
+    /// [`Self::rabbitmq`] with `extra` in its `rabbitmq.conf`.
+    pub(crate) async fn rabbitmq_with(ca: Option<&super::tls::TestCa>, extra: String) -> Self {
         let tls = ca.map(|ca| (ca.ca_file(), ca.server_cert(), ca.server_key()));
         let dist = free_port();
         Self::start(RABBITMQ_SERVER, move |port, dir| {
@@ -131,7 +136,8 @@ impl OwnBroker {
                     "listeners.tcp = none\nlisteners.ssl.default = {port}\nssl_options.cacertfile = {ca}\nssl_options.certfile = {cert}\nssl_options.keyfile = {key}\nssl_options.verify = verify_none\nssl_options.fail_if_no_peer_cert = false\n"
                 ),
             };
-            std::fs::write(dir.join("rabbitmq.conf"), listener).expect("rabbitmq.conf");
+            std::fs::write(dir.join("rabbitmq.conf"), format!("{listener}{extra}"))
+                .expect("rabbitmq.conf");
             std::fs::write(dir.join("enabled_plugins"), "[].\n").expect("enabled_plugins");
             let at = |f: &str| dir.join(f).display().to_string();
             let env = [
