@@ -10,8 +10,8 @@
 use std::{collections::BTreeMap, sync::Arc, time::Duration};
 
 use openmetrics_parser::{
-    MetricFamily, MetricNumber, OpenMetricsType, OpenMetricsValue, PrometheusCounterValue,
-    PrometheusType, PrometheusValue, Sample,
+    HistogramValue, MetricFamily, MetricNumber, OpenMetricsType, OpenMetricsValue,
+    PrometheusCounterValue, PrometheusType, PrometheusValue, Sample,
 };
 
 use super::{Metrics, SourceLabel};
@@ -155,6 +155,18 @@ impl Merger {
     }
 }
 
+/// The OpenMetrics exposition `openmetrics` in the text format 0.0.4: counters under their
+/// `_total` names, a gauge histogram as [`gauge_histogram`] writes it, no `# EOF`.
+///
+/// # Errors
+/// When `openmetrics` does not parse.
+pub fn text_format(openmetrics: &str) -> Result<String, openmetrics_parser::ParseError> {
+    Ok(parse(openmetrics, true)?
+        .iter()
+        .map(ToString::to_string)
+        .collect())
+}
+
 /// Parses an exposition into Prometheus-typed families.
 ///
 /// # Errors
@@ -215,47 +227,47 @@ fn from_openmetrics(f: &MetricFamily<OpenMetricsType, OpenMetricsValue>) -> Opti
     Some(out)
 }
 
-/// A gauge histogram in the Prometheus text format, as bbb-exporter's client writes it there:
-/// its buckets as the gauge `<name>_bucket{le}` (`le` as in OpenMetrics: `1`, `+Inf`), its
-/// count and sum as the gauges `<name>_gcount` and `<name>_gsum`. PromQL sees the same series.
+/// A gauge histogram in the Prometheus text format, with the series bbb-exporter's client
+/// writes there: its buckets `<name>_bucket{le}` under `# TYPE <name> histogram` (`le` as in
+/// OpenMetrics: `1`, `+Inf`), its count and sum as `<name>_gcount` and `<name>_gsum`. Those
+/// two are gauges of their own, with their own HELP and TYPE (Python's client leaves them
+/// under the histogram's, which `promtool check metrics` calls a metric without help). PromQL
+/// sees the same series.
 fn gauge_histogram(f: &MetricFamily<OpenMetricsType, OpenMetricsValue>) -> Vec<Family> {
     let name = &f.family_name;
     let names = f.get_label_names().to_vec();
-    let gauge = |suffix: &str, names: Vec<String>| {
-        Family::new(
-            format!("{name}{suffix}"),
-            names,
-            PrometheusType::Gauge,
-            f.help.clone(),
-            String::new(),
-        )
+    let family = |name: String, kind: PrometheusType, help: String| {
+        Family::new(name, names.clone(), kind, help, String::new())
     };
-    let mut with_le = names.clone();
-    with_le.push("le".into());
     let (mut buckets, mut count, mut sum) = (
-        gauge("_bucket", with_le),
-        gauge("_gcount", names.clone()),
-        gauge("_gsum", names),
+        family(name.clone(), PrometheusType::Histogram, f.help.clone()),
+        family(
+            format!("{name}_gcount"),
+            PrometheusType::Gauge,
+            format!("{} (how many)", f.help),
+        ),
+        family(
+            format!("{name}_gsum"),
+            PrometheusType::Gauge,
+            format!("{} (their sum)", f.help),
+        ),
     );
     for s in f.iter_samples() {
         let OpenMetricsValue::GaugeHistogram(h) = &s.value else {
             continue;
         };
         let values = label_values(s);
-        for b in &h.buckets {
-            let le = if b.upper_bound.is_infinite() {
-                "+Inf".to_string()
-            } else {
-                b.upper_bound.to_string()
-            };
-            let mut labels = values.clone();
-            labels.push(le);
-            let _ = buckets.add_sample(Sample::new(
-                labels,
-                s.timestamp,
-                PrometheusValue::Gauge(b.count),
-            ));
-        }
+        // Buckets only: a histogram's `_count` and `_sum` are counters, these are gauges.
+        let _ = buckets.add_sample(Sample::new(
+            values.clone(),
+            s.timestamp,
+            PrometheusValue::Histogram(HistogramValue {
+                sum: None,
+                count: None,
+                created: None,
+                buckets: h.buckets.clone(),
+            }),
+        ));
         let n = MetricNumber::Int(h.count.and_then(|c| i64::try_from(c).ok()).unwrap_or(0));
         let _ = count.add_sample(Sample::new(
             values.clone(),

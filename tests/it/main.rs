@@ -22,6 +22,7 @@ mod docs;
 mod durability;
 mod edge;
 mod events;
+mod exposition;
 mod faults;
 mod fleet;
 mod from_reference;
