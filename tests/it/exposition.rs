@@ -4,11 +4,9 @@
 //! `gaugehistogram`), the OpenMetrics by an OpenMetrics parser; both carry the same series.
 
 use crate::support::{
-    RelayProcess, TestRedis, meeting_created, metric_value, on_path, user_joined, wait,
+    RelayProcess, TestRedis, meeting_created, metric_value, on_path, relay::PROMETHEUS_ACCEPT,
+    user_joined, wait,
 };
-
-/// What Prometheus 2.x sends when it scrapes.
-const PROMETHEUS_ACCEPT: &str = "application/openmetrics-text;version=1.0.0,application/openmetrics-text;version=0.0.1;q=0.75,text/plain;version=0.0.4;q=0.5,*/*;q=0.1";
 
 /// `/metrics` with `accept`: its content type and body.
 async fn scrape(relay: &RelayProcess, accept: Option<&str>) -> (String, String) {

@@ -150,8 +150,9 @@ async fn hooks_callbacks_queues_and_the_bus_are_measured() {
     relay.stop().await;
 }
 
-/// The relay's metrics once `ready` holds of them (within ten seconds): the conference's
-/// state follows the bus beside delivery, so a marker's callback can come first.
+/// The relay's metrics (OpenMetrics, as Prometheus scrapes them) once `ready` holds of them
+/// (within ten seconds): the conference's state follows the bus beside delivery, so a
+/// marker's callback can come first.
 async fn metrics_once(relay: &TestRelay, ready: impl Fn(&str) -> bool) -> String {
     let ten = std::time::Duration::from_secs(10);
     until_within("the metrics ready", ten, async || {
@@ -432,8 +433,8 @@ async fn the_merged_endpoint_survives_clashes_slow_and_broken_sources() {
             .any(|l| l.contains(r#"source="b""#) && l.ends_with(" 99"))
     );
     assert!(!samples("bbb_meetings").is_empty());
-    // The rooms' gauge histograms as bbb-exporter writes them in this format: the buckets,
-    // then the count and the sum, as gauges.
+    // The rooms' gauge histograms with the series bbb-exporter writes in this format: the
+    // buckets (a histogram's), then the count and the sum, as gauges.
     assert_eq!(
         samples("bbb_room_voice_participants_bucket").len(),
         9,
@@ -443,7 +444,7 @@ async fn the_merged_endpoint_survives_clashes_slow_and_broken_sources() {
         samples("bbb_room_voice_participants_bucket")
             .iter()
             .any(|l| l
-                .starts_with(r#"bbb_room_voice_participants_bucket{le="120",source="hookrelay"}"#))
+                .starts_with(r#"bbb_room_voice_participants_bucket{source="hookrelay",le="120"}"#))
     );
     assert_eq!(samples("bbb_room_participants_gcount").len(), 1);
     assert!(text.contains("# TYPE bbb_room_participants_gsum gauge"));

@@ -85,6 +85,7 @@ impl TestEdge {
     pub(crate) async fn metric(&self, series: &str) -> f64 {
         let text = crate::support::relay::http_client()
             .get(format!("http://127.0.0.1:{}/metrics", self.metrics))
+            .header("Accept", crate::support::relay::PROMETHEUS_ACCEPT)
             .send()
             .await
             .expect("metrics")

@@ -262,11 +262,13 @@ impl RelayProcess {
         self.try_metrics().await.expect("metrics")
     }
 
-    /// The metrics text, or why it could not be read (a relay that stopped or is restarting).
+    /// The metrics as Prometheus scrapes them (OpenMetrics), or why they could not be read (a
+    /// relay that stopped or is restarting).
     pub(crate) async fn try_metrics(&self) -> Result<String, reqwest::Error> {
         let url = format!("http://{}/metrics", self.metrics);
         http_client()
             .get(url)
+            .header("Accept", super::relay::PROMETHEUS_ACCEPT)
             .bearer_auth(METRICS_TOKEN)
             .send()
             .await?

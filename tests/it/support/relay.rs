@@ -147,10 +147,12 @@ impl TestRelay {
         serde_json::from_str(&text).unwrap_or_else(|e| panic!("{path}: {e}: {text}"))
     }
 
-    /// The metrics text.
+    /// The metrics as a Prometheus server scrapes them: OpenMetrics (the text format, which
+    /// other scrapers get, is tried in `exposition.rs`).
     pub(crate) async fn metrics(&self) -> String {
         self.http
             .get(format!("http://{}/metrics", self.metrics))
+            .header("Accept", PROMETHEUS_ACCEPT)
             .send()
             .await
             .expect("metrics answer")
@@ -234,3 +236,6 @@ pub(crate) fn hook_id_of(xml: &str) -> Option<u64> {
         .and_then(|s| s.split("</hookID>").next())
         .and_then(|s| s.parse().ok())
 }
+
+/// The `Accept` header of Prometheus 2.x's scrapes: OpenMetrics first.
+pub(crate) const PROMETHEUS_ACCEPT: &str = "application/openmetrics-text;version=1.0.0,application/openmetrics-text;version=0.0.1;q=0.75,text/plain;version=0.0.4;q=0.5,*/*;q=0.1";
