@@ -475,3 +475,40 @@ async fn redeliver_queues_what_a_destination_published_again_in_order() {
     assert!(err.contains("no destination is named nope"), "{err}");
     drop(relay);
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_tenants_meeting_names_its_tenant_in_the_subject_and_a_header() {
+    let nats = OwnBroker::nats().await;
+    let stream = nats_stream(&nats).await;
+    let extra = destination(
+        "nats",
+        &format!("nats://127.0.0.1:{}", nats.port),
+        "bbb.{tenant}.{meeting}.{event}",
+    );
+    let redis = TestRedis::start().await;
+    let relay = RelayProcess::start(&redis, &extra).await;
+    // Scalelite's meta_tenant-id and meta_tenant-name; and a meeting of no tenant.
+    let tenant = serde_json::json!({ "tenant-id": "t-17", "tenant-name": "acme" });
+    redis
+        .publish_all(&[
+            crate::support::meeting_created_with_metadata("int-a", "course.101", &tenant),
+            user_joined("int-a", "u1", "Ann"),
+            meeting_created("int-b", "ext-b"),
+        ])
+        .await;
+    let got = nats_messages(&stream, 3).await;
+    let seen: Vec<(&str, &str)> = got
+        .iter()
+        .map(|m| (m.subject.as_str(), m.tenant.as_str()))
+        .collect();
+    assert_eq!(
+        seen,
+        [
+            ("bbb.acme.course_101.meeting-created", "acme"),
+            ("bbb.acme.course_101.user-joined", "acme"),
+            ("bbb._.ext-b.meeting-created", ""),
+        ],
+        "the tenant's name; a '.' of the meeting id made '_'; no tenant: '_' and no header"
+    );
+    drop(relay);
+}

@@ -138,9 +138,10 @@ struct NatsMessage {
     subject: String,
     /// `Nats-Msg-Id`.
     id: String,
-    /// `BBB-Event`, `BBB-Meeting`, `Content-Type`.
+    /// `BBB-Event`, `BBB-Meeting`, `BBB-Tenant`, `Content-Type`.
     event: String,
     meeting: String,
+    tenant: String,
     content_type: String,
     body: String,
 }
@@ -180,6 +181,7 @@ async fn nats_messages(
             id: header("Nats-Msg-Id"),
             event: header("BBB-Event"),
             meeting: header("BBB-Meeting"),
+            tenant: header("BBB-Tenant"),
             content_type: header("Content-Type"),
             body: String::from_utf8_lossy(&m.payload).into_owned(),
         });
