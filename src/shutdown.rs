@@ -1,6 +1,7 @@
 //! The owned shutdown handle: a cancellation token every task selects on, and a tracker the
 //! runner waits on so that tasks finish their step before the process exits; and
-//! [`retry_until_ok`], how every task waits out a Redis outage without delaying shutdown.
+//! [`retry_until_ok`], how every task waits out a Redis outage without delaying shutdown, and
+//! [`pause`], a wait that a shutdown ends.
 
 use std::{fmt::Display, future::Future, time::Duration};
 
@@ -54,6 +55,14 @@ impl Shutdown {
             }
             token.cancel();
         });
+    }
+}
+
+/// Sleeps `d`; `true` when `token` is cancelled first (a task then stops).
+pub(crate) async fn pause(token: &CancellationToken, d: Duration) -> bool {
+    tokio::select! {
+        () = tokio::time::sleep(d) => false,
+        () = token.cancelled() => true,
     }
 }
 

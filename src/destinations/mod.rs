@@ -93,6 +93,7 @@ impl Output {
     /// batch's transaction.
     pub(crate) fn add(&mut self, events: &[Arc<Event>], pipe: &mut redis::Pipeline) {
         for event in events {
+            let mut server = None;
             for (route, handle) in &self.routes {
                 let Some(body) = route.body_of(event) else {
                     continue;
@@ -103,8 +104,8 @@ impl Output {
                     tracing::warn!(destination = %route.name, event = %event.id, max_queue = route.max_queue, "a destination's queue is full; the event is not queued for it");
                     continue;
                 }
-                let server = self.sources.name(event.source);
-                let message = Message::of(route, event, body, &server);
+                let server = server.get_or_insert_with(|| self.sources.name(event.source));
+                let message = Message::of(route, event, body, server);
                 queue::add(pipe, &route.name, &message);
                 handle.depth.fetch_add(1, Ordering::Relaxed);
                 self.touched = true;

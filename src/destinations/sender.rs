@@ -22,8 +22,14 @@ use super::{
     queue::{self, State},
 };
 use crate::{
-    base::time::now_ms, config::destinations::DestinationConfig, delivery::RetryPolicy,
-    hooks::Hook, metrics::Metrics, plugin_host::Plugins, store_conn::StoreConn,
+    base::time::now_ms,
+    config::destinations::DestinationConfig,
+    delivery::RetryPolicy,
+    hooks::Hook,
+    metrics::Metrics,
+    plugin_host::Plugins,
+    shutdown::{pause, retry_until_ok},
+    store_conn::StoreConn,
 };
 
 /// Messages read from a queue at a time.
@@ -91,17 +97,16 @@ pub(super) async fn run(setup: Setup, handle: Handle, token: CancellationToken) 
         setup,
     };
     sender.save_state().await;
-    let mut conn = sender.setup.conn.clone();
+    let conn = sender.setup.conn.clone();
+    let read_what = format!("read destination {name}'s queue");
     loop {
-        let page = match queue::read(&mut conn, &name, PAGE).await {
-            Ok(p) => p,
-            Err(e) => {
-                tracing::warn!(destination = %name, error = %e, "cannot read a destination's queue; trying again");
-                if pause(&token, Duration::from_secs(1)).await {
-                    return;
-                }
-                continue;
-            }
+        let read = || {
+            let mut c = conn.clone();
+            let name = name.clone();
+            async move { queue::read(&mut c, &name, PAGE).await }
+        };
+        let Some(page) = retry_until_ok(&token, &read_what, read).await else {
+            return;
         };
         sender.show_oldest(page.first().map(|(_, m)| m));
         if page.is_empty() {
@@ -129,7 +134,7 @@ pub(super) async fn run(setup: Setup, handle: Handle, token: CancellationToken) 
                 Some(m) => match sender.publish(m, &token).await {
                     Some(confirmed) => confirmed,
                     None => {
-                        finish(&mut conn, &name, &finished, sender.setup.retain_ms, &token).await;
+                        finish(&conn, &name, &finished, sender.setup.retain_ms, &token).await;
                         return;
                     }
                 },
@@ -142,7 +147,7 @@ pub(super) async fn run(setup: Setup, handle: Handle, token: CancellationToken) 
             sender.show_depth(left);
             sender.show_oldest(page.get(i + 1).map(|(_, m)| m));
         }
-        if !finish(&mut conn, &name, &finished, sender.setup.retain_ms, &token).await {
+        if !finish(&conn, &name, &finished, sender.setup.retain_ms, &token).await {
             return;
         }
     }
@@ -151,7 +156,7 @@ pub(super) async fn run(setup: Setup, handle: Handle, token: CancellationToken) 
 /// Takes `finished` off the queue (keeping those published for `retain_ms`), trying again
 /// while Redis fails; `false` when cancelled first.
 async fn finish(
-    conn: &mut StoreConn,
+    conn: &StoreConn,
     name: &str,
     finished: &[(&str, Option<&Message>)],
     retain_ms: u64,
@@ -160,25 +165,13 @@ async fn finish(
     if finished.is_empty() {
         return true;
     }
-    loop {
-        match queue::done(conn, name, finished, retain_ms).await {
-            Ok(()) => return true,
-            Err(e) => {
-                tracing::warn!(destination = %name, error = %e, "cannot take published messages off a destination's queue; trying again");
-                if pause(token, Duration::from_secs(1)).await {
-                    return false;
-                }
-            }
-        }
-    }
-}
-
-/// Sleeps `d`; `true` when cancelled first.
-async fn pause(token: &CancellationToken, d: Duration) -> bool {
-    tokio::select! {
-        () = tokio::time::sleep(d) => false,
-        () = token.cancelled() => true,
-    }
+    let what = format!("take published messages off destination {name}'s queue");
+    retry_until_ok(token, what, || {
+        let mut c = conn.clone();
+        async move { queue::done(&mut c, name, finished, retain_ms).await }
+    })
+    .await
+    .is_some()
 }
 
 impl Sender {

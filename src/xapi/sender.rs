@@ -25,6 +25,7 @@ use crate::{
     config::xapi::XapiConfig,
     delivery::{GuardedResolver, RetryPolicy},
     metrics::{LrsReasonLabels, Metrics, XapiMetrics},
+    shutdown::pause,
     store_conn::StoreConn,
 };
 
@@ -203,14 +204,6 @@ pub(crate) async fn run(
             handle.depth.store(left, Ordering::Relaxed);
             queued.set(i64::try_from(left).unwrap_or(i64::MAX));
         }
-    }
-}
-
-/// Sleeps `d`; `true` when cancelled first.
-async fn pause(token: &CancellationToken, d: Duration) -> bool {
-    tokio::select! {
-        () = tokio::time::sleep(d) => false,
-        () = token.cancelled() => true,
     }
 }
 

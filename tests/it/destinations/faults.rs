@@ -357,6 +357,33 @@ async fn a_fleet_whose_lease_holder_is_killed_publishes_every_event_once() {
     drop(other);
 }
 
+/// An `amqps://` destination `amqp` to `rabbit`, trusting `ca`, publishing to `bbb/bbb.{event}`.
+fn amqps_destination(rabbit: &OwnBroker, ca: &TestCa) -> String {
+    format!(
+        "{}ca_file = \"{}\"\n",
+        destination(
+            "amqp",
+            &format!("amqps://guest:guest@127.0.0.1:{}/%2f", rabbit.port),
+            "bbb/bbb.{event}"
+        ),
+        ca.ca_file()
+    )
+}
+
+/// What queue `kept` holds now, taken off it: (message_id, body).
+async fn drain_kept(channel: &lapin::Channel) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    let take = lapin::options::BasicGetOptions { no_ack: true };
+    while let Ok(Some(m)) = channel.basic_get("kept".into(), take).await {
+        let id = m.properties.message_id().as_ref().map(|s| s.to_string());
+        out.push((
+            id.unwrap_or_default(),
+            String::from_utf8_lossy(&m.data).into_owned(),
+        ));
+    }
+    out
+}
+
 /// A connection to `rabbit` (TLS with `ca`), its exchange `bbb` and durable queue `kept`
 /// bound to all of it made.
 async fn own_rabbitmq(rabbit: &OwnBroker, ca: &TestCa) -> lapin::Channel {
@@ -412,21 +439,12 @@ async fn own_rabbitmq(rabbit: &OwnBroker, ca: &TestCa) -> lapin::Channel {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn rabbitmq_over_tls_stopped_for_five_seconds_and_a_kill_9_lose_nothing() {
-    use lapin::options::BasicGetOptions;
     const N: usize = 450;
     let _ = rustls::crypto::ring::default_provider().install_default();
     let ca = TestCa::new("hookrelay rabbitmq test CA");
     let mut rabbit = OwnBroker::rabbitmq(Some(&ca)).await;
     drop(own_rabbitmq(&rabbit, &ca).await);
-    let extra = format!(
-        "{}ca_file = \"{}\"\n",
-        destination(
-            "amqp",
-            &format!("amqps://guest:guest@127.0.0.1:{}/%2f", rabbit.port),
-            "bbb/bbb.{event}"
-        ),
-        ca.ca_file()
-    );
+    let extra = amqps_destination(&rabbit, &ca);
     let redis = TestRedis::start().await;
     let relay = RelayProcess::start(&redis, &extra).await;
     let messages = three_meetings(N);
@@ -455,18 +473,9 @@ async fn rabbitmq_over_tls_stopped_for_five_seconds_and_a_kill_9_lose_nothing() 
     let mut seen = HashSet::new();
     let mut names = Vec::new();
     wait::until("every event in the queue", async || {
-        while let Ok(Some(m)) = channel
-            .basic_get("kept".into(), BasicGetOptions { no_ack: true })
-            .await
-        {
-            let id = m
-                .properties
-                .message_id()
-                .as_ref()
-                .map(|s| s.to_string())
-                .unwrap_or_default();
+        for (id, body) in drain_kept(&channel).await {
             if seen.insert(id) {
-                names.push(crate::support::user_name(&String::from_utf8_lossy(&m.data)));
+                names.push(crate::support::user_name(&body));
             }
         }
         if names.len() >= N {
@@ -491,20 +500,11 @@ async fn rabbitmq_over_tls_stopped_for_five_seconds_and_a_kill_9_lose_nothing() 
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_message_over_rabbitmqs_limit_is_skipped_and_the_channel_opened_again() {
-    use lapin::options::BasicGetOptions;
     let _ = rustls::crypto::ring::default_provider().install_default();
     let ca = TestCa::new("hookrelay rabbitmq limit test CA");
     let rabbit = OwnBroker::rabbitmq_with(Some(&ca), "max_message_size = 1500\n".into()).await;
     drop(own_rabbitmq(&rabbit, &ca).await);
-    let extra = format!(
-        "{}ca_file = \"{}\"\n",
-        destination(
-            "amqp",
-            &format!("amqps://guest:guest@127.0.0.1:{}/%2f", rabbit.port),
-            "bbb/bbb.{event}"
-        ),
-        ca.ca_file()
-    );
+    let extra = amqps_destination(&rabbit, &ca);
     let redis = TestRedis::start().await;
     let relay = RelayProcess::start(&redis, &extra).await;
     // A meeting created with 2 KB of metadata, then three joins.
@@ -518,11 +518,8 @@ async fn a_message_over_rabbitmqs_limit_is_skipped_and_the_channel_opened_again(
     let channel = own_rabbitmq(&rabbit, &ca).await;
     let mut names = Vec::new();
     wait::until("the three joins in the queue", async || {
-        while let Ok(Some(m)) = channel
-            .basic_get("kept".into(), BasicGetOptions { no_ack: true })
-            .await
-        {
-            names.push(crate::support::user_name(&String::from_utf8_lossy(&m.data)));
+        for (_, body) in drain_kept(&channel).await {
+            names.push(crate::support::user_name(&body));
         }
         if names.len() >= 3 {
             Ok(())
