@@ -34,6 +34,8 @@
 //! - [`conference`]: the meetings, participants and recordings the events show, for the
 //!   `bbb_*` metrics (fed by [`event::process`], read by [`metrics`]).
 //! - [`metrics`]: the Prometheus endpoint.
+//! - [`traces`]: OpenTelemetry traces, one per bus message, to each callback's attempts
+//!   (`[tracing]`), exported over OTLP.
 //! - [`tenants`]: the tenants of a hosted cluster (Scalelite's, read from its Redis, or
 //!   configured): the API finds a call's tenant by its host, matching keeps a tenant's hooks to
 //!   its meetings, and delivery signs with its secret.
@@ -58,7 +60,7 @@
 //!
 //! Layers, bottom first, each importing only from those before it (`src/layers/` tests it):
 //! `base`; `redis_conn`, `shutdown`, `systemd`; `config`; `store_conn`; `redis_index`,
-//! `metrics`, `audit`; `bus`, `tenants`; `fleet`; `event`; `hooks`; `conference`,
+//! `metrics`, `audit`; `traces`; `bus`, `tenants`; `fleet`; `event`; `hooks`; `conference`,
 //! `plugin_host`; `route`; `delivery`; `destinations`; `admin_api`, `api`, `authoring`,
 //! `replay`, `xapi`; `pipeline`; `edge`. Where a lower
 //! layer must reach a higher one it defines the interface: `event::Observer` (the
@@ -117,6 +119,7 @@ pub(crate) mod shutdown;
 pub(crate) mod store_conn;
 pub(crate) mod systemd;
 pub(crate) mod tenants;
+pub(crate) mod traces;
 pub(crate) mod xapi;
 
 // The interface. Four modules are public as they are (the codemap above names them); the
@@ -154,6 +157,8 @@ pub use plugin_host::{
     Defaults, Host, Plugin, PluginSet, Settings, Verdict, check_file, wasm_digest,
 };
 pub use store_conn::StoreConn;
+/// A queued callback's place in its message's trace (`journal::Entry::trace`).
+pub use traces::TraceParent;
 
 #[cfg(test)]
 mod layers;

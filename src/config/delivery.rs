@@ -168,6 +168,9 @@ pub struct DeliveryConfig {
     pub hook_secrets: bool,
     /// After `hookrelay hooks rotate-secret`, the old secret signs too for this many seconds.
     pub hook_secret_overlap_s: u64,
+    /// Each callback of a traced message (`[tracing]`) carries the W3C `traceparent` of its
+    /// attempt's span, so that a receiver's own spans join the relay's trace.
+    pub traceparent: bool,
 }
 
 /// Standard Webhooks signature headers, sent beside the BBB checksum when a secret is set.
@@ -248,6 +251,7 @@ impl Default for DeliveryConfig {
             retain_max_mib: 256,
             hook_secrets: false,
             hook_secret_overlap_s: 86_400,
+            traceparent: false,
         }
     }
 }

@@ -22,6 +22,7 @@ mod sources;
 mod strength;
 pub mod tenancy;
 pub mod tenants;
+pub mod traces;
 mod validate;
 pub mod xapi;
 
@@ -61,6 +62,8 @@ pub struct Config {
     pub store: StoreConfig,
     pub fleet: FleetConfig,
     pub xapi: xapi::XapiConfig,
+    /// `[tracing]`: OpenTelemetry traces of each bus message (`docs/tracing.md`).
+    pub tracing: traces::TracingConfig,
     /// `[[destinations]]`: message brokers and files that get events (`docs/destinations.md`).
     pub destinations: Vec<destinations::DestinationConfig>,
     pub admin: admin::AdminConfig,

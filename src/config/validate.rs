@@ -68,6 +68,7 @@ impl Config {
             return fail("mapping.inactivity_timeout_s", "must be greater than 0");
         }
         self.xapi.validate().map_err(ConfigError)?;
+        self.tracing.validate().map_err(ConfigError)?;
         super::destinations::validate(&self.destinations).map_err(ConfigError)?;
         self.validate_destination_files()
     }

@@ -41,6 +41,7 @@ const OPEN: &[&str] = &[
     "config::reference_files",
     "config::tenancy",
     "config::tenants",
+    "config::traces",
     "config::xapi",
     "delivery::journal",
     "delivery::records",

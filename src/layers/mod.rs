@@ -157,6 +157,7 @@ const CRATE: &[&[&str]] = &[
     &["config"],
     &["store_conn"],
     &["redis_index", "metrics", "audit"],
+    &["traces"],
     &["bus", "tenants"],
     &["fleet"],
     &["event"],

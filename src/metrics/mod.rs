@@ -17,6 +17,7 @@ pub mod merge;
 mod queues;
 mod register;
 mod tenants;
+mod traces;
 mod xapi;
 
 pub(crate) use auth::{Access, require_access};
@@ -61,6 +62,8 @@ pub struct Metrics {
     pub(crate) xapi: xapi::XapiMetrics,
     pub(crate) destinations: destinations::DestinationMetrics,
     pub(crate) tenants: tenants::TenantMetrics,
+    /// Spans exported and dropped (`[tracing]`).
+    pub(crate) traces: traces::TraceMetrics,
     /// Callbacks delivered, by tenant (empty: the operator's hooks).
     pub(crate) callbacks_delivered: Family<TenantLabel, Counter>,
     /// Failed attempts, by tenant and reason.
@@ -173,6 +176,7 @@ impl Metrics {
         m.xapi.register(r);
         m.destinations.register(r);
         m.tenants.register(r);
+        m.traces.register(r);
         m.register_delivery(r);
         m.register_relay(r);
         m.register_plugins(r);
