@@ -171,6 +171,7 @@ pub async fn send(replay: &Replay, signer: &Signer, client: &CallbackClient) -> 
                         domain: &signer.sources().domain(0),
                         redelivery: false,
                         timestamp: signed.timestamp_header,
+                        traceparent: None,
                     },
                 )
                 .await;

@@ -44,6 +44,8 @@ pub(crate) struct Callback {
     pub(crate) chain: Option<Deferred>,
     /// A redelivery: the timestamp of the callback it sends again.
     pub(crate) original: Option<u64>,
+    /// Its place in its message's trace, set by the processing stage when traced.
+    pub(crate) trace: Option<crate::traces::TraceParent>,
 }
 
 /// What a batch of messages came to.
@@ -57,6 +59,20 @@ pub(crate) struct Routed {
     pub(crate) skipped: Vec<(usize, Skip)>,
     /// Hook ids of the callbacks the plugin chain dropped, one entry per callback.
     pub(crate) dropped: Vec<HookId>,
+    /// With [`MessageRouter::timed`], one per message, in order: for its trace's spans.
+    pub(crate) timings: Vec<MessageTiming>,
+}
+
+/// When a message was taken up, processed and matched, and what it made.
+#[derive(Debug, Clone)]
+pub(crate) struct MessageTiming {
+    pub(crate) started: std::time::SystemTime,
+    pub(crate) processed: std::time::SystemTime,
+    pub(crate) matched: std::time::SystemTime,
+    /// Its events: a range of [`Routed::events`].
+    pub(crate) events: std::ops::Range<usize>,
+    /// How many callbacks it made.
+    pub(crate) callbacks: usize,
 }
 
 /// Per-hook callback timestamps.
@@ -105,6 +121,8 @@ pub(crate) struct MessageRouter {
     /// The tenants whose hooks get their own meetings' events; none: every event is of no
     /// tenant (only the operator's hooks match it).
     tenants: Option<Arc<Tenants>>,
+    /// Record each message's [`MessageTiming`] (traces are on).
+    timed: bool,
 }
 
 impl MessageRouter {
@@ -121,6 +139,7 @@ impl MessageRouter {
             defer_plugins: false,
             now: None,
             tenants: None,
+            timed: false,
         }
     }
 
@@ -175,6 +194,12 @@ impl MessageRouter {
         self
     }
 
+    /// This router, recording when each message was processed and matched ([`Routed::timings`]).
+    pub(crate) fn timed(mut self) -> Self {
+        self.timed = true;
+        self
+    }
+
     /// This router, leaving the plugin chain to the hooks' workers: a callback a plugin takes
     /// is routed unchanged, with what the chain will need ([`Callback::chain`]).
     pub(crate) fn deferring(mut self) -> Self {
@@ -205,72 +230,107 @@ impl MessageRouter {
         let mut out = Routed::default();
         let tenants = self.tenants.as_ref().map(|t| t.load());
         for (i, (source, msg)) in messages.into_iter().enumerate() {
-            let n = self.processors.len();
-            let Some(processor) = self.processors.get_mut(usize::from(source)) else {
-                tracing::error!(
-                    source,
-                    sources = n,
-                    "a message of an unknown source is skipped"
-                );
-                out.skipped.push((i, Skip::Unmapped));
-                continue;
-            };
-            let now = self.now.unwrap_or_else(crate::base::time::now_ms);
-            let events = match processor.process(msg, now) {
-                Ok(events) => events,
-                Err(skip) => {
-                    out.skipped.push((i, skip));
-                    continue;
-                }
-            };
-            for event in events {
-                let event = Arc::new(event);
-                if event.filtered {
-                    out.events.push(event);
-                    continue;
-                }
-                let tenant = event
-                    .tenant
-                    .as_ref()
-                    .zip(tenants.as_ref())
-                    .and_then(|(t, view)| view.resolve(t.id.as_deref(), t.name.as_deref()));
-                let hooks = matcher::matching(snapshot, matcher::Wanted::of(&event, tenant));
-                for hook in hooks {
-                    // A raw hook gets nothing for an event the relay synthesized.
-                    if event.payload(hook.get_raw).is_none() {
-                        continue;
-                    }
-                    let ts = self.clock.next(hook.id, now);
-                    let (payload, chain) = if self.defer_plugins {
-                        let chain = plugins
-                            .takes(&event, hook)
-                            .then(|| Deferred::of(&event, hook.get_raw));
-                        match event.payload(hook.get_raw) {
-                            Some(p) => (p.clone(), chain),
-                            None => continue,
-                        }
-                    } else {
-                        let Some(payload) = apply(plugins, &event, hook, ts) else {
-                            out.dropped.push(hook.id);
-                            continue;
-                        };
-                        (payload, None)
-                    };
-                    self.clock.last.insert(hook.id, ts);
-                    out.callbacks.push(Callback {
-                        hook: hook.clone(),
-                        event: event.clone(),
-                        payload,
-                        ts,
-                        message: i,
-                        chain,
-                        original: None,
-                    });
-                }
-                out.events.push(event);
+            let started = self.timed.then(std::time::SystemTime::now);
+            let (events_from, callbacks_from) = (out.events.len(), out.callbacks.len());
+            let processed = self.route_one(
+                i,
+                (source, msg),
+                snapshot,
+                plugins,
+                tenants.as_deref(),
+                &mut out,
+            );
+            if let Some(started) = started {
+                let matched = std::time::SystemTime::now();
+                out.timings.push(MessageTiming {
+                    started,
+                    processed: processed.unwrap_or(matched),
+                    matched,
+                    events: events_from..out.events.len(),
+                    callbacks: out.callbacks.len() - callbacks_from,
+                });
             }
         }
         out
+    }
+
+    /// Routes message `i` into `out`; when timed, when it was processed.
+    fn route_one(
+        &mut self,
+        i: usize,
+        (source, msg): (SourceId, &Arc<str>),
+        snapshot: &Snapshot,
+        plugins: &PluginSet,
+        tenants: Option<&crate::tenants::View>,
+        out: &mut Routed,
+    ) -> Option<std::time::SystemTime> {
+        let n = self.processors.len();
+        let Some(processor) = self.processors.get_mut(usize::from(source)) else {
+            tracing::error!(
+                source,
+                sources = n,
+                "a message of an unknown source is skipped"
+            );
+            out.skipped.push((i, Skip::Unmapped));
+            return None;
+        };
+        let now = self.now.unwrap_or_else(crate::base::time::now_ms);
+        let events = match processor.process(msg, now) {
+            Ok(events) => events,
+            Err(skip) => {
+                out.skipped.push((i, skip));
+                return None;
+            }
+        };
+        let processed = self.timed.then(std::time::SystemTime::now);
+        for event in events {
+            let event = Arc::new(event);
+            if event.filtered {
+                out.events.push(event);
+                continue;
+            }
+            let tenant = event
+                .tenant
+                .as_ref()
+                .zip(tenants.as_ref())
+                .and_then(|(t, view)| view.resolve(t.id.as_deref(), t.name.as_deref()));
+            let hooks = matcher::matching(snapshot, matcher::Wanted::of(&event, tenant));
+            for hook in hooks {
+                // A raw hook gets nothing for an event the relay synthesized.
+                if event.payload(hook.get_raw).is_none() {
+                    continue;
+                }
+                let ts = self.clock.next(hook.id, now);
+                let (payload, chain) = if self.defer_plugins {
+                    let chain = plugins
+                        .takes(&event, hook)
+                        .then(|| Deferred::of(&event, hook.get_raw));
+                    match event.payload(hook.get_raw) {
+                        Some(p) => (p.clone(), chain),
+                        None => continue,
+                    }
+                } else {
+                    let Some(payload) = apply(plugins, &event, hook, ts) else {
+                        out.dropped.push(hook.id);
+                        continue;
+                    };
+                    (payload, None)
+                };
+                self.clock.last.insert(hook.id, ts);
+                out.callbacks.push(Callback {
+                    hook: hook.clone(),
+                    event: event.clone(),
+                    payload,
+                    ts,
+                    message: i,
+                    chain,
+                    original: None,
+                    trace: None,
+                });
+            }
+            out.events.push(event);
+        }
+        processed
     }
 }
 

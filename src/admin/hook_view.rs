@@ -70,6 +70,32 @@ pub(super) fn print_hook(h: &Value) {
     }
 }
 
+/// The trace ids of a hook's last attempts (`GET /v1/hooks/{id}/deliveries`), newest first;
+/// nothing when none was traced.
+pub(super) fn print_traces(deliveries: &Value) {
+    let Some(list) = deliveries["deliveries"].as_array() else {
+        return;
+    };
+    let mut label = "traces:";
+    for a in list {
+        let Some(trace) = text(a, "trace_id") else {
+            continue;
+        };
+        let result = match (a["ok"].as_bool(), a["status"].as_u64()) {
+            (Some(true), Some(s)) => s.to_string(),
+            (_, Some(s)) => format!("failed {s}"),
+            _ => "failed".to_string(),
+        };
+        println!(
+            "  {label:<14}{trace}  {} {} try {} {result}",
+            text(a, "at").unwrap_or(""),
+            text(a, "event_id").unwrap_or(""),
+            a["attempt"].as_u64().unwrap_or(0),
+        );
+        label = "";
+    }
+}
+
 /// A hook's state, in words.
 fn state_of(h: &Value) -> String {
     let state = text(h, "state").unwrap_or("?");

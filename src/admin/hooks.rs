@@ -9,7 +9,7 @@ use serde::Deserialize;
 
 use super::{
     REFUSED, UNREACHABLE, fail,
-    hook_view::print_hook,
+    hook_view::{print_hook, print_traces},
     load,
     status::{AdminClient, print_json},
 };
@@ -280,7 +280,13 @@ fn print_answer(args: &HooksArgs, admin: &AdminClient, answer: Answer) -> ExitCo
 fn show(admin: &AdminClient, id: u64, json: bool) -> ExitCode {
     match admin.get(&format!("/v1/hooks/{id}")) {
         Ok(h) if json => print_json(&h),
-        Ok(h) => print_hook(&h),
+        Ok(h) => {
+            print_hook(&h);
+            // The traces of its last attempts (`[tracing]`), to go from a failure to its trace.
+            if let Ok(d) = admin.get(&format!("/v1/hooks/{id}/deliveries?limit=5")) {
+                print_traces(&d);
+            }
+        }
         Err((code, why)) => return fail(code, &why),
     }
     ExitCode::SUCCESS

@@ -276,8 +276,9 @@ pub(crate) fn deliveries(args: &DeliveriesArgs) -> std::process::ExitCode {
         } else {
             text(&a, "error").unwrap_or("")
         };
+        let trace = text(&a, "trace_id").map_or(String::new(), |t| format!("  trace {t}"));
         println!(
-            "{:<24}  {:<28}  {:>5}  {:<10}  {:>7.1} ms  {error}",
+            "{:<24}  {:<28}  {:>5}  {:<10}  {:>7.1} ms  {error}{trace}",
             text(&a, "at").unwrap_or(""),
             text(&a, "event_id").unwrap_or(""),
             a["attempt"].as_u64().unwrap_or(0),

@@ -335,6 +335,9 @@ pub(super) struct AttemptView {
     pub(super) status: Option<u16>,
     pub(super) error: Option<String>,
     pub(super) latency_ms: f64,
+    /// The trace of the callback's bus message (`[tracing]`): its attempt's span is in it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(super) trace_id: Option<String>,
 }
 
 impl From<AttemptRecord> for AttemptView {
@@ -348,6 +351,7 @@ impl From<AttemptRecord> for AttemptView {
             status: r.status,
             error: r.error,
             latency_ms: r.latency_ms,
+            trace_id: r.trace_id,
         }
     }
 }

@@ -117,7 +117,11 @@ impl<'a> HookSender<'a> {
     /// One attempt. An attempt under way is finished even when the relay is stopping (the
     /// request timeout bounds it), so that a delivered callback is not sent again after a
     /// restart.
-    pub(crate) async fn send(&self, prepared: &Prepared<'_>) -> Result<u16, DeliveryError> {
+    pub(crate) async fn send(
+        &self,
+        prepared: &Prepared<'_>,
+        traceparent: Option<&str>,
+    ) -> Result<u16, DeliveryError> {
         if let Some(why) = &self.blocked {
             return Err(DeliveryError::Blocked(why.clone()));
         }
@@ -131,6 +135,7 @@ impl<'a> HookSender<'a> {
             domain: &prepared.domain,
             redelivery: prepared.redelivery,
             timestamp: prepared.timestamp_header,
+            traceparent,
         };
         let (body, content_type) = (prepared.body.clone(), prepared.content_type);
         match &prepared.target {
@@ -170,6 +175,7 @@ pub(crate) fn record(
         status: None,
         error: None,
         latency_ms: started.elapsed().as_secs_f64() * 1e3,
+        trace_id: entry.trace.map(|t| t.trace_id_hex()),
     };
     let metrics = books.metrics();
     let tenant = hook.tenant.as_deref();

@@ -48,6 +48,8 @@ pub struct CallbackHeaders<'a> {
     /// `X-Hookrelay-Timestamp`: the callback's timestamp (ms), for JSON bodies, which do not
     /// carry it.
     pub(crate) timestamp: Option<u64>,
+    /// W3C `traceparent` of the attempt's span (`delivery.traceparent`).
+    pub(crate) traceparent: Option<&'a str>,
 }
 
 #[derive(Clone)]
@@ -373,6 +375,7 @@ impl Receiver {
             domain,
             redelivery,
             timestamp,
+            traceparent,
         } = headers;
         // The receiver's rate first (the callback waits in its queue meanwhile, which the queue
         // age shows), then a turn.
@@ -404,6 +407,9 @@ impl Receiver {
         }
         if let Some(ts) = timestamp {
             request = request.header(TIMESTAMP_HEADER, ts);
+        }
+        if let Some(tp) = traceparent {
+            request = request.header("traceparent", tp);
         }
         if let Some(h) = standard {
             request = request

@@ -57,9 +57,23 @@ pub(crate) struct Sending {
     /// `delivery.failing_after`.
     failing_after: usize,
     plugins: Arc<Plugins>,
+    /// The tracer, while traces are on.
+    traces: Option<Arc<crate::traces::Traces>>,
+    /// `delivery.traceparent`: callbacks carry their attempt's `traceparent`.
+    traceparent: bool,
 }
 
 impl Sending {
+    /// The tracer, while traces are on.
+    pub(crate) fn traces(&self) -> Option<&crate::traces::Traces> {
+        self.traces.as_deref()
+    }
+
+    /// Whether callbacks carry their attempt's `traceparent` header.
+    pub(crate) fn traceparent(&self) -> bool {
+        self.traceparent
+    }
+
     /// The threads workers run on, with their HTTP clients.
     pub(crate) fn lanes(&self) -> &Lanes {
         &self.lanes
@@ -225,6 +239,8 @@ pub(crate) struct Wiring {
     pub(crate) circuits: Option<Arc<Circuits>>,
     /// Where the hooks the relay disables or removes are recorded.
     pub(crate) audit: Audit,
+    /// The tracer, while traces are on: each attempt's span.
+    pub(crate) traces: Option<Arc<crate::traces::Traces>>,
 }
 
 impl DeliveryContext {
@@ -264,6 +280,8 @@ impl DeliveryContext {
                 on_give_up: config.on_give_up,
                 failing_after: config.failing_after.max(1) as usize,
                 plugins: wiring.plugins,
+                traces: wiring.traces,
+                traceparent: config.traceparent,
             },
             books: Books {
                 acker,

@@ -111,6 +111,7 @@ pub(super) async fn resolve(
             source,
             chain: s.chain.clone(),
             original: s.original,
+            trace: s.trace,
         });
     }
     if !unusable.is_empty() {

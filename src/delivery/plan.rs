@@ -72,6 +72,7 @@ pub(crate) fn plan(
                 source: c.event.source,
                 chain: c.chain.map(Box::new),
                 original: c.original,
+                trace: c.trace,
             };
             (c.hook, entry, cost)
         })
@@ -123,6 +124,7 @@ mod tests {
             message,
             chain: None,
             original: None,
+            trace: None,
         }
     }
 

@@ -19,6 +19,7 @@ use super::{
     judge::{Decision, Spell, judge},
     retry::RetryPolicy,
 };
+use crate::traces::AttemptSpan;
 use crate::{
     config::OnGiveUp,
     hooks::{DisabledReason, Hook},
@@ -113,10 +114,25 @@ async fn through_plugins(
     let set = plugins.current();
     let event = Arc::new(chain.event(&entry.event_id, entry.source, &entry.payload, hook.get_raw));
     let (h, ts) = (hook.clone(), entry.ts);
+    // A traced callback's plugin calls become spans of its trace.
+    let traced = ctx.sending().traces().zip(entry.trace);
+    let noting = traced.is_some();
     let made = plugins
         .threads()
-        .run(move || route::apply(&set, &event, &h, ts))
-        .await;
+        .run(move || {
+            if noting {
+                crate::plugin_host::noting(|| route::apply(&set, &event, &h, ts))
+            } else {
+                (route::apply(&set, &event, &h, ts), Vec::new())
+            }
+        })
+        .await
+        .map(|(made, calls)| {
+            if let Some((traces, parent)) = traced {
+                traces.plugin_calls(&parent, &calls);
+            }
+            made
+        });
     let dropped = &ctx.books().metrics().plugin_dropped;
     match made {
         Ok(Some(payload)) => {
@@ -129,7 +145,7 @@ async fn through_plugins(
         }
         Err(e) => {
             // Only a panic outside the chain's own guard gets here: fail closed.
-            tracing::error!(hook_id = hook.id.0, event = %entry.event_id, error = %e, "the plugin chain did not finish; the callback is dropped");
+            tracing::error!(hook_id = hook.id.0, event = %entry.event_id, trace_id = entry.trace.map(|t| t.trace_id_hex()), error = %e, "the plugin chain did not finish; the callback is dropped");
             dropped.inc();
             Err(entry.removal())
         }
@@ -217,15 +233,33 @@ async fn attempt(
     policy: &RetryPolicy,
 ) -> (Decision, Spell) {
     let hook = sender.hook;
+    let span = ctx
+        .sending()
+        .traces()
+        .zip(entry.trace)
+        .map(|(traces, parent)| {
+            let about = (&*entry.event_id, spell.failures());
+            traces.attempt(&parent, hook.id.0, &hook.callback_url, about)
+        });
+    let traceparent = span
+        .as_ref()
+        .filter(|_| ctx.sending().traceparent())
+        .and_then(AttemptSpan::traceparent)
+        .map(|t| t.to_string());
     let (attempt, started) = match sender.prepare(entry) {
         Ok(prepared) => {
             let started = Instant::now();
-            (Ok(sender.send(&prepared).await), started)
+            let sent = sender.send(&prepared, traceparent.as_deref()).await;
+            (Ok(sent), started)
         }
         Err(unknown) => (Err(unknown), Instant::now()),
     };
+    let seen = span.as_ref().map(|_| seen(&attempt));
     let failing_after = ctx.sending().failing_after();
     let (decision, spell) = judge(attempt, spell, policy, failing_after);
+    if let (Some(span), Some((status, error))) = (span, seen) {
+        span.finish(status, error, verdict(&decision));
+    }
     if let Decision::Delivered { .. } = decision {
         // Kept (per registration: a tenant's callbacks never go to another tenant's hook of
         // the same URL) before its attempt is recorded: once the attempt shows, the callback
@@ -248,6 +282,34 @@ async fn attempt(
         abandon::tell(ctx, tell.event_id(), hook, spell.failures(), about).await;
     }
     (decision, spell)
+}
+
+/// What an attempt's span says of its outcome: the receiver's status, and the failure's kind
+/// and message.
+fn seen(
+    attempt: &Result<Result<u16, DeliveryError>, super::sign::UnknownTenant>,
+) -> (Option<u16>, Option<(String, String)>) {
+    match attempt {
+        Ok(Ok(status)) => (Some(*status), None),
+        Ok(Err(e)) => {
+            let status = match e {
+                DeliveryError::Status(code) => Some(*code),
+                _ => None,
+            };
+            (status, Some((e.reason(), e.to_string())))
+        }
+        Err(unknown) => (None, Some(("tenant_unknown".into(), unknown.to_string()))),
+    }
+}
+
+/// The judge's verdict, in a word.
+fn verdict(decision: &Decision) -> &'static str {
+    match decision {
+        Decision::Delivered { .. } => "delivered",
+        Decision::Retry { .. } => "retry",
+        Decision::Exhausted { .. } => "exhausted",
+        Decision::Refused(_) => "refused",
+    }
 }
 
 /// Disables `hook`, whose schedule ran out after `failures` failures (the last `error`): this
@@ -292,6 +354,7 @@ fn log_retry(
         tracing::info!(
             hook_id = hook.id.0,
             event = %entry.event_id,
+            trace_id = entry.trace.map(|t| t.trace_id_hex()),
             attempt = failures,
             error = %error,
             retry_in_ms,
@@ -299,6 +362,6 @@ fn log_retry(
             "a callback failed; retrying (one line a minute per hook while it goes on)"
         );
     } else {
-        tracing::debug!(hook_id = hook.id.0, event = %entry.event_id, failures, error = %error, retry_in_ms, "callback failed");
+        tracing::debug!(hook_id = hook.id.0, event = %entry.event_id, trace_id = entry.trace.map(|t| t.trace_id_hex()), failures, error = %error, retry_in_ms, "callback failed");
     }
 }

@@ -113,6 +113,14 @@ impl Output {
         }
     }
 
+    /// How many destinations take `event` (for its trace's `route` span).
+    pub(crate) fn matching(&self, event: &Event) -> usize {
+        self.routes
+            .iter()
+            .filter(|(route, _)| route.body_of(event).is_some())
+            .count()
+    }
+
     /// Wakes the senders once the batch's transaction is written.
     pub(crate) fn wake(&mut self) {
         if std::mem::take(&mut self.touched) {

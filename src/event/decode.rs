@@ -61,6 +61,11 @@ pub(crate) fn decode(text: &str) -> Result<Message, DecodeError> {
     Ok(Message { value, name })
 }
 
+/// A message's name as [`decode`] finds it, or `None`: for a trace's span, off the hot path.
+pub(crate) fn message_name(text: &str) -> Option<String> {
+    decode(text).ok().map(|m| m.name)
+}
+
 /// The value at a key path, if every step is an object holding the key.
 pub(crate) fn path<'a>(root: &'a Map<String, Value>, keys: &[&str]) -> Option<&'a Value> {
     let (first, rest) = keys.split_first()?;

@@ -16,7 +16,7 @@ pub mod schema;
 
 pub use catalogue::OUTPUT_IDS;
 pub(crate) use catalogue::{ABOUT_HOOKS, Mapped};
-pub(crate) use decode::{Message, flag};
+pub(crate) use decode::{Message, flag, message_name};
 pub use mapping::Mappings;
 pub use process::{EventFilter, Processor};
 pub(crate) use process::{Observer, Skip};

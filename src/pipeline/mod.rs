@@ -28,6 +28,7 @@ mod stage;
 mod start;
 mod steps;
 mod takeover;
+mod traced;
 mod trust;
 
 pub(crate) use serve::{metrics_router, serve_tcp};
@@ -60,8 +61,10 @@ pub async fn run(config: Config, listeners: Listeners, shutdown: Shutdown) -> an
         std::time::Duration::from_secs(config.delivery.circuit_max_open_s),
         &metrics,
     );
+    let traces = crate::traces::Traces::start(&config.tracing, &metrics, &tracker, &token);
     let start = start::Start {
         config: &config,
+        traces: &traces,
         metrics: &metrics,
         token: &token,
         tracker: &tracker,

@@ -38,6 +38,7 @@ impl ProcessStage {
                     message: 0,
                     chain: None,
                     original: None,
+                    trace: None,
                 });
             }
         }

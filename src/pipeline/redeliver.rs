@@ -62,6 +62,7 @@ impl ProcessStage {
                     message: 0,
                     chain: f.stored.chain.map(|c| *c),
                     original: Some(f.stored.ts),
+                    trace: None,
                 });
                 queued += 1;
             }

@@ -81,6 +81,8 @@ pub(super) struct ProcessStage {
     pub(super) taken: Vec<(SourceId, String)>,
     /// The batch limit of the hook snapshot it was worked out for.
     pub(super) limit: Option<(Arc<Snapshot>, usize)>,
+    /// The tracer, while traces are on: each message's spans ([`super::traced`]).
+    pub(super) traces: Option<Arc<crate::traces::Traces>>,
 }
 
 impl ProcessStage {
@@ -225,11 +227,21 @@ impl ProcessStage {
     }
 
     /// Persists what routing `batch` came to and queues its callbacks.
-    async fn persist(&mut self, batch: &[BusMessage], routed: Routed) -> bool {
+    async fn persist(&mut self, batch: &[BusMessage], mut routed: Routed) -> bool {
+        let spans = self.traces.as_deref().map(|traces| {
+            super::traced::open(
+                traces,
+                batch,
+                &mut routed,
+                &self.sources,
+                self.destinations.as_ref(),
+            )
+        });
         for (i, skip) in &routed.skipped {
             let (source, channel) = batch.get(*i).map_or((0, ""), |m| (m.source, &*m.channel));
             let source = self.sources.name(source);
-            tracing::debug!(%source, channel, error = %skip, "skipping a bus message");
+            let trace_id = spans.as_ref().and_then(|s| s.trace_id(*i));
+            tracing::debug!(%source, channel, error = %skip, trace_id, "skipping a bus message");
             self.metrics.bus.skip(&source, skip.reason());
         }
         for event in routed.events.iter().filter(|e| !e.filtered) {
@@ -285,6 +297,9 @@ impl ProcessStage {
         }
         if accepted && let Some(destinations) = &mut self.destinations {
             destinations.wake();
+        }
+        if let Some(spans) = spans {
+            spans.close(accepted);
         }
         accepted
     }

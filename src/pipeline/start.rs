@@ -75,6 +75,8 @@ pub(super) struct Start<'a> {
     /// The receivers' circuits (`delivery.circuit_after`), shared by delivery and the admin
     /// API.
     pub(super) circuits: &'a Option<Arc<crate::delivery::Circuits>>,
+    /// The tracer, while traces are on (`[tracing]`).
+    pub(super) traces: &'a Option<Arc<crate::traces::Traces>>,
 }
 
 /// The hooks, and how this instance runs.
@@ -275,6 +277,7 @@ impl Start<'_> {
             plugins: plugins.clone(),
             circuits: self.circuits.clone(),
             audit: audit.clone(),
+            traces: self.traces.clone(),
         };
         let delivery = Arc::new(DeliveryContext::new(
             &config.delivery,
@@ -323,6 +326,11 @@ impl Start<'_> {
             .with_clock(clock)
             .deferring()
             .with_tenants(self.tenants.clone());
+        let router = if self.traces.is_some() {
+            router.timed()
+        } else {
+            router
+        };
         if resumed > 0 && !mode.spreads() {
             tracing::info!(callbacks = resumed, "resuming queued callbacks");
         } else if resumed > 0 {
@@ -377,6 +385,7 @@ impl Start<'_> {
             joined: joined.clone(),
             taken: Vec::new(),
             limit: None,
+            traces: self.traces.clone(),
         };
         Some(Processing {
             stage,

@@ -6,6 +6,7 @@
 
 mod breaker;
 mod cache;
+mod calls;
 mod chain;
 mod check;
 mod deferred;
@@ -20,6 +21,7 @@ mod settings;
 mod threads;
 
 pub(crate) use cache::folder as cache_folder;
+pub(crate) use calls::noting;
 pub(crate) use reload::Watcher;
 
 pub use chain::Verdict;

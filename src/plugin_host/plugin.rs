@@ -224,8 +224,18 @@ impl Plugin {
         let result = {
             let mut slot = self.slot();
             let started = Instant::now();
+            let noted = super::calls::started();
             let result = self.call_warm(&mut slot, event, hook, meeting);
             self.metrics.timed(started.elapsed());
+            if let Some(at) = noted {
+                let outcome = match &result {
+                    Ok(Action::Keep) => "keep",
+                    Ok(Action::Drop) => "drop",
+                    Ok(Action::Replace(_)) => "replace",
+                    Err(f) => f.as_str(),
+                };
+                super::calls::note(&self.name, outcome, at);
+            }
             result
         };
         let limits = &self.settings.limits;

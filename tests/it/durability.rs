@@ -333,6 +333,7 @@ async fn a_batch_sent_again_after_a_lost_reply_is_harmless_and_shared_payloads_g
         source: 0,
         chain: None,
         original: None,
+        trace: None,
     };
     // One payload for hooks 7 and 8, stored once as record 500.
     let shared_payload = Arc::new(Payload::new("shared text"));

@@ -19,6 +19,7 @@ fn sized(ts: u64, bytes: usize) -> Entry {
         source: 0,
         chain: None,
         original: None,
+        trace: None,
     }
 }
 

@@ -64,6 +64,9 @@ pub(crate) struct AttemptRecord {
     pub(crate) error: Option<String>,
     /// From the request's start to its end.
     pub(crate) latency_ms: f64,
+    /// The trace of the callback's bus message, when it was traced (`[tracing]`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) trace_id: Option<String>,
 }
 
 impl AttemptRecord {
@@ -417,6 +420,7 @@ mod tests {
             status: error.is_none().then_some(200),
             error: error.map(String::from),
             latency_ms: 1.5,
+            trace_id: None,
         }
     }
 

@@ -168,6 +168,9 @@ fn add_entry(pipe: &mut redis::Pipeline, key: &str, e: &Entry, sources: &SourceT
     if let Some(original) = e.original {
         pipe.arg("r").arg(original);
     }
+    if let Some(trace) = &e.trace {
+        pipe.arg("tp").arg(trace.to_string());
+    }
 }
 
 /// Of the entries at `not_above` (their ids not above their stream's last), which are there

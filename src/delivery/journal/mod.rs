@@ -7,7 +7,8 @@
 //! keeps what the chain needs: `c` marks it, `im` and `xm` hold the meeting ids and `q` the
 //! event's other form (the bus message for a processed hook, the processed event for a raw
 //! one), inline. A batch's entries and records are written in one transaction before they
-//! are handed to the workers; removing an entry (delivered, dropped, its hook gone) releases
+//! are handed to the workers; a callback of a traced message keeps its trace context (`tp`, W3C
+//! `traceparent`); removing an entry (delivered, dropped, its hook gone) releases
 //! its record, which goes when nothing refers to it any more. Every write may be repeated (an
 //! entry already there is told from a refused one; the scripts are idempotent), so after an
 //! error the same call is made again.
@@ -63,6 +64,10 @@ pub struct Entry {
     /// A redelivery (`hookrelay redeliver`): the timestamp of the callback it sends again,
     /// which it is signed and sent with (stored as `r`).
     pub original: Option<u64>,
+    /// Where its `enqueue` span sits in its message's trace (`[tracing]`, sampled messages
+    /// only; stored as `tp`), so that its attempts join that trace whenever and wherever they
+    /// are made.
+    pub trace: Option<crate::traces::TraceParent>,
 }
 
 impl Entry {

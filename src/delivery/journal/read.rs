@@ -75,6 +75,8 @@ pub struct Stored {
     pub(crate) chain: Option<Box<Deferred>>,
     /// A redelivery's original timestamp (`r`).
     pub(crate) original: Option<u64>,
+    /// Its trace context (`tp`); an unreadable one is passed over.
+    pub(crate) trace: Option<crate::traces::TraceParent>,
 }
 
 impl Stored {
@@ -104,6 +106,9 @@ impl Stored {
             body,
             chain,
             original: sid.get::<String>("r").and_then(|r| r.parse().ok()),
+            trace: sid
+                .get::<String>("tp")
+                .and_then(|t| crate::traces::TraceParent::parse(&t)),
         }
     }
 }
