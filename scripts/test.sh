@@ -27,6 +27,7 @@ esac
 
 scripts/ensure-redis.sh
 scripts/ensure-brokers.sh
+scripts/ensure-otlp.sh
 if ! cargo nextest --version >/dev/null 2>&1; then
   echo "hookrelay: installing cargo-nextest (crates.io)"
   cargo install --quiet --locked cargo-nextest

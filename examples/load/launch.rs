@@ -35,6 +35,8 @@ pub(crate) struct Setup {
     pub metrics: bool,
     /// More arguments for the store's redis-server (`burst`), e.g. its stream node size.
     pub redis_args: Vec<String>,
+    /// Traces on (`[tracing]`, every message sampled), exported to this OTLP endpoint.
+    pub otlp: Option<String>,
 }
 
 /// Tenant `i`'s name and its host name.
@@ -127,10 +129,13 @@ impl Relay {
                 "[[delivery.receivers]]\nurl_prefix = \"http://127.0.0.1\"\nrate_per_s = {rate}\n"
             ),
         };
+        let tracing = setup.otlp.as_ref().map_or(String::new(), |e| {
+            format!("[tracing]\notlp_endpoint = \"{e}\"\nsample_ratio = 1.0\n")
+        });
         std::fs::write(
             &config,
             format!(
-                "[bbb]\nsecret = \"{SECRET}\"\n[api]\nbind = \"{api}\"\n[redis]\nurl = \"{}\"\n{metrics_section}[admin]\nbind = \"127.0.0.1:{admin}\"\n[delivery]\nmax_unacked = {}\n{insight}{delivery}\n[delivery.ssrf]\nallow_cidrs = [\"127.0.0.1/32\"]\n{plugin_dir}{fleet}{tenants}{receivers}",
+                "[bbb]\nsecret = \"{SECRET}\"\n[api]\nbind = \"{api}\"\n[redis]\nurl = \"{}\"\n{metrics_section}[admin]\nbind = \"127.0.0.1:{admin}\"\n[delivery]\nmax_unacked = {}\n{insight}{delivery}\n[delivery.ssrf]\nallow_cidrs = [\"127.0.0.1/32\"]\n{plugin_dir}{fleet}{tenants}{receivers}{tracing}",
                 redis.url(),
                 setup.max_unacked,
             ),

@@ -97,6 +97,10 @@ struct Args {
     /// 0: no rule. A rate above what is reached measures a rule's cost per callback.
     #[arg(long, default_value_t = 0, global = true)]
     receiver_rate: u32,
+    /// Traces on, every message sampled, exported over OTLP/HTTP to a collector of the load
+    /// tool's that takes every export (builds with `[tracing]` only).
+    #[arg(long, global = true)]
+    otlp: bool,
 }
 
 #[derive(Subcommand, Clone)]
@@ -306,6 +310,11 @@ async fn scenarios(args: Args) {
     } else {
         args.relay_bins.clone()
     };
+    // Kept for the whole run: the relays export to it.
+    let collector = match args.otlp {
+        true => Some(sink::Sink::start(std::time::Duration::ZERO).await),
+        false => None,
+    };
     let mut results: Vec<Vec<scenario::Figures>> = vec![Vec::new(); bins.len()];
     for run in 0..args.runs {
         for (b, bin) in bins.iter().enumerate() {
@@ -322,11 +331,15 @@ async fn scenarios(args: Args) {
                 receiver_rate: args.receiver_rate,
                 metrics: matches!(scenario, Scenario::Tenancy { .. }),
                 redis_args: args.redis_args.clone(),
+                otlp: collector.as_ref().map(|c| c.url("")),
             };
             let figures = scenario::run(&scenario, &setup).await;
             println!("run {} {}: {}", run + 1, bin.display(), figures.line());
             results[b].push(figures);
         }
+    }
+    if let Some(c) = &collector {
+        println!("otlp: {} exports taken by the collector", c.count());
     }
     if args.runs > 1 || bins.len() > 1 {
         let medians: Vec<scenario::Figures> = results.iter().map(|r| scenario::median(r)).collect();

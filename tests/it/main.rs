@@ -55,5 +55,6 @@ mod status_page;
 mod takeover;
 mod tenancy;
 mod tenants;
+mod traces;
 mod upgrade;
 mod xapi;

@@ -11,6 +11,7 @@ mod common;
 pub(crate) mod edge;
 pub(crate) mod lrs;
 pub(crate) mod netns;
+pub(crate) mod otlp;
 pub(crate) mod plugins;
 pub(crate) mod podman;
 pub(crate) mod process;
