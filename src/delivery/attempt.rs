@@ -21,6 +21,7 @@ use crate::{
     base::time::now_ms,
     hooks::Hook,
     metrics::{TenantLabel, TenantReasonLabels},
+    traces::TraceParent,
 };
 
 /// One attempt of a callback, signed with the secrets in force when it is made (the body and
@@ -175,7 +176,7 @@ pub(crate) fn record(
         status: None,
         error: None,
         latency_ms: started.elapsed().as_secs_f64() * 1e3,
-        trace_id: entry.trace.map(|t| t.trace_id_hex()),
+        trace_id: entry.trace.as_deref().map(TraceParent::trace_id_hex),
     };
     let metrics = books.metrics();
     let tenant = hook.tenant.as_deref();

@@ -111,7 +111,7 @@ pub(super) async fn resolve(
             source,
             chain: s.chain.clone(),
             original: s.original,
-            trace: s.trace,
+            trace: s.trace.map(Box::new),
         });
     }
     if !unusable.is_empty() {

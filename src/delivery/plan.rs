@@ -72,7 +72,7 @@ pub(crate) fn plan(
                 source: c.event.source,
                 chain: c.chain.map(Box::new),
                 original: c.original,
-                trace: c.trace,
+                trace: c.trace.map(Box::new),
             };
             (c.hook, entry, cost)
         })

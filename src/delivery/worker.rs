@@ -19,7 +19,7 @@ use super::{
     judge::{Decision, Spell, judge},
     retry::RetryPolicy,
 };
-use crate::traces::AttemptSpan;
+use crate::traces::{AttemptSpan, TraceParent};
 use crate::{
     config::OnGiveUp,
     hooks::{DisabledReason, Hook},
@@ -115,7 +115,7 @@ async fn through_plugins(
     let event = Arc::new(chain.event(&entry.event_id, entry.source, &entry.payload, hook.get_raw));
     let (h, ts) = (hook.clone(), entry.ts);
     // A traced callback's plugin calls become spans of its trace.
-    let traced = ctx.sending().traces().zip(entry.trace);
+    let traced = ctx.sending().traces().zip(entry.trace.as_deref().copied());
     let noting = traced.is_some();
     let made = plugins
         .threads()
@@ -145,7 +145,7 @@ async fn through_plugins(
         }
         Err(e) => {
             // Only a panic outside the chain's own guard gets here: fail closed.
-            tracing::error!(hook_id = hook.id.0, event = %entry.event_id, trace_id = entry.trace.map(|t| t.trace_id_hex()), error = %e, "the plugin chain did not finish; the callback is dropped");
+            tracing::error!(hook_id = hook.id.0, event = %entry.event_id, trace_id = entry.trace.as_deref().map(TraceParent::trace_id_hex), error = %e, "the plugin chain did not finish; the callback is dropped");
             dropped.inc();
             Err(entry.removal())
         }
@@ -236,7 +236,7 @@ async fn attempt(
     let span = ctx
         .sending()
         .traces()
-        .zip(entry.trace)
+        .zip(entry.trace.as_deref().copied())
         .map(|(traces, parent)| {
             let about = (&*entry.event_id, spell.failures());
             traces.attempt(&parent, hook.id.0, &hook.callback_url, about)
@@ -354,7 +354,7 @@ fn log_retry(
         tracing::info!(
             hook_id = hook.id.0,
             event = %entry.event_id,
-            trace_id = entry.trace.map(|t| t.trace_id_hex()),
+            trace_id = entry.trace.as_deref().map(TraceParent::trace_id_hex),
             attempt = failures,
             error = %error,
             retry_in_ms,
@@ -362,6 +362,6 @@ fn log_retry(
             "a callback failed; retrying (one line a minute per hook while it goes on)"
         );
     } else {
-        tracing::debug!(hook_id = hook.id.0, event = %entry.event_id, trace_id = entry.trace.map(|t| t.trace_id_hex()), failures, error = %error, retry_in_ms, "callback failed");
+        tracing::debug!(hook_id = hook.id.0, event = %entry.event_id, trace_id = entry.trace.as_deref().map(TraceParent::trace_id_hex), failures, error = %error, retry_in_ms, "callback failed");
     }
 }

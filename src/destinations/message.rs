@@ -34,6 +34,8 @@ pub(crate) struct Message {
     pub(crate) queued_ms: u64,
     /// For plugins: what they read besides the body, when the destination has plugins.
     pub(crate) for_plugins: Option<ForPlugins>,
+    /// Its `enqueue` span's place in its bus message's trace (`[tracing]`; stored as `tp`).
+    pub(crate) trace: Option<crate::traces::TraceParent>,
 }
 
 /// What a destination's plugins read of an event besides its body.
@@ -94,6 +96,7 @@ impl Message {
             target,
             queued_ms: crate::base::time::now_ms(),
             for_plugins,
+            trace: None,
         }
     }
 }

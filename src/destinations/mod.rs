@@ -26,6 +26,7 @@ use crate::{
     event::Event,
     metrics::Metrics,
     store_conn::StoreConn,
+    traces::TraceParent,
 };
 pub(crate) use message::Message;
 use route::Route;
@@ -49,8 +50,8 @@ impl Output {
         conn: &StoreConn,
         metrics: Arc<Metrics>,
         plugins: &Arc<crate::plugin_host::Plugins>,
-        tracker: &TaskTracker,
-        token: &CancellationToken,
+        traces: &Option<Arc<crate::traces::Traces>>,
+        (tracker, token): (&TaskTracker, &CancellationToken),
     ) -> Option<Self> {
         if config.destinations.is_empty() {
             return None;
@@ -74,6 +75,7 @@ impl Output {
                     plugins: plugins.clone(),
                     retain_ms: u64::try_from(config.delivery.retain.as_millis())
                         .unwrap_or(u64::MAX),
+                    traces: traces.clone(),
                 },
                 handle.clone(),
                 token.child_token(),
@@ -90,9 +92,15 @@ impl Output {
     }
 
     /// Adds each destination's messages of `events` (one batch, in order) to `pipe`, the
-    /// batch's transaction.
-    pub(crate) fn add(&mut self, events: &[Arc<Event>], pipe: &mut redis::Pipeline) {
-        for event in events {
+    /// batch's transaction; `trace` gives the trace context of a message made of event `i`
+    /// for destination `name`, when its bus message is traced.
+    pub(crate) fn add(
+        &mut self,
+        events: &[Arc<Event>],
+        pipe: &mut redis::Pipeline,
+        trace: &mut dyn FnMut(usize, &str) -> Option<TraceParent>,
+    ) {
+        for (i, event) in events.iter().enumerate() {
             let mut server = None;
             for (route, handle) in &self.routes {
                 let Some(body) = route.body_of(event) else {
@@ -105,7 +113,8 @@ impl Output {
                     continue;
                 }
                 let server = server.get_or_insert_with(|| self.sources.name(event.source));
-                let message = Message::of(route, event, body, server);
+                let mut message = Message::of(route, event, body, server);
+                message.trace = trace(i, &format!("destination:{}", route.name));
                 queue::add(pipe, &route.name, &message);
                 handle.depth.fetch_add(1, Ordering::Relaxed);
                 self.touched = true;

@@ -59,6 +59,9 @@ fn xadd(key: &str, min_id: Option<u64>, m: &Message) -> redis::Cmd {
             .arg("o")
             .arg(&p.other);
     }
+    if let Some(t) = &m.trace {
+        cmd.arg("tp").arg(t.to_string());
+    }
     cmd
 }
 
@@ -128,6 +131,8 @@ pub(crate) async fn requeue(
             )
             .to_string(),
             queued_ms: now,
+            // Sent again on its own: not a try of the original's trace.
+            trace: None,
             ..m.clone()
         };
         pipe.add_command(xadd(&key(name), None, &again)).ignore();
@@ -185,6 +190,7 @@ async fn read_range(
                     facts: text("f"),
                     other: text("o"),
                 }),
+                trace: crate::traces::TraceParent::parse(&text("tp")),
             };
             (e.id, m)
         })

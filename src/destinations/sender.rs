@@ -23,7 +23,7 @@ use super::{
 };
 use crate::{
     base::time::now_ms,
-    config::destinations::DestinationConfig,
+    config::destinations::{DestinationConfig, DestinationKind},
     delivery::RetryPolicy,
     hooks::Hook,
     metrics::Metrics,
@@ -47,6 +47,8 @@ pub(super) struct Setup {
     pub(super) plugins: Arc<Plugins>,
     /// How long published messages are kept for `redeliver` (`delivery.retain`), in ms.
     pub(super) retain_ms: u64,
+    /// The tracer, while traces are on: a traced message's tries are spans of its trace.
+    pub(super) traces: Option<Arc<crate::traces::Traces>>,
 }
 
 /// A sender's handle: wakes it, counts what waits in its queue.
@@ -204,6 +206,7 @@ impl Sender {
         let mut failures = 0usize;
         loop {
             let started = Instant::now();
+            let span = self.try_span(m, failures);
             let outcome = tokio::select! {
                 r = tokio::time::timeout(self.timeout, self.link.publish(m)) => {
                     r.unwrap_or(Err(Failure::Timeout))
@@ -212,6 +215,15 @@ impl Sender {
             };
             let metrics = &self.setup.metrics.destinations;
             metrics.observe(self.name(), started.elapsed());
+            if let Some(span) = span {
+                match &outcome {
+                    Ok(()) => span.finish(None, None, "published"),
+                    Err(Failure::TooLarge(d)) => {
+                        span.finish(None, Some(("too_large".into(), d.clone())), "skipped");
+                    }
+                    Err(f) => span.finish(None, Some((f.reason().into(), f.to_string())), "retry"),
+                }
+            }
             let failure = match outcome {
                 Ok(()) => {
                     metrics.published(self.name());
@@ -249,6 +261,32 @@ impl Sender {
                 return None;
             }
         }
+    }
+
+    /// The span of one try of `m` (after `failures` failed ones), when `m` is traced.
+    fn try_span(&self, m: &Message, failures: usize) -> Option<crate::traces::AttemptSpan> {
+        use opentelemetry::KeyValue;
+        let (traces, parent) = self.setup.traces.as_deref().zip(m.trace)?;
+        let system = match self.setup.config.kind() {
+            Some(DestinationKind::Nats) => "nats",
+            Some(DestinationKind::Amqp) => "rabbitmq",
+            Some(DestinationKind::Mqtt) => "mqtt",
+            Some(DestinationKind::File) | None => "file",
+        };
+        let mut attributes = vec![
+            KeyValue::new("messaging.system", system),
+            KeyValue::new("messaging.operation.type", "send"),
+            KeyValue::new("messaging.destination.name", m.target.clone()),
+            KeyValue::new("messaging.message.id", m.id.clone()),
+            KeyValue::new("hookrelay.destination", self.name().to_string()),
+            KeyValue::new("hookrelay.event.id", m.event.clone()),
+        ];
+        if failures > 0 {
+            attributes.push(KeyValue::new("hookrelay.retry", failures as i64));
+        }
+        let name = format!("publish {}", m.target);
+        let kind = opentelemetry::trace::SpanKind::Producer;
+        Some(traces.output_attempt(&parent, name, kind, attributes))
     }
 
     async fn set_state(&mut self, state: &str, error: Option<String>) {

@@ -228,7 +228,7 @@ impl ProcessStage {
 
     /// Persists what routing `batch` came to and queues its callbacks.
     async fn persist(&mut self, batch: &[BusMessage], mut routed: Routed) -> bool {
-        let spans = self.traces.as_deref().map(|traces| {
+        let mut spans = self.traces.as_deref().map(|traces| {
             super::traced::open(
                 traces,
                 batch,
@@ -266,12 +266,28 @@ impl ProcessStage {
                 conference::persist::add_changes(&mut state, keys, &changes);
             }
         }
+        // A traced message's statements and destination messages keep their place in its
+        // trace, as its callbacks do.
+        let traces = self.traces.clone();
+        let events = &routed.events;
+        let mut trace = |i: usize, output: &str| {
+            let (traces, spans) = traces.as_deref().zip(spans.as_mut())?;
+            let event = events.get(i).map_or(String::new(), |e| e.id.clone());
+            spans.output(
+                traces,
+                i,
+                vec![
+                    opentelemetry::KeyValue::new("hookrelay.output", output.to_string()),
+                    opentelemetry::KeyValue::new("hookrelay.event.id", event),
+                ],
+            )
+        };
         if let Some(xapi) = &mut self.xapi {
             let mut conn = self.dispatcher.conn();
-            xapi.add(&routed.events, &mut conn, &mut state).await;
+            xapi.add(events, &mut conn, &mut state, &mut trace).await;
         }
         if let Some(destinations) = &mut self.destinations {
-            destinations.add(&routed.events, &mut state);
+            destinations.add(events, &mut state, &mut trace);
         }
         let on_cluster = self.dispatcher.on_cluster();
         let commit = self.cursors.as_mut().and_then(|cursors| {

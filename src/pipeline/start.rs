@@ -344,8 +344,8 @@ impl Start<'_> {
             source_table.clone(),
             conn,
             self.metrics.clone(),
-            self.tracker,
-            token,
+            self.traces,
+            (self.tracker, token),
         )
         .await;
         let destinations = crate::destinations::Output::start(
@@ -354,8 +354,8 @@ impl Start<'_> {
             conn,
             self.metrics.clone(),
             &plugins,
-            self.tracker,
-            token,
+            self.traces,
+            (self.tracker, token),
         )
         .await;
         let (joins_tx, joins) = mpsc::channel(16);

@@ -12,7 +12,7 @@ use crate::{
     base::sources::SourceTable,
     bus::BusMessage,
     route::Routed,
-    traces::{MessageTrace, Receipt, Traces, end_enqueue},
+    traces::{MessageTrace, Receipt, TraceParent, Traces, end_enqueue},
 };
 
 /// A batch's open spans.
@@ -20,6 +20,8 @@ pub(super) struct BatchSpans {
     /// By message; `None` for a message whose trace is not sampled.
     messages: Vec<Option<MessageTrace>>,
     enqueues: Vec<opentelemetry_sdk::trace::Span>,
+    /// The message of each event of the batch, by event index.
+    event_message: Vec<usize>,
 }
 
 /// When a message that arrived `elapsed` ago arrived, by the wall clock.
@@ -105,13 +107,41 @@ pub(super) fn open(
         c.trace = parent;
         enqueues.push(span);
     }
-    BatchSpans { messages, enqueues }
+    let mut event_message = vec![usize::MAX; routed.events.len()];
+    for (i, t) in routed.timings.iter().enumerate() {
+        for e in t.events.clone() {
+            if let Some(m) = event_message.get_mut(e) {
+                *m = i;
+            }
+        }
+    }
+    BatchSpans {
+        messages,
+        enqueues,
+        event_message,
+    }
 }
 
 impl BatchSpans {
     /// The trace id of message `i`, when it is traced.
     pub(super) fn trace_id(&self, i: usize) -> Option<String> {
         self.messages.get(i)?.as_ref().map(MessageTrace::trace_id)
+    }
+
+    /// Opens the `enqueue` span of an output's item (a destination's message, an xAPI
+    /// statement) made of event `event` (its index in the batch): the context it keeps, when
+    /// its message is traced.
+    pub(super) fn output(
+        &mut self,
+        traces: &Traces,
+        event: usize,
+        attributes: Vec<KeyValue>,
+    ) -> Option<TraceParent> {
+        let message = *self.event_message.get(event)?;
+        let trace = self.messages.get(message)?.as_ref()?;
+        let (span, parent) = trace.enqueue_with(traces, attributes, SystemTime::now());
+        self.enqueues.push(span);
+        parent
     }
 
     /// Ends every span: the batch's callbacks are stored, or not.

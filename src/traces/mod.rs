@@ -22,7 +22,9 @@ use tokio_util::{sync::CancellationToken, task::TaskTracker};
 
 pub use parent::TraceParent;
 pub(crate) use settings::{Resolved, Settings, resolve};
-pub(crate) use spans::{AttemptSpan, MessageTrace, PluginCall, Receipt, end_enqueue};
+pub(crate) use spans::{
+    AttemptSpan, MessageTrace, PluginCall, Receipt, end_enqueue, url_attributes,
+};
 
 use crate::{config::traces::OtlpProtocol, metrics::Metrics};
 

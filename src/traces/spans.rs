@@ -6,7 +6,8 @@
 //! - `process` and `route` under it: the events it made, the hooks and destinations matched;
 //! - `enqueue` under it, one per callback: what the callback keeps (its [`TraceParent`]);
 //! - under each `enqueue`, whenever they happen: one `plugin <name>` per plugin call and one
-//!   `POST` (client) per attempt.
+//!   `POST` (client) per attempt; for a destination's message one `publish <target>`
+//!   (producer) per try, for an xAPI statement one `POST` per try.
 
 use std::time::SystemTime;
 
@@ -47,6 +48,26 @@ pub(crate) struct PluginCall {
 /// One attempt's span, open while it is under way.
 pub(crate) struct AttemptSpan {
     span: Span,
+}
+
+/// `server.address`, `server.port` and `url.full` of `url`, without its query, fragment or
+/// credentials (they may carry tokens).
+pub(crate) fn url_attributes(url: &str) -> Vec<KeyValue> {
+    let mut attributes = Vec::with_capacity(3);
+    if let Ok(mut u) = url::Url::parse(url) {
+        if let Some(host) = u.host_str() {
+            attributes.push(KeyValue::new("server.address", host.to_string()));
+        }
+        if let Some(port) = u.port_or_known_default() {
+            attributes.push(KeyValue::new("server.port", i64::from(port)));
+        }
+        u.set_query(None);
+        u.set_fragment(None);
+        let _ = u.set_password(None);
+        let _ = u.set_username("");
+        attributes.push(KeyValue::new("url.full", u.to_string()));
+    }
+    attributes
 }
 
 fn child_context(parent: &SpanContext) -> Context {
@@ -90,24 +111,29 @@ impl Traces {
         if retry > 0 {
             attributes.push(KeyValue::new("http.request.resend_count", retry as i64));
         }
-        if let Ok(mut u) = url::Url::parse(url) {
-            if let Some(host) = u.host_str() {
-                attributes.push(KeyValue::new("server.address", host.to_string()));
-            }
-            if let Some(port) = u.port_or_known_default() {
-                attributes.push(KeyValue::new("server.port", i64::from(port)));
-            }
-            // The query and any credentials may carry tokens.
-            u.set_query(None);
-            u.set_fragment(None);
-            let _ = u.set_password(None);
-            let _ = u.set_username("");
-            attributes.push(KeyValue::new("url.full", u.to_string()));
-        }
+        attributes.extend(url_attributes(url));
         let span = self
             .tracer
             .span_builder("POST")
             .with_kind(SpanKind::Client)
+            .with_attributes(attributes)
+            .start_with_context(&self.tracer, &child_context(&parent.span_context()));
+        AttemptSpan { span }
+    }
+
+    /// Opens the span of one try of an output other than a hook (a destination's publish, an
+    /// xAPI statement's POST), named `name`, of `kind`, under `parent`.
+    pub(crate) fn output_attempt(
+        &self,
+        parent: &TraceParent,
+        name: String,
+        kind: SpanKind,
+        attributes: Vec<KeyValue>,
+    ) -> AttemptSpan {
+        let span = self
+            .tracer
+            .span_builder(name)
+            .with_kind(kind)
             .with_attributes(attributes)
             .start_with_context(&self.tracer, &child_context(&parent.span_context()));
         AttemptSpan { span }
@@ -177,15 +203,27 @@ impl MessageTrace {
         event: &str,
         start: SystemTime,
     ) -> (Span, Option<TraceParent>) {
+        let attributes = vec![
+            KeyValue::new("hookrelay.hook.id", hook as i64),
+            KeyValue::new("hookrelay.event.id", event.to_string()),
+        ];
+        self.enqueue_with(traces, attributes, start)
+    }
+
+    /// Opens an `enqueue` span with `attributes` (a hook's callback, a destination's message,
+    /// an xAPI statement), from `start`: its context is what the queued item keeps.
+    pub(crate) fn enqueue_with(
+        &self,
+        traces: &Traces,
+        attributes: Vec<KeyValue>,
+        start: SystemTime,
+    ) -> (Span, Option<TraceParent>) {
         let span = traces
             .tracer
             .span_builder("enqueue")
             .with_kind(SpanKind::Producer)
             .with_start_time(start)
-            .with_attributes([
-                KeyValue::new("hookrelay.hook.id", hook as i64),
-                KeyValue::new("hookrelay.event.id", event.to_string()),
-            ])
+            .with_attributes(attributes)
             .start_with_context(&traces.tracer, &self.cx);
         let parent = TraceParent::of(span.span_context()).filter(TraceParent::sampled);
         (span, parent)

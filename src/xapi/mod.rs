@@ -78,8 +78,8 @@ impl Output {
         sources: Arc<SourceTable>,
         conn: &StoreConn,
         metrics: Arc<Metrics>,
-        tracker: &TaskTracker,
-        token: &CancellationToken,
+        traces: &Option<Arc<crate::traces::Traces>>,
+        (tracker, token): (&TaskTracker, &CancellationToken),
     ) -> Option<Self> {
         let x = &config.xapi;
         if !x.enabled {
@@ -110,7 +110,7 @@ impl Output {
             ssrf.allow_cidrs.clone(),
         ));
         let shared = match Shared::new(conn.clone(), x.clone(), secrets, metrics, guard) {
-            Ok(s) => Arc::new(s),
+            Ok(s) => Arc::new(s.with_traces(traces.clone())),
             Err(e) => {
                 tracing::error!(error = %e, "cannot build the xAPI output's HTTP client; the output is off");
                 return None;
@@ -173,9 +173,10 @@ impl Output {
         events: &[Arc<Event>],
         conn: &mut StoreConn,
         pipe: &mut redis::Pipeline,
+        trace: &mut (dyn FnMut(usize, &str) -> Option<crate::traces::TraceParent> + Send),
     ) {
         self.prune();
-        for event in events {
+        for (i, event) in events.iter().enumerate() {
             if !translate::handles(&event.id) {
                 continue;
             }
@@ -220,7 +221,7 @@ impl Output {
             }
             store::add_writes(pipe, &source_name, &writes, self.shared.config.state_ttl_s);
             match made {
-                Ok(Some(st)) => self.queue(pipe, st, &source_name),
+                Ok(Some(st)) => self.queue(pipe, st, &source_name, &mut |lrs| trace(i, lrs)),
                 Ok(None) => {}
                 Err(skip) => self.shared.metrics.xapi.skip(skip.reason()),
             }
@@ -262,7 +263,13 @@ impl Output {
         }
     }
 
-    fn queue(&mut self, pipe: &mut redis::Pipeline, st: translate::Statement, source: &str) {
+    fn queue(
+        &mut self,
+        pipe: &mut redis::Pipeline,
+        st: translate::Statement,
+        source: &str,
+        trace: &mut dyn FnMut(&str) -> Option<crate::traces::TraceParent>,
+    ) {
         let lrs = match self.shared.resolve(st.lrs_payload.as_deref(), Some(source)) {
             Ok(l) => l,
             Err(e) => {
@@ -306,6 +313,7 @@ impl Output {
             st.lrs_payload.as_deref(),
             source,
             &lrs.host(),
+            trace(&format!("xapi:{}", lrs.host())),
         );
         self.touched.insert(key);
     }

@@ -50,6 +50,8 @@ pub(crate) struct Shared {
     pub(super) metrics: Arc<Metrics>,
     /// Decrypted payloads (a PBKDF2 of 10,000 rounds each): by payload text.
     resolved: Mutex<HashMap<String, Result<Lrs, PayloadError>>>,
+    /// The tracer, while traces are on: a traced statement's tries are spans of its trace.
+    traces: Option<Arc<crate::traces::Traces>>,
 }
 
 impl Shared {
@@ -85,7 +87,14 @@ impl Shared {
             secrets,
             metrics,
             resolved: Mutex::new(HashMap::new()),
+            traces: None,
         })
+    }
+
+    /// This output, its statements' tries traced with `traces`.
+    pub(crate) fn with_traces(mut self, traces: Option<Arc<crate::traces::Traces>>) -> Self {
+        self.traces = traces;
+        self
     }
 
     /// The LRS of a statement: its meeting's (decrypted with its server's secret), else the
@@ -232,7 +241,23 @@ async fn send_one(
         } else {
             &shared.http
         };
+        let span = try_span(shared, &lrs, q, failures);
         let outcome = post(client, &lrs, &q.statement).await;
+        if let Some(span) = span {
+            match &outcome {
+                Outcome::Taken => span.finish(None, None, "delivered"),
+                Outcome::Refused(s) => {
+                    span.finish(
+                        Some(*s),
+                        Some((s.to_string(), format!("HTTP {s}"))),
+                        "refused",
+                    );
+                }
+                Outcome::Again(reason, s) => {
+                    span.finish(*s, Some(((*reason).into(), (*reason).into())), "retry");
+                }
+            }
+        }
         shared
             .xapi()
             .latency
@@ -278,6 +303,27 @@ async fn send_one(
             return false;
         }
     }
+}
+
+/// The span of one try of `q` (after `failures` failed ones), when `q` is traced.
+fn try_span(
+    shared: &Shared,
+    lrs: &Lrs,
+    q: &Queued,
+    failures: usize,
+) -> Option<crate::traces::AttemptSpan> {
+    use opentelemetry::KeyValue;
+    let (traces, parent) = shared.traces.as_deref().zip(q.trace)?;
+    let mut attributes = vec![
+        KeyValue::new("http.request.method", "POST"),
+        KeyValue::new("hookrelay.output", "xapi"),
+    ];
+    attributes.extend(crate::traces::url_attributes(&lrs.url));
+    if failures > 0 {
+        attributes.push(KeyValue::new("http.request.resend_count", failures as i64));
+    }
+    let kind = opentelemetry::trace::SpanKind::Client;
+    Some(traces.output_attempt(&parent, "POST".into(), kind, attributes))
 }
 
 fn fail(shared: &Shared, host: &str, reason: &str) {

@@ -100,6 +100,8 @@ pub(crate) struct Queued {
     pub(super) lrs_payload: Option<String>,
     /// The source whose secret decrypts it.
     pub(super) source: Option<String>,
+    /// Its place in its bus message's trace (`tp`), when traced.
+    pub(super) trace: Option<crate::traces::TraceParent>,
 }
 
 /// Adds a statement to an LRS's queue in `pipe`.
@@ -110,10 +112,15 @@ pub(crate) fn add_statement(
     lrs_payload: Option<&str>,
     source: &str,
     host: &str,
+    trace: Option<crate::traces::TraceParent>,
 ) {
     let mut fields: Vec<(&str, &str)> = vec![("s", statement), ("o", source)];
     if let Some(p) = lrs_payload {
         fields.push(("t", p));
+    }
+    let trace = trace.map(|t| t.to_string());
+    if let Some(t) = &trace {
+        fields.push(("tp", t));
     }
     pipe.xadd(queue_key(lrs), "*", &fields).ignore();
     pipe.hset(QUEUES, lrs, host).ignore();
@@ -138,6 +145,7 @@ pub(crate) async fn read(
                 statement: text("s").unwrap_or_default(),
                 lrs_payload: text("t"),
                 source: text("o"),
+                trace: text("tp").and_then(|t| crate::traces::TraceParent::parse(&t)),
                 id: e.id,
             }
         })

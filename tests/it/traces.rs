@@ -532,3 +532,92 @@ async fn the_docs_receiver_joins_the_relays_trace_under_its_attempt() {
     assert_eq!(r["trace_id"], mine["trace_id"]);
     relay.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn xapi_statements_and_destination_messages_join_the_message_trace() {
+    let collector = Collector::start("http", Answer::Ok);
+    let redis = TestRedis::start().await;
+    let lrs = TestReceiver::start().await;
+    // The LRS fails the first try of the first statement: its retry shows in the trace.
+    lrs.script([Reply::Status(503)]);
+    let dir = tempfile::tempdir().expect("dir");
+    let file = dir.path().join("events.jsonl");
+    let extra = format!(
+        "[tracing]\notlp_endpoint = \"{}\"\n{}[[destinations]]\nname = \"archive\"\nurl = \"file://{}\"\n",
+        collector.endpoint(),
+        crate::xapi::config(&lrs.url("")),
+        file.display()
+    );
+    let relay = RelayProcess::start(&redis, &extra).await;
+    let lines = crate::xapi::meeting("traced", serde_json::json!({}));
+    for line in lines.iter().take(2) {
+        redis.publish(line).await;
+    }
+    let spans = collector
+        .wait("the statements' and the file's spans", |s| {
+            s.iter()
+                .filter(|x| attr(x, "hookrelay.output") == "xapi")
+                .count()
+                >= 3
+                && s.iter()
+                    .filter(|x| {
+                        x["name"]
+                            .as_str()
+                            .is_some_and(|n| n.starts_with("publish "))
+                    })
+                    .count()
+                    >= 2
+        })
+        .await;
+    for posted in spans
+        .iter()
+        .filter(|s| attr(s, "hookrelay.output") == "xapi")
+    {
+        let t = of_trace(&spans, posted["trace_id"].as_str().unwrap_or(""));
+        let enqueue = t
+            .iter()
+            .find(|s| s["span_id"] == posted["parent_span_id"])
+            .expect("the statement's enqueue span");
+        assert_eq!(enqueue["name"], "enqueue");
+        assert!(
+            attr(enqueue, "hookrelay.output")
+                .as_str()
+                .is_some_and(|o| o.starts_with("xapi:")),
+            "{enqueue}"
+        );
+        let r = t.iter().find(|s| s["parent_span_id"] == "").expect("root");
+        assert_eq!(enqueue["parent_span_id"], r["span_id"]);
+        assert_eq!(posted["kind"], 3);
+        assert!(
+            attr(posted, "url.full")
+                .as_str()
+                .is_some_and(|u| u.ends_with("/xAPI/statements"))
+        );
+    }
+    let verdicts: Vec<&Value> = spans
+        .iter()
+        .filter(|s| attr(s, "hookrelay.output") == "xapi")
+        .map(|s| attr(s, "hookrelay.verdict"))
+        .collect();
+    assert!(verdicts.contains(&&Value::from("retry")), "{verdicts:?}");
+    for published in spans.iter().filter(|s| {
+        s["name"]
+            .as_str()
+            .is_some_and(|n| n.starts_with("publish "))
+    }) {
+        assert_eq!(attr(published, "messaging.system"), "file");
+        assert_eq!(attr(published, "hookrelay.destination"), "archive");
+        assert_eq!(attr(published, "hookrelay.verdict"), "published");
+        let t = of_trace(&spans, published["trace_id"].as_str().unwrap_or(""));
+        let enqueue = t
+            .iter()
+            .find(|s| s["span_id"] == published["parent_span_id"])
+            .expect("the message's enqueue span");
+        assert_eq!(attr(enqueue, "hookrelay.output"), "destination:archive");
+        let r = t.iter().find(|s| s["parent_span_id"] == "").expect("root");
+        let route = named(&t, "route");
+        assert_eq!(attr(route[0], "hookrelay.destinations.matched"), 1);
+        assert_eq!(enqueue["parent_span_id"], r["span_id"]);
+    }
+    relay.terminate().await;
+}

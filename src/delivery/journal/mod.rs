@@ -66,8 +66,8 @@ pub struct Entry {
     pub original: Option<u64>,
     /// Where its `enqueue` span sits in its message's trace (`[tracing]`, sampled messages
     /// only; stored as `tp`), so that its attempts join that trace whenever and wherever they
-    /// are made.
-    pub trace: Option<crate::traces::TraceParent>,
+    /// are made. Boxed, so that the entries of untraced messages stay small.
+    pub trace: Option<Box<crate::traces::TraceParent>>,
 }
 
 impl Entry {

@@ -81,6 +81,7 @@ mod tests {
             id: "i".into(),
             queued_ms: 0,
             for_plugins: None,
+            trace: None,
         }
     }
 
