@@ -110,7 +110,7 @@ pub(super) async fn resolve(
             shared: shared_ref,
             source,
             chain: s.chain.clone(),
-            original: s.original,
+            original: s.original.and_then(std::num::NonZeroU64::new),
             trace: s.trace.map(Box::new),
         });
     }

@@ -71,7 +71,7 @@ pub(crate) fn plan(
                 shared,
                 source: c.event.source,
                 chain: c.chain.map(Box::new),
-                original: c.original,
+                original: c.original.and_then(std::num::NonZeroU64::new),
                 trace: c.trace.map(Box::new),
             };
             (c.hook, entry, cost)

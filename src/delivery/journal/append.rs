@@ -166,7 +166,7 @@ fn add_entry(pipe: &mut redis::Pipeline, key: &str, e: &Entry, sources: &SourceT
         }
     }
     if let Some(original) = e.original {
-        pipe.arg("r").arg(original);
+        pipe.arg("r").arg(original.get());
     }
     if let Some(trace) = &e.trace {
         pipe.arg("tp").arg(trace.to_string());
