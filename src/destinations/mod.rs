@@ -92,13 +92,13 @@ impl Output {
     }
 
     /// Adds each destination's messages of `events` (one batch, in order) to `pipe`, the
-    /// batch's transaction; `trace` gives the trace context of a message made of event `i`
-    /// for destination `name`, when its bus message is traced.
+    /// batch's transaction; `trace(i, "destination", name)` gives the trace context of a
+    /// message made of event `i` for destination `name`, when its bus message is traced.
     pub(crate) fn add(
         &mut self,
         events: &[Arc<Event>],
         pipe: &mut redis::Pipeline,
-        trace: &mut dyn FnMut(usize, &str) -> Option<TraceParent>,
+        trace: &mut dyn FnMut(usize, &str, &str) -> Option<TraceParent>,
     ) {
         for (i, event) in events.iter().enumerate() {
             let mut server = None;
@@ -114,7 +114,7 @@ impl Output {
                 }
                 let server = server.get_or_insert_with(|| self.sources.name(event.source));
                 let mut message = Message::of(route, event, body, server);
-                message.trace = trace(i, &format!("destination:{}", route.name));
+                message.trace = trace(i, "destination", &route.name);
                 queue::add(pipe, &route.name, &message);
                 handle.depth.fetch_add(1, Ordering::Relaxed);
                 self.touched = true;

@@ -270,14 +270,14 @@ impl ProcessStage {
         // trace, as its callbacks do.
         let traces = self.traces.clone();
         let events = &routed.events;
-        let mut trace = |i: usize, output: &str| {
+        let mut trace = |i: usize, kind: &str, name: &str| {
             let (traces, spans) = traces.as_deref().zip(spans.as_mut())?;
             let event = events.get(i).map_or(String::new(), |e| e.id.clone());
             spans.output(
                 traces,
                 i,
                 vec![
-                    opentelemetry::KeyValue::new("hookrelay.output", output.to_string()),
+                    opentelemetry::KeyValue::new("hookrelay.output", format!("{kind}:{name}")),
                     opentelemetry::KeyValue::new("hookrelay.event.id", event),
                 ],
             )
@@ -301,6 +301,9 @@ impl ProcessStage {
         });
         let commit = self.with_taken(batch, commit);
         if self.fence.check_or_stop().is_err() {
+            if let Some(spans) = spans {
+                spans.close(false);
+            }
             return false;
         }
         let arrivals: Vec<std::time::Instant> = batch.iter().map(|m| m.arrived).collect();

@@ -69,7 +69,8 @@ impl SpanProcessor for Queue {
         if !span.span_context.is_sampled() {
             return;
         }
-        if self.tx.try_send(span).is_err() {
+        // Closed: the relay has stopped and its last export is done.
+        if let Err(mpsc::error::TrySendError::Full(_)) = self.tx.try_send(span) {
             self.metrics.0.traces.queue_full(1);
         }
     }
@@ -106,8 +107,7 @@ async fn run(
     let mut batch = Vec::with_capacity(BATCH);
     let mut stop_at: Option<tokio::time::Instant> = None;
     loop {
-        let deadline =
-            stop_at.unwrap_or_else(|| tokio::time::Instant::now() + Duration::from_secs(3600));
+        let deadline = stop_at.unwrap_or_else(tokio::time::Instant::now);
         tokio::select! {
             n = rx.recv_many(&mut batch, BATCH) => {
                 if n == 0 {
@@ -118,7 +118,7 @@ async fn run(
                 stop_at = Some(tokio::time::Instant::now() + AT_STOP);
                 continue;
             }
-            () = tokio::time::sleep_until(deadline) => break,
+            () = tokio::time::sleep_until(deadline), if stop_at.is_some() => break,
         }
         // A batch that is not full waits a little for more, so that a quiet relay sends a
         // request per LINGER rather than one per span.
@@ -130,32 +130,14 @@ async fn run(
                 _ => break,
             }
         }
-        let within = if stop_at.is_some() {
-            timeout.min(LAST_EXPORT)
-        } else {
-            timeout
-        };
-        export(
-            &exporter,
-            std::mem::take(&mut batch),
-            within,
-            &metrics,
-            &mut health,
-        )
-        .await;
+        let full = std::mem::take(&mut batch);
+        export(&exporter, full, (timeout, &token), &metrics, &mut health).await;
     }
     while let Ok(span) = rx.try_recv() {
         batch.push(span);
     }
     if !batch.is_empty() {
-        export(
-            &exporter,
-            batch,
-            timeout.min(LAST_EXPORT),
-            &metrics,
-            &mut health,
-        )
-        .await;
+        export(&exporter, batch, (timeout, &token), &metrics, &mut health).await;
     }
 }
 
@@ -167,18 +149,27 @@ struct Health {
     warned: Option<Instant>,
 }
 
+/// Exports one batch within `timeout`, and within [`LAST_EXPORT`] once `stop` is cancelled
+/// (a hanging collector must not hold the stop up).
 async fn export(
     exporter: &opentelemetry_otlp::SpanExporter,
     batch: Vec<SpanData>,
-    timeout: Duration,
+    (timeout, stop): (Duration, &CancellationToken),
     metrics: &Metrics,
     health: &mut Health,
 ) {
     let n = batch.len();
-    let outcome = match tokio::time::timeout(timeout, exporter.export(batch)).await {
-        Ok(Ok(())) => Ok(()),
-        Ok(Err(e)) => Err(e.to_string()),
-        Err(_) => Err(format!("no answer within {} ms", timeout.as_millis())),
+    let stopping = async {
+        stop.cancelled().await;
+        tokio::time::sleep(LAST_EXPORT).await;
+    };
+    let outcome = tokio::select! {
+        r = tokio::time::timeout(timeout, exporter.export(batch)) => match r {
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(e)) => Err(e.to_string()),
+            Err(_) => Err(format!("no answer within {} ms", timeout.as_millis())),
+        },
+        () = stopping => Err("the relay stopped before the collector answered".to_string()),
     };
     match outcome {
         Ok(()) => {

@@ -87,6 +87,8 @@ impl Traces {
                     .map_err(|e| e.to_string())?;
                 opentelemetry_otlp::SpanExporter::builder()
                     .with_http()
+                    // Resolved already (the variables over the file): not read again.
+                    .with_protocol(opentelemetry_otlp::Protocol::HttpBinary)
                     .with_http_client(export::Http(client))
                     .with_endpoint(&s.endpoint)
                     .with_headers(s.headers.iter().cloned().collect())
@@ -108,6 +110,7 @@ impl Traces {
                 let _ = rustls::crypto::ring::default_provider().install_default();
                 opentelemetry_otlp::SpanExporter::builder()
                     .with_tonic()
+                    .with_protocol(opentelemetry_otlp::Protocol::Grpc)
                     .with_endpoint(&s.endpoint)
                     .with_metadata(metadata)
                     .with_timeout(s.timeout)
@@ -139,13 +142,15 @@ impl Traces {
     }
 }
 
-/// `endpoint` without a password, for the log.
+/// `endpoint` without credentials, query or fragment (a vendor's key may be in any), for the
+/// log.
 fn redacted(endpoint: &str) -> String {
     match url::Url::parse(endpoint) {
         Ok(mut u) => {
-            if u.password().is_some() {
-                let _ = u.set_password(Some("***"));
-            }
+            let _ = u.set_username("");
+            let _ = u.set_password(None);
+            u.set_query(None);
+            u.set_fragment(None);
             u.to_string()
         }
         Err(_) => "(not a URL)".into(),

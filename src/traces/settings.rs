@@ -53,9 +53,9 @@ pub(crate) fn resolve(file: &TracingConfig, env: &dyn Fn(&str) -> Option<String>
     match var("OTEL_TRACES_EXPORTER").as_deref().map(str::trim) {
         Some("none") => return Resolved::default(),
         None | Some("otlp") => {}
-        Some(other) => warnings.push(format!(
-            "OTEL_TRACES_EXPORTER={other:?} is not supported (only otlp and none): otlp is used"
-        )),
+        Some(_) => warnings.push(
+            "OTEL_TRACES_EXPORTER is not supported (only otlp and none): otlp is used".into(),
+        ),
     }
     let mut protocol = file.protocol;
     for name in [
@@ -63,13 +63,13 @@ pub(crate) fn resolve(file: &TracingConfig, env: &dyn Fn(&str) -> Option<String>
         "OTEL_EXPORTER_OTLP_PROTOCOL",
     ] {
         if let Some(v) = var(name) {
-            match OtlpProtocol::parse(&v) {
-                Some(p) => protocol = p,
-                None => warnings.push(format!(
-                    "{name}={v:?} is not supported (http/protobuf or grpc): passed over"
-                )),
+            if let Some(p) = OtlpProtocol::parse(&v) {
+                protocol = p;
+                break;
             }
-            break;
+            warnings.push(format!(
+                "{name} is not supported (http/protobuf or grpc): passed over"
+            ));
         }
     }
     let http = protocol == OtlpProtocol::HttpProtobuf;
@@ -132,13 +132,13 @@ pub(crate) fn resolve(file: &TracingConfig, env: &dyn Fn(&str) -> Option<String>
         "OTEL_EXPORTER_OTLP_TIMEOUT",
     ] {
         if let Some(v) = var(name) {
-            match v.trim().parse::<u64>() {
-                Ok(ms) if ms > 0 => timeout = Duration::from_millis(ms),
-                _ => warnings.push(format!(
-                    "{name}={v:?} is not a number of milliseconds: passed over"
-                )),
+            if let Ok(ms @ 1..) = v.trim().parse::<u64>() {
+                timeout = Duration::from_millis(ms);
+                break;
             }
-            break;
+            warnings.push(format!(
+                "{name} is not a number of milliseconds: passed over"
+            ));
         }
     }
     Resolved {
@@ -180,10 +180,9 @@ fn sampler_ratio(
                 }
             }
         }
-        other => {
-            warnings.push(format!(
-                "OTEL_TRACES_SAMPLER={other:?} is not supported: tracing.sample_ratio is used"
-            ));
+        _ => {
+            warnings
+                .push("OTEL_TRACES_SAMPLER is not supported: tracing.sample_ratio is used".into());
             file
         }
     }
@@ -332,6 +331,23 @@ mod tests {
             "a header's value is never told: {:?}",
             r.warnings
         );
+    }
+
+    #[test]
+    fn an_unusable_signal_variable_leaves_the_general_one_in_force() {
+        let r = resolve(
+            &file(),
+            &env(&[
+                ("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "bogus"),
+                ("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc"),
+                ("OTEL_EXPORTER_OTLP_TRACES_TIMEOUT", "0"),
+                ("OTEL_EXPORTER_OTLP_TIMEOUT", "750"),
+            ]),
+        );
+        let s = r.settings.expect("on");
+        assert_eq!(s.protocol, OtlpProtocol::Grpc);
+        assert_eq!(s.timeout, Duration::from_millis(750));
+        assert_eq!(r.warnings.len(), 2, "{:?}", r.warnings);
     }
 
     #[test]

@@ -173,7 +173,7 @@ impl Output {
         events: &[Arc<Event>],
         conn: &mut StoreConn,
         pipe: &mut redis::Pipeline,
-        trace: &mut (dyn FnMut(usize, &str) -> Option<crate::traces::TraceParent> + Send),
+        trace: &mut (dyn FnMut(usize, &str, &str) -> Option<crate::traces::TraceParent> + Send),
     ) {
         self.prune();
         for (i, event) in events.iter().enumerate() {
@@ -221,7 +221,9 @@ impl Output {
             }
             store::add_writes(pipe, &source_name, &writes, self.shared.config.state_ttl_s);
             match made {
-                Ok(Some(st)) => self.queue(pipe, st, &source_name, &mut |lrs| trace(i, lrs)),
+                Ok(Some(st)) => {
+                    self.queue(pipe, st, &source_name, &mut |lrs| trace(i, "xapi", lrs));
+                }
                 Ok(None) => {}
                 Err(skip) => self.shared.metrics.xapi.skip(skip.reason()),
             }
@@ -306,14 +308,15 @@ impl Output {
             .queued
             .get_or_create(&crate::metrics::XapiMetrics::lrs(&lrs.host()))
             .set(i64::try_from(depth).unwrap_or(i64::MAX));
+        let host = lrs.host();
         store::add_statement(
             pipe,
             &key,
             &st.json.to_string(),
             st.lrs_payload.as_deref(),
             source,
-            &lrs.host(),
-            trace(&format!("xapi:{}", lrs.host())),
+            &host,
+            trace(&host),
         );
         self.touched.insert(key);
     }

@@ -243,21 +243,22 @@ async fn send_one(
         };
         let span = try_span(shared, &lrs, q, failures);
         let outcome = post(client, &lrs, &q.statement).await;
-        if let Some(span) = span {
-            match &outcome {
-                Outcome::Taken => span.finish(None, None, "delivered"),
-                Outcome::Refused(s) => {
-                    span.finish(
-                        Some(*s),
-                        Some((s.to_string(), format!("HTTP {s}"))),
-                        "refused",
-                    );
-                }
-                Outcome::Again(reason, s) => {
-                    span.finish(*s, Some(((*reason).into(), (*reason).into())), "retry");
-                }
+        // A try that will be tried again is finished below, once its delay is known.
+        let span = match (&outcome, span) {
+            (Outcome::Taken, Some(span)) => {
+                span.finish(None, None, "delivered");
+                None
             }
-        }
+            (Outcome::Refused(s), Some(span)) => {
+                span.finish(
+                    Some(*s),
+                    Some((s.to_string(), format!("HTTP {s}"))),
+                    "refused",
+                );
+                None
+            }
+            (_, span) => span,
+        };
         shared
             .xapi()
             .latency
@@ -290,6 +291,10 @@ async fn send_one(
         } else {
             policy.next_delay(failures)
         };
+        if let Some(span) = span {
+            let verdict = if delay.is_some() { "retry" } else { "refused" };
+            span.finish(status, Some((reason.into(), reason.into())), verdict);
+        }
         let Some(delay) = delay else {
             tracing::warn!(lrs = %host, ?status, failures, "the LRS refuses these credentials; an xAPI statement is dropped");
             return true;
