@@ -76,15 +76,16 @@ async fn the_image_holds_the_relay_its_libraries_roots_plugins_schemas_and_bill_
         assert!(listed(&listing, path).starts_with('-'), "{path}");
     }
     // Beside the relay, little: the release binary is what BENCHMARKS.md's image size is made
-    // of (scripts/image.sh refuses a release image over 40 MiB).
+    // of (scripts/image.sh refuses a release image over 40 MiB). The bill of materials grows
+    // with the crates compiled in (the OTLP exporter's took it past 4.5 MiB in all).
     let beside: u64 = listing
         .lines()
         .filter(|l| !l.ends_with(" usr/bin/hookrelay"))
         .filter_map(|l| l.split_whitespace().nth(2)?.parse::<u64>().ok())
         .sum();
     assert!(
-        beside < 4_718_592,
-        "{beside} bytes beside the relay, over 4.5 MiB"
+        beside < 5 << 20,
+        "{beside} bytes beside the relay, over 5 MiB"
     );
     // Nothing of systemd's or BBB's nginx's (the host's, not the container's).
     assert!(
