@@ -213,10 +213,13 @@ async fn redis_stopped_for_10s_then_everything_resumes() {
 async fn a_full_queue_drops_its_oldest_and_counts_them() {
     let redis = TestRedis::start().await;
     let (slow, other) = (TestReceiver::start().await, TestReceiver::start().await);
+    // n0 stays in flight for 4 s, long enough for the 20 events after it on a loaded machine;
+    // the others take 1 s each.
+    slow.script([Reply::Delay(Duration::from_millis(4000), 200)]);
     slow.set_default(Reply::Delay(Duration::from_millis(1000), 200));
     let mut config = TestRelay::config(&redis);
     config.delivery.max_queue = 5;
-    config.delivery.request_timeout_ms = 3000;
+    config.delivery.request_timeout_ms = 6000;
     let relay = TestRelay::start_with(&redis, config).await;
     let hook = relay.create_hook(&slow.url("/slow"), "").await;
     relay.create_hook(&other.url("/other"), "").await;
@@ -229,8 +232,10 @@ async fn a_full_queue_drops_its_oldest_and_counts_them() {
         }
     })
     .await;
-    // One at a time, so that the fast hook (same bound) keeps up.
+    // One at a time, each once the fast hook (same bound) has the one before: it keeps up
+    // however slow the machine.
     for i in 1..21 {
+        other.wait_delivered(i).await;
         redis.publish_users(i..i + 1).await;
         // Part of the scenario: the events spaced apart.
         tokio::time::sleep(Duration::from_millis(10)).await;
