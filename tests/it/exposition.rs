@@ -3,8 +3,14 @@
 //! checked by Debian's `promtool check metrics` (Prometheus 2.42, which refuses OpenMetrics'
 //! `gaugehistogram`), the OpenMetrics by an OpenMetrics parser; both carry the same series.
 
+use std::{collections::BTreeMap, time::Duration};
+
 use crate::support::{
-    RelayProcess, TestRedis, meeting_created, metric_value, on_path, relay::PROMETHEUS_ACCEPT,
+    RelayProcess, TestRedis,
+    accept_proxy::AcceptProxy,
+    meeting_created, metric_value, on_path,
+    prometheus::{TestPrometheus, prometheus},
+    relay::PROMETHEUS_ACCEPT,
     user_joined, wait,
 };
 
@@ -26,11 +32,10 @@ async fn scrape(relay: &RelayProcess, accept: Option<&str>) -> (String, String) 
     (content_type, response.text().await.expect("body"))
 }
 
-#[tokio::test]
-async fn metrics_come_in_the_format_the_scraper_asks_for() {
-    let redis = TestRedis::start().await;
-    let relay = RelayProcess::start(&redis, "").await;
-    // A meeting with a participant: the bbb_room_* gauge histograms have a room to count.
+/// A relay whose meeting has a participant: the bbb_room_* gauge histograms have a room to
+/// count.
+async fn relay_with_a_meeting(redis: &TestRedis) -> RelayProcess {
+    let relay = RelayProcess::start(redis, "").await;
     redis
         .publish_all(&[
             meeting_created("int-1", "ext-1"),
@@ -45,6 +50,13 @@ async fn metrics_come_in_the_format_the_scraper_asks_for() {
         }
     })
     .await;
+    relay
+}
+
+#[tokio::test]
+async fn metrics_come_in_the_format_the_scraper_asks_for() {
+    let redis = TestRedis::start().await;
+    let relay = relay_with_a_meeting(&redis).await;
 
     for accept in [None, Some("*/*"), Some("text/plain; version=0.0.4")] {
         let (content_type, text) = scrape(&relay, accept).await;
@@ -108,4 +120,89 @@ async fn metrics_come_in_the_format_the_scraper_asks_for() {
     }
     assert!(parsed.families.contains_key("bbb_room_participants"));
     drop(relay);
+}
+
+/// What a Prometheus holds of job `bbb`: each series name's number of series, an OpenMetrics
+/// gauge histogram's `_gcount` and `_gsum` named as the text format names them (`_count`,
+/// `_sum`); and the `bbb_room_participants` buckets' values by `le`.
+async fn held(prom: &TestPrometheus) -> (BTreeMap<String, String>, BTreeMap<String, String>) {
+    let value = |s: &serde_json::Value| s["value"][1].as_str().unwrap_or_default().to_string();
+    let names = prom
+        .query("count by (__name__) ({job=\"bbb\"})")
+        .await
+        .iter()
+        .map(|s| {
+            let name = s["metric"]["__name__"].as_str().unwrap_or_default();
+            let name = match name.strip_suffix("_gcount").or(name.strip_suffix("_gsum")) {
+                Some(base) if name.ends_with("_gsum") => format!("{base}_sum"),
+                Some(base) => format!("{base}_count"),
+                None => name.to_string(),
+            };
+            (name, value(s))
+        })
+        .collect();
+    let buckets = prom
+        .query("bbb_room_participants_bucket{job=\"bbb\"}")
+        .await
+        .iter()
+        .map(|s| {
+            (
+                s["metric"]["le"].as_str().unwrap_or_default().to_string(),
+                value(s),
+            )
+        })
+        .collect();
+    (names, buckets)
+}
+
+/// Two real Prometheus servers scrape one relay: one as it asks (OpenMetrics), one through a
+/// proxy that asks for the text format 0.0.4 as Telegraf and vmagent do. Each ingests every
+/// family, the gauge histograms included, and they hold the same series with the same buckets.
+#[tokio::test]
+async fn a_real_prometheus_ingests_either_format_to_the_same_series() {
+    let Some(binary) = prometheus() else {
+        eprintln!("prometheus is not installed: the formats are not scraped by it");
+        return;
+    };
+    let redis = TestRedis::start().await;
+    let relay = relay_with_a_meeting(&redis).await;
+    let proxy = AcceptProxy::start("text/plain;version=0.0.4").await;
+    let by_text = TestPrometheus::start_via(&binary, relay.metrics, Some(proxy.addr)).await;
+    let by_openmetrics = TestPrometheus::start(&binary, relay.metrics).await;
+    let what = "both hold the same series";
+    let (names, buckets) = wait::until_within(what, Duration::from_secs(60), async || {
+        let (text, openmetrics) = (held(&by_text).await, held(&by_openmetrics).await);
+        let full = text.0.contains_key("bbb_room_participants_count") && text.1.len() > 1;
+        match full && text == openmetrics {
+            true => Ok(text),
+            false => Err(format!("text: {text:?}\nOpenMetrics: {openmetrics:?}")),
+        }
+    })
+    .await;
+    for family in [
+        "bbb_meetings",
+        "bbb_room_participants_sum",
+        "hookrelay_bus_messages_total",
+        "up",
+    ] {
+        assert!(names.contains_key(family), "{family}: {names:?}");
+    }
+    // The room of one participant, in every bucket from le="1" up.
+    assert_eq!(
+        buckets.get("+Inf").map(String::as_str),
+        Some("1"),
+        "{buckets:?}"
+    );
+    let answered = proxy.answered();
+    assert!(!answered.is_empty());
+    assert!(
+        answered
+            .iter()
+            .all(|t| t == "text/plain; version=0.0.4; charset=utf-8"),
+        "{answered:?}"
+    );
+    for prom in [&by_text, &by_openmetrics] {
+        let up = prom.query("up{job=\"bbb\"}").await;
+        assert_eq!(up.first().map(|s| s["value"][1].clone()), Some("1".into()));
+    }
 }

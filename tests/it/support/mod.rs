@@ -1,6 +1,7 @@
 //! Test support: a real `redis-server` per test ([`TestRedis`]), a scriptable HTTP receiver
 //! ([`TestReceiver`]) and the relay run through the same `run` as the binary ([`TestRelay`]).
 
+pub(crate) mod accept_proxy;
 pub(crate) mod bad_receiver;
 pub(crate) mod bbb3;
 pub(crate) mod bbb_api;

@@ -36,13 +36,25 @@ pub(crate) struct TestPrometheus {
 
 impl TestPrometheus {
     pub(crate) async fn start(binary: &PathBuf, target: std::net::SocketAddr) -> Self {
+        Self::start_via(binary, target, None).await
+    }
+
+    /// [`TestPrometheus::start`], scraping through the HTTP proxy at `proxy` when given.
+    pub(crate) async fn start_via(
+        binary: &PathBuf,
+        target: std::net::SocketAddr,
+        proxy: Option<std::net::SocketAddr>,
+    ) -> Self {
         let dir = tempfile::tempdir().expect("temp dir");
         let config = dir.path().join("prometheus.yml");
+        let proxy = proxy
+            .map(|p| format!("    proxy_url: 'http://{p}'\n"))
+            .unwrap_or_default();
         std::fs::write(
             &config,
             format!(
                 "global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\n  evaluation_interval: 1s\n\
-                 scrape_configs:\n  - job_name: bbb\n    static_configs:\n      - targets: ['{target}']\n"
+                 scrape_configs:\n  - job_name: bbb\n{proxy}    static_configs:\n      - targets: ['{target}']\n"
             ),
         )
         .expect("prometheus.yml");
