@@ -136,16 +136,19 @@ async fn a_hook_is_removed_when_the_schedule_runs_out() {
 #[tokio::test]
 async fn a_slow_hook_does_not_delay_a_fast_one() {
     let redis = TestRedis::start().await;
-    let relay = TestRelay::start(&redis).await;
+    // The slow receiver takes 3 s a callback, well within the request timeout: on a loaded
+    // machine too, none of its callbacks times out and the fast hook's 50 take less than its 5.
+    let mut config = TestRelay::config(&redis);
+    config.delivery.request_timeout_ms = 10_000;
+    let relay = TestRelay::start_with(&redis, config).await;
     let (slow, fast) = (TestReceiver::start().await, TestReceiver::start().await);
-    slow.set_default(Reply::Delay(Duration::from_millis(800), 200));
+    slow.set_default(Reply::Delay(Duration::from_millis(3000), 200));
     relay.create_hook(&slow.url("/"), "").await;
     relay.create_hook(&fast.url("/"), "").await;
-    for i in 0..50 {
-        redis
-            .publish(&user_joined("int-1", &format!("u{i}"), &format!("n{i}")))
-            .await;
-    }
+    let messages: Vec<String> = (0..50)
+        .map(|i| user_joined("int-1", &format!("u{i}"), &format!("n{i}")))
+        .collect();
+    redis.publish_all(&messages).await;
     fast.wait_delivered(50).await;
     // The slow hook is still on its first few events: one in flight at a time, in order.
     let slow_got = slow.received();

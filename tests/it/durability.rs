@@ -277,8 +277,13 @@ async fn a_full_queue_drops_its_oldest_and_counts_them() {
 async fn destroying_a_hook_removes_its_queue() {
     let redis = TestRedis::start().await;
     let rx = TestReceiver::start().await;
+    // The first callback stays in flight for 3 s: on a loaded machine too, the others are all
+    // still queued when the hook is destroyed.
+    rx.script([Reply::Delay(Duration::from_millis(3000), 200)]);
     rx.set_default(Reply::Delay(Duration::from_millis(500), 200));
-    let relay = TestRelay::start(&redis).await;
+    let mut config = TestRelay::config(&redis);
+    config.delivery.request_timeout_ms = 6000;
+    let relay = TestRelay::start_with(&redis, config).await;
     let hook = relay.create_hook(&rx.url("/d"), "").await;
     redis.publish_users(0..10).await;
     let what = "the queue holding the callbacks";

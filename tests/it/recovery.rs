@@ -163,8 +163,9 @@ async fn a_queue_beyond_its_window_keeps_the_newest_within_max_queue() {
     let redis = TestRedis::start().await;
     let rx = TestReceiver::start().await;
     // The first callback hangs while 1,000 events arrive: far more than the 512 held in
-    // memory and than max_queue (300); the rest waits in Redis only.
-    rx.script([Reply::Delay(Duration::from_millis(2000), 200)]);
+    // memory and than max_queue (300); the rest waits in Redis only. 8 s: all 1,000 are in
+    // before it ends on a loaded machine too.
+    rx.script([Reply::Delay(Duration::from_millis(8000), 200)]);
     let mut config = TestRelay::config(&redis);
     config.delivery.max_queue = 300;
     config.delivery.request_timeout_ms = 10_000;
