@@ -5,7 +5,8 @@
 //! their label names unified (a label a part lacks is empty, which Prometheus reads as absent);
 //! a family whose TYPE clashes with the one already taken is left out and counted; a source that
 //! fails, times out or sends what does not parse is left out and shown by
-//! `hookrelay_merge_up{source} 0`. Parsing is openmetrics-parser's.
+//! `hookrelay_merge_up{source} 0`. Parsing is openmetrics-parser's; bucket bounds keep the
+//! spelling their source gave them (`le="1.0"` stays so, [`super::bounds`]).
 
 use std::{collections::BTreeMap, sync::Arc, time::Duration};
 
@@ -14,10 +15,12 @@ use openmetrics_parser::{
     PrometheusCounterValue, PrometheusType, PrometheusValue, Sample,
 };
 
-use super::{Metrics, SourceLabel};
+use super::{Metrics, SourceLabel, bounds::Spellings};
 use crate::config::MergeSource;
 
 type Family = MetricFamily<PrometheusType, PrometheusValue>;
+/// A source's families, and the text they were read from.
+type Fetched = (Vec<Family>, String);
 
 /// The name the relay's own series carry in `source`.
 pub const OWN_SOURCE: &str = "hookrelay";
@@ -74,6 +77,8 @@ impl Merger {
             futures_util::future::join_all(self.sources.iter().map(|s| self.fetch(s))).await;
         let mut parts: Vec<(&str, Vec<Family>)> = Vec::with_capacity(fetched.len() + 1);
         let mut fetched_parts = Vec::new();
+        // Bucket bounds written back as each exposition spelled them.
+        let mut spellings = Spellings::default();
         for (source, (result, took)) in self.sources.iter().zip(fetched) {
             let label = SourceLabel {
                 source: source.name.clone(),
@@ -83,7 +88,8 @@ impl Merger {
                 .get_or_create(&label)
                 .set(took.as_secs_f64());
             let up = match result {
-                Ok(families) => {
+                Ok((families, text)) => {
+                    spellings.note(&text);
                     fetched_parts.push((source.name.as_str(), families));
                     1
                 }
@@ -95,12 +101,15 @@ impl Merger {
             self.metrics.merge_up.get_or_create(&label).set(up);
         }
         // The relay's own series last rendered, so that they show this scrape's merge_up.
-        match parse(&self.metrics.render(), true) {
+        let own = self.metrics.render();
+        spellings.note(&own);
+        match parse(&own, true) {
             Ok(own) => parts.push((OWN_SOURCE, own)),
             Err(e) => tracing::error!(error = %e, "cannot parse the relay's own metrics"),
         }
         parts.extend(fetched_parts);
         let (text, left_out) = merge(parts);
+        let text = spellings.respell(&text);
         for (source, n) in left_out {
             self.metrics
                 .merge_left_out
@@ -112,14 +121,16 @@ impl Merger {
         text
     }
 
-    async fn fetch(&self, source: &MergeSource) -> (Result<Vec<Family>, SourceError>, Duration) {
+    /// A source's families and its text, and how long they took.
+    async fn fetch(&self, source: &MergeSource) -> (Result<Fetched, SourceError>, Duration) {
         let started = std::time::Instant::now();
         let timeout = Duration::from_millis(source.timeout_ms);
         let result = tokio::time::timeout(timeout, self.fetch_text(source))
             .await
             .unwrap_or_else(|_| Err(SourceError::Parse("timed out".into())))
-            .and_then(|(text, openmetrics)| {
-                parse(&text, openmetrics).map_err(|e| SourceError::Parse(e.to_string()))
+            .and_then(|(text, openmetrics)| match parse(&text, openmetrics) {
+                Ok(families) => Ok((families, text)),
+                Err(e) => Err(SourceError::Parse(e.to_string())),
             });
         (result, started.elapsed())
     }
@@ -156,15 +167,19 @@ impl Merger {
 }
 
 /// The OpenMetrics exposition `openmetrics` in the text format 0.0.4: counters under their
-/// `_total` names, a gauge histogram as [`gauge_histogram`] writes it, no `# EOF`.
+/// `_total` names, a gauge histogram as [`gauge_histogram`] writes it, bucket bounds spelled
+/// as in `openmetrics`, no `# EOF`.
 ///
 /// # Errors
 /// When `openmetrics` does not parse.
 pub fn text_format(openmetrics: &str) -> Result<String, openmetrics_parser::ParseError> {
-    Ok(parse(openmetrics, true)?
+    let text: String = parse(openmetrics, true)?
         .iter()
         .map(ToString::to_string)
-        .collect())
+        .collect();
+    let mut spellings = Spellings::default();
+    spellings.note(openmetrics);
+    Ok(spellings.respell(&text))
 }
 
 /// Parses an exposition into Prometheus-typed families.

@@ -5,6 +5,7 @@
 //! `endpoint`.
 
 mod auth;
+mod bounds;
 mod bus;
 mod destinations;
 mod endpoint;

@@ -303,8 +303,15 @@ async fn destroying_a_hook_removes_its_queue() {
             .contains("<removed>true</removed>")
     );
     assert_eq!(queue_len(&redis, hook).await, 0);
-    // Proves that nothing happens: no queued callback goes out after the destroy.
-    tokio::time::sleep(Duration::from_millis(700)).await;
+    // Proves that nothing happens: no queued callback goes out after the destroy, until 700 ms
+    // after the one in flight was answered (when the next would have gone).
+    let first = rx
+        .received()
+        .first()
+        .map(|r| r.at)
+        .expect("the first callback");
+    let answered = first + Duration::from_millis(3000 + 700);
+    tokio::time::sleep_until(answered.into()).await;
     assert!(
         rx.received().len() <= 1,
         "only the callback in flight went out"

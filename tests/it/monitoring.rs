@@ -352,7 +352,9 @@ async fn the_merged_endpoint_survives_clashes_slow_and_broken_sources() {
     let redis = TestRedis::start().await;
     let a = fake_exporter(
         "# HELP node_load1 1m load average.\n# TYPE node_load1 gauge\nnode_load1 0.5\n\
-         # TYPE clash gauge\nclash 1\n# TYPE only_a_total counter\nonly_a_total{source=\"disk\"} 4\n",
+         # TYPE clash gauge\nclash 1\n# TYPE only_a_total counter\nonly_a_total{source=\"disk\"} 4\n\
+         # TYPE req_seconds histogram\nreq_seconds_bucket{le=\"1.0\"} 1\nreq_seconds_bucket{le=\"+Inf\"} 2\n\
+         req_seconds_sum 1.5\nreq_seconds_count 2\n",
         Duration::ZERO,
     )
     .await;
@@ -423,6 +425,14 @@ async fn the_merged_endpoint_survives_clashes_slow_and_broken_sources() {
     assert_eq!(
         samples("only_a_total"),
         [r#"only_a_total{exported_source="disk",source="a"} 4"#]
+    );
+    // A source's bucket bounds as it spelled them (Python's client writes `1.0`).
+    assert_eq!(
+        samples("req_seconds_bucket"),
+        [
+            r#"req_seconds_bucket{source="a",le="+Inf"} 2"#,
+            r#"req_seconds_bucket{source="a",le="1.0"} 1"#
+        ]
     );
     // The relay's own series are in, merged with a source's family of the same name and TYPE.
     let own = samples("hookrelay_bus_messages_total");
