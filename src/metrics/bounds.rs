@@ -6,7 +6,7 @@
 
 use std::collections::HashMap;
 
-/// Bound spellings by bucket series name and value.
+/// Bound spellings by bucket series name and value, of one exposition.
 #[derive(Debug, Default)]
 pub(crate) struct Spellings(HashMap<(String, u64), String>);
 
@@ -22,7 +22,8 @@ impl Spellings {
         }
     }
 
-    /// `text` with each bound spelled as noted (bounds never noted are left as they are).
+    /// `text` (a histogram family's, written from the same exposition) with each bound spelled
+    /// as noted; bounds never noted are left as they are.
     pub(crate) fn respell(&self, text: &str) -> String {
         let mut out = String::with_capacity(text.len() + text.len() / 32);
         for line in text.lines() {
@@ -45,12 +46,16 @@ impl Spellings {
     }
 }
 
-/// A sample line's series name and its `le` label's value, with where that value starts.
+/// A bucket sample line's series name (`<name>_bucket`) and its `le` label's value, with where
+/// that value starts.
 fn bound(line: &str) -> Option<(&str, &str, usize)> {
     if line.starts_with('#') {
         return None;
     }
     let name = &line[..line.find('{')?];
+    if !name.ends_with("_bucket") {
+        return None;
+    }
     let at = ["{le=\"", ",le=\""]
         .iter()
         .filter_map(|p| line.find(p).map(|i| i + p.len()))
@@ -96,5 +101,11 @@ mod tests {
         s.note("x_bucket{le=\"2.0\"} 1\n");
         let written = "x_bucket{handle=\"2\",le=\"2\"} 1\n";
         assert_eq!(s.respell(written), "x_bucket{handle=\"2\",le=\"2.0\"} 1\n");
+        // Only buckets' bounds: another series' `le` label is its own.
+        s.note("x:rate5m{le=\"2.0\"} 1\n");
+        assert_eq!(
+            s.respell("x:rate5m{le=\"2\"} 1\n"),
+            "x:rate5m{le=\"2\"} 1\n"
+        );
     }
 }

@@ -8,7 +8,11 @@
 //! `hookrelay_merge_up{source} 0`. Parsing is openmetrics-parser's; bucket bounds keep the
 //! spelling their source gave them (`le="1.0"` stays so, [`super::bounds`]).
 
-use std::{collections::BTreeMap, sync::Arc, time::Duration};
+use std::{
+    collections::{BTreeMap, HashMap},
+    sync::Arc,
+    time::Duration,
+};
 
 use openmetrics_parser::{
     HistogramValue, MetricFamily, MetricNumber, OpenMetricsType, OpenMetricsValue,
@@ -78,7 +82,7 @@ impl Merger {
         let mut parts: Vec<(&str, Vec<Family>)> = Vec::with_capacity(fetched.len() + 1);
         let mut fetched_parts = Vec::new();
         // Bucket bounds written back as each exposition spelled them.
-        let mut spellings = Spellings::default();
+        let mut spellings: HashMap<&str, Spellings> = HashMap::new();
         for (source, (result, took)) in self.sources.iter().zip(fetched) {
             let label = SourceLabel {
                 source: source.name.clone(),
@@ -89,7 +93,10 @@ impl Merger {
                 .set(took.as_secs_f64());
             let up = match result {
                 Ok((families, text)) => {
-                    spellings.note(&text);
+                    spellings
+                        .entry(source.name.as_str())
+                        .or_default()
+                        .note(&text);
                     fetched_parts.push((source.name.as_str(), families));
                     1
                 }
@@ -102,14 +109,13 @@ impl Merger {
         }
         // The relay's own series last rendered, so that they show this scrape's merge_up.
         let own = self.metrics.render();
-        spellings.note(&own);
+        spellings.entry(OWN_SOURCE).or_default().note(&own);
         match parse(&own, true) {
             Ok(own) => parts.push((OWN_SOURCE, own)),
             Err(e) => tracing::error!(error = %e, "cannot parse the relay's own metrics"),
         }
         parts.extend(fetched_parts);
-        let (text, left_out) = merge(parts);
-        let text = spellings.respell(&text);
+        let (text, left_out) = merge_spelled(parts, &spellings);
         for (source, n) in left_out {
             self.metrics
                 .merge_left_out
@@ -173,13 +179,20 @@ impl Merger {
 /// # Errors
 /// When `openmetrics` does not parse.
 pub fn text_format(openmetrics: &str) -> Result<String, openmetrics_parser::ParseError> {
-    let text: String = parse(openmetrics, true)?
-        .iter()
-        .map(ToString::to_string)
-        .collect();
     let mut spellings = Spellings::default();
     spellings.note(openmetrics);
-    Ok(spellings.respell(&text))
+    Ok(parse(openmetrics, true)?
+        .iter()
+        .map(|f| written(f, Some(&spellings)))
+        .collect())
+}
+
+/// A family's text, a histogram's bounds spelled as `spellings` noted them.
+fn written(f: &Family, spellings: Option<&Spellings>) -> String {
+    match spellings {
+        Some(s) if f.family_type == PrometheusType::Histogram => s.respell(&f.to_string()),
+        _ => f.to_string(),
+    }
 }
 
 /// Parses an exposition into Prometheus-typed families.
@@ -356,6 +369,15 @@ fn reshape(f: &Family, source: &str, names: &[String]) -> Option<Family> {
 /// Merges `(source, families)` in order (the first to name a family sets its TYPE and HELP).
 /// Returns the text and, per source, how many families were left out for a TYPE clash.
 pub fn merge(parts: Vec<(&str, Vec<Family>)>) -> (String, Vec<(&str, u64)>) {
+    merge_spelled(parts, &HashMap::new())
+}
+
+/// [`merge`], each source's histogram bounds spelled as that source's own exposition spelled
+/// them (`spellings`, by source).
+fn merge_spelled<'a>(
+    parts: Vec<(&'a str, Vec<Family>)>,
+    spellings: &HashMap<&str, Spellings>,
+) -> (String, Vec<(&'a str, u64)>) {
     let mut by_name: BTreeMap<String, Vec<(&str, Family)>> = BTreeMap::new();
     let mut left_out: Vec<(&str, u64)> = Vec::new();
     for (source, families) in parts {
@@ -387,7 +409,7 @@ pub fn merge(parts: Vec<(&str, Vec<Family>)>) -> (String, Vec<(&str, u64)>) {
             let Some(part) = reshape(f, source, &names) else {
                 continue;
             };
-            let text = part.to_string();
+            let text = written(&part, spellings.get(source));
             if i == 0 {
                 out.push_str(&text);
             } else {

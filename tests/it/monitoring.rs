@@ -361,7 +361,9 @@ async fn the_merged_endpoint_survives_clashes_slow_and_broken_sources() {
     let b = fake_exporter(
         "# HELP node_load1 Other help.\n# TYPE node_load1 gauge\nnode_load1{cpu=\"all\"} 0.7\n\
          # TYPE clash counter\nclash 2\n\
-         # TYPE hookrelay_bus_messages_total counter\nhookrelay_bus_messages_total 99\n",
+         # TYPE hookrelay_bus_messages_total counter\nhookrelay_bus_messages_total 99\n\
+         # TYPE req_seconds histogram\nreq_seconds_bucket{le=\"1\"} 3\nreq_seconds_bucket{le=\"+Inf\"} 4\n\
+         req_seconds_sum 2\nreq_seconds_count 4\n",
         Duration::ZERO,
     )
     .await;
@@ -426,12 +428,14 @@ async fn the_merged_endpoint_survives_clashes_slow_and_broken_sources() {
         samples("only_a_total"),
         [r#"only_a_total{exported_source="disk",source="a"} 4"#]
     );
-    // A source's bucket bounds as it spelled them (Python's client writes `1.0`).
+    // Each source's bucket bounds as it spelled them (Python's client writes `1.0`, Go's `1`).
     assert_eq!(
         samples("req_seconds_bucket"),
         [
             r#"req_seconds_bucket{source="a",le="+Inf"} 2"#,
-            r#"req_seconds_bucket{source="a",le="1.0"} 1"#
+            r#"req_seconds_bucket{source="a",le="1.0"} 1"#,
+            r#"req_seconds_bucket{source="b",le="+Inf"} 4"#,
+            r#"req_seconds_bucket{source="b",le="1"} 3"#
         ]
     );
     // The relay's own series are in, merged with a source's family of the same name and TYPE.
