@@ -75,6 +75,11 @@ version=$(python3 -c 'import json,sys; print(next(p["version"] for p in json.loa
 target_dir=$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["target_directory"])' "$meta")
 binary="$target_dir/$sub$profile_dir/hookrelay"
 [ -x "$binary" ] || { echo "image: $binary is missing: build it, or drop --no-build" >&2; exit 1; }
+if [ "$profile" = release ] && [ "$triple" = x86_64-unknown-linux-gnu ]; then
+  # How much of the list of hot functions this build placed together (docs/architecture.md).
+  scripts/symbol-order.sh --check "$binary" ||
+    echo "image: the relay's hot code is spread out (more RSS); regenerate the list" >&2
+fi
 
 work="$target_dir/image/$arch"
 rm -rf "$work"

@@ -162,3 +162,9 @@ pub use traces::TraceParent;
 
 #[cfg(test)]
 mod layers;
+
+/// The release binary's list of hot functions as `build.rs` hands it to the linker; compiled
+/// here only for its tests.
+#[path = "../link/order.rs"]
+#[cfg(test)]
+mod link_order;

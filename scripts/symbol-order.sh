@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# Regenerates link/hot-symbols.txt, the order in which the release binary's linker places its
+# functions (build.rs): builds the release relay and the load tool, runs two `load burst`
+# scenarios with the relay under callgrind (valgrind, from Debian's packages), and lists the
+# functions that ran, hottest first (scripts/symbol_order.py). Takes a few minutes after the
+# build. Run it after a change of dependencies or of the hot path; `--check` only says how many
+# of the file's functions the last release build (or BINARY) has, and fails below nine in ten.
+#   scripts/symbol-order.sh [--check [BINARY]]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+target_dir=${CARGO_TARGET_DIR:-$PWD/target}
+bin=$target_dir/release/hookrelay
+order=link/hot-symbols.txt
+
+coverage() {
+  [ -x "$bin" ] || { echo "symbol-order: $bin is missing: cargo build --release first" >&2; exit 1; }
+  local wanted found
+  # Names compared without ThinLTO's `.llvm.<number>` (build.rs matches those by pattern).
+  local strip='s/\.llvm\.[0-9]*$//'
+  wanted=$(grep -v '^#' "$order" | sed "$strip" | sort -u | wc -l)
+  found=$(grep -v '^#' "$order" | sed "$strip" | sort -u |
+    comm -12 - <(nm --defined-only "$bin" | awk '{print $3}' | sed "$strip" | sort -u) | wc -l)
+  echo "symbol-order: $found of the $wanted functions of $order are in $bin"
+  if [ $((found * 10)) -lt $((wanted * 9)) ]; then
+    echo "symbol-order: fewer than nine in ten: run scripts/symbol-order.sh to regenerate it" >&2
+    return 1
+  fi
+}
+if [ "${1:-}" = "--check" ]; then
+  bin=${2:-$bin}
+  coverage
+  exit
+fi
+
+command -v valgrind >/dev/null 2>&1 || scripts/apt-install.sh valgrind
+scripts/ensure-redis.sh
+cargo build --release --quiet --example load
+cargo build --release --quiet --bin hookrelay
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+# The load tool ends each run with SIGKILL, which leaves callgrind nothing written: the relay
+# runs as a child of a shell the tool kills instead, and gets SIGTERM (a clean stop, whose
+# exit writes the profile) once the scenarios are over.
+cat > "$work/relay.sh" <<WRAP
+#!/usr/bin/env bash
+valgrind --tool=callgrind --demangle=no --callgrind-out-file=$work/profile.%p \
+  --log-file=$work/valgrind.%p.log "$bin" "\$@" &
+echo \$! >> $work/pids
+wait
+WRAP
+chmod +x "$work/relay.sh"
+load=$target_dir/release/examples/load
+"$load" burst --events 2000 --hooks 10 --relay-bin "$work/relay.sh" > "$work/load.log" 2>&1 </dev/null || true
+"$load" burst --events 2000 --hooks 1 --relay-bin "$work/relay.sh" >> "$work/load.log" 2>&1 </dev/null || true
+while read -r pid; do
+  kill -TERM "$pid" 2>/dev/null || true
+  while kill -0 "$pid" 2>/dev/null; do sleep 0.2; done
+done < "$work/pids"
+grep -q 'checks=ok' "$work/load.log" || { cat "$work/load.log" >&2; echo "symbol-order: the load runs failed" >&2; exit 1; }
+python3 scripts/symbol_order.py "$order" /hookrelay "$work"/profile.*
+cargo build --release --quiet --bin hookrelay
+coverage
