@@ -37,7 +37,8 @@ scripts/ensure-redis.sh
 cargo build --release --quiet --example load
 cargo build --release --quiet --bin hookrelay
 work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
+# SYMBOL_ORDER_KEEP=1 keeps the profiles and logs (the folder is printed).
+if [ -n "${SYMBOL_ORDER_KEEP:-}" ]; then echo "symbol-order: profiles in $work"; else trap 'rm -rf "$work"' EXIT; fi
 # The load tool ends each run with SIGKILL, which leaves callgrind nothing written: the relay
 # runs as a child of a shell the tool kills instead, and gets SIGTERM (a clean stop, whose
 # exit writes the profile) once the scenarios are over.
@@ -56,7 +57,12 @@ while read -r pid; do
   kill -TERM "$pid" 2>/dev/null || true
   while kill -0 "$pid" 2>/dev/null; do sleep 0.2; done
 done < "$work/pids"
-grep -q 'checks=ok' "$work/load.log" || { cat "$work/load.log" >&2; echo "symbol-order: the load runs failed" >&2; exit 1; }
+if [ "$(grep -c 'checks=ok' "$work/load.log")" -ne 2 ] || [ "$(find "$work" -name 'profile.*' -size +0 | wc -l)" -ne 2 ]; then
+  cat "$work/load.log" >&2
+  echo "symbol-order: a load run failed, or its relay wrote no profile" >&2
+  exit 1
+fi
+
 python3 scripts/symbol_order.py "$order" /hookrelay "$work"/profile.*
 cargo build --release --quiet --bin hookrelay
 coverage
