@@ -14,12 +14,12 @@ order=link/hot-symbols.txt
 
 coverage() {
   [ -x "$bin" ] || { echo "symbol-order: $bin is missing: cargo build --release first" >&2; exit 1; }
-  local wanted found
+  local names wanted found
   # Names compared without ThinLTO's `.llvm.<number>` (build.rs matches those by pattern).
   local strip='s/\.llvm\.[0-9]*$//'
-  wanted=$(grep -v '^#' "$order" | sed "$strip" | sort -u | wc -l)
-  found=$(grep -v '^#' "$order" | sed "$strip" | sort -u |
-    comm -12 - <(nm --defined-only "$bin" | awk '{print $3}' | sed "$strip" | sort -u) | wc -l)
+  names=$(grep -v '^#' "$order" | sed "$strip" | sort -u)
+  wanted=$(wc -l <<< "$names")
+  found=$(comm -12 <(echo "$names") <(nm --defined-only "$bin" | awk '{print $3}' | sed "$strip" | sort -u) | wc -l)
   echo "symbol-order: $found of the $wanted functions of $order are in $bin"
   if [ $((found * 10)) -lt $((wanted * 9)) ]; then
     echo "symbol-order: fewer than nine in ten: run scripts/symbol-order.sh to regenerate it" >&2
