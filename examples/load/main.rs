@@ -3,7 +3,8 @@
 //! process. Each scenario checks that every hook got every event exactly once, in bus order.
 //!
 //! ```text
-//! cargo build --release --bin hookrelay --example load
+//! cargo build --release --bin hookrelay    # alone: see BENCHMARKS.md
+//! cargo build --release --example load
 //! target/release/examples/load burst --events 20000 --hooks 1 --runs 3
 //! target/release/examples/load baseline --requests 20000
 //! target/release/examples/load burst --events 10000 --hooks 9 --slow-hooks 1

@@ -35,3 +35,47 @@ pub(crate) fn rss_kib(pid: u32) -> Option<u64> {
     let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
     line.split_whitespace().nth(1)?.parse().ok()
 }
+
+/// The peaks of a process's anonymous and file-backed resident memory (`RssAnon`,
+/// `RssFile`), sampled every 10 ms by a thread until [`RssPeaks::stop`]: the kernel keeps
+/// only their sum's peak (`VmHWM`), and the two parts answer different questions (the heap
+/// against the binary's pages).
+pub(crate) struct RssPeaks {
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    thread: std::thread::JoinHandle<(u64, u64)>,
+}
+
+impl RssPeaks {
+    pub(crate) fn start(pid: u32) -> Self {
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let flag = stop.clone();
+        let thread = std::thread::spawn(move || {
+            let mut peaks = (0, 0);
+            while !flag.load(std::sync::atomic::Ordering::Relaxed) {
+                if let Some((anon, file)) = rss_parts_kib(pid) {
+                    peaks = (peaks.0.max(anon), peaks.1.max(file));
+                }
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
+            peaks
+        });
+        Self { stop, thread }
+    }
+
+    /// The peaks seen, anonymous and file-backed, in MiB.
+    pub(crate) fn stop(self) -> (f64, f64) {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        let (anon, file) = self.thread.join().unwrap_or((0, 0));
+        (anon as f64 / 1024.0, file as f64 / 1024.0)
+    }
+}
+
+/// `RssAnon` and `RssFile` of process `pid` now, in KiB.
+fn rss_parts_kib(pid: u32) -> Option<(u64, u64)> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let field = |name: &str| -> Option<u64> {
+        let line = status.lines().find(|l| l.starts_with(name))?;
+        line.split_whitespace().nth(1)?.parse().ok()
+    };
+    Some((field("RssAnon:")?, field("RssFile:")?))
+}

@@ -237,10 +237,12 @@ async fn burst(
     let first0 = first_cpu();
     let redis0 = redis_cpu();
     crate::commandstats::reset(&redis).await;
+    let parts = procstat::RssPeaks::start(relay.pid());
     let start = Instant::now();
     redis.publish_all(&msgs).await;
     wait_all(&fast, events).await;
     let elapsed = start.elapsed().as_secs_f64();
+    let (anon, file) = parts.stop();
     let commands = crate::commandstats::read(&redis).await;
     let cpu = relays_cpu() - cpu0;
     let first = first_cpu() - first0;
@@ -275,6 +277,8 @@ async fn burst(
         crate::commandstats::per_callback(&commands, callbacks)
     );
     f.push("relay_peak_rss_mib", rss);
+    f.push("relay_peak_anon_mib", anon);
+    f.push("relay_peak_file_mib", file);
     if slow_hooks > 0 {
         let slow_got: usize = slow.iter().map(Sink::count).sum();
         f.push("slow_hook_callbacks", slow_got as f64 / slow_hooks as f64);
@@ -439,10 +443,12 @@ async fn idle(setup: &Setup, seconds: u64, hooks: usize) -> Figures {
     let redis = TestRedis::start().await;
     let (relay, _) = Relay::start(setup, &redis, "").await;
     let _sinks = sinks(&relay, hooks, Duration::ZERO, "idle").await;
+    let parts = procstat::RssPeaks::start(relay.pid());
     tokio::time::sleep(Duration::from_secs(2)).await;
     let cpu0 = procstat::cpu_seconds(relay.pid()).unwrap_or(0.0);
     tokio::time::sleep(Duration::from_secs(seconds)).await;
     let cpu = procstat::cpu_seconds(relay.pid()).unwrap_or(0.0) - cpu0;
+    let (anon, file) = parts.stop();
     let mut f = Figures {
         ok: true,
         ..Figures::default()
@@ -453,6 +459,8 @@ async fn idle(setup: &Setup, seconds: u64, hooks: usize) -> Figures {
         "relay_peak_rss_mib",
         procstat::peak_rss_kib(relay.pid()).unwrap_or(0) as f64 / 1024.0,
     );
+    f.push("relay_peak_anon_mib", anon);
+    f.push("relay_peak_file_mib", file);
     relay.kill9().await;
     f
 }
