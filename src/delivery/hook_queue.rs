@@ -23,8 +23,13 @@ use crate::fleet::Lease;
 
 /// Entries read from Redis at a time.
 pub(crate) const PAGE: usize = 256;
-/// Most entries held in memory per hook.
-pub(crate) const WINDOW: usize = 2 * PAGE;
+/// Most entries the stage hands a hook's memory before they stay in Redis only (a page read
+/// in may take it to half as many again). One page: with many hooks the windows are the
+/// largest part of a burst's memory (about 100 bytes an entry), while a window of more
+/// entries saves only the reading back of a burst's first entries.
+pub(crate) const WINDOW: usize = PAGE;
+/// The room in entries an emptied window keeps; a larger one, grown by a burst, is given back.
+const KEPT_ROOM: usize = 16;
 /// Payload bytes held in memory per hook beyond which new entries stay in Redis only (a
 /// payload several hooks share counts for each of them). A window over large events is short.
 pub(crate) const WINDOW_BYTES: usize = 256 * 1024;
@@ -83,6 +88,10 @@ impl Parts {
         let q = self.mem.pop_front()?;
         self.bytes -= size(&q.entry);
         self.cost -= q.cost;
+        if self.mem.is_empty() && self.mem.capacity() > KEPT_ROOM {
+            // A burst's window is not held for good by every hook it went to.
+            self.mem.shrink_to(KEPT_ROOM);
+        }
         Some(q)
     }
 
@@ -436,6 +445,12 @@ impl HookQueue {
     #[cfg(test)]
     pub(crate) fn in_memory(&self) -> usize {
         self.lock().mem.len()
+    }
+
+    /// Entries the memory has room for without growing.
+    #[cfg(test)]
+    pub(crate) fn room(&self) -> usize {
+        self.lock().mem.capacity()
     }
 
     /// Payload bytes held in memory.

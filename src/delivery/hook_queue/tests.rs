@@ -271,3 +271,25 @@ proptest::proptest! {
         proptest::prop_assert_eq!(budget.used(), 0);
     }
 }
+
+#[test]
+fn an_emptied_window_gives_a_burst_s_room_back() {
+    let q = HookQueue::default();
+    for ts in 1..=WINDOW as u64 {
+        q.push(entry(ts), 10, 100_000);
+    }
+    assert!(q.room() >= WINDOW);
+    let half = WINDOW as u64 / 2;
+    assert_eq!(order_upto(&q, half), (1..=half).collect::<Vec<_>>());
+    assert!(q.room() >= WINDOW, "kept while entries wait");
+    assert_eq!(order(&q), (half + 1..=WINDOW as u64).collect::<Vec<_>>());
+    assert!(q.room() <= KEPT_ROOM, "given back once empty: {}", q.room());
+    for ts in 1..=4 {
+        q.push(entry(WINDOW as u64 + ts), 10, 100_000);
+    }
+    assert_eq!(order(&q).len(), 4, "and grown again when needed");
+}
+
+fn order_upto(q: &HookQueue, n: u64) -> Vec<u64> {
+    (0..n).filter_map(|_| q.pop()).map(|e| e.ts).collect()
+}
