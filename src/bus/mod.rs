@@ -27,7 +27,8 @@ pub(crate) const DRAIN_WITHIN: Duration = Duration::from_secs(2);
 pub(crate) struct BusMessage {
     /// Which source's bus it came from.
     pub(crate) source: SourceId,
-    pub(crate) channel: String,
+    /// Shared by every message of its channel: a burst's waiting messages hold one copy.
+    pub(crate) channel: Arc<str>,
     pub(crate) payload: Arc<str>,
     /// When it came off the bus (for the callback latency).
     pub(crate) arrived: std::time::Instant,
@@ -122,6 +123,7 @@ impl Subscriber {
         token: &CancellationToken,
     ) -> bool {
         let (mut sink, mut stream) = pubsub.split();
+        let names = Names::of(&self.channels);
         loop {
             let msg = tokio::select! {
                 m = stream.next() => m,
@@ -132,7 +134,7 @@ impl Subscriber {
                 }
             };
             let Some(msg) = msg else { return true };
-            let Some(m) = self.taken(&msg, epoch) else {
+            let Some(m) = self.taken(&msg, epoch, &names) else {
                 continue;
             };
             tokio::select! {
@@ -170,10 +172,11 @@ impl Subscriber {
             tracing::debug!(source = %self.name, "no confirmation of the unsubscription at the stop");
         }
         let mut forwarded = 0_usize;
+        let names = Names::of(&self.channels);
         // Unconstrained: a receiver polled past the task's budget says "pending" with
         // messages waiting, and those would be lost.
         while let Some(Some(msg)) = tokio::task::unconstrained(stream.next()).now_or_never() {
-            let Some(m) = self.taken(&msg, epoch) else {
+            let Some(m) = self.taken(&msg, epoch, &names) else {
                 continue;
             };
             if tokio::time::timeout_at(deadline, tx.send(m)).await.is_err() {
@@ -188,7 +191,7 @@ impl Subscriber {
 
     /// The bus message of `msg`, counted; `None` (skipped and counted) when it is too large or
     /// not UTF-8.
-    fn taken(&self, msg: &redis::Msg, epoch: u64) -> Option<BusMessage> {
+    fn taken(&self, msg: &redis::Msg, epoch: u64, names: &Names) -> Option<BusMessage> {
         let arrived = std::time::Instant::now();
         self.series.messages.inc();
         self.series.clock.tick();
@@ -205,11 +208,46 @@ impl Subscriber {
         };
         Some(BusMessage {
             source: self.source,
-            channel: msg.get_channel_name().to_string(),
+            channel: names.get(msg.get_channel_name()),
             payload: Arc::from(text),
             arrived,
             epoch,
             position: None,
         })
+    }
+}
+
+/// The subscribed channels' names, each made once and shared by the messages of its channel.
+struct Names(Vec<Arc<str>>);
+
+impl Names {
+    fn of(channels: &[String]) -> Self {
+        Self(channels.iter().map(|c| Arc::from(c.as_str())).collect())
+    }
+
+    /// The shared name of `channel` (a new one for a channel not subscribed to by name).
+    fn get(&self, channel: &str) -> Arc<str> {
+        self.0
+            .iter()
+            .find(|n| ***n == *channel)
+            .cloned()
+            .unwrap_or_else(|| Arc::from(channel))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_channel_s_messages_share_its_name() {
+        let names = Names::of(&["from-akka-apps-redis-channel".into(), "b".into()]);
+        let (one, two) = (
+            names.get("from-akka-apps-redis-channel"),
+            names.get("from-akka-apps-redis-channel"),
+        );
+        assert!(Arc::ptr_eq(&one, &two));
+        assert_eq!(&*names.get("b"), "b");
+        assert_eq!(&*names.get("other"), "other");
     }
 }

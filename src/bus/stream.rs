@@ -63,7 +63,7 @@ pub(crate) async fn read(
             s.after = id.clone();
             out.messages.push(BusMessage {
                 source: s.source,
-                channel,
+                channel: channel.into(),
                 payload: payload.into(),
                 arrived,
                 epoch: 1,

@@ -74,7 +74,7 @@ impl Outbox {
                 .arg(EDGE_OUTBOX)
                 .arg("*")
                 .arg("c")
-                .arg(&m.channel)
+                .arg(&*m.channel)
                 .arg("p")
                 .arg(&*m.payload)
                 .ignore();
