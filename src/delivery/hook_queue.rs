@@ -21,8 +21,10 @@ use super::{
 };
 use crate::fleet::Lease;
 
-/// Entries read from Redis at a time.
-pub(crate) const PAGE: usize = 256;
+/// Entries read from Redis at a time. A hook reading its queue back holds between half a page
+/// and a page and a half: pages of 128 rather than 256 took a 100-hook burst's anonymous peak
+/// to 0.83 at the same CPU (BENCHMARKS.md, issue 63).
+pub(crate) const PAGE: usize = 128;
 /// Most entries the stage hands a hook's memory before they stay in Redis only (a page read
 /// in may take it to half as many again). One page: with many hooks the windows are the
 /// largest part of a burst's memory (about 100 bytes an entry), while a window of more
