@@ -23,12 +23,13 @@ mod allocator {
     /// jemalloc's options, read once when it starts (its C `malloc_conf`, under the prefix this
     /// build of jemalloc gives its symbols). One arena instead of four per core: with a handful
     /// of threads it kept peak RSS at or below glibc's, where the default was up to 10 % above
-    /// it. Freed pages go back to the kernel over 100 ms rather than ten seconds: a one-hook
+    /// it. Freed pages go back to the kernel over 250 ms rather than ten seconds: a one-hook
     /// burst's peak RSS was 0.84 of one second's, and a 100-hook burst's 0.88 of ten seconds',
-    /// at the same CPU per callback (returning them at once cost 1.4 times the CPU;
-    /// BENCHMARKS.md, issue 63). `_RJEM_MALLOC_CONF` in the environment still overrides it.
+    /// at the same CPU per callback. Returning them at once cost 1.5 times the CPU, and over
+    /// 100 ms a restart's drain of 100,000 callbacks took 1.1 times as long (BENCHMARKS.md,
+    /// issue 63). `_RJEM_MALLOC_CONF` in the environment still overrides it.
     #[unsafe(export_name = "_rjem_malloc_conf")]
-    static JEMALLOC_CONF: &[u8; 29] = b"narenas:1,dirty_decay_ms:100\0";
+    static JEMALLOC_CONF: &[u8; 29] = b"narenas:1,dirty_decay_ms:250\0";
 }
 
 #[derive(Parser)]
