@@ -172,6 +172,34 @@ impl Compose {
 
 impl Drop for Compose {
     fn drop(&mut self) {
+        if std::thread::panicking() {
+            // A failed test says what its containers were doing: which ran, which exited, and
+            // the end of what each logged.
+            if let Ok(ps) = self.command(&["ps"]).output() {
+                eprintln!(
+                    "podman-compose ps:\n{}",
+                    String::from_utf8_lossy(&ps.stdout)
+                );
+            }
+            let listed = podman()
+                .args(["ps", "-a", "--format", "{{.Names}}"])
+                .args([
+                    "--filter",
+                    &format!("label=io.podman.compose.project={}", self.project),
+                ])
+                .output()
+                .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+                .unwrap_or_default();
+            for name in listed.lines() {
+                if let Ok(out) = podman().args(["logs", "--tail", "30", name]).output() {
+                    eprintln!(
+                        "{name}, its last lines:\n{}{}",
+                        String::from_utf8_lossy(&out.stdout),
+                        String::from_utf8_lossy(&out.stderr)
+                    );
+                }
+            }
+        }
         let _ = self.command(&["down", "-v", "-t", "0"]).output();
     }
 }
