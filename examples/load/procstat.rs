@@ -2,8 +2,17 @@
 
 /// Peak resident set size (`VmHWM`) of process `pid`, in KiB.
 pub(crate) fn peak_rss_kib(pid: u32) -> Option<u64> {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    kib(&status(pid)?, "VmHWM:")
+}
+
+/// `/proc/<pid>/status`.
+fn status(pid: u32) -> Option<String> {
+    std::fs::read_to_string(format!("/proc/{pid}/status")).ok()
+}
+
+/// The KiB of line `name` (e.g. `VmRSS:`) of a status file.
+fn kib(status: &str, name: &str) -> Option<u64> {
+    let line = status.lines().find(|l| l.starts_with(name))?;
     line.split_whitespace().nth(1)?.parse().ok()
 }
 
@@ -31,9 +40,7 @@ fn clock_ticks() -> f64 {
 
 /// Resident set size now (`VmRSS`) of process `pid`, in KiB.
 pub(crate) fn rss_kib(pid: u32) -> Option<u64> {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
-    line.split_whitespace().nth(1)?.parse().ok()
+    kib(&status(pid)?, "VmRSS:")
 }
 
 /// The peaks of a process's anonymous and file-backed resident memory (`RssAnon`,
@@ -72,10 +79,6 @@ impl RssPeaks {
 
 /// `RssAnon` and `RssFile` of process `pid` now, in KiB.
 fn rss_parts_kib(pid: u32) -> Option<(u64, u64)> {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    let field = |name: &str| -> Option<u64> {
-        let line = status.lines().find(|l| l.starts_with(name))?;
-        line.split_whitespace().nth(1)?.parse().ok()
-    };
-    Some((field("RssAnon:")?, field("RssFile:")?))
+    let status = status(pid)?;
+    Some((kib(&status, "RssAnon:")?, kib(&status, "RssFile:")?))
 }
