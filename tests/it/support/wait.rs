@@ -31,3 +31,30 @@ pub(crate) async fn until_within<T, S: Debug>(
         }
     }
 }
+
+/// Polls `probe` until it gives `Ok`, for as long as what it counts keeps growing: it fails
+/// only when the count has not grown for `stall` (a stuck delivery, a loss), not because a
+/// loaded machine is slower than the deadline thought. The probe gives its count with what it
+/// saw; the count is compared between polls only.
+pub(crate) async fn until_progressing<T, S: Debug>(
+    what: &str,
+    stall: Duration,
+    mut probe: impl AsyncFnMut() -> Result<T, (usize, S)>,
+) -> T {
+    let mut best = 0;
+    let mut deadline = tokio::time::Instant::now() + stall;
+    loop {
+        match probe().await {
+            Ok(v) => return v,
+            Err((count, _)) if count > best => {
+                best = count;
+                deadline = tokio::time::Instant::now() + stall;
+            }
+            Err((_, seen)) if tokio::time::Instant::now() >= deadline => {
+                panic!("{what}: no progress for {stall:?}; last seen: {seen:#?}")
+            }
+            Err(_) => {}
+        }
+        tokio::time::sleep(POLL).await;
+    }
+}
