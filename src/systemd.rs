@@ -6,10 +6,12 @@ use sd_notify::NotifyState;
 use tokio_util::sync::CancellationToken;
 
 /// Sends `READY=1` at the first subscription to any source's bus (one source being down
-/// must not keep the others from being served), then `STOPPING=1` when the relay stops.
+/// must not keep the others from being served) and runs `then`, then `STOPPING=1` when the
+/// relay stops.
 pub(crate) async fn ready_when_subscribed(
     subscribed: Vec<tokio::sync::watch::Receiver<u64>>,
     token: CancellationToken,
+    then: impl FnOnce(),
 ) {
     let any = subscribed
         .into_iter()
@@ -18,11 +20,13 @@ pub(crate) async fn ready_when_subscribed(
     if any.is_empty() {
         // No bus of its own (a pool's relay, `[pool] local_bus = false`): ready now.
         notify(NotifyState::Ready, "ready");
+        then();
     } else {
         tokio::select! {
             (changed, _, _) = futures_util::future::select_all(any) => {
                 if changed.is_ok() {
                     notify(NotifyState::Ready, "ready");
+                    then();
                 }
             }
             () = token.cancelled() => {}

@@ -461,6 +461,11 @@ async fn idle(setup: &Setup, seconds: u64, hooks: usize) -> Figures {
     );
     f.push("relay_peak_anon_mib", anon);
     f.push("relay_peak_file_mib", file);
+    // What an operator sees of an idle relay: its peak includes its start.
+    f.push(
+        "relay_rss_mib",
+        procstat::rss_kib(relay.pid()).unwrap_or(0) as f64 / 1024.0,
+    );
     relay.kill9().await;
     f
 }

@@ -1,8 +1,9 @@
 //! Leaf modules that every layer may use and that use nothing else of the crate (a unit test
 //! below checks it): the shared secret, digest algorithms, Standard Webhooks signatures, form
-//! encoding, the callback URL policy and the Redis key names. Configuration, stages and tools
-//! sit above them.
+//! encoding, the callback URL policy, the Redis key names and the binary's own pages (given
+//! back once the start is over). Configuration, stages and tools sit above them.
 
+pub mod binary_pages;
 pub mod ca;
 pub mod callback_url;
 pub mod digest;

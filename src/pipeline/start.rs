@@ -231,8 +231,11 @@ impl Start<'_> {
         // and the taker are gone.
         let edge_bus = config.pool.edges.then_some(bus_tx);
         let ready = subscribed.ready.clone();
-        self.tracker
-            .spawn(crate::systemd::ready_when_subscribed(ready, token.clone()));
+        self.tracker.spawn(crate::systemd::ready_when_subscribed(
+            ready,
+            token.clone(),
+            give_back_start_pages,
+        ));
         let lease_stop = LeaseStop::new(token.clone());
         let fence = hooks.mode.fence(&lease_stop);
         let acker = Acker::new(config.delivery.max_unacked);
@@ -403,4 +406,15 @@ pub(super) fn retain_bounds(config: &crate::config::DeliveryConfig) -> Option<Bo
         window_ms: config.retain.as_millis() as u64,
         max_bytes: config.retain_max_mib << 20,
     })
+}
+
+/// Once the relay is ready: its binary's pages that only the start used (configuration,
+/// plugins' compiler, set-up) leave its RSS (`base::binary_pages`).
+fn give_back_start_pages() {
+    let kib = crate::base::binary_pages::give_back();
+    tracing::info!(
+        kib,
+        "ready: gave back the binary's pages the start used ({} MiB)",
+        kib >> 10
+    );
 }

@@ -140,6 +140,12 @@ impl Plugins {
         for gone in before.difference(&after) {
             l.host.uncache(gone);
         }
+        if report.loaded.len() > report.from_cache {
+            // WebAssembly's compiler ran: its code, megabytes of the binary, need not stay
+            // resident until the next compile.
+            let kib = crate::base::binary_pages::give_back();
+            tracing::debug!(kib, "gave back the binary's pages the compile used");
+        }
         report
     }
 

@@ -262,3 +262,52 @@ async fn check_config_reads_the_reference_yaml_and_names_what_it_ignores() {
         "never the secret: {stdout}"
     );
 }
+
+/// Once ready, the relay drops the pages of its binary that the start made resident (docs/
+/// architecture.md, "The start's pages given back"): its log says how much, what stays resident
+/// of those mappings is less than that, and it goes on serving (what runs maps its pages back).
+#[tokio::test]
+async fn once_ready_the_start_s_pages_leave_the_rss_and_the_relay_goes_on() {
+    use std::os::unix::fs::MetadataExt;
+    let redis = TestRedis::start().await;
+    let relay = RelayProcess::start(&redis, "").await;
+    let line = "ready: gave back the binary's pages the start used";
+    relay.wait_log("the pages given back", line).await;
+    let log = std::fs::read_to_string(&relay.log).expect("log");
+    // The message's own "(N MiB)" (the fields may be coloured).
+    let given_mib: u64 = log
+        .lines()
+        .find(|l| l.contains(line))
+        .and_then(|l| l.split(" used (").nth(1))
+        .and_then(|v| v.split(" MiB)").next())
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| panic!("no size in the line: {log}"));
+    assert!(given_mib >= 1, "at least a MiB of the start's pages: {log}");
+    let given = given_mib << 10;
+    let resident_now = || {
+        let pid = relay.pid();
+        let inode = std::fs::metadata(crate::support::process::binary())
+            .expect("binary")
+            .ino();
+        let smaps = std::fs::read_to_string(format!("/proc/{pid}/smaps")).expect("smaps");
+        hookrelay::base::binary_pages::droppable(&smaps, inode)
+            .iter()
+            .map(|s| s.resident_kib)
+            .sum::<u64>()
+    };
+    let now = resident_now();
+    assert!(
+        now < given,
+        "resident in the code and read-only data: {now} KiB, after {given} KiB given back"
+    );
+    // It goes on: the API answers, and an event reaches a hook.
+    let rx = crate::support::TestReceiver::start().await;
+    let client = crate::support::relay::http_client();
+    crate::support::relay::create_hook(&client, relay.api, &rx.url("/after"), "").await;
+    redis.publish_users(0..3).await;
+    crate::support::wait::until("three callbacks", async || match rx.delivered_count() {
+        3 => Ok(()),
+        n => Err(n),
+    })
+    .await;
+}

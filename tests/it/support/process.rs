@@ -284,6 +284,12 @@ impl RelayProcess {
         super::relay::signed_call(&http_client(), self.api, call, query, alg, SECRET).await
     }
 
+    /// Its process id.
+    #[allow(dead_code)]
+    pub(crate) fn pid(&self) -> u32 {
+        self.child.id().expect("running")
+    }
+
     /// Sends `signal` (`STOP`, `CONT`, ...) to the process.
     pub(crate) fn signal(&self, signal: &str) {
         let pid = self.child.id().expect("running").to_string();
