@@ -110,7 +110,8 @@ fn drop_pages(span: Span) -> bool {
     // page of its own, so every resident page in it is the file's page-cache page, and it
     // cannot be written while the process runs (the kernel refuses writes to a running
     // executable, and the mapping has no write permission). Dropping its pages only makes the
-    // next access map the same page again; no reference into it is invalidated.
+    // next access map the same page again, as after the kernel itself reclaims them under
+    // memory pressure; no reference into it is invalidated.
     let done = unsafe {
         libc::madvise(
             span.start as *mut libc::c_void,

@@ -17,6 +17,7 @@ const OPEN: &[&str] = &[
     "authoring::project",
     "authoring::record",
     "authoring::toolchain",
+    "base::binary_pages",
     "base::ca",
     "base::callback_url",
     "base::digest",
