@@ -948,7 +948,15 @@ async fn deliveries_failures_and_calls_are_counted_per_tenant() {
     rx.script([Reply::Status(500)]);
     tenant_meeting(&store, "ma", ACME.0).await;
     rx.wait_delivered(2).await;
-    let m = relay.metrics().await;
+    // A delivery is counted once its answer is read, after the receiver has it.
+    let m = wait::until("both deliveries counted", async || {
+        let m = relay.metrics().await;
+        match metric_sum(&m, "hookrelay_callbacks_delivered_total", &[]) >= 2.0 {
+            true => Ok(m),
+            false => Err(m),
+        }
+    })
+    .await;
     let t = format!(r#"tenant="{}""#, ACME.0);
     // Acme's meeting-created to both hooks, one of them after a 500.
     assert_eq!(
