@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Regenerates link/hot-symbols.txt, the order in which the release binary's linker places its
 # functions (build.rs): builds the release relay and the load tool, runs two `load burst`
-# scenarios with the relay under callgrind (valgrind, from Debian's packages), and lists the
-# functions that ran, hottest first (scripts/symbol_order.py). Takes a few minutes after the
-# build. Run it after a change of dependencies or of the hot path; `--check` only says how many
-# of the file's functions the last release build (or BINARY) has, and fails below nine in ten.
+# scenarios and a `load idle` with the relay under callgrind (valgrind, from Debian's packages),
+# and lists the functions that ran once the relay was ready, hottest first, then those only its
+# start and stop ran (scripts/symbol_order.py). Takes a few minutes after the build. Run it
+# after a change of dependencies or of the hot path; `--check` only says how many of the file's
+# functions the last release build (or BINARY) has, and fails below nine in ten.
 #   scripts/symbol-order.sh [--check [BINARY]]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -47,26 +48,35 @@ work=$(mktemp -d)
 if [ -n "${SYMBOL_ORDER_KEEP:-}" ]; then echo "symbol-order: profiles in $work"; else trap 'rm -rf "$work"' EXIT; fi
 cp "$bin" "$work/hookrelay"
 # The load tool ends each run with SIGKILL, which leaves callgrind nothing written: the relay
-# runs as a child of a shell the tool kills instead, and gets SIGTERM (a clean stop, whose
-# exit writes the profile) once the scenarios are over.
+# runs as a child of a shell the tool kills instead. Each profile comes in three parts: its start
+# (dumped once the ready relay has given back its start's pages, `binary_pages::give_back`), its
+# running (dumped as soon as the tool has killed the shell), and its stop (SIGTERM, a clean stop,
+# whose exit writes the last part). symbol_order.py puts the running part's functions first.
 cat > "$work/relay.sh" <<WRAP
 #!/usr/bin/env bash
 valgrind --tool=callgrind --demangle=no --callgrind-out-file=$work/profile.%p \
+  '--dump-after=*binary_pages*give_back*' \
   --log-file=$work/valgrind.%p.log "$work/hookrelay" "\$@" &
-echo \$! >> $work/pids
-wait
+relay=\$!
+echo \$relay >> $work/pids
+shell=\$\$
+( while kill -0 \$shell 2>/dev/null; do sleep 0.1; done
+  callgrind_control --dump \$relay > /dev/null 2>&1
+  kill -TERM \$relay 2>/dev/null ) < /dev/null > /dev/null 2>&1 &
+wait \$relay
 WRAP
 chmod +x "$work/relay.sh"
 load=$target_dir/release/examples/load
 "$load" burst --events 2000 --hooks 10 --relay-bin "$work/relay.sh" > "$work/load.log" 2>&1 </dev/null || true
 "$load" burst --events 2000 --hooks 1 --relay-bin "$work/relay.sh" >> "$work/load.log" 2>&1 </dev/null || true
+"$load" idle --seconds 20 --hooks 10 --relay-bin "$work/relay.sh" >> "$work/load.log" 2>&1 </dev/null || true
 while read -r pid; do
-  kill -TERM "$pid" 2>/dev/null || true
   while kill -0 "$pid" 2>/dev/null; do sleep 0.2; done
 done < "$work/pids"
-if [ "$(grep -c 'checks=ok' "$work/load.log")" -ne 2 ] || [ "$(find "$work" -name 'profile.*' -size +0 | wc -l)" -ne 2 ]; then
+# Each relay's profile: its start, its running and its stop.
+if [ "$(grep -c 'checks=ok' "$work/load.log")" -ne 3 ] || [ "$(find "$work" -name 'profile.*' -size +0 | wc -l)" -ne 9 ]; then
   cat "$work/load.log" >&2
-  echo "symbol-order: a load run failed, or its relay wrote no profile" >&2
+  echo "symbol-order: a load run failed, or its relay wrote no profile in three parts" >&2
   exit 1
 fi
 

@@ -32,6 +32,7 @@ mod hostile;
 mod image;
 mod integrator;
 mod kubernetes;
+mod layout;
 mod listeners;
 mod long_run;
 mod monitoring;
