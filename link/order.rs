@@ -5,7 +5,9 @@
 /// visible across the crate's parts, numbered by a hash of its part, which changes with the
 /// code and with the folder it is built in) as patterns of a linker script that puts their
 /// sections first (`.text.hot`, before `.text`); the others, one a line, as a symbol ordering
-/// file. Comment lines (`#`) and blank ones are skipped.
+/// file. A function LLVM deems cold (`#[cold]`, such as `RawVec`'s `finish_grow`, or one that
+/// only calls such) is in a section `.text.unlikely.NAME`, so each pattern names both. Comment
+/// lines (`#`) and blank ones are skipped.
 pub(crate) fn split(names: &str) -> (String, String) {
     let mut exact = String::new();
     let mut script = String::from("SECTIONS {\n  .text.hot : {\n");
@@ -15,9 +17,10 @@ pub(crate) fn split(names: &str) -> (String, String) {
         }
         match name.find(".llvm.") {
             Some(at) => {
-                script.push_str("    *(.text.");
-                script.push_str(&name[..at]);
-                script.push_str(".llvm.*)\n");
+                let name = &name[..at];
+                script.push_str(&format!(
+                    "    *(.text.{name}.llvm.* .text.unlikely.{name}.llvm.*)\n"
+                ));
             }
             None => {
                 exact.push_str(name);
@@ -48,7 +51,8 @@ mod tests {
         assert_eq!(
             script,
             "SECTIONS {\n  .text.hot : {\n    \
-             *(.text._ZN5tokio7runtime4task3raw4poll17h0123456789abcdefE.llvm.*)\n  \
+             *(.text._ZN5tokio7runtime4task3raw4poll17h0123456789abcdefE.llvm.* \
+             .text.unlikely._ZN5tokio7runtime4task3raw4poll17h0123456789abcdefE.llvm.*)\n  \
              }\n}\nINSERT BEFORE .text;\n"
         );
     }
