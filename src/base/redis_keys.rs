@@ -135,6 +135,13 @@ pub fn queue_key(id: HookId) -> String {
     tagged(id, "queue")
 }
 
+/// Hook `id`'s cursor, a hash: `d`, the timestamp of the last callback delivered from its
+/// stream (the entries up to it are delivered; they stay in the stream until their whole node
+/// is trimmed), and `x`, the highest id a drop removed; removed with the stream.
+pub fn cursor_key(id: HookId) -> String {
+    tagged(id, "cursor")
+}
+
 /// The hook id of a queue key; `None` for any other key.
 pub fn queue_hook_id(key: &str) -> Option<HookId> {
     tagged_hook_id(key, "queue")

@@ -1,6 +1,6 @@
 //! Acknowledgements of delivered callbacks, taken off the hot path: a worker records a 2xx and
-//! goes on to its next callback; one flusher task removes the recorded entries from the hooks'
-//! Redis streams in one pipeline per round, for every hook at once. A worker sends its next
+//! goes on to its next callback; one flusher task marks the recorded entries delivered in the
+//! hooks' Redis streams (their cursors move) in one pipeline per round, for every hook at once. A worker sends its next
 //! callback only while fewer than `delivery.max_unacked` of its delivered callbacks wait for
 //! that removal, so a crash repeats at most `max_unacked` callbacks per hook (the one in flight
 //! included); with 1, each removal is confirmed before the next callback, as it used to be. A
@@ -164,7 +164,7 @@ impl Acker {
                 let mut pipe = redis::pipe();
                 let hooks: Vec<journal::HookRemovals<'_>> =
                     entries.iter().map(|(h, d)| (*h, d.as_slice())).collect();
-                journal::add_remove_many(&mut pipe, &hooks);
+                journal::add_delivered(&mut pipe, &hooks, conn.is_cluster());
                 let written = retry_until_ok(&token, "mark delivered callbacks", || {
                     let (mut c, pipe) = (conn.clone(), &pipe);
                     async move { journal::send_removals(&mut c, pipe).await }

@@ -31,6 +31,7 @@ use crate::{
     hooks::HookStore,
     metrics::Metrics,
     plugin_host::Plugins,
+    shutdown::retry_until_ok,
     store_conn::StoreConn,
 };
 
@@ -355,8 +356,14 @@ impl DeliveryContext {
                 "queue full: dropped the oldest callbacks (one line a minute per hook while it goes on)"
             );
         }
-        if let Err(e) = journal::remove(&mut self.queues.conn.clone(), hook, dropped).await {
-            tracing::warn!(hook_id = hook.0, error = %e, "cannot remove dropped callbacks from Redis");
-        }
+        // Until the removal is written the worker marks nothing delivered: its cursor must
+        // not pass these entries while they are in the stream.
+        let token = self.control.token();
+        let _ = retry_until_ok(token, "remove dropped callbacks", || {
+            let mut conn = self.queues.conn.clone();
+            async move { journal::remove(&mut conn, hook, dropped).await }
+        })
+        .await;
+        q.removal_done();
     }
 }

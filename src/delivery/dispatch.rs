@@ -69,16 +69,16 @@ impl Dispatcher {
         self.last_shared
     }
 
-    /// Starts hook `hook`'s worker on the `count` entries its stream holds up to `until` (read
-    /// a page at a time, before anything fresh). With delivery spread, the holder of the
-    /// hook's delivery lease does that instead.
-    pub(crate) fn recover(&mut self, hook: &Arc<Hook>, until: u64, count: usize) {
+    /// Starts hook `hook`'s worker on the entries waiting in its stream (`pos`: after its
+    /// cursor, up to its last id; read a page at a time, before anything fresh). With
+    /// delivery spread, the holder of the hook's delivery lease does that instead.
+    pub(crate) fn recover(&mut self, hook: &Arc<Hook>, pos: journal::Position) {
         if self.spread.is_some() {
             return;
         }
         let q = self.start_worker(
             hook,
-            HookQueue::stored(self.ctx.queues().account(hook), until, count),
+            HookQueue::stored(self.ctx.queues().account(hook), pos),
         );
         pager::spawn(&self.ctx, hook.id, &q);
         self.queues.insert(hook.id, q);

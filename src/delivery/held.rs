@@ -50,8 +50,7 @@ impl Held {
         let q = Arc::new(HookQueue::leased(
             self.ctx.queues().account(hook),
             lease,
-            pos.last_ts,
-            pos.length,
+            pos,
         ));
         let worker = worker::spawn(&self.ctx, hook, &q);
         if pos.length > 0 {

@@ -8,7 +8,7 @@ use std::{
     collections::VecDeque,
     sync::{
         Mutex, MutexGuard,
-        atomic::{AtomicBool, Ordering},
+        atomic::{AtomicBool, AtomicUsize, Ordering},
     },
 };
 
@@ -17,7 +17,7 @@ use tokio::sync::Notify;
 use super::{
     budget::{Account, UNKNOWN_COST},
     incident::Drops,
-    journal::Entry,
+    journal::{Entry, Position},
 };
 use crate::fleet::Lease;
 
@@ -195,6 +195,12 @@ pub(crate) struct HookQueue {
     lease: Option<Lease>,
     /// What the log said of dropped callbacks, to say it once a minute.
     drops: Mutex<Drops>,
+    /// Removals from Redis of dropped entries still under way: each drop counts one from the
+    /// moment it is decided until [`removal_done`](Self::removal_done). The worker marks no
+    /// delivery meanwhile ([`removals_done`](Self::removals_done)), so that the hook's cursor
+    /// never passes a dropped entry before it is removed (and its payload record released).
+    removing: AtomicUsize,
+    removed: Notify,
     /// The budget of all queues, told what this one takes, for its owner.
     budget: Account,
 }
@@ -223,34 +229,31 @@ impl HookQueue {
             closed: AtomicBool::new(false),
             lease: None,
             drops: Mutex::default(),
+            removing: AtomicUsize::new(0),
+            removed: Notify::new(),
             budget,
         }
     }
 
-    /// A queue within `budget` whose `count` entries, ids up to `until`, are in Redis only
-    /// (after a restart).
-    pub(crate) fn stored(budget: impl Into<Account>, until: u64, count: usize) -> Self {
+    /// A queue within `budget` whose waiting entries (`pos`: `length` of them, ids after its
+    /// cursor and up to `last_ts`) are in Redis only (after a restart).
+    pub(crate) fn stored(budget: impl Into<Account>, pos: Position) -> Self {
         let q = Self::new(budget);
         let mut p = q.edit();
-        p.span = (count > 0).then_some(Span {
-            after: None,
-            until,
-            count,
-            cost: count as u64 * UNKNOWN_COST,
+        p.span = (pos.length > 0).then_some(Span {
+            after: pos.after(),
+            until: pos.last_ts,
+            count: pos.length,
+            cost: pos.length as u64 * UNKNOWN_COST,
         });
-        p.last = until;
+        p.last = pos.last_ts;
         drop(p);
         q
     }
 
     /// A queue as [`stored`](Self::stored), sent only while `lease` is held.
-    pub(crate) fn leased(
-        budget: impl Into<Account>,
-        lease: Lease,
-        until: u64,
-        count: usize,
-    ) -> Self {
-        let mut q = Self::stored(budget, until, count);
+    pub(crate) fn leased(budget: impl Into<Account>, lease: Lease, pos: Position) -> Self {
+        let mut q = Self::stored(budget, pos);
         q.lease = Some(lease);
         q
     }
@@ -335,9 +338,37 @@ impl HookQueue {
             None => p.push_back(entry, cost),
         }
         p.trim(max, &mut out);
+        if !out.dropped.is_empty() {
+            self.removing.fetch_add(1, Ordering::AcqRel);
+        }
         drop(p);
         self.ready.notify_one();
         out
+    }
+
+    /// The removal of a drop ([`push`](Self::push) or [`make_room`](Self::make_room) dropped
+    /// something) is done, or given up because the relay stops.
+    pub(crate) fn removal_done(&self) {
+        if self.removing.fetch_sub(1, Ordering::AcqRel) == 1 {
+            self.removed.notify_waiters();
+        }
+    }
+
+    /// Waits until no removal of dropped entries is under way; `false` when the relay stops
+    /// first.
+    pub(crate) async fn removals_done(&self, token: &tokio_util::sync::CancellationToken) -> bool {
+        loop {
+            let removed = self.removed.notified();
+            tokio::pin!(removed);
+            removed.as_mut().enable();
+            if self.removing.load(Ordering::Acquire) == 0 {
+                return true;
+            }
+            tokio::select! {
+                () = removed => {}
+                () = token.cancelled() => return false,
+            }
+        }
     }
 
     /// The span to read next, if any.
@@ -368,6 +399,9 @@ impl HookQueue {
             .map_or(UNKNOWN_COST, |s| (s.cost / s.count.max(1) as u64).max(1));
         let by_budget = self.budget.excess(p.taken()).div_ceil(each) as usize;
         let from_page = by_count.max(by_budget).min(read);
+        if !out.dropped.is_empty() || from_page > 0 {
+            self.removing.fetch_add(1, Ordering::AcqRel);
+        }
         PageDrops {
             from_memory: out.dropped,
             from_page,

@@ -7,9 +7,11 @@
 //! cluster, last). A merge must not run beside a writer of either stream: only the one writer
 //! of the queues (a relay alone, or the holder of the fleet lease) asks for it.
 //!
-//! In a merge, the current stream's entries keep their ids (a deliverer may be sending one and
-//! mark it by its id); an entry of the old stream goes where its id puts it, or just after the
-//! entry before it when that id is taken, and is dropped when the current stream holds the
+//! In a merge, the current stream's waiting entries keep their ids (a deliverer may be sending
+//! one and mark it by its id) and its cursor stays; an entry of the old stream goes where its
+//! id puts it, but after the cursor (and in a fleet, whose deliverers may be running, after
+//! the current stream's last entry), or just after the entry before it when that id is taken,
+//! and is dropped when the current stream holds the
 //! same entry (the same fields: a payload carries its timestamp, so two callbacks never have
 //! them), as after a move cut short and made again.
 
@@ -24,7 +26,9 @@ use redis::{AsyncCommands, RedisError, Script};
 
 use super::journal::{self, parse_ts};
 use crate::{
-    base::redis_keys::{LEGACY_QUEUE_PREFIX, legacy_queue_hook_id, queue_key, queue_rebuild_key},
+    base::redis_keys::{
+        LEGACY_QUEUE_PREFIX, cursor_key, legacy_queue_hook_id, queue_key, queue_rebuild_key,
+    },
     store_conn::StoreConn,
 };
 
@@ -32,12 +36,14 @@ use crate::{
 const PAGE: usize = 500;
 
 /// Renames KEYS[1] to KEYS[2] unless KEYS[2] exists: the entries it then holds, -1 when both
-/// exist, -2 when KEYS[1] is gone (moved already).
+/// exist, -2 when KEYS[1] is gone (moved already). A cursor KEYS[3] left without its stream
+/// goes: every entry of an earlier version's stream waits.
 static RENAME_UNLESS_TAKEN: std::sync::LazyLock<Script> = std::sync::LazyLock::new(|| {
     Script::new(
         r"
 if redis.call('EXISTS', KEYS[1]) == 0 then return -2 end
 if redis.call('RENAMENX', KEYS[1], KEYS[2]) == 0 then return -1 end
+redis.call('DEL', KEYS[3])
 return redis.call('XLEN', KEYS[2])
 ",
     )
@@ -58,7 +64,11 @@ pub(crate) struct Moved {
 ///
 /// # Errors
 /// When Redis fails; what was moved stays moved, and the call may be made again.
-pub(crate) async fn legacy_queues(conn: &StoreConn, merge: bool) -> Result<Vec<Moved>, RedisError> {
+pub(crate) async fn legacy_queues(
+    conn: &StoreConn,
+    merge: bool,
+    deliverers: bool,
+) -> Result<Vec<Moved>, RedisError> {
     let keys = conn
         .keys_matching(&format!("{LEGACY_QUEUE_PREFIX}*"))
         .await?;
@@ -79,7 +89,7 @@ pub(crate) async fn legacy_queues(conn: &StoreConn, merge: bool) -> Result<Vec<M
             }
             continue;
         }
-        if let Some(m) = move_one(&mut conn, hook, &key, merge).await? {
+        if let Some(m) = move_one(&mut conn, hook, &key, merge, deliverers).await? {
             moved.push(m);
         }
     }
@@ -91,12 +101,14 @@ async fn move_one(
     hook: HookId,
     old: &str,
     merge: bool,
+    deliverers: bool,
 ) -> Result<Option<Moved>, RedisError> {
     let new = queue_key(hook);
     if !conn.is_cluster() {
         let renamed: i64 = RENAME_UNLESS_TAKEN
             .key(old)
             .key(&new)
+            .key(cursor_key(hook))
             .invoke_async(conn)
             .await?;
         match usize::try_from(renamed) {
@@ -108,15 +120,21 @@ async fn move_one(
     if !merge {
         return Ok(None);
     }
-    merge_into(conn, hook, old, &new).await.map(Some)
+    merge_into(conn, hook, old, &new, deliverers)
+        .await
+        .map(Some)
 }
 
-/// Merges stream `old` into `new` through [`queue_rebuild_key`], as the module says.
+/// Merges stream `old` into `new` through [`queue_rebuild_key`], as the module says. With
+/// `deliverers` (a fleet's instances may be delivering the hook meanwhile) the old stream's
+/// entries go after all of the current one's: a deliverer has taken the current entries up to
+/// the last, and its marks of them move the cursor past anything placed before.
 async fn merge_into(
     conn: &mut StoreConn,
     hook: HookId,
     old: &str,
     new: &str,
+    deliverers: bool,
 ) -> Result<Moved, RedisError> {
     let rebuild = queue_rebuild_key(hook);
     let last_old = journal::position_of(conn, old).await?.last_ts;
@@ -128,8 +146,16 @@ async fn merge_into(
         held.insert(e.digest());
     }
     let () = conn.del(&rebuild).await?;
+    // The current stream's delivered entries (up to its cursor) are not written again, and
+    // the old stream's go after them.
+    let delivered: Option<u64> = conn.hget(cursor_key(hook), "d").await?;
     let mut current = Pager::new(new);
+    current.after = delivered.map(|d| format!("{d}-0"));
     let mut legacy = Pager::new(old);
+    let floor = match deliverers {
+        true => delivered.unwrap_or(0).max(last_new),
+        false => delivered.unwrap_or(0),
+    };
     let mut last: Option<u64> = None;
     let mut written = 0;
     loop {
@@ -137,7 +163,7 @@ async fn merge_into(
         while pipe.len() < PAGE {
             let a = current.peek(conn).await?.map(|e| e.ts);
             let b = legacy.peek(conn).await?.map(|e| e.ts);
-            let Some(step) = next_step(a, b, last) else {
+            let Some(step) = next_step(a, b, last, floor) else {
                 break;
             };
             let (entry, ts) = match step {
@@ -201,10 +227,10 @@ enum Step {
 }
 
 /// The next step after id `last`, the current stream's next entry at id `a` and the old one's
-/// at `b`: the current entry keeps its id; the old one is placed after `last`, and goes first
-/// if it then comes before the current one.
-fn next_step(a: Option<u64>, b: Option<u64>, last: Option<u64>) -> Option<Step> {
-    let placed = b.map(|b| last.map_or(b, |l| b.max(l + 1)));
+/// at `b`: the current entry keeps its id; the old one is placed after `last` and after
+/// `floor`, and goes first if it then comes before the current one.
+fn next_step(a: Option<u64>, b: Option<u64>, last: Option<u64>, floor: u64) -> Option<Step> {
+    let placed = b.map(|b| last.map_or(b, |l| b.max(l + 1)).max(floor + 1));
     match (a, placed) {
         (Some(a), Some(p)) if p < a => Some(Step::Legacy(p)),
         (Some(a), _) => Some(Step::Current(a)),
@@ -296,6 +322,7 @@ mod tests {
             current.get(i).map(|c| c.0),
             legacy.get(j).map(|l| l.0),
             last,
+            0,
         ) {
             let (ts, name) = match step {
                 Step::Current(ts) => {
@@ -311,6 +338,24 @@ mod tests {
             last = Some(ts);
         }
         out
+    }
+
+    #[test]
+    fn old_entries_go_after_the_floor() {
+        // The cursor (or, with a fleet's deliverers running, the current stream's last id): 25.
+        assert_eq!(
+            next_step(Some(30), Some(20), None, 25),
+            Some(Step::Legacy(26))
+        );
+        assert_eq!(
+            next_step(Some(26), Some(20), None, 25),
+            Some(Step::Current(26))
+        );
+        assert_eq!(
+            next_step(None, Some(20), Some(40), 25),
+            Some(Step::Legacy(41))
+        );
+        assert_eq!(next_step(None, None, Some(40), 25), None);
     }
 
     #[test]

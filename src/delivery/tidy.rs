@@ -10,15 +10,23 @@ use std::time::Duration;
 
 use redis::Script;
 
-use crate::{base::redis_keys::queue_key, store_conn::StoreConn};
+use crate::{
+    base::redis_keys::{cursor_key, queue_key},
+    store_conn::StoreConn,
+};
 
 /// How long a queue stays empty and without a new entry before its stream goes.
 pub const IDLE: Duration = Duration::from_secs(600);
 
-/// Deletes stream KEYS[1] if it holds no entry and its last id (a callback timestamp, ms) is
-/// more than ARGV[1] ms old by the store's clock. 1: deleted.
+/// Deletes stream KEYS[1] and its cursor KEYS[2] if no entry waits after the cursor and its
+/// last id (a callback timestamp, ms) is more than ARGV[1] ms old by the store's clock.
+/// 1: deleted.
 const DROP_IF_IDLE: &str = r"
-if redis.call('EXISTS', KEYS[1]) == 0 or redis.call('XLEN', KEYS[1]) > 0 then return 0 end
+if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+local at = redis.call('HGET', KEYS[2], 'd')
+local from = '-'
+if at then from = '(' .. at .. '-0' end
+if #redis.call('XRANGE', KEYS[1], from, '+', 'COUNT', 1) > 0 then return 0 end
 local info = redis.call('XINFO', 'STREAM', KEYS[1])
 local last = nil
 for i = 1, #info, 2 do
@@ -29,7 +37,7 @@ local ms = tonumber(string.match(last, '^(%d+)'))
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 if ms and now - ms > tonumber(ARGV[1]) then
-  redis.call('DEL', KEYS[1])
+  redis.call('DEL', KEYS[1], KEYS[2])
   return 1
 end
 return 0
@@ -55,8 +63,9 @@ pub async fn drop_idle(
         for id in chunk {
             pipe.cmd("EVALSHA")
                 .arg(SCRIPT.get_hash())
-                .arg(1)
+                .arg(2)
                 .arg(queue_key(*id))
+                .arg(cursor_key(*id))
                 .arg(idle);
         }
         let done: Vec<i64> = pipe.query_async(conn).await?;

@@ -88,13 +88,19 @@ async fn run(hook: Arc<Hook>, queue: Arc<HookQueue>, ctx: Arc<DeliveryContext>) 
         let entry = match through_plugins(&ctx, &hook, entry).await {
             Ok(e) => e,
             Err(dropped) => {
+                if !queue.removals_done(token).await {
+                    return;
+                }
                 acks.delivered(dropped);
                 continue;
             }
         };
         match deliver(&ctx, &sender, &queue, &entry, &mut failures).await {
-            Outcome::Delivered => acks.delivered(entry.removal()),
-            Outcome::GaveUp | Outcome::Stopped => return,
+            // A drop's removal under way is written first: the mark moves the hook's cursor.
+            Outcome::Delivered if queue.removals_done(token).await => {
+                acks.delivered(entry.removal());
+            }
+            Outcome::Delivered | Outcome::GaveUp | Outcome::Stopped => return,
         }
     }
 }

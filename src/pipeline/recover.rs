@@ -43,7 +43,7 @@ const MOVED_HOLDER: &str = "(queue moved)";
 /// moves them, under a lock. With delivery spread (`hook_lease`, the delivery leases' length),
 /// each moved hook's delivery lease is then given to nobody for that long: its deliverer
 /// stops at its next renewal, before anyone else can take it, and the next one reads the
-/// stream whole. `None` when the relay stopped first.
+/// stream from the hook's cursor, the merged entries after what the deliverer had taken. `None` when the relay stopped first.
 pub(super) async fn move_legacy_queues(
     conn: &StoreConn,
     instance: Option<&str>,
@@ -102,7 +102,7 @@ async fn move_locked(
     token: &CancellationToken,
 ) -> redis::RedisResult<Option<Vec<records::Moved>>> {
     let Some(instance) = instance else {
-        return records::legacy_queues(conn, merge).await.map(Some);
+        return records::legacy_queues(conn, merge, false).await.map(Some);
     };
     let lock = Lease::new(MOVING_KEY, instance, MOVING_TTL);
     let mut c = conn.clone();
@@ -112,7 +112,8 @@ async fn move_locked(
             () = tokio::time::sleep(lock.period() / 10) => {}
         }
     }
-    let work = records::legacy_queues(conn, merge);
+    // In a fleet, the other instances may be delivering the hooks meanwhile.
+    let work = records::legacy_queues(conn, merge, true);
     tokio::pin!(work);
     let mut tick = tokio::time::interval(lock.period());
     tick.tick().await;
@@ -158,7 +159,7 @@ pub(super) async fn resume_queues(
         clock.observe(id, pos.last_ts);
         if let (Some(hook), true) = (snapshot.get(id), pos.length > 0) {
             total += pos.length;
-            dispatcher.recover(hook, pos.last_ts, pos.length);
+            dispatcher.recover(hook, pos);
         }
     }
     tracker.spawn(remove_orphans(conn.clone(), snapshot, token.clone()));

@@ -123,6 +123,7 @@ async fn hooks_and_queues_live_on_the_cluster_and_survive_a_kill() {
     for key in [
         "bigbluebutton:webhooks:out:hook:3",
         "{bigbluebutton:webhooks:out:hook:3}:queue",
+        "{bigbluebutton:webhooks:out:hook:3}:cursor",
     ] {
         let exists: bool = redis::cmd("EXISTS")
             .arg(key)
@@ -308,7 +309,7 @@ async fn on_a_cluster_a_holder_killed_between_its_queues_and_its_cursor_repeats_
         let mut waiting = delivered < FIRST * ids.len();
         let mut queued = Vec::new();
         for (id, home) in ids.iter().zip(&homes) {
-            let len = cluster.xlen_on(*home, &queue_key(*id)).await;
+            let len = cluster.queued_on(*home, *id).await;
             waiting |= len > 0;
             queued.push(len);
         }
@@ -341,7 +342,7 @@ async fn on_a_cluster_a_holder_killed_between_its_queues_and_its_cursor_repeats_
         Duration::from_secs(30),
         async || {
             for (id, home) in &elsewhere {
-                if cluster.xlen_on(*home, &queue_key(*id)).await > 0 {
+                if cluster.queued_on(*home, *id).await > 0 {
                     return Ok(());
                 }
             }

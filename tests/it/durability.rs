@@ -11,12 +11,7 @@ use crate::support::{
 };
 
 async fn queue_len(redis: &TestRedis, hook: u64) -> usize {
-    let mut c = redis.conn().await.unwrap();
-    redis::cmd("XLEN")
-        .arg(format!("{{bigbluebutton:webhooks:out:hook:{hook}}}:queue"))
-        .query_async(&mut c)
-        .await
-        .unwrap()
+    redis.queued(hook).await
 }
 
 /// How many entries a hook's stream has ever had added (Redis 7 `XINFO STREAM`).
@@ -514,17 +509,19 @@ async fn a_batch_sent_again_after_a_lost_reply_is_harmless_and_shared_payloads_g
         .unwrap();
     let done: &[Removal] = &[gone(20, Some(500))];
     let mut pipe = redis::pipe();
-    journal::add_remove_many(
+    journal::add_delivered(
         &mut pipe,
         &[(HookId(7), done), (HookId(8), done), (HookId(8), &[])],
+        false,
     );
     journal::send_removals(&mut conn, &pipe).await.unwrap();
     journal::send_removals(&mut conn, &pipe).await.unwrap();
     assert_eq!(refs(conn.clone()).await, Some(1));
     let mut pipe = redis::pipe();
-    journal::add_remove_many(
+    journal::add_delivered(
         &mut pipe,
         &[(HookId(9), done), (HookId(7), &[gone(10, None)])],
+        false,
     );
     journal::send_removals(&mut conn, &pipe).await.unwrap();
     assert_eq!(refs(conn.clone()).await, None);

@@ -42,6 +42,7 @@ mod plugin_reload;
 mod plugin_tools;
 mod plugins;
 mod pool;
+mod queue_cursor;
 mod recovery;
 mod redis_tls;
 mod restart;

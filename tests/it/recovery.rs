@@ -24,15 +24,11 @@ async fn payload_keys(redis: &TestRedis) -> Vec<String> {
 
 /// Entries queued over all of `hooks`.
 async fn queued(redis: &TestRedis, hooks: &[u64]) -> usize {
-    let mut c = redis.conn().await.expect("redis");
-    let mut pipe = redis::pipe();
+    let mut total = 0;
     for h in hooks {
-        pipe.xlen(hookrelay::base::redis_keys::queue_key(
-            hookrelay::base::ids::HookId(*h),
-        ));
+        total += redis.queued(*h).await;
     }
-    let lens: Vec<usize> = pipe.query_async(&mut c).await.expect("xlen");
-    lens.iter().sum()
+    total
 }
 
 /// The user names delivered to `path`, in arrival order.

@@ -249,15 +249,7 @@ async fn two_servers_one_relay_mappings_apart_domains_kept_and_a_lost_server_tou
     })
     .await;
     let mut conn = store.conn().await.expect("store");
-    let queued: redis::streams::StreamRangeReply = redis::cmd("XRANGE")
-        .arg(format!(
-            "{{bigbluebutton:webhooks:out:hook:{b_hook}}}:queue"
-        ))
-        .arg("-")
-        .arg("+")
-        .query_async(&mut conn)
-        .await
-        .unwrap();
+    let queued = crate::support::redis::waiting_in(&mut conn, b_hook).await;
     assert_eq!(queued.ids.len(), 1);
     assert_eq!(queued.ids[0].get::<String>("o").as_deref(), Some("b"));
 

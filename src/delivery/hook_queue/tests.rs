@@ -23,13 +23,22 @@ fn sized(ts: u64, bytes: usize) -> Entry {
     }
 }
 
+/// A stream with `length` entries waiting, up to `until`, and no cursor.
+fn waiting(until: u64, length: usize) -> Position {
+    Position {
+        last_ts: until,
+        length,
+        delivered: 0,
+    }
+}
+
 fn order(q: &HookQueue) -> Vec<u64> {
     std::iter::from_fn(|| q.pop()).map(|e| e.ts).collect()
 }
 
 #[test]
 fn fresh_entries_wait_behind_the_stored_ones() {
-    let q = HookQueue::stored(Arc::default(), 3, 3);
+    let q = HookQueue::stored(Arc::default(), waiting(3, 3));
     assert!(q.push(entry(10), 10, 100).dropped.is_empty());
     assert!(q.pop().is_none(), "nothing before the first page");
     assert_eq!(q.span().map(|s| (s.until, s.count)), Some((10, 4)));
@@ -46,7 +55,7 @@ fn fresh_entries_wait_behind_the_stored_ones() {
 
 #[test]
 fn announced_and_pushed_entries_are_taken_once_in_order() {
-    let q = HookQueue::stored(Arc::default(), 5, 0);
+    let q = HookQueue::stored(Arc::default(), waiting(5, 0));
     assert!(q.span().is_none(), "an empty stream: nothing to read");
     assert!(q.push(entry(5), 10, 100).dropped.is_empty());
     assert_eq!(q.total(), 0, "at or below the stream's end: had already");
@@ -128,7 +137,7 @@ fn over_the_budget_the_queue_beyond_its_share_drops_its_oldest() {
 #[test]
 fn a_page_read_over_the_budget_is_trimmed_from_the_oldest() {
     let budget = Arc::new(Budget::new(10 * UNKNOWN_COST));
-    let q = HookQueue::stored(budget.clone(), 30, 30);
+    let q = HookQueue::stored(budget.clone(), waiting(30, 30));
     assert_eq!(budget.over(), 20 * UNKNOWN_COST);
     let room = q.make_room(16, 1000);
     assert_eq!(
@@ -237,7 +246,7 @@ proptest::proptest! {
     ) {
         let budget = Arc::new(Budget::new(3000));
         let queues = [
-            HookQueue::stored(budget.clone(), 1000, stored),
+            HookQueue::stored(budget.clone(), waiting(1000, stored)),
             HookQueue::new(budget.clone()),
         ];
         let mut ts = [1000u64, 0];

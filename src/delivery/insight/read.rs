@@ -3,16 +3,16 @@
 
 use std::collections::HashMap;
 
-use redis::{RedisError, Value, streams::StreamRangeReply};
+use redis::{RedisError, Value};
 use serde::Serialize;
 
 use super::AttemptRecord;
 use crate::{
     base::{
         ids::HookId,
-        redis_keys::{REMOVED_HOOKS, attempts_key, queue_key, status_key},
+        redis_keys::{REMOVED_HOOKS, attempts_key, status_key},
     },
-    delivery::journal::parse_ts,
+    delivery::journal::{self, Head},
     store_conn::StoreConn,
 };
 
@@ -78,14 +78,12 @@ impl HookState {
         }
     }
 
-    fn from_values(len: Value, first: Value, fields: Value) -> Result<Self, RedisError> {
-        let queued: u64 = redis::from_redis_value(len)?;
-        let first: StreamRangeReply = redis::from_redis_value(first)?;
+    fn from_values(head: Head, fields: Value) -> Result<Self, RedisError> {
         let mut f: HashMap<String, String> = redis::from_redis_value(fields)?;
         let number = |k: &str| f.get(k).and_then(|v| v.parse::<u64>().ok());
         Ok(Self {
-            queued,
-            oldest_queued: first.ids.first().and_then(|e| parse_ts(&e.id)),
+            queued: head.position.length as u64,
+            oldest_queued: head.oldest,
             last_ok: number("last_ok"),
             last_failure: number("last_failure"),
             failures_in_row: number("failures_in_row").unwrap_or(0),
@@ -98,7 +96,7 @@ impl HookState {
     }
 }
 
-/// The states of `hooks`, in their order, read in one pipeline.
+/// The states of `hooks`, in their order, read in two pipelines.
 ///
 /// # Errors
 /// When Redis fails or holds something else under their keys.
@@ -109,21 +107,17 @@ pub(crate) async fn states(
     if hooks.is_empty() {
         return Ok(Vec::new());
     }
+    let heads = journal::heads(&mut conn.clone(), hooks).await?;
     let mut pipe = redis::pipe();
     for &h in hooks {
-        let queue = queue_key(h);
-        pipe.xlen(&queue)
-            .xrange_count(&queue, "-", "+", 1)
-            .hgetall(status_key(h));
+        pipe.hgetall(status_key(h));
     }
     let values: Vec<Value> = pipe.query_async(&mut conn.clone()).await?;
-    let mut values = values.into_iter();
-    let mut out = Vec::with_capacity(hooks.len());
-    while let (Some(len), Some(first), Some(fields)) = (values.next(), values.next(), values.next())
-    {
-        out.push(HookState::from_values(len, first, fields)?);
-    }
-    Ok(out)
+    heads
+        .into_iter()
+        .zip(values)
+        .map(|(head, fields)| HookState::from_values(head, fields))
+        .collect()
 }
 
 /// The timestamp of the oldest callback queued for each of `hooks` (`None`: none queued), in
@@ -135,18 +129,7 @@ pub(crate) async fn oldest_queued(
     conn: &StoreConn,
     hooks: &[HookId],
 ) -> Result<Vec<Option<u64>>, RedisError> {
-    if hooks.is_empty() {
-        return Ok(Vec::new());
-    }
-    let mut pipe = redis::pipe();
-    for &h in hooks {
-        pipe.xrange_count(queue_key(h), "-", "+", 1);
-    }
-    let firsts: Vec<StreamRangeReply> = pipe.query_async(&mut conn.clone()).await?;
-    Ok(firsts
-        .iter()
-        .map(|f| f.ids.first().and_then(|e| parse_ts(&e.id)))
-        .collect())
+    journal::oldest(&mut conn.clone(), hooks).await
 }
 
 /// Hook `hook`'s last attempts, newest first.

@@ -8,8 +8,14 @@
 //! event's other form (the bus message for a processed hook, the processed event for a raw
 //! one), inline. A batch's entries and records are written in one transaction before they
 //! are handed to the workers; a callback of a traced message keeps its trace context (`tp`, W3C
-//! `traceparent`); removing an entry (delivered, dropped, its hook gone) releases
-//! its record, which goes when nothing refers to it any more. Every write may be repeated (an
+//! `traceparent`). Delivery moves the hook's cursor (`{queue_key}`'s sibling [`cursor_key`],
+//! the timestamp of its last delivered entry); the entries behind it go with their stream's
+//! whole nodes (`XTRIM MINID ~`), so a delivered entry is never deleted alone, which costs
+//! Redis a walk of its node. Only entries that will not be sent (dropped by a bound,
+//! unusable) are deleted one by one. An entry that leaves the queue (delivered, dropped, its
+//! hook gone) releases its record, which goes when nothing refers to it any more. The readers
+//! take what waits after the cursor ([`heads`], [`read_page`] from [`Position::delivered`]).
+//! Every write may be repeated (an
 //! entry already there is told from a refused one; the scripts are idempotent), so after an
 //! error the same call is made again.
 
@@ -23,10 +29,10 @@ use redis::AsyncCommands;
 
 pub use append::{Commit, Record, append};
 pub use read::{
-    Position, Stored, StoredBody, last_shared, parse_ts, position, position_of, read_page,
-    read_records,
+    Head, Position, Stored, StoredBody, heads, last_shared, oldest, parse_ts, position,
+    position_of, read_page, read_records,
 };
-use scripts::{DRAIN_SCRIPT, REMOVE_MANY_SCRIPT, REMOVE_SCRIPT, evalsha, query_loading};
+use scripts::{DELIVERED_SCRIPT, DRAIN_SCRIPT, REMOVE_SCRIPT, query_loading};
 
 use crate::{
     base::ids::{HookId, RecordRef, StreamId},
@@ -35,7 +41,7 @@ use crate::{
 
 use crate::{
     base::{
-        redis_keys::{PAYLOAD_PREFIX, QUEUE_PATTERN, queue_hook_id, queue_key},
+        redis_keys::{PAYLOAD_PREFIX, QUEUE_PATTERN, cursor_key, queue_hook_id, queue_key},
         sources::SourceId,
     },
     event::Payload,
@@ -123,45 +129,54 @@ pub fn add_remove(pipe: &mut redis::Pipeline, hook: HookId, entries: &[Removal])
         pipe.xdel(queue_key(hook), &ids).ignore();
         return;
     }
-    let cmd = evalsha(pipe, &REMOVE_SCRIPT, &queue_key(hook)).arg(PAYLOAD_PREFIX);
+    let cmd = pipe
+        .cmd("EVALSHA")
+        .arg(REMOVE_SCRIPT.get_hash())
+        .arg(2)
+        .arg(queue_key(hook))
+        .arg(cursor_key(hook))
+        .arg(PAYLOAD_PREFIX);
     for r in entries {
         cmd.arg(r.entry_id()).arg(r.record_arg());
     }
     cmd.ignore();
 }
 
-/// Removes the delivered entries `(ts, shared record)` of several hooks in one script call:
-/// a record shared by all of them is released once, not once per hook. Hooks whose entries
-/// refer to no record are removed with plain `XDEL`s.
-pub fn add_remove_many(pipe: &mut redis::Pipeline, hooks: &[HookRemovals<'_>]) {
-    let (shared, own): (Vec<HookRemovals<'_>>, Vec<_>) = hooks
+/// Marks the delivered entries `(ts, shared record)` of several hooks, oldest first per hook:
+/// each hook's cursor moves to its last one, their records are released (a record shared by
+/// all of them once, not once per hook) and the stream's whole nodes behind the cursor go. One
+/// script call on a single Redis; on a cluster (where records are not shared and a script
+/// holds one slot) one per hook.
+pub fn add_delivered(pipe: &mut redis::Pipeline, hooks: &[HookRemovals<'_>], per_hook: bool) {
+    let hooks: Vec<HookRemovals<'_>> = hooks
         .iter()
         .copied()
         .filter(|(_, e)| !e.is_empty())
-        .partition(|(_, e)| e.iter().any(|r| r.shared.is_some()));
-    for (hook, entries) in own {
-        add_remove(pipe, hook, entries);
-    }
-    if shared.is_empty() {
-        return;
-    }
-    pipe.cmd("EVALSHA")
-        .arg(REMOVE_MANY_SCRIPT.get_hash())
-        .arg(shared.len());
-    for (hook, _) in &shared {
-        pipe.arg(queue_key(*hook));
-    }
-    pipe.arg(PAYLOAD_PREFIX);
-    for (_, entries) in &shared {
-        pipe.arg(entries.len());
-        for r in entries.iter() {
-            pipe.arg(r.entry_id()).arg(r.record_arg());
+        .collect();
+    let groups: Vec<&[HookRemovals<'_>]> = if per_hook {
+        hooks.chunks(1).collect()
+    } else {
+        vec![&hooks[..]]
+    };
+    for group in groups.into_iter().filter(|g| !g.is_empty()) {
+        pipe.cmd("EVALSHA")
+            .arg(DELIVERED_SCRIPT.get_hash())
+            .arg(group.len() * 2);
+        for (hook, _) in group {
+            pipe.arg(queue_key(*hook)).arg(cursor_key(*hook));
         }
+        pipe.arg(PAYLOAD_PREFIX);
+        for (_, entries) in group {
+            pipe.arg(entries.len());
+            for r in entries.iter() {
+                pipe.arg(r.id.0).arg(r.record_arg());
+            }
+        }
+        pipe.ignore();
     }
-    pipe.ignore();
 }
 
-/// Sends a pipeline made with [`add_remove`] or [`add_remove_many`].
+/// Sends a pipeline made with [`add_remove`] or [`add_delivered`].
 ///
 /// # Errors
 /// When Redis fails; the call may then be made again as it is.
@@ -169,12 +184,13 @@ pub async fn send_removals(
     conn: &mut StoreConn,
     pipe: &redis::Pipeline,
 ) -> Result<(), redis::RedisError> {
-    query_loading::<()>(conn, pipe, &[&REMOVE_SCRIPT, &REMOVE_MANY_SCRIPT]).await?;
+    query_loading::<()>(conn, pipe, &[&REMOVE_SCRIPT, &DELIVERED_SCRIPT]).await?;
     // A mark a failover took back would send its callback again.
     conn.replicated().await
 }
 
-/// Removes delivered or dropped entries `(ts, shared record)` of one hook.
+/// Removes dropped entries `(ts, shared record)` of one hook (entries after its cursor that
+/// will not be sent: each is deleted alone, which only bounds and unusable entries need).
 ///
 /// # Errors
 /// When Redis fails.
@@ -188,15 +204,20 @@ pub async fn remove(
     send_removals(conn, &pipe).await
 }
 
-/// Deletes a hook's whole stream, releasing its records, a thousand entries per call.
+/// Deletes a hook's whole stream and its cursor, releasing the records of the entries after
+/// the cursor, a thousand entries per call.
 ///
 /// # Errors
 /// When Redis fails.
 pub async fn delete(conn: &mut StoreConn, hook: HookId) -> Result<(), redis::RedisError> {
-    let key = queue_key(hook);
+    let (key, cursor) = (queue_key(hook), cursor_key(hook));
     loop {
         let mut pipe = redis::pipe();
-        evalsha(&mut pipe, &DRAIN_SCRIPT, &key)
+        pipe.cmd("EVALSHA")
+            .arg(DRAIN_SCRIPT.get_hash())
+            .arg(2)
+            .arg(&key)
+            .arg(&cursor)
             .arg(PAYLOAD_PREFIX)
             .arg(1000);
         let (removed,): (i64,) = query_loading(conn, &pipe, &[&DRAIN_SCRIPT]).await?;

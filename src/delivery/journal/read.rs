@@ -5,11 +5,11 @@ use std::sync::Arc;
 
 use redis::AsyncCommands;
 
-use super::scripts::record_key;
+use super::scripts::{HEAD_SCRIPT, OLDEST_SCRIPT, query_loading, record_key};
 use crate::{
     base::{
         ids::{HookId, RecordRef},
-        redis_keys::{PAYLOAD_SEQ, queue_key},
+        redis_keys::{PAYLOAD_SEQ, cursor_key, queue_key},
     },
     event::Payload,
     plugin_host::Deferred,
@@ -22,8 +22,25 @@ pub struct Position {
     /// The highest timestamp it ever held (its last generated id), so that new entries are
     /// given later ones even when it is empty now; 0 without a stream.
     pub last_ts: u64,
-    /// Entries it holds.
+    /// Entries waiting in it: those after its cursor.
     pub length: usize,
+    /// Its cursor: the timestamp of its last delivered entry, which the entries waiting come
+    /// after; 0 for none.
+    pub delivered: u64,
+}
+
+impl Position {
+    /// What the waiting entries come after (`None`: the whole stream waits).
+    pub fn after(&self) -> Option<u64> {
+        (self.delivered > 0).then_some(self.delivered)
+    }
+}
+
+/// Where a hook's queue stands, and the timestamp of its oldest waiting callback.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Head {
+    pub position: Position,
+    pub oldest: Option<u64>,
 }
 
 /// Where hook `hook`'s stream stands.
@@ -31,10 +48,67 @@ pub struct Position {
 /// # Errors
 /// When Redis fails.
 pub async fn position(conn: &mut StoreConn, hook: HookId) -> Result<Position, redis::RedisError> {
-    position_of(conn, &queue_key(hook)).await
+    let heads = heads(conn, &[hook]).await?;
+    Ok(heads.first().map(|h| h.position).unwrap_or_default())
 }
 
-/// Where the stream `key` stands.
+/// Where the queues of `hooks` stand, in their order, read in one pipeline.
+///
+/// # Errors
+/// When Redis fails.
+pub async fn heads(conn: &mut StoreConn, hooks: &[HookId]) -> Result<Vec<Head>, redis::RedisError> {
+    if hooks.is_empty() {
+        return Ok(Vec::new());
+    }
+    let mut pipe = redis::pipe();
+    for &h in hooks {
+        pipe.cmd("EVALSHA")
+            .arg(HEAD_SCRIPT.get_hash())
+            .arg(2)
+            .arg(queue_key(h))
+            .arg(cursor_key(h));
+    }
+    type Reply = (String, usize, String, redis::streams::StreamRangeReply);
+    let replies: Vec<Reply> = query_loading(conn, &pipe, &[&HEAD_SCRIPT]).await?;
+    Ok(replies
+        .into_iter()
+        .map(|(last, length, cursor, first)| Head {
+            position: Position {
+                last_ts: parse_ts(&last).unwrap_or(0),
+                length,
+                delivered: cursor.parse().unwrap_or(0),
+            },
+            oldest: first.ids.first().and_then(|e| parse_ts(&e.id)),
+        })
+        .collect())
+}
+
+/// The timestamp of the oldest callback waiting for each of `hooks` (`None`: none), in one
+/// pipeline; lighter than [`heads`], which also counts them.
+///
+/// # Errors
+/// When Redis fails.
+pub async fn oldest(
+    conn: &mut StoreConn,
+    hooks: &[HookId],
+) -> Result<Vec<Option<u64>>, redis::RedisError> {
+    if hooks.is_empty() {
+        return Ok(Vec::new());
+    }
+    let mut pipe = redis::pipe();
+    for &h in hooks {
+        pipe.cmd("EVALSHA")
+            .arg(OLDEST_SCRIPT.get_hash())
+            .arg(2)
+            .arg(queue_key(h))
+            .arg(cursor_key(h));
+    }
+    let ids: Vec<String> = query_loading(conn, &pipe, &[&OLDEST_SCRIPT]).await?;
+    Ok(ids.iter().map(|id| parse_ts(id)).collect())
+}
+
+/// Where the stream `key` stands, without a cursor (a stream of an earlier version's name):
+/// its whole length waits.
 ///
 /// # Errors
 /// When Redis fails.
@@ -47,6 +121,7 @@ pub async fn position_of(conn: &mut StoreConn, key: &str) -> Result<Position, re
     Ok(Position {
         last_ts: parse_ts(&info.last_generated_id).unwrap_or(0),
         length: info.length,
+        delivered: 0,
     })
 }
 
@@ -121,7 +196,8 @@ pub enum StoredBody {
 }
 
 /// Reads up to `count` entries of `hook`'s stream with ids after `after` (exclusive) and up to
-/// `until` (inclusive), oldest first.
+/// `until` (inclusive), oldest first. `after` is at least the hook's cursor
+/// ([`Position::after`]): `None` reads from the stream's start.
 ///
 /// # Errors
 /// When Redis fails.

@@ -10,37 +10,75 @@ use crate::{
     store_conn::StoreConn,
 };
 
-/// Removes entries (ARGV: record prefix, then id and reference pairs, '' for none), releasing
-/// the record of each entry actually removed, so that a repeated call releases nothing twice.
+/// Removes dropped entries (KEYS: the stream and its cursor; ARGV: record prefix, then id and
+/// reference pairs, '' for none), releasing the record of each entry actually removed, so that
+/// a repeated call releases nothing twice. An entry at or behind the cursor is left (another
+/// instance of a fleet delivered it, and released its record; the trim takes it). The
+/// cursor's `x` keeps the highest id removed, which tells a late mark of delivery of the same
+/// entry (that other instance's) that it may be gone.
 const REMOVE: &str = r"
-local gone = 0
+local c = redis.call('HMGET', KEYS[2], 'd', 'x')
+local at, top = tonumber(c[1] or '0'), tonumber(c[2] or '0')
+local gone, top_s = 0, nil
 for i = 2, #ARGV, 2 do
-  if redis.call('XDEL', KEYS[1], ARGV[i]) == 1 then
+  local ts_s = string.match(ARGV[i], '^(%d+)')
+  local ts = tonumber(ts_s)
+  if ts > at and redis.call('XDEL', KEYS[1], ARGV[i]) == 1 then
     gone = gone + 1
+    if ts > top then top, top_s = ts, ts_s end
     if ARGV[i + 1] ~= '' then
       local k = ARGV[1] .. ARGV[i + 1]
       if redis.call('HINCRBY', k, 'n', -1) <= 0 then redis.call('DEL', k) end
     end
   end
 end
+if top_s then redis.call('HSET', KEYS[2], 'x', top_s) end
 return gone
 ";
 
-/// Removes the delivered entries of several hooks at once (KEYS: their streams; ARGV: record
-/// prefix, then per hook the number of its entries followed by their id and reference pairs),
-/// releasing each record once per entry actually removed, with one HINCRBY per record.
-const REMOVE_MANY: &str = r"
+/// Marks the delivered entries of several hooks (KEYS: per hook its stream and its cursor;
+/// ARGV: record prefix, then per hook the number of its entries followed by their timestamp and
+/// reference pairs, oldest first). A hook's cursor is a hash: `d`, the timestamp of its last
+/// delivered entry, which only moves forward and only while the stream exists (a hook drained
+/// meanwhile keeps no cursor); `x`, the highest id a drop removed. An entry after `d` releases
+/// its record, once per record with one HINCRBY, so that a repeated call releases nothing
+/// twice; unless it is not in the stream: older than its first entry when the stream has no
+/// cursor yet (a stream made again after its hook's drain), or removed by a drop (looked up
+/// only when at or behind `x`). The stream is then trimmed of its whole nodes behind the
+/// cursor (`MINID ~`): no entry is deleted alone, which would have Redis walk its node from
+/// the start past the entries deleted before it.
+const DELIVERED: &str = r"
 local released = {}
 local a = 2
-for k = 1, #KEYS do
+for k = 1, #KEYS, 2 do
   local n = tonumber(ARGV[a])
   a = a + 1
-  for i = 1, n do
-    local id, ref = ARGV[a], ARGV[a + 1]
-    a = a + 2
-    if redis.call('XDEL', KEYS[k], id) == 1 and ref ~= '' then
-      released[ref] = (released[ref] or 0) + 1
+  if redis.call('EXISTS', KEYS[k]) == 1 then
+    local c = redis.call('HMGET', KEYS[k + 1], 'd', 'x')
+    local at, dropped, first = tonumber(c[1] or '0'), tonumber(c[2] or '0'), 0
+    if not c[1] then
+      local e = redis.call('XRANGE', KEYS[k], '-', '+', 'COUNT', 1)
+      first = #e > 0 and tonumber(string.match(e[1][1], '^(%d+)')) or math.huge
     end
+    local top, top_s = at, nil
+    for i = 1, n do
+      local ts_s, ref = ARGV[a], ARGV[a + 1]
+      local ts = tonumber(ts_s)
+      a = a + 2
+      if ts > at then
+        if ts > top then top, top_s = ts, ts_s end
+        if ref ~= '' and ts >= first and (ts > dropped or
+            #redis.call('XRANGE', KEYS[k], ts_s .. '-0', ts_s .. '-0') == 1) then
+          released[ref] = (released[ref] or 0) + 1
+        end
+      end
+    end
+    if top_s then
+      redis.call('HSET', KEYS[k + 1], 'd', top_s)
+      redis.call('XTRIM', KEYS[k], 'MINID', '~', top_s .. '-1')
+    end
+  else
+    a = a + 2 * n
   end
 end
 for ref, n in pairs(released) do
@@ -50,10 +88,19 @@ end
 return 0
 ";
 
-/// Removes up to ARGV[2] entries of a stream, oldest first, releasing their records; deletes
-/// the stream once it is empty. Returns how many entries it removed (0: the stream is gone).
+/// Removes up to ARGV[2] entries after the cursor of stream KEYS[1] (its cursor: KEYS[2]),
+/// oldest first, releasing their records, by moving the cursor past them; deletes the stream
+/// and its cursor once nothing is left after it. Returns how many entries it removed (0: the
+/// stream is gone).
 const DRAIN: &str = r"
-local entries = redis.call('XRANGE', KEYS[1], '-', '+', 'COUNT', ARGV[2])
+local at = redis.call('HGET', KEYS[2], 'd')
+local from = '-'
+if at then from = '(' .. at .. '-0' end
+local entries = redis.call('XRANGE', KEYS[1], from, '+', 'COUNT', ARGV[2])
+if #entries == 0 then
+  redis.call('DEL', KEYS[1], KEYS[2])
+  return 0
+end
 for _, e in ipairs(entries) do
   local f = e[2]
   for i = 1, #f, 2 do
@@ -62,10 +109,44 @@ for _, e in ipairs(entries) do
       if redis.call('HINCRBY', k, 'n', -1) <= 0 then redis.call('DEL', k) end
     end
   end
-  redis.call('XDEL', KEYS[1], e[1])
 end
-if #entries == 0 then redis.call('DEL', KEYS[1]) end
+local last = string.match(entries[#entries][1], '^(%d+)')
+redis.call('HSET', KEYS[2], 'd', last)
+redis.call('XTRIM', KEYS[1], 'MINID', '~', last .. '-1')
 return #entries
+";
+
+/// Where stream KEYS[1] stands (its cursor: KEYS[2]), read-only: its last generated id (''
+/// without a stream), how many entries wait after the cursor, the cursor ('' for none), and
+/// the first waiting entry (an `XRANGE` reply of at most one).
+const HEAD: &str = r"
+if redis.call('EXISTS', KEYS[1]) == 0 then return {'', 0, '', {}} end
+local at = redis.call('HGET', KEYS[2], 'd')
+local pending = redis.call('XLEN', KEYS[1])
+local from = '-'
+if at then
+  from = '(' .. at .. '-0'
+  pending = pending - #redis.call('XRANGE', KEYS[1], '-', at .. '-0')
+else
+  at = ''
+end
+local last = ''
+local info = redis.call('XINFO', 'STREAM', KEYS[1])
+for i = 1, #info, 2 do
+  if info[i] == 'last-generated-id' then last = info[i + 1] end
+end
+return {last, pending, at, redis.call('XRANGE', KEYS[1], from, '+', 'COUNT', 1)}
+";
+
+/// The id of the first entry after the cursor KEYS[2] in stream KEYS[1] ('' for none),
+/// read-only: for the metrics' age of each busy queue's oldest callback, every round.
+const OLDEST: &str = r"
+local at = redis.call('HGET', KEYS[2], 'd')
+local from = '-'
+if at then from = '(' .. at .. '-0' end
+local e = redis.call('XRANGE', KEYS[1], from, '+', 'COUNT', 1)
+if #e == 0 then return '' end
+return e[1][1]
 ";
 
 /// Releases ARGV[1] references to record KEYS[1] (entries that were never written).
@@ -76,7 +157,9 @@ return 0
 
 /// The scripts, loaded once per Redis server and then called by their SHA1 (`EVALSHA`).
 pub(super) static REMOVE_SCRIPT: LazyLock<Script> = LazyLock::new(|| Script::new(REMOVE));
-pub(super) static REMOVE_MANY_SCRIPT: LazyLock<Script> = LazyLock::new(|| Script::new(REMOVE_MANY));
+pub(super) static DELIVERED_SCRIPT: LazyLock<Script> = LazyLock::new(|| Script::new(DELIVERED));
+pub(super) static HEAD_SCRIPT: LazyLock<Script> = LazyLock::new(|| Script::new(HEAD));
+pub(super) static OLDEST_SCRIPT: LazyLock<Script> = LazyLock::new(|| Script::new(OLDEST));
 pub(super) static DRAIN_SCRIPT: LazyLock<Script> = LazyLock::new(|| Script::new(DRAIN));
 pub(super) static RELEASE_SCRIPT: LazyLock<Script> = LazyLock::new(|| Script::new(RELEASE));
 

@@ -26,7 +26,7 @@ use super::{
 use crate::{
     base::{
         callback_url::Guard,
-        redis_keys::{HOOK_PREFIX, HOOKS_SET, ID_COUNTER, hook_key, queue_key},
+        redis_keys::{HOOK_PREFIX, HOOKS_SET, ID_COUNTER, cursor_key, hook_key, queue_key},
         standard_webhooks::new_secret,
     },
     config::PermanentHook,
@@ -372,7 +372,7 @@ impl HookStore {
         let mut pipe = redis::pipe();
         pipe.atomic().del(hook_key(id)).ignore();
         if conn.is_cluster() {
-            pipe.unlink(queue_key(id)).ignore();
+            pipe.unlink(&[queue_key(id), cursor_key(id)]).ignore();
         }
         pipe.srem(HOOKS_SET, id).ignore();
         pipe.query_async::<()>(conn).await?;

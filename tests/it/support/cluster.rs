@@ -138,14 +138,11 @@ impl TestCluster {
         None
     }
 
-    /// The length of stream `key` on node `node`.
-    pub(crate) async fn xlen_on(&self, node: usize, key: &str) -> usize {
+    /// The callbacks waiting in hook `hook`'s queue on node `node`
+    /// ([`super::redis::queued_in`]).
+    pub(crate) async fn queued_on(&self, node: usize, hook: u64) -> usize {
         let mut c = self.nodes[node].conn().await.expect("node up");
-        redis::cmd("XLEN")
-            .arg(key)
-            .query_async(&mut c)
-            .await
-            .expect("XLEN")
+        super::redis::queued_in(&mut c, hook).await
     }
 
     /// Makes node `node` hold every client's writes back (`CLIENT PAUSE ... WRITE`), or go on;

@@ -369,6 +369,12 @@ impl TestRedis {
             .expect("XLEN")
     }
 
+    /// The callbacks waiting in hook `hook`'s queue ([`queued_in`]).
+    #[allow(dead_code)]
+    pub(crate) async fn queued(&self, hook: u64) -> usize {
+        queued_in(&mut self.must_conn().await, hook).await
+    }
+
     pub(crate) async fn smembers(&self, key: &str) -> Vec<String> {
         self.must_conn()
             .await
@@ -444,4 +450,55 @@ impl TestRedis {
             })
             .collect()
     }
+}
+
+/// The callbacks waiting in hook `hook`'s queue, read from the store as it is laid out: the
+/// entries of its stream after its cursor (the timestamp of its last delivered callback; the
+/// delivered entries stay in the stream until their whole node is trimmed).
+pub(crate) async fn queued_in(conn: &mut impl redis::aio::ConnectionLike, hook: u64) -> usize {
+    let tag = format!("{{bigbluebutton:webhooks:out:hook:{hook}}}");
+    let key = format!("{tag}:queue");
+    let cursor: Option<u64> = redis::cmd("HGET")
+        .arg(format!("{tag}:cursor"))
+        .arg("d")
+        .query_async(conn)
+        .await
+        .expect("GET");
+    let len: usize = redis::cmd("XLEN")
+        .arg(&key)
+        .query_async(conn)
+        .await
+        .expect("XLEN");
+    let Some(cursor) = cursor else { return len };
+    let delivered: redis::streams::StreamRangeReply = redis::cmd("XRANGE")
+        .arg(&key)
+        .arg("-")
+        .arg(format!("{cursor}-0"))
+        .query_async(conn)
+        .await
+        .expect("XRANGE");
+    len - delivered.ids.len()
+}
+
+/// The entries waiting in hook `hook`'s queue: those of its stream after its cursor.
+#[allow(dead_code)]
+pub(crate) async fn waiting_in(
+    conn: &mut impl redis::aio::ConnectionLike,
+    hook: u64,
+) -> redis::streams::StreamRangeReply {
+    let tag = format!("{{bigbluebutton:webhooks:out:hook:{hook}}}");
+    let cursor: Option<u64> = redis::cmd("HGET")
+        .arg(format!("{tag}:cursor"))
+        .arg("d")
+        .query_async(conn)
+        .await
+        .expect("HGET");
+    let from = cursor.map_or("-".to_string(), |c| format!("({c}-0"));
+    redis::cmd("XRANGE")
+        .arg(format!("{tag}:queue"))
+        .arg(from)
+        .arg("+")
+        .query_async(conn)
+        .await
+        .expect("XRANGE")
 }
