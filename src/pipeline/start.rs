@@ -161,9 +161,6 @@ impl Start<'_> {
     pub(super) async fn store(&self) -> anyhow::Result<Option<StoreConn>> {
         let config = self.config;
         let conn = StoreConn::connect(config, self.token).await?;
-        if let Some(conn) = &conn {
-            crate::store_conn::advise_on_settings(conn).await;
-        }
         Ok(conn.map(|conn| {
             conn.waiting_for(
                 config.store.replicas_to_wait_for(),

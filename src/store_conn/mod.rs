@@ -8,10 +8,8 @@
 
 mod cluster;
 mod sentinel;
-mod tuning;
 
 use sentinel::{master, sentinel_trusting};
-pub(crate) use tuning::advise as advise_on_settings;
 
 use std::{
     sync::{

@@ -53,8 +53,9 @@ local a = 2
 for k = 1, #KEYS, 2 do
   local n = tonumber(ARGV[a])
   a = a + 1
-  if redis.call('EXISTS', KEYS[k]) == 1 then
-    local c = redis.call('HMGET', KEYS[k + 1], 'd', 'x')
+  local c = redis.call('HMGET', KEYS[k + 1], 'd', 'x')
+  -- A cursor goes with its stream (drain, tidy, a hook's removal): one means the stream exists.
+  if c[1] or redis.call('EXISTS', KEYS[k]) == 1 then
     local at, dropped, first = tonumber(c[1] or '0'), tonumber(c[2] or '0'), 0
     if not c[1] then
       local e = redis.call('XRANGE', KEYS[k], '-', '+', 'COUNT', 1)
