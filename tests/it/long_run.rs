@@ -221,11 +221,7 @@ async fn empty_idle_streams_are_removed_and_the_others_kept() {
         tidy,
     };
     let redis = TestRedis::start().await;
-    let client = redis::Client::open(redis.url()).expect("client");
-    let manager = redis::aio::ConnectionManager::new(client.clone())
-        .await
-        .expect("connection");
-    let mut conn = hookrelay::StoreConn::single(manager, client);
+    let mut conn = crate::support::redis::store_conn(&redis).await;
     let now = hookrelay::base::time::now_ms();
     let old = now - 20 * 60 * 1000;
     // 1: emptied long ago; 2: emptied a moment ago; 3: holds an entry; 4: no stream at all.

@@ -41,15 +41,6 @@ async fn calls(redis: &TestRedis, command: &str) -> u64 {
         .unwrap_or(0)
 }
 
-/// The user names delivered to `path`, in arrival order.
-fn names(rx: &TestReceiver, path: &str) -> Vec<String> {
-    rx.delivered()
-        .iter()
-        .filter(|r| r.uri.starts_with(path))
-        .map(|r| user_name(&r.event()))
-        .collect()
-}
-
 /// 250 events to two hooks (shared payload records), through the real binary: no entry is
 /// deleted alone (`XDEL` is never called), the streams end empty, each cursor is the timestamp
 /// of its hook's last callback, every record is released, and after a restart the relay sends
@@ -101,8 +92,8 @@ async fn delivered_callbacks_move_the_cursor_and_leave_with_whole_nodes_never_on
     // Proves that nothing happens: no callback delivered before the restart comes again.
     tokio::time::sleep(Duration::from_millis(500)).await;
     let want: Vec<String> = (0..=N).map(|i| format!("n{i}")).collect();
-    assert_eq!(names(&rx, "/a"), want, "every event once, in bus order");
-    assert_eq!(names(&rx, "/b"), want, "every event once, in bus order");
+    assert_eq!(rx.names_at("/a"), want, "every event once, in bus order");
+    assert_eq!(rx.names_at("/b"), want, "every event once, in bus order");
     relay.terminate().await;
 }
 
@@ -167,11 +158,7 @@ async fn destroy_releases_only_what_waits_after_the_cursor_and_takes_the_cursor_
 async fn an_idle_stream_behind_its_cursor_goes_with_it_and_one_with_an_entry_after_stays() {
     use hookrelay::{base::ids::HookId, tidy};
     let redis = TestRedis::start().await;
-    let client = redis::Client::open(redis.url()).expect("client");
-    let manager = redis::aio::ConnectionManager::new(client.clone())
-        .await
-        .expect("connection");
-    let mut conn = hookrelay::StoreConn::single(manager, client);
+    let mut conn = crate::support::redis::store_conn(&redis).await;
     let old = hookrelay::base::time::now_ms() - 20 * 60 * 1000;
     // Hook 1: two entries, both delivered. Hook 2: two entries, the first delivered.
     for (hook, delivered) in [(1u64, old + 1), (2, old)] {
@@ -214,11 +201,7 @@ async fn marks_of_delivery_move_the_cursor_forward_only_and_release_each_record_
         journal::{self, Removal},
     };
     let redis = TestRedis::start().await;
-    let client = redis::Client::open(redis.url()).expect("client");
-    let manager = redis::aio::ConnectionManager::new(client.clone())
-        .await
-        .expect("connection");
-    let mut conn = hookrelay::StoreConn::single(manager, client);
+    let mut conn = crate::support::redis::store_conn(&redis).await;
     let prefix = hookrelay::base::redis_keys::PAYLOAD_PREFIX;
     // Hook 7: entries 1000..=1009, each referring to its own record (n = 1).
     let hook = HookId(7);

@@ -57,19 +57,8 @@ pub async fn position(conn: &mut StoreConn, hook: HookId) -> Result<Position, re
 /// # Errors
 /// When Redis fails.
 pub async fn heads(conn: &mut StoreConn, hooks: &[HookId]) -> Result<Vec<Head>, redis::RedisError> {
-    if hooks.is_empty() {
-        return Ok(Vec::new());
-    }
-    let mut pipe = redis::pipe();
-    for &h in hooks {
-        pipe.cmd("EVALSHA")
-            .arg(HEAD_SCRIPT.get_hash())
-            .arg(2)
-            .arg(queue_key(h))
-            .arg(cursor_key(h));
-    }
     type Reply = (String, usize, String, redis::streams::StreamRangeReply);
-    let replies: Vec<Reply> = query_loading(conn, &pipe, &[&HEAD_SCRIPT]).await?;
+    let replies: Vec<Reply> = per_hook(conn, &HEAD_SCRIPT, hooks).await?;
     Ok(replies
         .into_iter()
         .map(|(last, length, cursor, first)| Head {
@@ -92,19 +81,29 @@ pub async fn oldest(
     conn: &mut StoreConn,
     hooks: &[HookId],
 ) -> Result<Vec<Option<u64>>, redis::RedisError> {
+    let ids: Vec<String> = per_hook(conn, &OLDEST_SCRIPT, hooks).await?;
+    Ok(ids.iter().map(|id| parse_ts(id)).collect())
+}
+
+/// Calls the read-only `script` on each of `hooks`' stream and cursor, in one pipeline; the
+/// replies in their order.
+async fn per_hook<T: redis::FromRedisValue>(
+    conn: &mut StoreConn,
+    script: &redis::Script,
+    hooks: &[HookId],
+) -> Result<Vec<T>, redis::RedisError> {
     if hooks.is_empty() {
         return Ok(Vec::new());
     }
     let mut pipe = redis::pipe();
     for &h in hooks {
         pipe.cmd("EVALSHA")
-            .arg(OLDEST_SCRIPT.get_hash())
+            .arg(script.get_hash())
             .arg(2)
             .arg(queue_key(h))
             .arg(cursor_key(h));
     }
-    let ids: Vec<String> = query_loading(conn, &pipe, &[&OLDEST_SCRIPT]).await?;
-    Ok(ids.iter().map(|id| parse_ts(id)).collect())
+    query_loading(conn, &pipe, &[script]).await
 }
 
 /// Where the stream `key` stands, without a cursor (a stream of an earlier version's name):

@@ -456,14 +456,8 @@ impl TestRedis {
 /// entries of its stream after its cursor (the timestamp of its last delivered callback; the
 /// delivered entries stay in the stream until their whole node is trimmed).
 pub(crate) async fn queued_in(conn: &mut impl redis::aio::ConnectionLike, hook: u64) -> usize {
-    let tag = format!("{{bigbluebutton:webhooks:out:hook:{hook}}}");
-    let key = format!("{tag}:queue");
-    let cursor: Option<u64> = redis::cmd("HGET")
-        .arg(format!("{tag}:cursor"))
-        .arg("d")
-        .query_async(conn)
-        .await
-        .expect("GET");
+    let key = format!("{{bigbluebutton:webhooks:out:hook:{hook}}}:queue");
+    let cursor = cursor_of(conn, hook).await;
     let len: usize = redis::cmd("XLEN")
         .arg(&key)
         .query_async(conn)
@@ -486,19 +480,35 @@ pub(crate) async fn waiting_in(
     conn: &mut impl redis::aio::ConnectionLike,
     hook: u64,
 ) -> redis::streams::StreamRangeReply {
-    let tag = format!("{{bigbluebutton:webhooks:out:hook:{hook}}}");
-    let cursor: Option<u64> = redis::cmd("HGET")
-        .arg(format!("{tag}:cursor"))
-        .arg("d")
-        .query_async(conn)
-        .await
-        .expect("HGET");
-    let from = cursor.map_or("-".to_string(), |c| format!("({c}-0"));
+    let from = match cursor_of(conn, hook).await {
+        Some(c) => format!("({c}-0"),
+        None => "-".to_string(),
+    };
     redis::cmd("XRANGE")
-        .arg(format!("{tag}:queue"))
+        .arg(format!("{{bigbluebutton:webhooks:out:hook:{hook}}}:queue"))
         .arg(from)
         .arg("+")
         .query_async(conn)
         .await
         .expect("XRANGE")
+}
+
+/// Hook `hook`'s cursor: the timestamp of its last delivered callback (`d` of its cursor hash).
+async fn cursor_of(conn: &mut impl redis::aio::ConnectionLike, hook: u64) -> Option<u64> {
+    redis::cmd("HGET")
+        .arg(format!("{{bigbluebutton:webhooks:out:hook:{hook}}}:cursor"))
+        .arg("d")
+        .query_async(conn)
+        .await
+        .expect("HGET")
+}
+
+/// A connection to the store as the relay makes one, for calling the library's store functions.
+#[allow(dead_code)]
+pub(crate) async fn store_conn(redis: &TestRedis) -> hookrelay::StoreConn {
+    let client = redis::Client::open(redis.url()).expect("client");
+    let manager = redis::aio::ConnectionManager::new(client.clone())
+        .await
+        .expect("connection");
+    hookrelay::StoreConn::single(manager, client)
 }
