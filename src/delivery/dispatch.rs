@@ -111,10 +111,10 @@ impl Dispatcher {
         let ids: Vec<(HookId, Entry)> = batch.iter().map(|(h, e, _)| (h.id, e.clone())).collect();
         let records: Vec<Record<'_>> = records
             .iter()
-            .map(|(s, p, n)| Record {
-                shared: *s,
-                payload: p,
-                refs: *n,
+            .map(|g| Record {
+                shared: g.shared,
+                payloads: &g.payloads,
+                refs: g.refs,
             })
             .collect();
         let mut conn = self.ctx.queues().conn().clone();

@@ -1,8 +1,8 @@
-//! The payloads of shared records read back by the pagers, held while any queue entry refers
-//! to them, so that a record shared by many hooks is read and held once; and stored entries
+//! The payloads of shared records' slots read back by the pagers, held while any queue entry
+//! refers to them, so that a record shared by many hooks is read and held once; and stored entries
 //! made queue entries with them ([`resolve`]).
 
-use crate::base::ids::{HookId, RecordRef};
+use crate::base::ids::HookId;
 
 use std::{
     collections::HashMap,
@@ -11,25 +11,25 @@ use std::{
 
 use super::{
     hook_queue::PAGE,
-    journal::{self, Entry, Stored, StoredBody},
+    journal::{self, Entry, SharedAt, Stored, StoredBody},
 };
 use crate::{base::sources::SourceTable, event::Payload, store_conn::StoreConn};
 
-/// Payloads read back so far, by record reference; entries hold the strong references.
+/// Payloads read back so far, by record and slot; entries hold the strong references.
 /// Records are read one pager at a time, so that a thousand hooks starting together read each
 /// record once, not once each.
 #[derive(Default)]
 pub(crate) struct SharedPayloads {
-    known: Mutex<HashMap<RecordRef, Weak<Payload>>>,
+    known: Mutex<HashMap<SharedAt, Weak<Payload>>>,
     pub(super) reading: tokio::sync::Mutex<()>,
 }
 
 impl SharedPayloads {
-    pub(super) fn get(&self, shared: RecordRef) -> Option<Arc<Payload>> {
+    pub(super) fn get(&self, shared: SharedAt) -> Option<Arc<Payload>> {
         self.lock().get(&shared).and_then(Weak::upgrade)
     }
 
-    pub(super) fn insert(&self, shared: RecordRef, payload: &Arc<Payload>) {
+    pub(super) fn insert(&self, shared: SharedAt, payload: &Arc<Payload>) {
         let mut map = self.lock();
         if map.len() > 4 * PAGE && map.len().is_power_of_two() {
             map.retain(|_, w| w.strong_count() > 0);
@@ -37,7 +37,7 @@ impl SharedPayloads {
         map.insert(shared, Arc::downgrade(payload));
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<RecordRef, Weak<Payload>>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<SharedAt, Weak<Payload>>> {
         self.known.lock().unwrap_or_else(|e| e.into_inner())
     }
 }
@@ -52,13 +52,14 @@ pub(super) async fn resolve(
     sources: &SourceTable,
 ) -> Result<Vec<Entry>, redis::RedisError> {
     // Payloads of this page, held from here on so that none can go in between.
-    let mut held: HashMap<RecordRef, Arc<Payload>> = HashMap::new();
-    let take_known = |held: &mut HashMap<RecordRef, Arc<Payload>>| {
+    let mut held: HashMap<SharedAt, Arc<Payload>> = HashMap::new();
+    let take_known = |held: &mut HashMap<SharedAt, Arc<Payload>>| {
         let mut missing = Vec::new();
         for s in page {
-            if let StoredBody::Shared(r) = s.body
-                && !held.contains_key(&r)
+            if let StoredBody::Shared(r, k) = s.body
+                && !held.contains_key(&(r, k))
             {
+                let r = (r, k);
                 match shared.get(r) {
                     Some(p) => {
                         held.insert(r, p);
@@ -89,8 +90,8 @@ pub(super) async fn resolve(
     for s in page {
         let (payload, shared_ref) = match &s.body {
             StoredBody::Inline(t) => (Arc::new(Payload::new(t.as_str())), None),
-            StoredBody::Shared(r) => match held.get(r) {
-                Some(p) => (p.clone(), Some(*r)),
+            StoredBody::Shared(r, k) => match held.get(&(*r, *k)) {
+                Some(p) => (p.clone(), Some((*r, *k))),
                 None => {
                     unusable.push(s.removal());
                     continue;
@@ -107,7 +108,8 @@ pub(super) async fn resolve(
             payload,
             event_id: s.event_id.clone(),
             arrived: None,
-            shared: shared_ref,
+            shared: shared_ref.map(|(r, _)| r),
+            slot: shared_ref.map_or(0, |(_, k)| k),
             source,
             chain: s.chain.clone(),
             original: s.original.and_then(std::num::NonZeroU64::new),

@@ -61,11 +61,7 @@ pub async fn drop_idle(
         SCRIPT.load_async(conn).await?;
         let mut pipe = redis::pipe();
         for id in chunk {
-            pipe.cmd("EVALSHA")
-                .arg(SCRIPT.get_hash())
-                .arg(2)
-                .arg(queue_key(*id))
-                .arg(cursor_key(*id))
+            super::journal::evalsha(&mut pipe, &SCRIPT, &[queue_key(*id), cursor_key(*id)])
                 .arg(idle);
         }
         let done: Vec<i64> = pipe.query_async(conn).await?;

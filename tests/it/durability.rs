@@ -346,6 +346,7 @@ async fn a_batch_sent_again_after_a_lost_reply_is_harmless_and_shared_payloads_g
         event_id: "user-joined".into(),
         arrived: None,
         shared: None,
+        slot: 0,
         source: 0,
         chain: None,
         original: None,
@@ -360,7 +361,7 @@ async fn a_batch_sent_again_after_a_lost_reply_is_harmless_and_shared_payloads_g
     };
     let records = [Record {
         shared: RecordRef(500),
-        payload: &shared_payload,
+        payloads: std::slice::from_ref(&shared_payload),
         refs: 2,
     }];
     let batch = vec![
@@ -421,7 +422,7 @@ async fn a_batch_sent_again_after_a_lost_reply_is_harmless_and_shared_payloads_g
     // A clock that went back: refused, and its reference released at once.
     let late = [Record {
         shared: RecordRef(501),
-        payload: &shared_payload,
+        payloads: std::slice::from_ref(&shared_payload),
         refs: 2,
     }];
     let back = |ts| Entry {
@@ -461,7 +462,7 @@ async fn a_batch_sent_again_after_a_lost_reply_is_harmless_and_shared_payloads_g
                 .map(|s| {
                     let body = match s.body {
                         StoredBody::Inline(t) => t,
-                        StoredBody::Shared(r) => format!("record {r}"),
+                        StoredBody::Shared(r, k) => format!("record {r}.{k}"),
                         StoredBody::Unreadable => "?".into(),
                     };
                     (s.ts, body)
@@ -471,11 +472,11 @@ async fn a_batch_sent_again_after_a_lost_reply_is_harmless_and_shared_payloads_g
     };
     assert_eq!(
         read(HookId(7)).await,
-        [(10, "p10".into()), (11, "record 500".into())]
+        [(10, "p10".into()), (11, "record 500.0".into())]
     );
-    assert_eq!(read(HookId(8)).await, [(11, "record 500".into())]);
+    assert_eq!(read(HookId(8)).await, [(11, "record 500.0".into())]);
     assert_eq!(
-        journal::read_records(&mut conn, &[RecordRef(500)])
+        journal::read_records(&mut conn, &[(RecordRef(500), 0)])
             .await
             .unwrap(),
         [Some("shared text".to_string())]
@@ -496,7 +497,7 @@ async fn a_batch_sent_again_after_a_lost_reply_is_harmless_and_shared_payloads_g
     // once per entry removed, however often the call is repeated.
     let records = [Record {
         shared: RecordRef(500),
-        payload: &shared_payload,
+        payloads: std::slice::from_ref(&shared_payload),
         refs: 3,
     }];
     let batch = vec![

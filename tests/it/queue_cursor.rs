@@ -3,10 +3,11 @@
 //! (`XTRIM MINID ~`), never deleted alone; what waits is what comes after the cursor, for the
 //! relay after a restart, for `destroy`, and for the removal of idle streams.
 
-use std::time::Duration;
+use std::{collections::BTreeSet, time::Duration};
 
 use crate::support::{
     RelayProcess, Reply, TestReceiver, TestRedis, TestRelay,
+    redis::shared_payloads,
     relay::{create_hook, http_client},
     user_name,
     wait::until,
@@ -116,12 +117,18 @@ async fn destroy_releases_only_what_waits_after_the_cursor_and_takes_the_cursor_
     rx.wait_delivered(50).await;
     let sent = part.wait_delivered(30).await;
     until(
-        "20 waiting after the cursor, their records kept",
+        "20 waiting after the cursor, exactly their records kept",
         async || {
-            let (waiting, records) = (redis.queued(stuck).await, payload_keys(&redis).await.len());
-            match (waiting, records) == (20, 20) {
+            let waiting = shared_payloads(&redis, stuck).await;
+            let kept: BTreeSet<String> = payload_keys(&redis).await.into_iter().collect();
+            let held = waiting.iter().all(|(_, held)| *held);
+            let refs: BTreeSet<String> = waiting.iter().map(|(key, _)| key.clone()).collect();
+            match waiting.len() == 20 && held && kept == refs {
                 true => Ok(()),
-                false => Err(format!("{waiting} waiting, {records} records")),
+                false => Err(format!(
+                    "{} waiting, records {kept:?} for {refs:?}",
+                    waiting.len()
+                )),
             }
         },
     )
@@ -271,4 +278,138 @@ async fn marks_of_delivery_move_the_cursor_forward_only_and_release_each_record_
         payload_keys(&redis).await.is_empty(),
         "the four waiting released once each"
     );
+}
+
+/// A record holding several events' payloads, as a batch writes it: its entries name their
+/// slot (`k`) and read back to each slot's payload; a round of a hook's
+/// entries of one record releases it with one `HINCRBY`; the record goes with the last entry
+/// of any of its slots, whichever way each leaves (delivered, dropped, drained).
+#[tokio::test]
+async fn a_record_of_several_payloads_serves_each_slot_and_goes_with_the_last_of_its_entries() {
+    use hookrelay::{
+        Payload,
+        base::{
+            ids::{HookId, RecordRef, StreamId},
+            sources::SourceTable,
+        },
+        journal::{self, Entry, Record, Removal, StoredBody},
+    };
+    use std::sync::Arc;
+    let redis = TestRedis::start().await;
+    let mut conn = crate::support::redis::store_conn(&redis).await;
+    let prefix = hookrelay::base::redis_keys::PAYLOAD_PREFIX;
+    let payloads: Vec<Arc<Payload>> = (0..3)
+        .map(|i| Arc::new(Payload::new(format!("{{\"n\":{i}}}"))))
+        .collect();
+    let records = [Record {
+        shared: RecordRef(900),
+        payloads: &payloads,
+        refs: 6,
+    }];
+    let entry = |ts: u64, slot: u16| Entry {
+        ts,
+        payload: payloads[usize::from(slot)].clone(),
+        event_id: "user-joined".into(),
+        arrived: None,
+        shared: Some(RecordRef(900)),
+        slot,
+        source: 0,
+        chain: None,
+        original: None,
+        trace: None,
+    };
+    // Hooks 1 and 2 get the three events.
+    let batch: Vec<(HookId, Entry)> = (0..3u16)
+        .flat_map(|k| {
+            let ts = 100 + u64::from(k);
+            [(HookId(1), entry(ts, k)), (HookId(2), entry(ts, k))]
+        })
+        .collect();
+    let (none, sources) = (redis::pipe(), SourceTable::single("localhost"));
+    let not_added = journal::append(&mut conn, &none, None, &records, &batch, &sources)
+        .await
+        .expect("appended");
+    assert!(not_added.is_empty(), "{not_added:?}");
+    let stored: redis::streams::StreamRangeReply =
+        query(&redis, redis::cmd("XRANGE").arg(queue(1)).arg("-").arg("+")).await;
+    let slots: Vec<Option<String>> = stored.ids.iter().map(|e| e.get("k")).collect();
+    assert_eq!(
+        slots,
+        [Some("0".into()), Some("1".into()), Some("2".into())]
+    );
+    let page = journal::read_page(&mut conn, HookId(1), None, u64::MAX, 10)
+        .await
+        .expect("read");
+    let at: Vec<Option<(u64, u16)>> = page
+        .iter()
+        .map(|s| match s.body {
+            StoredBody::Shared(r, k) => Some((r.0, k)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(at, [Some((900, 0)), Some((900, 1)), Some((900, 2))]);
+    let texts = journal::read_records(
+        &mut conn,
+        &[
+            (RecordRef(900), 2),
+            (RecordRef(900), 0),
+            (RecordRef(900), 3),
+        ],
+    )
+    .await
+    .expect("read");
+    assert_eq!(
+        texts,
+        [Some("{\"n\":2}".into()), Some("{\"n\":0}".into()), None]
+    );
+    let count = async || -> Option<i64> {
+        query(
+            &redis,
+            redis::cmd("HGET").arg(format!("{prefix}900")).arg("n"),
+        )
+        .await
+    };
+    assert_eq!(count().await, Some(6));
+    let gone = |ts| Removal {
+        id: StreamId(ts),
+        shared: Some(RecordRef(900)),
+    };
+    let mark = async |conn: &mut hookrelay::StoreConn, hook: u64, entries: &[Removal]| {
+        let mut pipe = redis::pipe();
+        journal::add_delivered(&mut pipe, &[(HookId(hook), entries)], false);
+        journal::send_removals(conn, &pipe).await.expect("marked");
+    };
+    // Hook 1 delivers all three in one round, and the round is sent again.
+    let round = [gone(100), gone(101), gone(102)];
+    mark(&mut conn, 1, &round).await;
+    mark(&mut conn, 1, &round).await;
+    assert_eq!(count().await, Some(3));
+    assert_eq!(
+        calls(&redis, "hincrby").await,
+        1,
+        "one release for three entries"
+    );
+    // Hook 2: its first dropped, its second delivered, its third drained.
+    journal::remove(&mut conn, HookId(2), &[gone(100)])
+        .await
+        .expect("removed");
+    assert_eq!(count().await, Some(2));
+    mark(&mut conn, 2, &[gone(101)]).await;
+    assert_eq!(count().await, Some(1));
+    journal::delete(&mut conn, HookId(2))
+        .await
+        .expect("drained");
+    assert_eq!(count().await, None, "gone with the last entry of any slot");
+    assert!(payload_keys(&redis).await.is_empty());
+    // An entry an earlier version wrote names no slot: it is read as slot 0.
+    let mut add = redis::cmd("XADD");
+    add.arg(queue(3)).arg("5-0").arg("e").arg("user-joined");
+    let _: String = query(&redis, add.arg("s").arg(901)).await;
+    let page = journal::read_page(&mut conn, HookId(3), None, u64::MAX, 10)
+        .await
+        .expect("read");
+    assert!(matches!(
+        page[0].body,
+        StoredBody::Shared(RecordRef(901), 0)
+    ));
 }

@@ -3,10 +3,14 @@
 //! restarted relay delivers every one in bus order, puts events that arrive while it pages the
 //! queues in after them, and leaves no payload behind once every hook has its callbacks.
 
-use std::{collections::HashSet, time::Duration};
+use std::{
+    collections::{BTreeSet, HashSet},
+    time::Duration,
+};
 
 use crate::support::{
     RelayProcess, Reply, TestReceiver, TestRedis, TestRelay,
+    redis::shared_payloads,
     relay::{create_hook, http_client},
     user_name,
     wait::{until, until_within},
@@ -142,11 +146,13 @@ async fn a_removed_hook_takes_its_queue_and_the_payloads_only_it_still_needed() 
     })
     .await;
     assert_eq!(queued(&redis, &[stuck]).await, 50);
-    assert_eq!(
-        payload_keys(&redis).await.len(),
-        50,
-        "still needed by the stuck hook"
-    );
+    // The records the stuck hook still needs, each slot of its entries held, and no other.
+    let needed = shared_payloads(&redis, stuck).await;
+    assert_eq!(needed.len(), 50);
+    assert!(needed.iter().all(|(_, held)| *held), "{needed:?}");
+    let kept: BTreeSet<String> = payload_keys(&redis).await.into_iter().collect();
+    let wanted: BTreeSet<String> = needed.into_iter().map(|(key, _)| key).collect();
+    assert_eq!(kept, wanted, "still needed by the stuck hook");
     let xml = relay.call("destroy", &format!("hookID={stuck}")).await;
     assert!(xml.contains("<removed>true</removed>"), "{xml}");
     assert_eq!(queued(&redis, &[stuck]).await, 0);

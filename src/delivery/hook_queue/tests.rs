@@ -16,6 +16,7 @@ fn sized(ts: u64, bytes: usize) -> Entry {
         event_id: "e".into(),
         arrived: None,
         shared: None,
+        slot: 0,
         source: 0,
         chain: None,
         original: None,

@@ -3,11 +3,13 @@
 //! transaction. A batch sent again after a lost reply is told apart from a clock that went
 //! back by reading the refused ids: an entry already there was written by the first try.
 
+use std::sync::Arc;
+
 use redis::Value;
 
 use super::{
     Entry, entry_id,
-    scripts::{RELEASE_SCRIPT, evalsha, query_loading, record_key},
+    scripts::{RELEASE_SCRIPT, evalsha, query_loading, record_key, slot_field},
 };
 use crate::{
     base::{
@@ -19,10 +21,11 @@ use crate::{
     store_conn::StoreConn,
 };
 
-/// A payload record to write with a batch: its reference, text and number of entries.
+/// A payload record to write with a batch: its reference, its payloads by slot and the
+/// number of entries that refer to any of them.
 pub struct Record<'a> {
     pub shared: RecordRef,
-    pub payload: &'a Payload,
+    pub payloads: &'a [Arc<Payload>],
     pub refs: usize,
 }
 
@@ -69,10 +72,12 @@ pub async fn append(
     // Every reply is looked at below: an entry's id refused is an answer, not a failure.
     pipe.atomic().ignore_errors();
     for r in records {
-        pipe.hset_multiple(
-            record_key(r.shared),
-            &[("t", r.payload.text()), ("n", &r.refs.to_string())],
-        );
+        // Absolute values: a batch sent again writes the same record.
+        let cmd = pipe.cmd("HSET").arg(record_key(r.shared));
+        for (k, p) in (0u16..).zip(r.payloads) {
+            cmd.arg(&*slot_field(k)).arg(p.text());
+        }
+        cmd.arg("n").arg(r.refs);
     }
     if let Some(last) = records.iter().map(|r| r.shared).max() {
         pipe.set(PAYLOAD_SEQ, last);
@@ -143,8 +148,10 @@ fn add_entry(pipe: &mut redis::Pipeline, key: &str, e: &Entry, sources: &SourceT
         .arg(entry_id(e.ts))
         .arg("e")
         .arg(&*e.event_id);
+    // `k` even for slot 0: a stream node whose entries have the same fields stores their
+    // names once.
     match e.shared {
-        Some(s) => pipe.arg("s").arg(s.to_string()),
+        Some(s) => pipe.arg("s").arg(s.to_string()).arg("k").arg(e.slot),
         None => pipe.arg("p").arg(e.payload.text()),
     };
     if let Some(name) = sources.stored_name(e.source) {
@@ -233,7 +240,7 @@ async fn release_records(
     }
     let mut pipe = redis::pipe();
     for (s, n) in release {
-        evalsha(&mut pipe, &RELEASE_SCRIPT, &record_key(s))
+        evalsha(&mut pipe, &RELEASE_SCRIPT, &[record_key(s)])
             .arg(n)
             .ignore();
     }

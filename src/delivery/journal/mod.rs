@@ -1,9 +1,12 @@
 //! The durable side of the per-hook queues. Each hook has a Redis stream whose entry ids are
 //! its callbacks' timestamps (`<ms>-0`, strictly increasing per hook). An entry carries the
 //! event id and either the payload itself (`p`: a payload only this callback uses) or a
-//! reference (`s`) to a shared payload record, `{PAYLOAD_PREFIX}<ref>`, a hash holding the text
-//! once (`t`) and how many entries still refer to it (`n`): an event going to a hundred hooks
-//! is stored once. An entry that waits for its plugins (the chain runs when it is sent) also
+//! reference (`s`) to a shared payload record, `{PAYLOAD_PREFIX}<ref>`, and the slot of its
+//! payload there (`k`; an entry of an earlier version has none: slot 0). A record is a hash holding the payloads of up to
+//! [`crate::delivery::plan::GROUP_PAYLOADS`] events of one batch once each (`t` for slot 0,
+//! `t<k>` for the others) and how many entries still refer to any of them (`n`): an event
+//! going to a hundred hooks is stored once, and a hook's delivered entries mostly release one
+//! record per write. An entry that waits for its plugins (the chain runs when it is sent) also
 //! keeps what the chain needs: `c` marks it, `im` and `xm` hold the meeting ids and `q` the
 //! event's other form (the bus message for a processed hook, the processed event for a raw
 //! one), inline. A batch's entries and records are written in one transaction before they
@@ -32,6 +35,7 @@ pub use read::{
     Head, Position, Stored, StoredBody, heads, last_shared, oldest, parse_ts, position,
     position_of, read_page, read_records,
 };
+pub(crate) use scripts::evalsha;
 use scripts::{DELIVERED_SCRIPT, DRAIN_SCRIPT, REMOVE_SCRIPT, query_loading};
 
 use crate::{
@@ -48,6 +52,9 @@ use crate::{
     plugin_host::Deferred,
 };
 
+/// Where a shared payload is stored: its record and its slot there.
+pub type SharedAt = (RecordRef, u16);
+
 /// One callback waiting for its hook.
 #[derive(Debug, Clone)]
 pub struct Entry {
@@ -61,6 +68,8 @@ pub struct Entry {
     pub arrived: Option<std::time::Instant>,
     /// The shared payload record it refers to; `None` when the entry holds its payload.
     pub shared: Option<RecordRef>,
+    /// Its payload's slot in that record (0 for an entry that holds its payload).
+    pub slot: u16,
     /// The source (conference server) of its event; stored by name (`o`), except for the
     /// `default` source.
     pub source: SourceId,
@@ -129,13 +138,8 @@ pub fn add_remove(pipe: &mut redis::Pipeline, hook: HookId, entries: &[Removal])
         pipe.xdel(queue_key(hook), &ids).ignore();
         return;
     }
-    let cmd = pipe
-        .cmd("EVALSHA")
-        .arg(REMOVE_SCRIPT.get_hash())
-        .arg(2)
-        .arg(queue_key(hook))
-        .arg(cursor_key(hook))
-        .arg(PAYLOAD_PREFIX);
+    let cmd =
+        evalsha(pipe, &REMOVE_SCRIPT, &[queue_key(hook), cursor_key(hook)]).arg(PAYLOAD_PREFIX);
     for r in entries {
         cmd.arg(r.entry_id()).arg(r.record_arg());
     }
@@ -159,13 +163,11 @@ pub fn add_delivered(pipe: &mut redis::Pipeline, hooks: &[HookRemovals<'_>], per
         vec![&hooks[..]]
     };
     for group in groups.into_iter().filter(|g| !g.is_empty()) {
-        pipe.cmd("EVALSHA")
-            .arg(DELIVERED_SCRIPT.get_hash())
-            .arg(group.len() * 2);
-        for (hook, _) in group {
-            pipe.arg(queue_key(*hook)).arg(cursor_key(*hook));
-        }
-        pipe.arg(PAYLOAD_PREFIX);
+        let keys: Vec<String> = group
+            .iter()
+            .flat_map(|(hook, _)| [queue_key(*hook), cursor_key(*hook)])
+            .collect();
+        evalsha(pipe, &DELIVERED_SCRIPT, &keys).arg(PAYLOAD_PREFIX);
         for (_, entries) in group {
             pipe.arg(entries.len());
             for r in entries.iter() {
@@ -213,11 +215,7 @@ pub async fn delete(conn: &mut StoreConn, hook: HookId) -> Result<(), redis::Red
     let (key, cursor) = (queue_key(hook), cursor_key(hook));
     loop {
         let mut pipe = redis::pipe();
-        pipe.cmd("EVALSHA")
-            .arg(DRAIN_SCRIPT.get_hash())
-            .arg(2)
-            .arg(&key)
-            .arg(&cursor)
+        evalsha(&mut pipe, &DRAIN_SCRIPT, &[&key, &cursor])
             .arg(PAYLOAD_PREFIX)
             .arg(1000);
         let (removed,): (i64,) = query_loading(conn, &pipe, &[&DRAIN_SCRIPT]).await?;
@@ -231,7 +229,7 @@ impl Stored {
     /// What removing it takes.
     pub fn removal(&self) -> Removal {
         let shared = match self.body {
-            StoredBody::Shared(r) => Some(r),
+            StoredBody::Shared(r, _) => Some(r),
             _ => None,
         };
         Removal {

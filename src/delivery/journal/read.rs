@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use redis::AsyncCommands;
 
-use super::scripts::{HEAD_SCRIPT, OLDEST_SCRIPT, query_loading, record_key};
+use super::scripts::{HEAD_SCRIPT, OLDEST_SCRIPT, evalsha, query_loading, record_key, slot_field};
 use crate::{
     base::{
         ids::{HookId, RecordRef},
@@ -97,11 +97,7 @@ async fn per_hook<T: redis::FromRedisValue>(
     }
     let mut pipe = redis::pipe();
     for &h in hooks {
-        pipe.cmd("EVALSHA")
-            .arg(script.get_hash())
-            .arg(2)
-            .arg(queue_key(h))
-            .arg(cursor_key(h));
+        evalsha(&mut pipe, script, &[queue_key(h), cursor_key(h)]);
     }
     query_loading(conn, &pipe, &[script]).await
 }
@@ -161,7 +157,12 @@ impl Stored {
         let body = if let Some(text) = sid.get::<String>("p") {
             StoredBody::Inline(text)
         } else if let Some(s) = sid.get::<String>("s").and_then(|s| s.parse().ok()) {
-            StoredBody::Shared(s)
+            // An unreadable slot names no payload; an earlier version's entry has none (slot 0).
+            match sid.get::<String>("k").map(|k| k.parse::<u16>()) {
+                None => StoredBody::Shared(s, 0),
+                Some(Ok(k)) => StoredBody::Shared(s, k),
+                Some(Err(_)) => StoredBody::Unreadable,
+            }
         } else {
             StoredBody::Unreadable
         };
@@ -189,7 +190,8 @@ impl Stored {
 
 pub enum StoredBody {
     Inline(String),
-    Shared(RecordRef),
+    /// A shared record and its payload's slot.
+    Shared(RecordRef, u16),
     /// Neither field: nothing to send.
     Unreadable,
 }
@@ -218,20 +220,20 @@ pub async fn read_page(
         .collect())
 }
 
-/// The texts of shared records (`None` for a record that is gone).
+/// The payloads at slots of shared records (`None` for a record or slot that is gone).
 ///
 /// # Errors
 /// When Redis fails.
 pub async fn read_records(
     conn: &mut StoreConn,
-    shared: &[RecordRef],
+    shared: &[super::SharedAt],
 ) -> Result<Vec<Option<String>>, redis::RedisError> {
     if shared.is_empty() {
         return Ok(Vec::new());
     }
     let mut pipe = redis::pipe();
-    for s in shared {
-        pipe.hget(record_key(*s), "t");
+    for (s, k) in shared {
+        pipe.hget(record_key(*s), slot_field(*k));
     }
     pipe.query_async(conn).await
 }

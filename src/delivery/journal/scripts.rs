@@ -11,26 +11,28 @@ use crate::{
 };
 
 /// Removes dropped entries (KEYS: the stream and its cursor; ARGV: record prefix, then id and
-/// reference pairs, '' for none), releasing the record of each entry actually removed, so that
-/// a repeated call releases nothing twice. An entry at or behind the cursor is left (another
+/// reference pairs, '' for none), releasing the record of each entry actually removed (one
+/// `HINCRBY` per record), so that a repeated call releases nothing twice. An entry at or behind the cursor is left (another
 /// instance of a fleet delivered it, and released its record; the trim takes it). The
 /// cursor's `x` keeps the highest id removed, which tells a late mark of delivery of the same
 /// entry (that other instance's) that it may be gone.
 const REMOVE: &str = r"
 local c = redis.call('HMGET', KEYS[2], 'd', 'x')
 local at, top = tonumber(c[1] or '0'), tonumber(c[2] or '0')
-local gone, top_s = 0, nil
+local gone, top_s, released = 0, nil, {}
 for i = 2, #ARGV, 2 do
   local ts_s = string.match(ARGV[i], '^(%d+)')
   local ts = tonumber(ts_s)
   if ts > at and redis.call('XDEL', KEYS[1], ARGV[i]) == 1 then
     gone = gone + 1
     if ts > top then top, top_s = ts, ts_s end
-    if ARGV[i + 1] ~= '' then
-      local k = ARGV[1] .. ARGV[i + 1]
-      if redis.call('HINCRBY', k, 'n', -1) <= 0 then redis.call('DEL', k) end
-    end
+    local ref = ARGV[i + 1]
+    if ref ~= '' then released[ref] = (released[ref] or 0) + 1 end
   end
+end
+for ref, n in pairs(released) do
+  local k = ARGV[1] .. ref
+  if redis.call('HINCRBY', k, 'n', -n) <= 0 then redis.call('DEL', k) end
 end
 if top_s then redis.call('HSET', KEYS[2], 'x', top_s) end
 return gone
@@ -102,14 +104,16 @@ if #entries == 0 then
   redis.call('DEL', KEYS[1], KEYS[2])
   return 0
 end
+local released = {}
 for _, e in ipairs(entries) do
   local f = e[2]
   for i = 1, #f, 2 do
-    if f[i] == 's' then
-      local k = ARGV[1] .. f[i + 1]
-      if redis.call('HINCRBY', k, 'n', -1) <= 0 then redis.call('DEL', k) end
-    end
+    if f[i] == 's' then released[f[i + 1]] = (released[f[i + 1]] or 0) + 1 end
   end
+end
+for ref, n in pairs(released) do
+  local k = ARGV[1] .. ref
+  if redis.call('HINCRBY', k, 'n', -n) <= 0 then redis.call('DEL', k) end
 end
 local last = string.match(entries[#entries][1], '^(%d+)')
 redis.call('HSET', KEYS[2], 'd', last)
@@ -186,15 +190,26 @@ pub(super) async fn query_loading<T: redis::FromRedisValue>(
     }
 }
 
-/// Adds the `EVALSHA` of `script` on `key` to `pipe`; its arguments follow.
-pub(super) fn evalsha<'a>(
+/// Adds the `EVALSHA` of `script` on `keys` to `pipe`; its arguments follow.
+pub(crate) fn evalsha<'a>(
     pipe: &'a mut redis::Pipeline,
     script: &Script,
-    key: &str,
+    keys: &[impl redis::ToRedisArgs],
 ) -> &'a mut redis::Pipeline {
-    pipe.cmd("EVALSHA").arg(script.get_hash()).arg(1).arg(key)
+    pipe.cmd("EVALSHA")
+        .arg(script.get_hash())
+        .arg(keys.len())
+        .arg(keys)
 }
 
 pub(super) fn record_key(shared: RecordRef) -> String {
     format!("{PAYLOAD_PREFIX}{shared}")
+}
+
+/// The field of a record that holds the payload of slot `k`.
+pub(super) fn slot_field(k: u16) -> std::borrow::Cow<'static, str> {
+    match k {
+        0 => "t".into(),
+        k => format!("t{k}").into(),
+    }
 }

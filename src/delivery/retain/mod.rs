@@ -120,11 +120,7 @@ pub(crate) fn add(
         groups.push(e.original_ts(), &fields);
     }
     let added = groups.finish();
-    pipe.cmd("EVALSHA")
-        .arg(RETAIN_SCRIPT.get_hash())
-        .arg(2)
-        .arg(&stream)
-        .arg(&bytes)
+    crate::delivery::journal::evalsha(pipe, &RETAIN_SCRIPT, &[&stream, &bytes])
         .arg(bounds.max_bytes)
         .arg(now.saturating_sub(bounds.window_ms))
         // Kept a little longer than the window, so that an idle URL's keys go by themselves.

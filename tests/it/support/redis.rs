@@ -474,6 +474,29 @@ pub(crate) async fn queued_in(conn: &mut impl redis::aio::ConnectionLike, hook: 
     len - delivered.ids.len()
 }
 
+/// Of the entries waiting after `hook`'s cursor that refer to a shared payload record: each
+/// one's record key, and whether that record still holds the entry's slot (`k`; slot 0, field
+/// `t`, for an entry without one).
+#[allow(dead_code)]
+pub(crate) async fn shared_payloads(redis: &TestRedis, hook: u64) -> Vec<(String, bool)> {
+    let mut c = redis.conn().await.expect("redis");
+    let waiting = waiting_in(&mut c, hook).await;
+    let mut out = Vec::new();
+    for e in &waiting.ids {
+        let Some(record) = e.get::<String>("s") else {
+            continue;
+        };
+        let field = match e.get::<u16>("k") {
+            None | Some(0) => "t".to_string(),
+            Some(k) => format!("t{k}"),
+        };
+        let key = format!("{}{record}", hookrelay::base::redis_keys::PAYLOAD_PREFIX);
+        let held: bool = c.hexists(&key, field).await.expect("HEXISTS");
+        out.push((key, held));
+    }
+    out
+}
+
 /// The entries waiting in hook `hook`'s queue: those of its stream after its cursor.
 #[allow(dead_code)]
 pub(crate) async fn waiting_in(
