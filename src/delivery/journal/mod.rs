@@ -2,11 +2,11 @@
 //! its callbacks' timestamps (`<ms>-0`, strictly increasing per hook). An entry carries the
 //! event id and either the payload itself (`p`: a payload only this callback uses) or a
 //! reference (`s`) to a shared payload record, `{PAYLOAD_PREFIX}<ref>`, and the slot of its
-//! payload there (`k`; an entry of an earlier version has none: slot 0). A record is a hash holding the payloads of up to
-//! [`crate::delivery::plan::GROUP_PAYLOADS`] events of one batch once each (`t` for slot 0,
-//! `t<k>` for the others) and how many entries still refer to any of them (`n`): an event
-//! going to a hundred hooks is stored once, and a hook's delivered entries mostly release one
-//! record per write. An entry that waits for its plugins (the chain runs when it is sent) also
+//! payload there (`k`; an entry of an earlier version has none: slot 0). A record is a hash
+//! holding the payloads of up to 16 events of one batch once each (`t` for slot 0, `t<k>`
+//! for the others) and how many entries still refer to any of them (`n`): an event going to a
+//! hundred hooks is stored once, and a hook's delivered entries mostly release one record per
+//! write. An entry that waits for its plugins (the chain runs when it is sent) also
 //! keeps what the chain needs: `c` marks it, `im` and `xm` hold the meeting ids and `q` the
 //! event's other form (the bus message for a processed hook, the processed event for a raw
 //! one), inline. A batch's entries and records are written in one transaction before they

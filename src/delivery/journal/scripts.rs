@@ -12,8 +12,9 @@ use crate::{
 
 /// Removes dropped entries (KEYS: the stream and its cursor; ARGV: record prefix, then id and
 /// reference pairs, '' for none), releasing the record of each entry actually removed (one
-/// `HINCRBY` per record), so that a repeated call releases nothing twice. An entry at or behind the cursor is left (another
-/// instance of a fleet delivered it, and released its record; the trim takes it). The
+/// `HINCRBY` per record), so that a repeated call releases nothing twice. An entry at or
+/// behind the cursor is left (another instance of a fleet delivered it, and released its
+/// record; the trim takes it). The
 /// cursor's `x` keeps the highest id removed, which tells a late mark of delivery of the same
 /// entry (that other instance's) that it may be gone.
 const REMOVE: &str = r"
